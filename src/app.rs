@@ -1,0 +1,81 @@
+//! The whole program behind `main`: parse the command line, validate it, check, write the
+//! report and the termination message, and return the exit code. Callable in-process by tests.
+
+use crate::check::check;
+use crate::cli::{CheckArgs, Cli, Command, OutputFormat};
+use crate::config::Config;
+use crate::report::{ExitCode, Report, TERMINATION_MESSAGE_MAX, render_text, termination_message};
+use clap::Parser;
+use std::ffi::OsString;
+use std::io::Write;
+
+/// Runs pullcheck with these arguments (the first is the program name).
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version come this way too, with exit code 0.
+            let _ = e.print();
+            return if e.exit_code() == 0 {
+                ExitCode::Ok
+            } else {
+                ExitCode::Usage
+            };
+        }
+    };
+    match cli.command {
+        Command::Check(args) => run_check(args),
+    }
+}
+
+fn run_check(args: CheckArgs) -> ExitCode {
+    let config = match Config::from_args(args, &mut std::io::stdin().lock()) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors.0 {
+                eprintln!("pullcheck: error: {e}");
+            }
+            eprintln!("pullcheck: nothing was checked (exit 2); see `pullcheck check --help`");
+            return ExitCode::Usage;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pullcheck: error: cannot start the async runtime: {e}");
+            return ExitCode::Usage;
+        }
+    };
+    let report = runtime.block_on(check(&config.images, &config.options));
+    write_outputs(&config, &report);
+    report.exit_code
+}
+
+fn write_outputs(config: &Config, report: &Report) {
+    let out = match config.output {
+        OutputFormat::Json => {
+            let mut s = report.to_json();
+            s.push('\n');
+            s
+        }
+        OutputFormat::Text => render_text(report, config.quiet),
+    };
+    // One write of the whole report; a closed stdout (a pipe to `head`) is not an error.
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    if let Some(path) = &config.termination_log {
+        let message = termination_message(report, TERMINATION_MESSAGE_MAX);
+        if let Err(e) = std::fs::write(path, message.as_bytes()) {
+            eprintln!(
+                "pullcheck: warning: cannot write the termination message to {}: {e}",
+                path.display()
+            );
+        }
+    }
+}

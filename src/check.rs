@@ -1,0 +1,263 @@
+//! Checking a set of images: all at once (bounded by `--concurrency`), each retried with
+//! exponential back-off and jitter while its failure is transient, the whole run inside one
+//! deadline (`--timeout`). Every image gets a result; nothing here returns an error.
+
+use crate::keyring::Keyring;
+use crate::reference::Reference;
+use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
+use crate::report::{ImageResult, Report, Status};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// How to check. `Default` gives the CLI's defaults.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The deadline for the whole run.
+    pub timeout: Duration,
+    /// How many images are checked at once.
+    pub concurrency: usize,
+    /// Plain-HTTP registries and extra CA certificates.
+    pub client: ClientOptions,
+    /// Pull credentials.
+    pub keyring: Keyring,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            timeout: Duration::from_secs(60),
+            concurrency: 16,
+            client: ClientOptions::default(),
+            keyring: Keyring::default(),
+        }
+    }
+}
+
+/// First wait between attempts; doubled each time up to [`BACKOFF_MAX`], with jitter.
+const BACKOFF_BASE: Duration = Duration::from_millis(250);
+const BACKOFF_MAX: Duration = Duration::from_secs(8);
+/// Every attempt gets at least this long, and at most a quarter of the deadline, so that one
+/// stalled connection leaves time to try again.
+const ATTEMPT_MIN: Duration = Duration::from_secs(2);
+
+/// Checks every image and reports on each. Images that name the same normalised reference
+/// are checked once; invalid references become `invalid_reference` results and the others are
+/// still checked.
+pub async fn check(images: &[String], options: &Options) -> Report {
+    let started = Instant::now();
+    let deadline = started + options.timeout;
+    let client = match Client::new(&options.client) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            // Not reachable with valid options; still, every image gets a verdict.
+            let results = images
+                .iter()
+                .map(|i| plain_result(i, Status::Unreachable, "client", e.to_string()))
+                .collect();
+            return Report::new(results);
+        }
+    };
+    let attempt_cap = (options.timeout / 4).max(ATTEMPT_MIN).min(options.timeout);
+    let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let keyring = Arc::new(options.keyring.clone());
+
+    let mut results: Vec<Option<ImageResult>> = Vec::new();
+    let mut seen = HashSet::new();
+    let mut tasks = JoinSet::new();
+    for image in images {
+        match Reference::parse(image) {
+            Err(e) => results.push(Some(ImageResult {
+                hint: "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".to_string(),
+                reason: "invalid_reference",
+                ..plain_result(image, Status::InvalidReference, "invalid_reference", e.to_string())
+            })),
+            Ok(reference) => {
+                if !seen.insert(reference.to_string()) {
+                    continue;
+                }
+                let index = results.len();
+                results.push(None);
+                let job = Job {
+                    client: client.clone(),
+                    keyring: keyring.clone(),
+                    slots: slots.clone(),
+                    image: image.clone(),
+                    reference,
+                    deadline,
+                    attempt_cap,
+                    timeout: options.timeout,
+                };
+                tasks.spawn(async move { (index, job.run().await) });
+            }
+        }
+    }
+    while let Some(joined) = tasks.join_next().await {
+        // A task ends only by returning: the code on its path does not panic, and a panic
+        // would abort the release binary anyway.
+        if let Ok((index, result)) = joined {
+            if let Some(slot) = results.get_mut(index) {
+                *slot = Some(result);
+            }
+        }
+    }
+    Report::new(results.into_iter().flatten().collect())
+}
+
+struct Job {
+    client: Arc<Client>,
+    keyring: Arc<Keyring>,
+    slots: Arc<Semaphore>,
+    image: String,
+    reference: Reference,
+    deadline: Instant,
+    attempt_cap: Duration,
+    timeout: Duration,
+}
+
+impl Job {
+    async fn run(self) -> ImageResult {
+        let start = Instant::now();
+        let Ok(Ok(_slot)) = tokio::time::timeout_at(self.deadline, self.slots.acquire()).await
+        else {
+            let outcome = Outcome {
+                fact: Fact::TimedOut {
+                    waiting_for: "a free slot (raise --concurrency)".to_string(),
+                    deadline: true,
+                },
+                auth: AuthUsed::Anonymous,
+                tried: Vec::new(),
+            };
+            let verdict = registry::classify(&self.reference, &outcome);
+            return self.result(verdict, &outcome.auth, 0, start);
+        };
+        let credentials = self
+            .keyring
+            .lookup(&self.reference.registry, &self.reference.repository);
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let progress = Progress::default();
+            let attempt_deadline = (Instant::now() + self.attempt_cap).min(self.deadline);
+            let probe = self.client.probe(&self.reference, &credentials, &progress);
+            let outcome = match tokio::time::timeout_at(attempt_deadline, probe).await {
+                Ok(outcome) => outcome,
+                Err(_) => Outcome {
+                    fact: Fact::TimedOut {
+                        waiting_for: progress.get(),
+                        deadline: attempt_deadline >= self.deadline,
+                    },
+                    auth: AuthUsed::Anonymous,
+                    tried: Vec::new(),
+                },
+            };
+            let mut verdict = registry::classify(&self.reference, &outcome);
+            let Some(asked) = verdict.retry else {
+                if matches!(outcome.fact, Fact::TimedOut { deadline: true, .. }) {
+                    verdict.message.push_str(&self.gave_up(attempts, start));
+                }
+                return self.result(verdict, &outcome.auth, attempts, start);
+            };
+            let wait = asked.unwrap_or_else(|| backoff(attempts));
+            if Instant::now() + wait >= self.deadline {
+                verdict.message.push_str(&self.gave_up(attempts, start));
+                return self.result(verdict, &outcome.auth, attempts, start);
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    fn gave_up(&self, attempts: u32, start: Instant) -> String {
+        let noun = if attempts == 1 { "attempt" } else { "attempts" };
+        format!(
+            "; gave up after {attempts} {noun} in {:.1}s (--timeout {})",
+            start.elapsed().as_secs_f64(),
+            humantime::format_duration(self.timeout)
+        )
+    }
+
+    fn result(&self, v: Verdict, auth: &AuthUsed, attempts: u32, start: Instant) -> ImageResult {
+        ImageResult {
+            image: self.image.clone(),
+            reference: self.reference.to_string(),
+            registry: self.reference.registry.clone(),
+            status: v.status,
+            reason: v.reason,
+            digest: v.digest,
+            message: v.message,
+            hint: v.hint,
+            auth: auth.describe(),
+            fatal: true,
+            attempts,
+            elapsed_ms: start.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// Exponential back-off with "equal jitter": half the step fixed, half random, so that many
+/// images failing together do not retry in lock-step.
+fn backoff(attempt: u32) -> Duration {
+    let exp = BACKOFF_BASE.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+    let step = exp.min(BACKOFF_MAX);
+    let half = step / 2;
+    half + half.mul_f64(fastrand::f64())
+}
+
+fn plain_result(image: &str, status: Status, reason: &'static str, message: String) -> ImageResult {
+    ImageResult {
+        image: image.to_string(),
+        reference: String::new(),
+        registry: String::new(),
+        status,
+        reason,
+        digest: None,
+        message,
+        hint: String::new(),
+        auth: AuthUsed::Anonymous.describe(),
+        fatal: true,
+        attempts: 0,
+        elapsed_ms: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        for attempt in 1..40 {
+            let d = backoff(attempt);
+            let step = BACKOFF_BASE
+                .saturating_mul(1u32 << (attempt - 1).min(16))
+                .min(BACKOFF_MAX);
+            assert!(d >= step / 2 && d <= step, "{attempt}: {d:?}");
+        }
+        assert!(backoff(1) <= Duration::from_millis(250));
+        assert!(backoff(30) <= BACKOFF_MAX);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn invalid_references_are_results_and_duplicates_collapse() {
+        let images = vec![
+            "UPPER/Case/X".to_string(),
+            "127.0.0.1:1/a".to_string(),
+            "127.0.0.1:1/a:latest".to_string(),
+        ];
+        let options = Options {
+            timeout: Duration::from_secs(3),
+            client: ClientOptions {
+                plain_http: vec!["127.0.0.1:1".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let report = check(&images, &options).await;
+        assert_eq!(report.images.len(), 2, "{report:#?}");
+        assert_eq!(report.images[0].status, Status::InvalidReference);
+        assert_eq!(report.images[1].status, Status::Unreachable);
+    }
+}

@@ -1,0 +1,141 @@
+//! The command line, as clap derive types only: every flag also reads an environment variable,
+//! and `--help` text comes from these doc comments. No logic lives here; `config` validates.
+
+use crate::report::EXIT_CODES_HELP;
+use clap::builder::FalseyValueParser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Fail a pod in seconds, not hours, when one of its images cannot be pulled.
+///
+/// pullcheck runs as the first init container of a pod: it asks each image's registry for the
+/// manifest (one HEAD, with the pod's own pull secrets) and exits non-zero with a precise
+/// message when an image is missing, private, or its registry is unreachable.
+#[derive(Debug, Parser)]
+#[command(name = "pullcheck", version, after_help = EXIT_CODES_HELP)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check that every image can be pulled.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Check(CheckArgs),
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// One line per image, problems first, for people.
+    Text,
+    /// The JSON report, for programs.
+    Json,
+}
+
+/// Flags of `pullcheck check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Image references to check (`nginx`, `quay.io/org/app:v1`, `reg:5000/x@sha256:…`).
+    #[arg(value_name = "IMAGE")]
+    pub images: Vec<String>,
+
+    /// More images, separated by whitespace or commas.
+    #[arg(long = "images", value_name = "LIST", env = "PULLCHECK_IMAGES")]
+    pub images_list: Option<String>,
+
+    /// A file of images, one per line, `#` starts a comment; `-` reads stdin.
+    #[arg(long, value_name = "PATH", env = "PULLCHECK_IMAGES_FILE")]
+    pub images_file: Option<PathBuf>,
+
+    /// A Pod, workload (Deployment, Job, CronJob, StatefulSet, DaemonSet, ReplicaSet) or List,
+    /// YAML or JSON, whose images are all checked; `-` reads stdin.
+    #[arg(long, value_name = "PATH", env = "PULLCHECK_POD_SPEC")]
+    pub pod_spec: Option<PathBuf>,
+
+    /// A `.dockerconfigjson`, `.dockercfg` or `config.json` file, or a folder holding one.
+    /// Repeatable; the environment variable takes a `:`-separated list.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "PULLCHECK_DOCKER_CONFIG",
+        value_delimiter = ':'
+    )]
+    pub docker_config: Vec<PathBuf>,
+
+    /// A folder with one sub-folder per mounted pull secret; a missing folder means none.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PULLCHECK_SECRETS_DIR",
+        default_value = "/var/run/pullcheck/secrets"
+    )]
+    pub secrets_dir: PathBuf,
+
+    /// Speak plain HTTP to this registry (the only way to). Repeatable; the environment
+    /// variable takes a comma-separated list.
+    #[arg(
+        long,
+        value_name = "HOST[:PORT]",
+        env = "PULLCHECK_PLAIN_HTTP",
+        value_delimiter = ','
+    )]
+    pub plain_http: Vec<String>,
+
+    /// A PEM file of CA certificates to trust, besides the Mozilla roots built in. Repeatable;
+    /// the environment variable takes a `:`-separated list.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "PULLCHECK_CA_FILE",
+        value_delimiter = ':'
+    )]
+    pub ca_file: Vec<PathBuf>,
+
+    /// Deadline for the whole check (`500ms`, `30s`, `2m`).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "PULLCHECK_TIMEOUT",
+        default_value = "60s",
+        allow_hyphen_values = true
+    )]
+    pub timeout: String,
+
+    /// How many images are checked at once.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "PULLCHECK_CONCURRENCY",
+        default_value = "16",
+        allow_hyphen_values = true
+    )]
+    pub concurrency: String,
+
+    /// Output format on stdout.
+    #[arg(
+        short = 'o',
+        long,
+        value_enum,
+        env = "PULLCHECK_OUTPUT",
+        default_value = "text"
+    )]
+    pub output: OutputFormat,
+
+    /// Where to write the termination message [default: /dev/termination-log when it exists;
+    /// an empty PATH writes none].
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "PULLCHECK_TERMINATION_LOG",
+        value_parser = clap::builder::OsStringValueParser::new()
+    )]
+    pub termination_log: Option<std::ffi::OsString>,
+
+    /// Print only the images that cannot be pulled (nothing when all can).
+    #[arg(short, long, env = "PULLCHECK_QUIET", value_parser = FalseyValueParser::new())]
+    pub quiet: bool,
+}

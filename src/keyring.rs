@@ -1,0 +1,809 @@
+//! Pull credentials: reading pull-secret files and choosing the credentials for an image the way
+//! the kubelet does.
+//!
+//! Why not the `docker_credential` crate for this: it matches exact server names only, while the
+//! kubelet (`pkg/credentialprovider/keyring.go`) matches keys as globs per host label, with a port
+//! and a path prefix, and tries *every* matching credential in turn. pullcheck must reach the same
+//! verdict as the kubelet, so this module implements the kubelet's rules:
+//!
+//! - a key without a scheme gets `https://`; the key is `host[:port]` plus path, and a leading
+//!   `/v1/` or `/v2/` path is dropped (`https://index.docker.io/v1/` is `index.docker.io`);
+//! - a key matches an image when the ports are equal, the hosts have the same number of labels,
+//!   each label matches as a glob (`*`, `?`, `[…]`), and the key's path is a prefix of the image's
+//!   repository path;
+//! - all matching credentials are returned, keys in reverse lexical order (so `quay.io/team`
+//!   before `quay.io`), sources in priority order within a key;
+//! - images on Docker Hub fall back to an `index.docker.io` key when nothing else matched.
+//!
+//! Secrets are wrapped in [`Secret`], whose `Debug` and `Display` print `<redacted>`.
+
+use base64::Engine;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A secret value. Never printed: `Debug` and `Display` show `<redacted>`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+
+    /// The secret itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// A user name and password for a registry, and where they came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    /// The user name (not secret; shown in messages).
+    pub username: String,
+    /// The password or access token.
+    pub password: Secret,
+    /// Where it came from, for messages and JSON: `secret regcred, key 127.0.0.1:5443`.
+    pub source: String,
+}
+
+/// A file that could not be used as a credential source: a configuration error (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("credential file {path}: {what}")]
+pub struct KeyringError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong, naming the entry but never its secret.
+    pub what: String,
+}
+
+/// The largest credential file read. A Kubernetes Secret holds at most 1 MiB.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// File names of a pull secret's key (`.dockerconfigjson`, legacy `.dockercfg`) and of a Docker
+/// CLI config, in the order they are looked for in a folder.
+const CONFIG_FILE_NAMES: [&str; 3] = [".dockerconfigjson", ".dockercfg", "config.json"];
+
+/// Docker Hub's key of last resort, as in the kubelet.
+const DEFAULT_REGISTRY_KEY: &str = "index.docker.io";
+
+#[derive(Debug, Clone)]
+struct Entry {
+    key: String,
+    pattern: KeyPattern,
+    credential: Credential,
+}
+
+/// Credentials from all sources, ready to be matched against images.
+#[derive(Debug, Clone, Default)]
+pub struct Keyring {
+    /// In source priority order; [`Keyring::lookup`] sorts by key.
+    entries: Vec<Entry>,
+}
+
+impl Keyring {
+    /// Reads the credential sources in priority order: each `--docker-config` path (a file, or a
+    /// folder holding one) in the order given, then each sub-folder of `secrets_dir` in name order.
+    /// A missing `secrets_dir` means no mounted secrets.
+    pub fn load(
+        docker_configs: &[PathBuf],
+        secrets_dir: Option<&Path>,
+    ) -> Result<Keyring, Vec<KeyringError>> {
+        let mut keyring = Keyring::default();
+        let mut errors = Vec::new();
+        for path in docker_configs {
+            match find_config_in(path) {
+                Ok(file) => {
+                    let label = format!("file {}", file.display());
+                    if let Err(e) = keyring.add_file(&file, &label) {
+                        errors.push(e);
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if let Some(dir) = secrets_dir {
+            match secret_folders(dir) {
+                Ok(folders) => {
+                    for (name, folder) in folders {
+                        // A mounted optional secret that does not exist is an empty folder: skip it.
+                        let Some(file) = CONFIG_FILE_NAMES[..2]
+                            .iter()
+                            .map(|n| folder.join(n))
+                            .find(|p| p.is_file())
+                        else {
+                            continue;
+                        };
+                        if let Err(e) = keyring.add_file(&file, &format!("secret {name}")) {
+                            errors.push(e);
+                        }
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            Ok(keyring)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Adds the entries of one config file's content. `label` names the source in messages.
+    pub fn add_json(&mut self, path: &Path, label: &str, text: &str) -> Result<(), KeyringError> {
+        let err = |what: String| KeyringError {
+            path: path.to_path_buf(),
+            what,
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            // serde_json's message holds only a position and a category, never the content.
+            err(format!(
+                "not valid JSON (line {}, column {}: {})",
+                e.line(),
+                e.column(),
+                json_category(&e)
+            ))
+        })?;
+        let serde_json::Value::Object(top) = value else {
+            return Err(err("not a JSON object".to_string()));
+        };
+        // `.dockerconfigjson` and config.json wrap the map in "auths"; legacy `.dockercfg` is
+        // the bare map.
+        let map = match top.get("auths") {
+            Some(serde_json::Value::Object(auths)) => auths.clone(),
+            Some(_) => return Err(err("\"auths\" is not a JSON object".to_string())),
+            None if top.contains_key("credHelpers") || top.contains_key("credsStore") => {
+                serde_json::Map::new()
+            }
+            None => top,
+        };
+        for (key, entry) in map {
+            let entry_err = |what: &str| err(format!("entry {}: {what}", printable(&key)));
+            let serde_json::Value::Object(fields) = entry else {
+                return Err(entry_err("not a JSON object"));
+            };
+            let field = |name: &str| -> Result<Option<String>, KeyringError> {
+                match fields.get(name) {
+                    None | Some(serde_json::Value::Null) => Ok(None),
+                    Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+                    Some(_) => Err(entry_err(&format!("\"{name}\" is not a string"))),
+                }
+            };
+            let mut username = field("username")?.unwrap_or_default();
+            let mut password = field("password")?.unwrap_or_default();
+            // `auth` overrides username and password, as in the kubelet.
+            if let Some(auth) = field("auth")?.filter(|a| !a.is_empty()) {
+                let decoded =
+                    decode_auth(&auth).ok_or_else(|| entry_err("\"auth\" is not valid base64"))?;
+                let (u, p) = decoded
+                    .split_once(':')
+                    .ok_or_else(|| entry_err("\"auth\" does not decode to user:password"))?;
+                username = u.to_string();
+                password = p.to_string();
+            }
+            if username.is_empty() && password.is_empty() {
+                // An entry that only names a server (a credential helper keeps the secret): nothing to use.
+                continue;
+            }
+            let Some(pattern) = KeyPattern::parse(&key) else {
+                return Err(entry_err("is not a registry host name"));
+            };
+            let normalised = pattern.key();
+            self.entries.push(Entry {
+                key: normalised.clone(),
+                pattern,
+                credential: Credential {
+                    username,
+                    password: Secret(password),
+                    source: format!("{label}, key {}", printable(&key)),
+                },
+            });
+        }
+        Ok(())
+    }
+
+    fn add_file(&mut self, file: &Path, label: &str) -> Result<(), KeyringError> {
+        let err = |what: String| KeyringError {
+            path: file.to_path_buf(),
+            what,
+        };
+        let meta = std::fs::metadata(file).map_err(|e| err(format!("cannot read: {e}")))?;
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(err(format!(
+                "{} bytes is too large for a credential file (a Kubernetes Secret holds at most 1 MiB)",
+                meta.len()
+            )));
+        }
+        let bytes = std::fs::read(file).map_err(|e| err(format!("cannot read: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".to_string()))?;
+        if text.trim().is_empty() {
+            return Err(err("empty file".to_string()));
+        }
+        self.add_json(file, label, &text)
+    }
+
+    /// Whether any credential was loaded.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The credentials to try for an image, in the order the kubelet tries them. Empty means
+    /// anonymous.
+    pub fn lookup(&self, registry: &str, repository: &str) -> Vec<&Credential> {
+        let target = format!("{registry}/{repository}");
+        let mut keys: Vec<&str> = self.entries.iter().map(|e| e.key.as_str()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.reverse();
+        let mut out = Vec::new();
+        for key in keys {
+            let mut matched = self.entries.iter().filter(|e| e.key == key).peekable();
+            let Some(first) = matched.peek() else {
+                continue;
+            };
+            if !first.pattern.matches(&target) {
+                continue;
+            }
+            out.extend(matched.map(|e| &e.credential));
+        }
+        if out.is_empty() && is_default_registry_match(registry) {
+            out.extend(
+                self.entries
+                    .iter()
+                    .filter(|e| e.key == DEFAULT_REGISTRY_KEY)
+                    .map(|e| &e.credential),
+            );
+        }
+        out
+    }
+}
+
+/// Whether an image's registry is Docker Hub, for the `index.docker.io` fallback.
+fn is_default_registry_match(registry: &str) -> bool {
+    matches!(
+        registry,
+        "docker.io" | "index.docker.io" | "registry-1.docker.io"
+    )
+}
+
+/// A key of a docker config, parsed the kubelet's way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct KeyPattern {
+    /// host labels (glob patterns)
+    labels: Vec<String>,
+    port: String,
+    /// path, starting with `/` or empty
+    path: String,
+}
+
+impl KeyPattern {
+    fn parse(key: &str) -> Option<KeyPattern> {
+        let rest = key
+            .strip_prefix("https://")
+            .or_else(|| key.strip_prefix("http://"))
+            .unwrap_or(key);
+        let (hostport, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        if hostport.is_empty() || hostport.contains(['@', ' ', '?', '#']) {
+            return None;
+        }
+        let mut path = path;
+        if path.starts_with("/v2/") || path.starts_with("/v1/") {
+            path = &path[3..];
+        }
+        if path == "/" {
+            path = "";
+        }
+        let (host, port) = split_host_port(hostport);
+        Some(KeyPattern {
+            labels: host.split('.').map(str::to_string).collect(),
+            port: port.to_string(),
+            path: path.to_string(),
+        })
+    }
+
+    fn key(&self) -> String {
+        let mut k = self.labels.join(".");
+        if !self.port.is_empty() {
+            k.push(':');
+            k.push_str(&self.port);
+        }
+        k.push_str(&self.path);
+        k
+    }
+
+    /// Whether this key matches `target` (`host[:port]/repository`).
+    fn matches(&self, target: &str) -> bool {
+        let (hostport, path) = match target.find('/') {
+            Some(i) => (&target[..i], &target[i..]),
+            None => (target, ""),
+        };
+        let (host, port) = split_host_port(hostport);
+        if port != self.port {
+            return false;
+        }
+        let labels: Vec<&str> = host.split('.').collect();
+        if labels.len() != self.labels.len() {
+            return false;
+        }
+        if !path.starts_with(&self.path) {
+            return false;
+        }
+        self.labels.iter().zip(labels).all(|(pattern, label)| {
+            glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false)
+        })
+    }
+}
+
+/// Splits `host:port` like Go's `net.SplitHostPort`, falling back to no port.
+fn split_host_port(hostport: &str) -> (&str, &str) {
+    if let Some(rest) = hostport.strip_prefix('[') {
+        if let Some((host, after)) = rest.split_once(']') {
+            return (host, after.strip_prefix(':').unwrap_or(""));
+        }
+        return (hostport, "");
+    }
+    match hostport.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => (host, port),
+        _ => (hostport, ""),
+    }
+}
+
+/// Go's `filepath.Match` for one host label (no separators inside a label): `*`, `?`, `[...]`
+/// with ranges and `^` negation, `\` escapes. `None` for a malformed pattern, which the kubelet
+/// treats as no match.
+fn glob_match(pattern: &[u8], name: &[u8]) -> Option<bool> {
+    let (mut p, mut n) = (0usize, 0usize);
+    // Backtracking point for the last `*`: (pattern index after it, name index it consumed to).
+    let mut star: Option<(usize, usize)> = None;
+    loop {
+        if p < pattern.len() {
+            match pattern[p] {
+                b'*' => {
+                    star = Some((p + 1, n));
+                    p += 1;
+                    continue;
+                }
+                b'?' if n < name.len() => {
+                    p += 1;
+                    n += 1;
+                    continue;
+                }
+                b'[' if n < name.len() => {
+                    let (matched, next) = class_match(pattern, p, name[n])?;
+                    if matched {
+                        p = next;
+                        n += 1;
+                        continue;
+                    }
+                }
+                b'\\' => {
+                    let c = *pattern.get(p + 1)?;
+                    if n < name.len() && name[n] == c {
+                        p += 2;
+                        n += 1;
+                        continue;
+                    }
+                }
+                c if c != b'?' && c != b'[' && n < name.len() && name[n] == c => {
+                    p += 1;
+                    n += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        } else if n == name.len() {
+            return Some(true);
+        }
+        // Mismatch: let the last `*` eat one more byte, or fail.
+        match star {
+            Some((sp, sn)) if sn < name.len() => {
+                star = Some((sp, sn + 1));
+                p = sp;
+                n = sn + 1;
+            }
+            _ => {
+                // Go reports a malformed pattern even on mismatch; check the rest is well formed.
+                validate_pattern(&pattern[p.min(pattern.len())..])?;
+                return Some(false);
+            }
+        }
+    }
+}
+
+/// Matches a `[...]` class at `pattern[start]` against `c`; returns (matched, index after `]`).
+fn class_match(pattern: &[u8], start: usize, c: u8) -> Option<(bool, usize)> {
+    let mut i = start + 1;
+    let negate = pattern.get(i) == Some(&b'^');
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    loop {
+        let b = *pattern.get(i)?;
+        if b == b']' && !first {
+            i += 1;
+            break;
+        }
+        first = false;
+        let lo = if b == b'\\' {
+            i += 1;
+            *pattern.get(i)?
+        } else {
+            b
+        };
+        i += 1;
+        let mut hi = lo;
+        if pattern.get(i) == Some(&b'-') && pattern.get(i + 1).is_some_and(|b| *b != b']') {
+            i += 1;
+            hi = if pattern[i] == b'\\' {
+                i += 1;
+                *pattern.get(i)?
+            } else {
+                pattern[i]
+            };
+            i += 1;
+        }
+        if lo <= c && c <= hi {
+            matched = true;
+        }
+    }
+    Some((matched != negate, i))
+}
+
+fn validate_pattern(pattern: &[u8]) -> Option<()> {
+    let mut i = 0;
+    while i < pattern.len() {
+        match pattern[i] {
+            b'\\' => {
+                pattern.get(i + 1)?;
+                i += 2;
+            }
+            b'[' => {
+                let (_, next) = class_match(pattern, i, 0)?;
+                i = next;
+            }
+            _ => i += 1,
+        }
+    }
+    Some(())
+}
+
+/// Base64 of `user:password`, padded or not, standard or URL-safe alphabet.
+fn decode_auth(auth: &str) -> Option<String> {
+    use base64::engine::DecodePaddingMode;
+    use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+    let config =
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+    let standard = GeneralPurpose::new(&base64::alphabet::STANDARD, config);
+    let url_safe = GeneralPurpose::new(&base64::alphabet::URL_SAFE, config);
+    let auth = auth.trim();
+    let bytes = standard
+        .decode(auth)
+        .or_else(|_| url_safe.decode(auth))
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// A short, printable form of a key for messages.
+fn printable(s: &str) -> String {
+    let mut out: String = s.chars().take(100).flat_map(char::escape_default).collect();
+    if s.chars().count() > 100 {
+        out.push('…');
+    }
+    out
+}
+
+fn json_category(e: &serde_json::Error) -> &'static str {
+    match e.classify() {
+        serde_json::error::Category::Io => "read error",
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Data => "unexpected value",
+        serde_json::error::Category::Eof => "unexpected end",
+    }
+}
+
+/// Finds the config file at `path`: the file itself, or the first of `.dockerconfigjson`,
+/// `.dockercfg`, `config.json` inside a folder.
+fn find_config_in(path: &Path) -> Result<PathBuf, KeyringError> {
+    let meta = std::fs::metadata(path).map_err(|e| KeyringError {
+        path: path.to_path_buf(),
+        what: format!("cannot read: {e}"),
+    })?;
+    if !meta.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    CONFIG_FILE_NAMES
+        .iter()
+        .map(|n| path.join(n))
+        .find(|p| p.is_file())
+        .ok_or_else(|| KeyringError {
+            path: path.to_path_buf(),
+            what: format!("folder holds none of {}", CONFIG_FILE_NAMES.join(", ")),
+        })
+}
+
+/// The sub-folders of the secrets folder, by name. A missing folder means no secrets.
+fn secret_folders(dir: &Path) -> Result<Vec<(String, PathBuf)>, KeyringError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(KeyringError {
+                path: dir.to_path_buf(),
+                what: format!("cannot read the secrets folder: {e}"),
+            });
+        }
+    };
+    let mut out: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        // Kubernetes' atomic-writer folders (`..data`, `..2024_…`) are not secrets.
+        .filter(|e| !e.file_name().to_string_lossy().starts_with(".."))
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keyring(json: &str) -> Keyring {
+        let mut k = Keyring::default();
+        k.add_json(Path::new("test.json"), "secret test", json)
+            .unwrap();
+        k
+    }
+
+    fn b64(s: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    #[test]
+    fn glob_table() {
+        let cases: &[(&str, &str, &str, Option<bool>)] = &[
+            ("literal", "abc", "abc", Some(true)),
+            ("literal mismatch", "abc", "abd", Some(false)),
+            ("star", "*", "anything", Some(true)),
+            ("star empty", "*", "", Some(true)),
+            ("star suffix", "*-good", "prefix-good", Some(true)),
+            ("star middle", "a*c", "abbbc", Some(true)),
+            ("star backtrack", "a*b*c", "axbxbxc", Some(true)),
+            ("question", "a?c", "abc", Some(true)),
+            ("question needs one", "a?c", "ac", Some(false)),
+            ("class", "[abc]x", "bx", Some(true)),
+            ("class range", "[a-c]x", "dx", Some(false)),
+            ("class negated", "[^a-c]x", "dx", Some(true)),
+            ("escape", "a\\*", "a*", Some(true)),
+            ("malformed class", "[a", "a", None),
+            ("malformed escape", "a\\", "a", None),
+        ];
+        for (name, pattern, label, want) in cases {
+            assert_eq!(
+                glob_match(pattern.as_bytes(), label.as_bytes()),
+                *want,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn key_match_table() {
+        let cases: &[(&str, &str, &str, bool)] = &[
+            (
+                "glob label",
+                "*.kubernetes.io",
+                "prefix.kubernetes.io/a",
+                true,
+            ),
+            ("glob middle", "prefix.*.io", "prefix.kubernetes.io/a", true),
+            (
+                "glob tld",
+                "prefix.kubernetes.*",
+                "prefix.kubernetes.io/a",
+                true,
+            ),
+            (
+                "glob partial label",
+                "*-good.kubernetes.io",
+                "prefix-good.kubernetes.io/a",
+                true,
+            ),
+            (
+                "scheme http",
+                "http://*.kubernetes.io",
+                "prefix.kubernetes.io/a",
+                true,
+            ),
+            (
+                "scheme https",
+                "https://*.kubernetes.io",
+                "prefix.kubernetes.io/a",
+                true,
+            ),
+            (
+                "port",
+                "prefix.kubernetes.*:8080",
+                "prefix.kubernetes.io:8080/a",
+                true,
+            ),
+            (
+                "port missing in image",
+                "prefix.kubernetes.io:8080",
+                "prefix.kubernetes.io/a",
+                false,
+            ),
+            (
+                "port missing in key",
+                "prefix.kubernetes.io",
+                "prefix.kubernetes.io:8080/a",
+                false,
+            ),
+            (
+                "path prefix",
+                "*.kubernetes.io/foo",
+                "prefix.kubernetes.io/foo/bar",
+                true,
+            ),
+            (
+                "path other",
+                "*.kubernetes.io/foo",
+                "prefix.kubernetes.io/bar",
+                false,
+            ),
+            (
+                "root not matched by glob",
+                "*.kubernetes.io",
+                "kubernetes.io/a",
+                false,
+            ),
+            (
+                "too many labels",
+                "*.kubernetes.io",
+                "a.b.kubernetes.io/a",
+                false,
+            ),
+            (
+                "too few labels",
+                "*.*.kubernetes.io",
+                "prefix.kubernetes.io/a",
+                false,
+            ),
+            (
+                "v1 path dropped",
+                "https://index.docker.io/v1/",
+                "index.docker.io/a",
+                true,
+            ),
+            ("v2 path dropped", "https://r.io/v2/", "r.io/a", true),
+            ("exact", "127.0.0.1:5443", "127.0.0.1:5443/team/app", true),
+            (
+                "ip other port",
+                "127.0.0.1:5443",
+                "127.0.0.1:5000/team/app",
+                false,
+            ),
+        ];
+        for (name, key, target, want) in cases {
+            let pattern = KeyPattern::parse(key).unwrap();
+            assert_eq!(pattern.matches(target), *want, "{name}: {key} vs {target}");
+        }
+    }
+
+    #[test]
+    fn lookup_order_is_reverse_lexical_by_key() {
+        let k = keyring(&format!(
+            r#"{{"auths": {{
+                "quay.io": {{"auth": "{}"}},
+                "quay.io/team": {{"auth": "{}"}},
+                "other.io": {{"auth": "{}"}}
+            }}}}"#,
+            b64("host:p1"),
+            b64("team:p2"),
+            b64("other:p3")
+        ));
+        let users: Vec<_> = k
+            .lookup("quay.io", "team/app")
+            .iter()
+            .map(|c| c.username.as_str())
+            .collect();
+        assert_eq!(users, ["team", "host"]);
+        assert!(k.lookup("docker.io", "library/nginx").is_empty());
+    }
+
+    #[test]
+    fn docker_hub_falls_back_to_index_docker_io() {
+        let k = keyring(&format!(
+            r#"{{"https://index.docker.io/v1/": {{"auth": "{}"}}}}"#,
+            b64("hub:pw")
+        ));
+        assert_eq!(k.lookup("docker.io", "library/nginx")[0].username, "hub");
+        assert!(k.lookup("quay.io", "x").is_empty());
+    }
+
+    #[test]
+    fn entry_forms() {
+        let unpadded = b64("u:p:with:colons").trim_end_matches('=').to_string();
+        let k = keyring(&format!(
+            r#"{{"auths": {{
+                "a.io": {{"auth": "{unpadded}", "username": "ignored", "password": "ignored"}},
+                "b.io": {{"username": "bob", "password": "pw"}},
+                "c.io": {{}}
+            }}}}"#
+        ));
+        let a = k.lookup("a.io", "x");
+        assert_eq!(a[0].username, "u");
+        assert_eq!(a[0].password.expose(), "p:with:colons");
+        assert_eq!(a[0].source, "secret test, key a.io");
+        assert_eq!(k.lookup("b.io", "x")[0].username, "bob");
+        assert!(k.lookup("c.io", "x").is_empty());
+    }
+
+    #[test]
+    fn malformed_files_name_the_entry_not_the_secret() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("not json", "{ not json", "not valid JSON"),
+            ("array", "[]", "not a JSON object"),
+            (
+                "bad base64",
+                r#"{"auths":{"r.io":{"auth":"!!!s3cret!!!"}}}"#,
+                "entry r.io: \"auth\" is not valid base64",
+            ),
+            (
+                "no colon",
+                &format!(r#"{{"auths":{{"r.io":{{"auth":"{}"}}}}}}"#, b64("s3cret")),
+                "does not decode to user:password",
+            ),
+            (
+                "entry not object",
+                r#"{"auths":{"r.io":"s3cret"}}"#,
+                "entry r.io: not a JSON object",
+            ),
+            (
+                "auths not object",
+                r#"{"auths":"s3cret"}"#,
+                "\"auths\" is not a JSON object",
+            ),
+        ];
+        for (name, json, want) in cases {
+            let mut k = Keyring::default();
+            let e = k
+                .add_json(Path::new("f.json"), "file f.json", json)
+                .unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains(want), "{name}: {msg}");
+            assert!(msg.contains("f.json"), "{name}: {msg}");
+            assert!(!msg.contains("s3cret"), "{name}: {msg}");
+            assert!(!msg.contains(&b64("s3cret")), "{name}: {msg}");
+        }
+    }
+
+    #[test]
+    fn secrets_do_not_show_in_debug() {
+        let k = keyring(&format!(
+            r#"{{"auths":{{"r.io":{{"auth":"{}"}}}}}}"#,
+            b64("al:s3cret")
+        ));
+        let dbg = format!("{k:?}");
+        assert!(!dbg.contains("s3cret"), "{dbg}");
+        assert!(dbg.contains("<redacted>"));
+    }
+}

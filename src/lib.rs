@@ -1,0 +1,47 @@
+//! pullcheck: fail a Kubernetes pod in seconds, not hours, when one of its images cannot be
+//! pulled.
+//!
+//! Kubernetes keeps a pod whose image cannot be pulled in `Pending` and retries for ever, so a
+//! Job's `backoffLimit` and `podFailurePolicy` never fire. pullcheck runs as the pod's first init
+//! container, asks each image's registry for the manifest (one `HEAD`, with the pod's own pull
+//! secrets) and exits with a precise, machine-readable verdict.
+//!
+//! # Library use
+//!
+//! Job frameworks can call [`check`] directly:
+//!
+//! ```no_run
+//! # async fn demo() {
+//! let options = pullcheck::Options::default();
+//! let report = pullcheck::check(&["nginx:1.27".to_string()], &options).await;
+//! for image in &report.images {
+//!     println!("{} {}", image.status.as_str(), image.message);
+//! }
+//! std::process::exit(report.exit_code.code().into());
+//! # }
+//! ```
+//!
+//! # Layout
+//!
+//! - [`cli`]: clap types only; [`config`]: flags, environment and files into a validated
+//!   [`config::Config`]; [`app`]: the program behind `main`.
+//! - [`reference`]: image reference parsing and normalisation, as the container runtime does it.
+//! - [`podspec`]: the images of Pods, workloads and Lists.
+//! - [`keyring`]: pull-secret files and the kubelet's credential matching.
+//! - [`registry`]: all HTTP to registries; [`registry::classify`] turns what it found into a
+//!   verdict, in one place.
+//! - [`check`](mod@check): concurrency, retries with back-off, the deadline.
+//! - [`report`]: results, exit codes, text, JSON and the termination message.
+
+pub mod app;
+pub mod check;
+pub mod cli;
+pub mod config;
+pub mod keyring;
+pub mod podspec;
+pub mod reference;
+pub mod registry;
+pub mod report;
+
+pub use check::{Options, check};
+pub use report::{ExitCode, ImageResult, Report, Status};

@@ -1,0 +1,573 @@
+//! Every outcome of a probe becomes a verdict here, and only here: a status, a machine-readable
+//! reason, a message that names the image, the registry and what was tried, a hint that says
+//! what to do next, and whether retrying could help.
+//!
+//! The rule for retries: transient failures (connect errors, time-outs, 5xx, 429) are retried
+//! inside the deadline; permanent ones (404, 401, 403, certificate errors) never are, because
+//! waiting will not change them.
+
+use super::{AuthUsed, Fact, Outcome, Step};
+use crate::reference::Reference;
+use crate::report::Status;
+use std::time::Duration;
+
+/// The verdict on one probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The status.
+    pub status: Status,
+    /// A finer machine-readable reason (`tag_missing`, `credentials_rejected`, `timeout`, …).
+    pub reason: &'static str,
+    /// What happened, naming the image, the registry and what was tried.
+    pub message: String,
+    /// What to do next (empty when fine).
+    pub hint: String,
+    /// `Some` when retrying may help, with the wait the registry asked for, if any.
+    pub retry: Option<Option<Duration>>,
+    /// The digest, when found.
+    pub digest: Option<String>,
+}
+
+impl Verdict {
+    fn new(status: Status, reason: &'static str, message: String, hint: &str) -> Verdict {
+        Verdict {
+            status,
+            reason,
+            message,
+            hint: hint.to_string(),
+            retry: None,
+            digest: None,
+        }
+    }
+
+    fn retry(mut self, after: Option<Duration>) -> Verdict {
+        self.retry = Some(after);
+        self
+    }
+}
+
+/// Turns what a probe found into a verdict.
+pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
+    let image = reference.to_string();
+    let registry = &reference.registry;
+    let repo = &reference.repository;
+    let who = describe_auth(&outcome.auth);
+    let tried = describe_tried(&outcome.tried);
+    match &outcome.fact {
+        Fact::Found { digest } => {
+            let mut v = Verdict::new(
+                Status::Ok,
+                "found",
+                format!(
+                    "{image}: manifest found on {registry} ({})",
+                    digest.as_deref().unwrap_or("digest not reported")
+                ),
+                "",
+            );
+            v.digest = digest.clone();
+            v
+        }
+        Fact::Missing {
+            url,
+            repository_missing,
+        } => {
+            let what = match (&reference.digest, &reference.tag) {
+                (Some(d), _) => format!("digest {d}"),
+                (None, Some(t)) => format!("tag {t:?}"),
+                (None, None) => "manifest".to_string(),
+            };
+            match repository_missing {
+                Some(true) => Verdict::new(
+                    Status::NotFound,
+                    "repository_missing",
+                    format!(
+                        "{image}: repository {repo} does not exist on {registry} (HEAD {url} answered 404; tags/list answered NAME_UNKNOWN; {who})"
+                    ),
+                    "Check the image name and registry; a typo in the repository path is the usual cause.",
+                ),
+                Some(false) => Verdict::new(
+                    Status::NotFound,
+                    if reference.digest.is_some() {
+                        "digest_missing"
+                    } else {
+                        "tag_missing"
+                    },
+                    format!(
+                        "{image}: {what} not found in repository {repo} on {registry}, which exists (HEAD {url} answered 404; {who})"
+                    ),
+                    "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.",
+                ),
+                None => Verdict::new(
+                    Status::NotFound,
+                    "manifest_missing",
+                    format!(
+                        "{image}: {what} not found on {registry} (HEAD {url} answered 404; {who})"
+                    ),
+                    "Check the image name, tag and digest for a typo, or push the image.",
+                ),
+            }
+        }
+        Fact::Status {
+            step,
+            method,
+            url,
+            status,
+            retry_after,
+            bearer_error,
+        } => {
+            let request = format!("{method} {url} answered {status}");
+            match (step, status) {
+                (Step::Manifest, 401) if bearer_error.as_deref() == Some("insufficient_scope") => {
+                    Verdict::new(
+                        Status::Unauthorized,
+                        "insufficient_scope",
+                        format!(
+                            "{image}: {registry} refused access to {repo} ({request}, insufficient_scope): the repository does not exist, or it is private and the credentials used ({tried}) have no access"
+                        ),
+                        "If the image is private, give pullcheck the pod's pull secret for this registry; if it is public, check the name (registries such as Docker Hub answer this way for missing repositories too).",
+                    )
+                }
+                (Step::Manifest, 401) if outcome.auth == AuthUsed::Anonymous => Verdict::new(
+                    Status::Unauthorized,
+                    "no_credentials",
+                    format!(
+                        "{image}: {registry} requires credentials and none matched it ({request}, anonymous)"
+                    ),
+                    "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config; if the node pulls with its own credentials, use --allow-unauthenticated.",
+                ),
+                (Step::Manifest, 401) => Verdict::new(
+                    Status::Unauthorized,
+                    "credentials_rejected",
+                    format!(
+                        "{image}: {registry} rejected the credentials ({request}; tried {tried})"
+                    ),
+                    "The pull secret's user name or password is wrong or expired: renew the secret.",
+                ),
+                (Step::Token, 401 | 403) if outcome.auth == AuthUsed::Anonymous => Verdict::new(
+                    Status::Unauthorized,
+                    "no_credentials",
+                    format!(
+                        "{image}: the token server of {registry} refused anonymous access ({request})"
+                    ),
+                    "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config.",
+                ),
+                (Step::Token, 401 | 403) => Verdict::new(
+                    Status::Unauthorized,
+                    "credentials_rejected",
+                    format!(
+                        "{image}: the token server of {registry} rejected the credentials ({request}; tried {tried})"
+                    ),
+                    "The pull secret's user name or password is wrong or expired: renew the secret.",
+                ),
+                (Step::Manifest, 403) => Verdict::new(
+                    Status::Denied,
+                    "denied",
+                    format!(
+                        "{image}: {registry} denied access to {repo} ({request}; tried {tried})"
+                    ),
+                    "The credentials are valid but may not pull this repository: grant them pull access.",
+                ),
+                (_, 429) => Verdict::new(
+                    Status::Unreachable,
+                    "rate_limited",
+                    format!("{image}: {registry} is rate-limiting requests ({request})"),
+                    "Wait and retry, or pull through a mirror; Docker Hub limits anonymous pulls per IP.",
+                )
+                .retry(*retry_after),
+                (_, 500..=599) => Verdict::new(
+                    Status::Unreachable,
+                    "server_error",
+                    format!("{image}: {registry} failed ({request})"),
+                    "The registry is failing; retry later or check its status.",
+                )
+                .retry(*retry_after),
+                (Step::Ping, _) => Verdict::new(
+                    Status::Unreachable,
+                    "not_a_registry",
+                    format!(
+                        "{image}: {registry} does not answer as an OCI registry ({request}; a registry answers 200 or 401)"
+                    ),
+                    "Check the registry host and port in the image reference.",
+                ),
+                _ => Verdict::new(
+                    Status::Unreachable,
+                    "unexpected_status",
+                    format!("{image}: {registry} gave an unexpected answer ({request})"),
+                    "Check the image reference; run with -o json for details.",
+                ),
+            }
+        }
+        Fact::Transport {
+            method,
+            url,
+            detail,
+            tls,
+            timeout,
+            ..
+        } => {
+            if *tls {
+                Verdict::new(
+                    Status::Unreachable,
+                    "tls",
+                    format!("{image}: TLS with {registry} failed ({method} {url}: {detail})"),
+                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP.",
+                )
+            } else if *timeout {
+                Verdict::new(
+                    Status::Unreachable,
+                    "timeout",
+                    format!("{image}: {registry} timed out ({method} {url}: {detail})"),
+                    "Check that the registry is reachable from the node (network policy, proxy, firewall).",
+                )
+                .retry(None)
+            } else {
+                Verdict::new(
+                    Status::Unreachable,
+                    "connect",
+                    format!("{image}: cannot reach {registry} ({method} {url}: {detail})"),
+                    "Check the registry host name and that it is reachable from the node (DNS, network policy, proxy).",
+                )
+                .retry(None)
+            }
+        }
+        Fact::UnsupportedAuth { scheme } => Verdict::new(
+            Status::Unauthorized,
+            "unsupported_auth",
+            format!(
+                "{image}: {registry} asks for authentication scheme {scheme:?}, which pullcheck does not speak (Basic and Bearer only)"
+            ),
+            "Use --allow-unauthenticated for this registry if the node has its own credentials.",
+        ),
+        Fact::BadTokenAnswer { realm } => Verdict::new(
+            Status::Unreachable,
+            "bad_token_answer",
+            format!("{image}: the token server {realm} of {registry} answered without a token"),
+            "The registry's token service is misbehaving; retry later.",
+        )
+        .retry(None),
+        Fact::InsecureRealm { realm } => Verdict::new(
+            Status::Unauthorized,
+            "insecure_realm",
+            format!(
+                "{image}: {registry} sends credentials to the plain-HTTP token server {realm}; pullcheck did not send them"
+            ),
+            "Allow plain HTTP to that host with --plain-http only if the network is trusted.",
+        ),
+        Fact::TimedOut {
+            waiting_for,
+            deadline,
+        } => {
+            let waiting = if waiting_for.is_empty() {
+                String::new()
+            } else {
+                format!(" waiting for {waiting_for}")
+            };
+            let v = Verdict::new(
+                Status::Unreachable,
+                "timeout",
+                format!("{image}: {registry} timed out{waiting}"),
+                "Check that the registry is reachable from the node, or raise --timeout.",
+            );
+            if *deadline { v } else { v.retry(None) }
+        }
+    }
+}
+
+fn describe_auth(auth: &AuthUsed) -> String {
+    match auth {
+        AuthUsed::Anonymous => "anonymous".to_string(),
+        AuthUsed::Credential { username, source } => format!("as user {username} from {source}"),
+    }
+}
+
+fn describe_tried(tried: &[AuthUsed]) -> String {
+    if tried.is_empty() {
+        return "none".to_string();
+    }
+    tried
+        .iter()
+        .map(|a| match a {
+            AuthUsed::Anonymous => "none (anonymous)".to_string(),
+            AuthUsed::Credential { username, source } => format!("user {username} from {source}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", then ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(s: &str) -> Reference {
+        Reference::parse(s).unwrap()
+    }
+
+    fn outcome(fact: Fact, auth: AuthUsed) -> Outcome {
+        Outcome {
+            fact,
+            tried: vec![auth.clone()],
+            auth,
+        }
+    }
+
+    fn status(step: Step, code: u16, bearer_error: Option<&str>) -> Fact {
+        Fact::Status {
+            step,
+            method: if step == Step::Manifest {
+                "HEAD"
+            } else {
+                "GET"
+            },
+            url: "https://r.io/v2/x".into(),
+            status: code,
+            retry_after: None,
+            bearer_error: bearer_error.map(str::to_string),
+        }
+    }
+
+    fn alice() -> AuthUsed {
+        AuthUsed::Credential {
+            username: "alice".into(),
+            source: "secret regcred, key r.io".into(),
+        }
+    }
+
+    #[test]
+    fn classification_table() {
+        let cases: Vec<(&str, Fact, AuthUsed, Status, &str, bool)> = vec![
+            (
+                "found",
+                Fact::Found {
+                    digest: Some("sha256:1".into()),
+                },
+                AuthUsed::Anonymous,
+                Status::Ok,
+                "found",
+                false,
+            ),
+            (
+                "repo missing",
+                Fact::Missing {
+                    url: "u".into(),
+                    repository_missing: Some(true),
+                },
+                AuthUsed::Anonymous,
+                Status::NotFound,
+                "repository_missing",
+                false,
+            ),
+            (
+                "tag missing",
+                Fact::Missing {
+                    url: "u".into(),
+                    repository_missing: Some(false),
+                },
+                AuthUsed::Anonymous,
+                Status::NotFound,
+                "tag_missing",
+                false,
+            ),
+            (
+                "unknown missing",
+                Fact::Missing {
+                    url: "u".into(),
+                    repository_missing: None,
+                },
+                AuthUsed::Anonymous,
+                Status::NotFound,
+                "manifest_missing",
+                false,
+            ),
+            (
+                "anonymous 401",
+                status(Step::Manifest, 401, None),
+                AuthUsed::Anonymous,
+                Status::Unauthorized,
+                "no_credentials",
+                false,
+            ),
+            (
+                "rejected 401",
+                status(Step::Manifest, 401, None),
+                alice(),
+                Status::Unauthorized,
+                "credentials_rejected",
+                false,
+            ),
+            (
+                "scope 401",
+                status(Step::Manifest, 401, Some("insufficient_scope")),
+                alice(),
+                Status::Unauthorized,
+                "insufficient_scope",
+                false,
+            ),
+            (
+                "token 401",
+                status(Step::Token, 401, None),
+                alice(),
+                Status::Unauthorized,
+                "credentials_rejected",
+                false,
+            ),
+            (
+                "token 401 anonymous",
+                status(Step::Token, 401, None),
+                AuthUsed::Anonymous,
+                Status::Unauthorized,
+                "no_credentials",
+                false,
+            ),
+            (
+                "403",
+                status(Step::Manifest, 403, None),
+                alice(),
+                Status::Denied,
+                "denied",
+                false,
+            ),
+            (
+                "429",
+                status(Step::Manifest, 429, None),
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "rate_limited",
+                true,
+            ),
+            (
+                "503",
+                status(Step::Manifest, 503, None),
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "server_error",
+                true,
+            ),
+            (
+                "ping 503",
+                status(Step::Ping, 503, None),
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "server_error",
+                true,
+            ),
+            (
+                "ping 404",
+                status(Step::Ping, 404, None),
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "not_a_registry",
+                false,
+            ),
+            (
+                "tls",
+                Fact::Transport {
+                    step: Step::Ping,
+                    method: "GET",
+                    url: "u".into(),
+                    detail: "bad cert".into(),
+                    tls: true,
+                    timeout: false,
+                },
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "tls",
+                false,
+            ),
+            (
+                "connect",
+                Fact::Transport {
+                    step: Step::Ping,
+                    method: "GET",
+                    url: "u".into(),
+                    detail: "refused".into(),
+                    tls: false,
+                    timeout: false,
+                },
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "connect",
+                true,
+            ),
+            (
+                "attempt timeout",
+                Fact::TimedOut {
+                    waiting_for: "HEAD u".into(),
+                    deadline: false,
+                },
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "timeout",
+                true,
+            ),
+            (
+                "deadline",
+                Fact::TimedOut {
+                    waiting_for: "HEAD u".into(),
+                    deadline: true,
+                },
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "timeout",
+                false,
+            ),
+            (
+                "insecure realm",
+                Fact::InsecureRealm {
+                    realm: "http://t".into(),
+                },
+                alice(),
+                Status::Unauthorized,
+                "insecure_realm",
+                false,
+            ),
+        ];
+        let r = reference("r.io/team/app:v1");
+        for (name, fact, auth, want_status, want_reason, want_retry) in cases {
+            let v = classify(&r, &outcome(fact, auth));
+            assert_eq!(v.status, want_status, "{name}");
+            assert_eq!(v.reason, want_reason, "{name}");
+            assert_eq!(v.retry.is_some(), want_retry, "{name}");
+            assert!(
+                v.message.contains("r.io/team/app:v1"),
+                "{name}: {}",
+                v.message
+            );
+            assert!(v.message.contains("r.io"), "{name}");
+            if want_status != Status::Ok {
+                assert!(!v.hint.is_empty(), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn digest_missing_says_digest() {
+        let d = format!("sha256:{}", "a".repeat(64));
+        let r = reference(&format!("r.io/x@{d}"));
+        let v = classify(
+            &r,
+            &outcome(
+                Fact::Missing {
+                    url: "u".into(),
+                    repository_missing: Some(false),
+                },
+                AuthUsed::Anonymous,
+            ),
+        );
+        assert_eq!(v.reason, "digest_missing");
+        assert!(v.message.contains(&d));
+    }
+
+    #[test]
+    fn retry_after_is_kept() {
+        let fact = Fact::Status {
+            step: Step::Manifest,
+            method: "HEAD",
+            url: "u".into(),
+            status: 429,
+            retry_after: Some(Duration::from_secs(3)),
+            bearer_error: None,
+        };
+        let v = classify(&reference("r.io/x"), &outcome(fact, AuthUsed::Anonymous));
+        assert_eq!(v.retry, Some(Some(Duration::from_secs(3))));
+    }
+}

@@ -1,0 +1,122 @@
+//! The termination message: what `kubectl describe pod` and the pod status show.
+//!
+//! The kubelet keeps at most 4096 bytes per container and 12 KiB per pod, shared by all its
+//! containers, so the message is small by design: a first line that stands alone, then one line
+//! per failing image, most important first, cut with `… and N more` (never inside a character).
+
+use super::Report;
+
+/// The default size limit, in bytes.
+pub const TERMINATION_MESSAGE_MAX: usize = 1024;
+
+/// Builds the termination message, at most `max` bytes long.
+pub fn termination_message(report: &Report, max: usize) -> String {
+    let mut out = cut(&report.summary(), max);
+    let problems: Vec<_> = report.images.iter().filter(|r| !r.is_ok()).collect();
+    for (i, r) in problems.iter().enumerate() {
+        let kind = if r.fatal {
+            r.status.as_str()
+        } else {
+            "warning"
+        };
+        let line = format!("\n{kind}: {}", r.message);
+        let left = problems.len() - i - 1;
+        // Keep room for the "… and N more" line unless this is the last problem.
+        let reserve = if left == 0 { 0 } else { more_line(left).len() };
+        if out.len() + line.len() + reserve <= max {
+            out.push_str(&line);
+            continue;
+        }
+        // This line does not fit whole: shorten it if a useful part fits, then say how many
+        // are left out.
+        let rest = problems.len() - i;
+        let tail = more_line(rest - 1);
+        let room = max.saturating_sub(out.len() + if rest > 1 { tail.len() } else { 0 });
+        if room >= 40 {
+            out.push_str(&cut(&line, room));
+            if rest > 1 {
+                out.push_str(&tail);
+            }
+        } else if out.len() + more_line(rest).len() <= max {
+            out.push_str(&more_line(rest));
+        }
+        break;
+    }
+    out
+}
+
+fn more_line(n: usize) -> String {
+    format!("\n… and {n} more")
+}
+
+/// Cuts `s` to at most `max` bytes on a character boundary, ending with `…` when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let ellipsis = "…";
+    let mut end = max.saturating_sub(ellipsis.len());
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{ellipsis}", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Status;
+    use crate::report::tests::result;
+
+    #[test]
+    fn all_well_is_one_line() {
+        let report = Report::new(vec![result("a", Status::Ok)]);
+        assert_eq!(
+            termination_message(&report, 1024),
+            "pullcheck: all 1 image can be pulled"
+        );
+    }
+
+    #[test]
+    fn one_line_per_failure_most_important_first() {
+        let report = Report::new(vec![
+            result("a", Status::Unreachable),
+            result("b", Status::NotFound),
+            result("c", Status::Ok),
+        ]);
+        let msg = termination_message(&report, 1024);
+        let lines: Vec<_> = msg.lines().collect();
+        assert_eq!(lines[0], "pullcheck: 2 of 3 images cannot be pulled");
+        assert!(lines[1].starts_with("not_found: b"), "{msg}");
+        assert!(lines[2].starts_with("unreachable: a"), "{msg}");
+        assert_eq!(lines.len(), 3);
+    }
+
+    #[test]
+    fn cut_with_and_n_more_within_the_limit_on_char_boundaries() {
+        let images: Vec<_> = (0..100)
+            .map(|i| {
+                let mut r = result(&format!("image-ünïcödé-{i}"), Status::NotFound);
+                r.message = format!("{} ✗ {}", r.message, "é".repeat(i % 7 * 10));
+                r
+            })
+            .collect();
+        let report = Report::new(images);
+        for max in [100, 200, 333, 1024, 4096] {
+            let msg = termination_message(&report, max);
+            assert!(msg.len() <= max, "{max}: {} bytes", msg.len());
+            assert!(msg.starts_with("pullcheck: 100 of 100"), "{msg}");
+            assert!(msg.contains("more"), "{max}: {msg}");
+        }
+    }
+
+    #[test]
+    fn a_single_huge_message_is_shortened() {
+        let mut r = result("a", Status::NotFound);
+        r.message = "x".repeat(5000);
+        let report = Report::new(vec![r]);
+        let msg = termination_message(&report, 1024);
+        assert!(msg.len() <= 1024);
+        assert!(msg.ends_with('…'));
+    }
+}

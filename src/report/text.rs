@@ -1,0 +1,71 @@
+//! The human report: one line per image, problems first, each problem with a hint.
+
+use super::{ImageResult, Report};
+use std::fmt::Write;
+
+/// Renders the report for a person. With `quiet`, images that are fine are left out, and so is
+/// the summary when every image is fine.
+pub fn render_text(report: &Report, quiet: bool) -> String {
+    let mut out = String::new();
+    for r in &report.images {
+        if quiet && r.is_ok() {
+            continue;
+        }
+        line(&mut out, r);
+    }
+    if !(quiet && report.failures().next().is_none()) {
+        out.push_str(&report.summary());
+        out.push('\n');
+    }
+    out
+}
+
+fn line(out: &mut String, r: &ImageResult) {
+    let status = if r.fatal || r.is_ok() {
+        r.status.as_str().to_string()
+    } else {
+        format!("{} (warning)", r.status.as_str())
+    };
+    // Writing to a String cannot fail.
+    if r.is_ok() {
+        let digest = r.digest.as_deref().unwrap_or("(digest not reported)");
+        let _ = writeln!(out, "{status:<17} {} {digest}", r.reference);
+    } else {
+        let _ = write!(out, "{status:<17} {}", r.message);
+        if !r.hint.is_empty() {
+            let _ = write!(out, " Hint: {}", r.hint);
+        }
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Status;
+    use crate::report::tests::result;
+
+    #[test]
+    fn problems_first_with_hints_and_a_summary() {
+        let mut ok = result("a", Status::Ok);
+        ok.digest = Some("sha256:ab".into());
+        let report = Report::new(vec![ok, result("b", Status::NotFound)]);
+        let text = render_text(&report, false);
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("not_found "), "{text}");
+        assert!(lines[0].contains("Hint: do something"), "{text}");
+        assert!(lines[1].starts_with("ok "), "{text}");
+        assert!(lines[1].ends_with("sha256:ab"), "{text}");
+        assert_eq!(lines[2], "pullcheck: 1 of 2 images cannot be pulled");
+    }
+
+    #[test]
+    fn quiet_prints_nothing_when_all_is_well() {
+        let report = Report::new(vec![result("a", Status::Ok)]);
+        assert_eq!(render_text(&report, true), "");
+        let report = Report::new(vec![result("a", Status::Ok), result("b", Status::Denied)]);
+        let text = render_text(&report, true);
+        assert_eq!(text.lines().count(), 2, "{text}");
+    }
+}

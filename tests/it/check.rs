@@ -1,0 +1,572 @@
+//! `pullcheck check` end to end, as a user runs it, against a real distribution registry.
+
+use crate::common::{
+    ALICE, ALICE_PASSWORD, Registry, RegistryOptions, plain_registry, pullcheck_cmd,
+    tls_basic_registry,
+};
+use base64::Engine;
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// What one run of the binary gave.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// The JSON result of one image, by the image as given.
+    pub fn image(&self, image: &str) -> Value {
+        let json = self.json();
+        json["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["image"] == image)
+            .cloned()
+            .unwrap_or_else(|| panic!("no result for {image}: {json:#}"))
+    }
+}
+
+/// Runs `pullcheck check ARGS` with no credentials or termination log from the machine.
+pub fn check(args: &[&str]) -> Run {
+    check_with_stdin(args, "")
+}
+
+pub fn check_with_stdin(args: &[&str], stdin: &str) -> Run {
+    let mut cmd = pullcheck_cmd();
+    cmd.arg("check")
+        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+        .args(["--termination-log", ""])
+        .args(args)
+        .env_remove("DOCKER_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("run pullcheck");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A docker config file granting `user:password` on `key`.
+pub fn docker_config(dir: &Path, name: &str, key: &str, user: &str, password: &str) -> PathBuf {
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!(r#"{{"auths": {{"{key}": {{"auth": "{auth}"}}}}}}"#),
+    )
+    .unwrap();
+    path
+}
+
+fn plain() -> (&'static Registry, String) {
+    let r = plain_registry();
+    (r, r.host())
+}
+
+#[test]
+fn present_tags_and_digests_are_ok_with_their_digests() {
+    let (reg, host) = plain();
+    let oci = reg.push_oci_manifest("check/present", "oci");
+    let schema2 = reg.push_docker_schema2("check/present", "schema2");
+    let index = reg.push_oci_index("check/present", "index", &["linux/amd64", "linux/arm64/v8"]);
+    let list = reg.push_docker_manifest_list("check/present", "list", &["linux/amd64"]);
+    let images = [
+        (format!("{host}/check/present:oci"), &oci),
+        (format!("{host}/check/present:schema2"), &schema2),
+        (format!("{host}/check/present:index"), &index),
+        (format!("{host}/check/present:list"), &list),
+        (format!("{host}/check/present@{oci}"), &oci),
+        // A digest wins over a tag, as in the runtime: the tag here does not exist.
+        (
+            format!("{host}/check/present:no-such-tag@{schema2}"),
+            &schema2,
+        ),
+    ];
+    let mut args = vec!["-o", "json", "--plain-http", &host];
+    args.extend(images.iter().map(|(i, _)| i.as_str()));
+    let run = check(&args);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    for (image, digest) in &images {
+        let r = run.image(image);
+        assert_eq!(r["status"], "ok", "{r:#}");
+        // The schema2 digest proves the Accept header: without it distribution rewrites the
+        // manifest to schema1 and answers another digest.
+        assert_eq!(r["digest"], digest.as_str(), "{r:#}");
+        assert_eq!(r["attempts"], 1);
+        assert_eq!(r["auth"], "anonymous");
+    }
+}
+
+#[test]
+fn missing_tag_repository_and_digest_are_told_apart() {
+    let (reg, host) = plain();
+    reg.push_oci_manifest("check/missing", "v1");
+    let absent_digest = format!("sha256:{}", "0".repeat(64));
+    let tag = format!("{host}/check/missing:v2");
+    let repo = format!("{host}/check/no-such-repo:v1");
+    let digest = format!("{host}/check/missing@{absent_digest}");
+    let run = check(&["-o", "json", "--plain-http", &host, &tag, &repo, &digest]);
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    let cases = [
+        (&tag, "tag_missing", "tag \"v2\""),
+        (
+            &repo,
+            "repository_missing",
+            "repository check/no-such-repo does not exist",
+        ),
+        (&digest, "digest_missing", absent_digest.as_str()),
+    ];
+    for (image, reason, words) in cases {
+        let r = run.image(image);
+        assert_eq!(r["status"], "not_found", "{r:#}");
+        assert_eq!(r["reason"], reason, "{r:#}");
+        let message = r["message"].as_str().unwrap();
+        assert!(message.contains(words), "{message}");
+        assert!(message.contains(&host), "names the registry: {message}");
+        assert!(
+            message.contains("HEAD http://"),
+            "names what was tried: {message}"
+        );
+        assert!(!r["hint"].as_str().unwrap().is_empty());
+        assert_eq!(r["attempts"], 1, "a 404 is never retried");
+    }
+}
+
+#[test]
+fn one_existing_image_costs_one_head_and_one_ping() {
+    // A registry of its own, so that no other test's requests are counted.
+    let reg = Registry::start(RegistryOptions {
+        tls: false,
+        basic_auth: None,
+    });
+    let host = reg.host();
+    reg.push_oci_manifest("count/app", "v1");
+    let before = reg.requests().len();
+    let run = check(&["--plain-http", &host, &format!("{host}/count/app:v1")]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let requests = reg.wait_for_requests(|all| all.len() >= before + 2);
+    let ours: Vec<_> = requests[before..]
+        .iter()
+        .map(|r| format!("{} {} {}", r.method, r.path, r.status))
+        .collect();
+    assert_eq!(
+        ours,
+        ["GET /v2/ 200", "HEAD /v2/count/app/manifests/v1 200"]
+    );
+}
+
+#[test]
+fn many_images_on_one_registry_share_one_ping() {
+    let reg = Registry::start(RegistryOptions {
+        tls: false,
+        basic_auth: None,
+    });
+    let host = reg.host();
+    reg.push_oci_manifest("many/app", "v1");
+    let before = reg.requests().len();
+    let images: Vec<String> = (0..20).map(|i| format!("{host}/many/app:t{i}")).collect();
+    let mut args = vec!["--plain-http", host.as_str()];
+    args.extend(images.iter().map(String::as_str));
+    args.push("--quiet");
+    let run = check(&args);
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    let requests = reg.wait_for_requests(|all| all.len() >= before + 41);
+    let pings = requests[before..]
+        .iter()
+        .filter(|r| r.path == "/v2/")
+        .count();
+    let heads = requests[before..]
+        .iter()
+        .filter(|r| r.method == "HEAD")
+        .count();
+    assert_eq!(pings, 1, "{requests:#?}");
+    assert_eq!(heads, 20);
+}
+
+#[test]
+fn basic_auth_right_wrong_and_none() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    let digest = reg.push_oci_manifest("private/app", "v1");
+    let image = format!("{host}/private/app:v1");
+    let dir = tempfile::tempdir().unwrap();
+    let good = docker_config(dir.path(), "good.json", &host, ALICE, ALICE_PASSWORD);
+    let bad = docker_config(dir.path(), "bad.json", &host, ALICE, "wrong-password");
+
+    let run = check(&[
+        "-o",
+        "json",
+        "--ca-file",
+        &ca,
+        "--docker-config",
+        good.to_str().unwrap(),
+        &image,
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["digest"], digest.as_str());
+    let auth = r["auth"].as_str().unwrap();
+    assert!(auth.contains("good.json") && auth.contains(&host), "{auth}");
+
+    let run = check(&[
+        "-o",
+        "json",
+        "--ca-file",
+        &ca,
+        "--docker-config",
+        bad.to_str().unwrap(),
+        &image,
+    ]);
+    assert_eq!(run.code, 5, "{}", run.stdout);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "unauthorized");
+    assert_eq!(r["reason"], "credentials_rejected");
+    assert!(
+        r["message"].as_str().unwrap().contains("user alice"),
+        "{r:#}"
+    );
+
+    let run = check(&["-o", "json", "--ca-file", &ca, &image]);
+    assert_eq!(run.code, 5, "{}", run.stdout);
+    let r = run.image(&image);
+    assert_eq!(r["reason"], "no_credentials");
+    assert_eq!(r["auth"], "anonymous");
+}
+
+#[test]
+fn tls_needs_the_ca_and_a_certificate_error_is_not_retried() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let image = format!("{host}/private/app:v1");
+    let run = check(&["-o", "json", "--timeout", "20s", &image]);
+    assert_eq!(run.code, 6, "{}", run.stdout);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "unreachable");
+    assert_eq!(r["reason"], "tls");
+    assert_eq!(r["attempts"], 1, "a certificate error will not heal: {r:#}");
+    assert!(r["elapsed_ms"].as_u64().unwrap() < 20_000);
+    assert!(r["hint"].as_str().unwrap().contains("--ca-file"));
+}
+
+#[test]
+fn plain_http_only_when_asked() {
+    let (reg, host) = plain();
+    reg.push_oci_manifest("check/plain", "v1");
+    let image = format!("{host}/check/plain:v1");
+    // Without --plain-http pullcheck speaks TLS, which a plain-HTTP registry cannot answer.
+    let run = check(&["-o", "json", &image]);
+    assert_eq!(run.code, 6, "{}", run.stdout);
+    assert_eq!(run.image(&image)["reason"], "tls");
+    assert!(
+        run.image(&image)["message"]
+            .as_str()
+            .unwrap()
+            .contains("https://")
+    );
+}
+
+#[test]
+fn an_invalid_reference_does_not_stop_the_others() {
+    let (reg, host) = plain();
+    reg.push_oci_manifest("check/mixed", "v1");
+    let good = format!("{host}/check/mixed:v1");
+    let bad = format!("{host}/check/Mixed:v1");
+    let run = check(&["-o", "json", "--plain-http", &host, &bad, &good]);
+    assert_eq!(run.code, 3);
+    assert_eq!(run.image(&good)["status"], "ok");
+    let r = run.image(&bad);
+    assert_eq!(r["status"], "invalid_reference");
+    assert!(
+        r["message"].as_str().unwrap().contains("lowercase"),
+        "{r:#}"
+    );
+}
+
+#[test]
+fn exit_code_precedence_lowest_of_3_to_6_wins() {
+    let (reg, host) = plain();
+    reg.push_oci_manifest("check/prec", "v1");
+    let tls = tls_basic_registry();
+    let ca = tls.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    let missing = format!("{host}/check/prec:nope");
+    let private = format!("{}/private/app:v1", tls.host());
+    let dead = "127.0.0.1:9/x/y:z".to_string();
+    let base = [
+        "--plain-http",
+        host.as_str(),
+        "--plain-http",
+        "127.0.0.1:9",
+        "--ca-file",
+        ca.as_str(),
+        "--timeout",
+        "1s",
+    ];
+    let run_with = |images: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(images);
+        check(&args).code
+    };
+    assert_eq!(run_with(&[&dead, &private, &missing]), 3);
+    assert_eq!(run_with(&[&dead, &private]), 5);
+    assert_eq!(run_with(&[&dead]), 6);
+}
+
+#[test]
+fn json_report_shape() {
+    let (reg, host) = plain();
+    reg.push_oci_manifest("check/json", "v1");
+    let image = format!("{host}/check/json:v1");
+    let run = check(&[
+        "-o",
+        "json",
+        "--plain-http",
+        &host,
+        &image,
+        "nginx@sha256:abc",
+    ]);
+    let json = run.json();
+    assert!(json["version"].is_string());
+    assert_eq!(json["exit_code"], 3);
+    for r in json["images"].as_array().unwrap() {
+        for (key, kind) in [
+            ("image", "string"),
+            ("reference", "string"),
+            ("registry", "string"),
+            ("status", "string"),
+            ("message", "string"),
+            ("hint", "string"),
+            ("attempts", "number"),
+            ("elapsed_ms", "number"),
+            ("fatal", "bool"),
+            ("auth", "string"),
+        ] {
+            let v = &r[key];
+            let ok = match kind {
+                "string" => v.is_string(),
+                "number" => v.is_u64(),
+                _ => v.is_boolean(),
+            };
+            assert!(ok, "{key} should be a {kind}: {r:#}");
+        }
+    }
+    let ok = run.image(&image);
+    assert_eq!(ok["reference"], format!("{host}/check/json:v1"));
+    assert_eq!(ok["registry"], host.as_str());
+    assert!(ok["digest"].as_str().unwrap().starts_with("sha256:"));
+    let bad = run.image("nginx@sha256:abc");
+    assert_eq!(bad["status"], "invalid_reference");
+    assert!(bad.get("digest").is_none());
+}
+
+#[test]
+fn termination_message_is_small_and_cut_cleanly() {
+    let (_, host) = plain();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("termination-log");
+    let images: Vec<String> = (0..60)
+        .map(|i| format!("{host}/check/termination-{i}-with-a-rather-long-repository-name:tag"))
+        .collect();
+    let mut cmd_args = vec!["--plain-http", host.as_str(), "--quiet"];
+    cmd_args.extend(images.iter().map(String::as_str));
+    let mut cmd = pullcheck_cmd();
+    let out = cmd
+        .arg("check")
+        .args(["--secrets-dir", "/nonexistent", "--termination-log"])
+        .arg(&log)
+        .args(&cmd_args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let msg = std::fs::read_to_string(&log).unwrap();
+    assert!(msg.len() <= 1024, "{} bytes", msg.len());
+    let lines: Vec<_> = msg.lines().collect();
+    assert_eq!(lines[0], "pullcheck: 60 of 60 images cannot be pulled");
+    assert!(lines[1].starts_with("not_found: "), "{msg}");
+    assert!(
+        lines.last().unwrap().starts_with("… and ") && msg.ends_with(" more"),
+        "{msg}"
+    );
+
+    // All well: one line.
+    let reg = plain_registry();
+    reg.push_oci_manifest("check/termination-ok", "v1");
+    let out = pullcheck_cmd()
+        .arg("check")
+        .args([
+            "--secrets-dir",
+            "/nonexistent",
+            "--plain-http",
+            &host,
+            "--termination-log",
+        ])
+        .arg(&log)
+        .arg(format!("{host}/check/termination-ok:v1"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "pullcheck: all 1 image can be pulled"
+    );
+}
+
+#[test]
+fn pod_spec_images_are_checked_from_stdin() {
+    let (reg, host) = plain();
+    reg.push_oci_manifest("check/pod-app", "v1");
+    reg.push_oci_manifest("check/pod-init", "v1");
+    let pod = format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: train}}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      initContainers:\n      - {{name: pullcheck, image: {host}/not/checked:v1}}\n      - {{name: init, image: {host}/check/pod-init:v1}}\n      containers:\n      - {{name: app, image: {host}/check/pod-app:v1}}\n      - {{name: local, image: {host}/not/pulled:v1, imagePullPolicy: Never}}\n"
+    );
+    let run = check_with_stdin(
+        &["-o", "json", "--plain-http", &host, "--pod-spec", "-"],
+        &pod,
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let checked: Vec<_> = run.json()["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["image"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        checked,
+        [
+            format!("{host}/check/pod-init:v1"),
+            format!("{host}/check/pod-app:v1")
+        ]
+    );
+}
+
+#[test]
+fn text_report_lists_problems_first_with_hints() {
+    let (reg, host) = plain();
+    reg.push_oci_manifest("check/text", "v1");
+    let run = check(&[
+        "--plain-http",
+        &host,
+        &format!("{host}/check/text:v1"),
+        &format!("{host}/check/text:v9"),
+    ]);
+    assert_eq!(run.code, 3);
+    let lines: Vec<_> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    assert!(
+        lines[0].starts_with("not_found") && lines[0].contains("Hint: "),
+        "{}",
+        run.stdout
+    );
+    assert!(lines[1].starts_with("ok"), "{}", run.stdout);
+    assert_eq!(lines[2], "pullcheck: 1 of 2 images cannot be pulled");
+    assert!(
+        run.stderr.is_empty(),
+        "diagnostics only on stderr: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_check_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("config.json");
+    std::fs::write(&broken, r#"{"auths": {"r.io": {"auth": "!!c2VjcmV0!!"}}}"#).unwrap();
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("bad duration", &["--timeout", "10x", "nginx"], "--timeout"),
+        (
+            "negative duration",
+            &["--timeout", "-1s", "nginx"],
+            "--timeout",
+        ),
+        ("no images", &[], "no images to check"),
+        ("unknown flag", &["--bogus", "nginx"], "--bogus"),
+        (
+            "missing docker config",
+            &["--docker-config", "/nonexistent.json", "nginx"],
+            "/nonexistent.json",
+        ),
+        (
+            "broken docker config",
+            &["--docker-config", broken.to_str().unwrap(), "nginx"],
+            "entry r.io",
+        ),
+        ("pod spec is a Secret", &["--pod-spec", "-"], "Secret"),
+    ];
+    for (name, args, words) in cases {
+        let stdin = if *name == "pod spec is a Secret" {
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: c2VjcmV0}\n"
+        } else {
+            ""
+        };
+        let run = check_with_stdin(args, stdin);
+        assert_eq!(run.code, 2, "{name}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stdout.is_empty(),
+            "{name}: nothing on stdout: {}",
+            run.stdout
+        );
+        assert!(run.stderr.contains(words), "{name}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("c2VjcmV0"),
+            "{name}: echoed a secret: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("panicked"), "{name}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn no_output_contains_the_password() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("private/leak", "v1");
+    let dir = tempfile::tempdir().unwrap();
+    let good = docker_config(dir.path(), "good.json", &host, ALICE, ALICE_PASSWORD);
+    let bad = docker_config(dir.path(), "bad.json", &host, ALICE, "wrong-Pa55word");
+    let b64 = |p: &str| base64::engine::general_purpose::STANDARD.encode(format!("{ALICE}:{p}"));
+    for config in [&good, &bad] {
+        for output in ["json", "text"] {
+            for image in ["private/leak:v1", "private/leak:v2", "private/none:v1"] {
+                let run = check(&[
+                    "-o",
+                    output,
+                    "--ca-file",
+                    &ca,
+                    "--docker-config",
+                    config.to_str().unwrap(),
+                    &format!("{host}/{image}"),
+                ]);
+                let all = format!("{}{}", run.stdout, run.stderr);
+                for secret in [ALICE_PASSWORD, "wrong-Pa55word"] {
+                    assert!(!all.contains(secret), "{all}");
+                    assert!(!all.contains(&b64(secret)), "{all}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Integration-test harness: a real CNCF distribution registry (`docker-registry`, Debian's
+//! 2.8.2) on 127.0.0.1, image fixtures pushed through its API, and its access log.
+//!
+//! Use from an integration test as `mod common;` (from `tests/<dir>/main.rs`:
+//! `#[path = "../common/mod.rs"] mod common;`). Needs `docker-registry` on PATH (Debian package
+//! `docker-registry`) or [`registry::REGISTRY_BIN_ENV`]. Each test binary gets its own shared
+//! registries ([`plain_registry`], [`tls_basic_registry`]); tests in a binary run concurrently,
+//! so give every test its own repository name and filter [`Registry::requests`] by it (or use
+//! [`Registry::requests_for`]).
+#![allow(dead_code, unused_imports)]
+
+pub mod pki;
+pub mod registry;
+pub mod seed;
+
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub use registry::{ManifestHead, Registry, RegistryOptions, Request, http_client};
+pub use seed::{PushedIndex, media, sha256_digest};
+
+/// The Basic-auth user of [`tls_basic_registry`].
+pub const ALICE: &str = "alice";
+/// Alice's password on [`tls_basic_registry`].
+pub const ALICE_PASSWORD: &str = "s3cret-Pa55";
+
+/// A plain-HTTP, anonymous registry shared by all tests of this test binary (started on first
+/// use). It stops when the test process exits.
+pub fn plain_registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| Registry::start(RegistryOptions::plain()))
+}
+
+/// An HTTPS registry with Basic auth for [`ALICE`] / [`ALICE_PASSWORD`], shared by all tests of
+/// this test binary (started on first use). Its CA is at [`Registry::ca_pem_path`]. It stops when
+/// the test process exits.
+pub fn tls_basic_registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| Registry::start(RegistryOptions::tls_basic(ALICE, ALICE_PASSWORD)))
+}
+
+/// The binary under test.
+pub const PULLCHECK_BIN: &str = env!("CARGO_BIN_EXE_pullcheck");
+
+/// A `Command` for the binary under test (`CARGO_BIN_EXE_pullcheck`), with proxy variables
+/// removed (the registries are on loopback).
+pub fn pullcheck_cmd() -> Command {
+    let mut cmd = Command::new(PULLCHECK_BIN);
+    for var in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Runs a future to completion on a fresh current-thread tokio runtime. Safe to call from inside
+/// another runtime (e.g. a `#[tokio::test]`): the future then runs on a scoped helper thread.
+pub fn block_on<F>(fut: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    let run = move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("build tokio runtime")
+            .block_on(fut)
+    };
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| {
+            s.spawn(run)
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    } else {
+        run()
+    }
+}

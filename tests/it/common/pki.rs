@@ -1,0 +1,70 @@
+//! A throw-away certificate authority and a server certificate for `127.0.0.1` and `localhost`.
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls_pki_types::CertificateDer;
+
+/// PEM and DER material of a freshly generated CA and of a server certificate it signed.
+pub struct TestPki {
+    /// The CA certificate, PEM (what a client trusts).
+    pub ca_pem: String,
+    /// The CA certificate, DER (for a `rustls::RootCertStore`).
+    pub ca_der: CertificateDer<'static>,
+    /// The server certificate, PEM (leaf only).
+    pub server_cert_pem: String,
+    /// The server's private key, PKCS#8 PEM.
+    pub server_key_pem: String,
+}
+
+impl TestPki {
+    /// Generates an ECDSA P-256 CA and a server certificate valid for `127.0.0.1`, `localhost`
+    /// (and `::1`). rcgen's default validity (1975..4096) is kept: the certificates never expire
+    /// during a test run.
+    pub fn generate() -> TestPki {
+        let mut ca_params =
+            CertificateParams::new(Vec::<String>::new()).expect("empty SAN list is valid");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.distinguished_name = rcgen::DistinguishedName::new();
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "pullcheck test CA");
+        ca_params
+            .distinguished_name
+            .push(DnType::OrganizationName, "pullcheck tests");
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+        ];
+        let ca_key = KeyPair::generate().expect("generate CA key");
+        let ca_cert = ca_params.self_signed(&ca_key).expect("self-sign CA");
+        let issuer = Issuer::new(ca_params, ca_key);
+
+        let mut server_params = CertificateParams::new(vec![
+            "127.0.0.1".to_string(),
+            "localhost".to_string(),
+            "::1".to_string(),
+        ])
+        .expect("valid SANs");
+        server_params.distinguished_name = rcgen::DistinguishedName::new();
+        server_params
+            .distinguished_name
+            .push(DnType::CommonName, "127.0.0.1");
+        server_params.use_authority_key_identifier_extension = true;
+        server_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let server_key = KeyPair::generate().expect("generate server key");
+        let server_cert = server_params
+            .signed_by(&server_key, &issuer)
+            .expect("sign server certificate");
+
+        TestPki {
+            ca_pem: ca_cert.pem(),
+            ca_der: ca_cert.der().clone(),
+            server_cert_pem: server_cert.pem(),
+            server_key_pem: server_key.serialize_pem(),
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The integration tests: one binary, so the real registries it starts are shared by all tests.
+//!
+//! - `common`: the harness (a real distribution registry on 127.0.0.1, TLS from a generated CA,
+//!   htpasswd auth, fixtures pushed through the registry API, the access log read back).
+//! - `harness`: the harness's own self-test.
+//! - `check`: `pullcheck check` end to end.
+
+mod check;
+mod common;
+mod harness;
