@@ -2,8 +2,9 @@
 //! report and the termination message, and return the exit code. Callable in-process by tests.
 
 use crate::check::check;
-use crate::cli::{CheckArgs, Cli, Command, OutputFormat};
+use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
 use crate::config::Config;
+use crate::inject::{InjectOptions, inject};
 use crate::report::{ExitCode, Report, TERMINATION_MESSAGE_MAX, render_text, termination_message};
 use clap::Parser;
 use std::ffi::OsString;
@@ -29,7 +30,45 @@ where
     };
     match cli.command {
         Command::Check(args) => run_check(args),
+        Command::Inject(args) => run_inject(args),
     }
+}
+
+fn run_inject(args: InjectArgs) -> ExitCode {
+    let source = if args.file == std::path::Path::new("-") {
+        "stdin".to_string()
+    } else {
+        args.file.display().to_string()
+    };
+    let input = match read_manifests(&args.file) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("pullcheck: error: {source}: {e}");
+            return ExitCode::Usage;
+        }
+    };
+    let options = InjectOptions {
+        image: args.image,
+        secrets: args.secrets,
+        check_args: args.check_args,
+    };
+    match inject(&input, &source, &options) {
+        Ok(done) => {
+            for w in &done.warnings {
+                eprintln!("pullcheck: warning: {w}");
+            }
+            let _ = std::io::stdout().lock().write_all(done.output.as_bytes());
+            ExitCode::Ok
+        }
+        Err(e) => {
+            eprintln!("pullcheck: error: {e}");
+            ExitCode::Usage
+        }
+    }
+}
+
+fn read_manifests(path: &std::path::Path) -> Result<String, String> {
+    crate::config::read_input(path, &mut std::io::stdin().lock())
 }
 
 fn run_check(args: CheckArgs) -> ExitCode {

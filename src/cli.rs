@@ -25,6 +25,45 @@ pub enum Command {
     /// Check that every image can be pulled.
     #[command(after_help = EXIT_CODES_HELP)]
     Check(CheckArgs),
+    /// Add the pullcheck init container to every pod spec of some manifests.
+    ///
+    /// Reads YAML or JSON (several documents, or a List) and writes the same format to stdout.
+    Inject(InjectArgs),
+}
+
+/// The default image of the injected init container.
+pub const DEFAULT_INJECT_IMAGE: &str = concat!("pullcheck:", env!("CARGO_PKG_VERSION"));
+
+/// Flags of `pullcheck inject`.
+#[derive(Debug, Args)]
+pub struct InjectArgs {
+    /// The manifests to read; `-` reads stdin.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE",
+        default_value = "-",
+        env = "PULLCHECK_INJECT_FILE"
+    )]
+    pub file: PathBuf,
+
+    /// The pullcheck image the init container runs.
+    #[arg(long, value_name = "REF", env = "PULLCHECK_INJECT_IMAGE", default_value = DEFAULT_INJECT_IMAGE)]
+    pub image: String,
+
+    /// A pull secret to mount besides the pod's own imagePullSecrets. Repeatable; the
+    /// environment variable takes a comma-separated list.
+    #[arg(
+        long = "secret",
+        value_name = "NAME",
+        env = "PULLCHECK_INJECT_SECRETS",
+        value_delimiter = ','
+    )]
+    pub secrets: Vec<String>,
+
+    /// Arguments for `pullcheck check` in the init container (after `--`).
+    #[arg(last = true, value_name = "CHECK_ARGS")]
+    pub check_args: Vec<String>,
 }
 
 /// Output formats.

@@ -213,7 +213,8 @@ fn images_file_lines(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_string)
 }
 
-fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, String> {
+/// Reads a file, or stdin for `-`: at most 16 MiB of UTF-8 text.
+pub fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, String> {
     let mut bytes = Vec::new();
     let result = if path == Path::new("-") {
         stdin.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)
@@ -263,6 +264,7 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(full).unwrap().command {
             Command::Check(a) => a,
+            Command::Inject(_) => unreachable!("parsed `check`"),
         }
     }
 

@@ -32,11 +32,13 @@
 //!   verdict, in one place.
 //! - [`check`](mod@check): concurrency, retries with back-off, the deadline.
 //! - [`report`]: results, exit codes, text, JSON and the termination message.
+//! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
 
 pub mod app;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod inject;
 pub mod keyring;
 pub mod podspec;
 pub mod reference;

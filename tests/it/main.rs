@@ -5,6 +5,8 @@
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 
+#![allow(clippy::unwrap_used)]
+
 mod check;
 mod common;
 mod harness;
