@@ -82,6 +82,9 @@ fn run_check(args: CheckArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
+    for w in &config.warnings {
+        eprintln!("pullcheck: warning: {w}");
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -24,6 +24,9 @@ pub struct Options {
     pub client: ClientOptions,
     /// Pull credentials.
     pub keyring: Keyring,
+    /// Registries (`host[:port]`, `docker.io`, or `*`) whose `unauthorized` verdicts, when no
+    /// credential matched, are warnings: the node may pull with credentials of its own.
+    pub allow_unauthenticated: Vec<String>,
 }
 
 impl Default for Options {
@@ -33,6 +36,7 @@ impl Default for Options {
             concurrency: 16,
             client: ClientOptions::default(),
             keyring: Keyring::default(),
+            allow_unauthenticated: Vec::new(),
         }
     }
 }
@@ -81,7 +85,12 @@ pub async fn check(images: &[String], options: &Options) -> Report {
                 }
                 let index = results.len();
                 results.push(None);
+                let allowed = options
+                    .allow_unauthenticated
+                    .iter()
+                    .any(|h| h == "*" || *h == reference.registry);
                 let job = Job {
+                    allow_unauthenticated: allowed,
                     client: client.clone(),
                     keyring: keyring.clone(),
                     slots: slots.clone(),
@@ -108,6 +117,8 @@ pub async fn check(images: &[String], options: &Options) -> Report {
 }
 
 struct Job {
+    /// `--allow-unauthenticated` names this image's registry.
+    allow_unauthenticated: bool,
     client: Arc<Client>,
     keyring: Arc<Keyring>,
     slots: Arc<Semaphore>,
@@ -159,7 +170,17 @@ impl Job {
                 if matches!(outcome.fact, Fact::TimedOut { deadline: true, .. }) {
                     verdict.message.push_str(&self.gave_up(attempts, start));
                 }
-                return self.result(verdict, &outcome.auth, attempts, start);
+                let mut result = self.result(verdict, &outcome.auth, attempts, start);
+                if result.status == Status::Unauthorized
+                    && credentials.is_empty()
+                    && self.allow_unauthenticated
+                {
+                    result.fatal = false;
+                    result.message.push_str(
+                        "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
+                    );
+                }
+                return result;
             };
             let wait = asked.unwrap_or_else(|| backoff(attempts));
             if Instant::now() + wait >= self.deadline {

@@ -124,6 +124,18 @@ pub struct CheckArgs {
     )]
     pub plain_http: Vec<String>,
 
+    /// Registries whose nodes pull with their own credentials (ECR, GCR, ACR credential
+    /// providers, a node config.json): `unauthorized` with no pod credentials for them is a
+    /// warning, not a failure. Repeatable; `*` for all; the environment variable takes a
+    /// comma-separated list.
+    #[arg(
+        long,
+        value_name = "HOST[:PORT]",
+        env = "PULLCHECK_ALLOW_UNAUTHENTICATED",
+        value_delimiter = ','
+    )]
+    pub allow_unauthenticated: Vec<String>,
+
     /// A PEM file of CA certificates to trust, besides the Mozilla roots built in. Repeatable;
     /// the environment variable takes a `:`-separated list.
     #[arg(

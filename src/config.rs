@@ -3,8 +3,9 @@
 
 use crate::check::Options;
 use crate::cli::{CheckArgs, OutputFormat};
-use crate::keyring::Keyring;
+use crate::keyring::{self, Keyring};
 use crate::podspec;
+use crate::reference::{DOCKER_HUB, Reference};
 use crate::registry::ClientOptions;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -34,6 +35,8 @@ pub struct Config {
     pub termination_log: Option<PathBuf>,
     /// Print problems only.
     pub quiet: bool,
+    /// Notes for stderr that do not stop the run (a credential helper that failed).
+    pub warnings: Vec<String>,
 }
 
 /// Everything wrong with the flags and files, one line each.
@@ -150,13 +153,38 @@ impl Config {
             }
         }
 
-        let keyring = match Keyring::load(&args.docker_config, Some(&args.secrets_dir)) {
+        let workstation = keyring::workstation_config();
+        let mut keyring = match Keyring::load(
+            &args.docker_config,
+            Some(&args.secrets_dir),
+            workstation.as_deref(),
+        ) {
             Ok(k) => k,
             Err(errs) => {
                 errors.extend(errs.into_iter().map(|e| e.to_string()));
                 Keyring::default()
             }
         };
+        let references: Vec<Reference> = images
+            .iter()
+            .filter_map(|i| Reference::parse(i).ok())
+            .collect();
+        let warnings = keyring.resolve_helpers(
+            references
+                .iter()
+                .map(|r| (r.registry.as_str(), r.repository.as_str())),
+        );
+
+        let allow_unauthenticated = args
+            .allow_unauthenticated
+            .iter()
+            .map(|h| h.trim())
+            .filter(|h| !h.is_empty())
+            .map(|h| match h {
+                "index.docker.io" | "registry-1.docker.io" => DOCKER_HUB.to_string(),
+                h => h.to_string(),
+            })
+            .collect::<Vec<_>>();
 
         let termination_log = match &args.termination_log {
             Some(p) if p.is_empty() => None,
@@ -180,8 +208,10 @@ impl Config {
                     ca_certs,
                 },
                 keyring,
+                allow_unauthenticated,
             },
             output: args.output,
+            warnings,
             termination_log,
             quiet: args.quiet,
         })

@@ -87,20 +87,44 @@ struct Entry {
     credential: Credential,
 }
 
+/// A server whose credential a Docker credential helper keeps.
+#[derive(Debug, Clone)]
+struct HelperEntry {
+    server: String,
+    pattern: KeyPattern,
+    label: String,
+}
+
 /// Credentials from all sources, ready to be matched against images.
 #[derive(Debug, Clone, Default)]
 pub struct Keyring {
     /// In source priority order; [`Keyring::lookup`] sorts by key.
     entries: Vec<Entry>,
+    /// Not asked yet: see [`Keyring::resolve_helpers`].
+    helpers: Vec<HelperEntry>,
+}
+
+/// The Docker CLI's config of a person: `$DOCKER_CONFIG/config.json`, else
+/// `~/.docker/config.json` (None without either variable).
+pub fn workstation_config() -> Option<PathBuf> {
+    let dir = std::env::var_os("DOCKER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".docker")))?;
+    Some(dir.join("config.json"))
 }
 
 impl Keyring {
     /// Reads the credential sources in priority order: each `--docker-config` path (a file, or a
     /// folder holding one) in the order given, then each sub-folder of `secrets_dir` in name order.
     /// A missing `secrets_dir` means no mounted secrets.
+    ///
+    /// Last, for a person on a workstation, `workstation` (the Docker CLI's `config.json`, see
+    /// [`workstation_config`]): its `auths`, and its `credHelpers` / `credsStore`, which are
+    /// asked only for the registries of the images checked ([`Keyring::resolve_helpers`]).
     pub fn load(
         docker_configs: &[PathBuf],
         secrets_dir: Option<&Path>,
+        workstation: Option<&Path>,
     ) -> Result<Keyring, Vec<KeyringError>> {
         let mut keyring = Keyring::default();
         let mut errors = Vec::new();
@@ -135,6 +159,12 @@ impl Keyring {
                 Err(e) => errors.push(e),
             }
         }
+        if let Some(file) = workstation.filter(|f| f.is_file()) {
+            let label = format!("docker config {}", file.display());
+            if let Err(e) = keyring.add_file(file, &label) {
+                errors.push(e);
+            }
+        }
         if errors.is_empty() {
             Ok(keyring)
         } else {
@@ -162,14 +192,21 @@ impl Keyring {
         };
         // `.dockerconfigjson` and config.json wrap the map in "auths"; legacy `.dockercfg` is
         // the bare map.
+        let is_cli_config = top.contains_key("credHelpers") || top.contains_key("credsStore");
         let map = match top.get("auths") {
             Some(serde_json::Value::Object(auths)) => auths.clone(),
             Some(_) => return Err(err("\"auths\" is not a JSON object".to_string())),
-            None if top.contains_key("credHelpers") || top.contains_key("credsStore") => {
-                serde_json::Map::new()
-            }
-            None => top,
+            None if is_cli_config => serde_json::Map::new(),
+            None => top.clone(),
         };
+        // A Docker CLI config: servers whose secret a credential helper keeps.
+        if let Some(serde_json::Value::Object(helpers)) = top.get("credHelpers") {
+            for server in helpers.keys() {
+                self.add_helper(server, label);
+            }
+        }
+        let store =
+            matches!(top.get("credsStore"), Some(serde_json::Value::String(s)) if !s.is_empty());
         for (key, entry) in map {
             let entry_err = |what: &str| err(format!("entry {}: {what}", printable(&key)));
             let serde_json::Value::Object(fields) = entry else {
@@ -195,7 +232,11 @@ impl Keyring {
                 password = p.to_string();
             }
             if username.is_empty() && password.is_empty() {
-                // An entry that only names a server (a credential helper keeps the secret): nothing to use.
+                // An entry that only names a server: with a credentials store, the store keeps
+                // the secret; otherwise there is nothing to use.
+                if store {
+                    self.add_helper(&key, label);
+                }
                 continue;
             }
             let Some(pattern) = KeyPattern::parse(&key) else {
@@ -235,6 +276,63 @@ impl Keyring {
         self.add_json(file, label, &text)
     }
 
+    fn add_helper(&mut self, server: &str, label: &str) {
+        if let Some(pattern) = KeyPattern::parse(server) {
+            self.helpers.push(HelperEntry {
+                server: server.to_string(),
+                pattern,
+                label: label.to_string(),
+            });
+        }
+    }
+
+    /// Asks the credential helpers (`credHelpers`, `credsStore`, through the `docker_credential`
+    /// crate) for the registries of these images, once each, and adds what they give. Returns
+    /// warnings for helpers that failed; a failed helper means anonymous, as with the Docker CLI.
+    pub fn resolve_helpers<'a>(
+        &mut self,
+        images: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Vec<String> {
+        let targets: Vec<(String, bool)> = images
+            .into_iter()
+            .map(|(registry, repository)| {
+                (
+                    format!("{registry}/{repository}"),
+                    is_default_registry_match(registry),
+                )
+            })
+            .collect();
+        let mut warnings = Vec::new();
+        for helper in std::mem::take(&mut self.helpers) {
+            let wanted = targets.iter().any(|(target, hub)| {
+                helper.pattern.matches(target)
+                    || (*hub && helper.pattern.key() == DEFAULT_REGISTRY_KEY)
+            });
+            if !wanted {
+                continue;
+            }
+            let source = format!("{}, helper for {}", helper.label, printable(&helper.server));
+            match docker_credential::get_credential(&helper.server) {
+                Ok(docker_credential::DockerCredential::UsernamePassword(username, password)) => {
+                    self.entries.push(Entry {
+                        key: helper.pattern.key(),
+                        pattern: helper.pattern,
+                        credential: Credential {
+                            username,
+                            password: Secret(password),
+                            source,
+                        },
+                    });
+                }
+                Ok(docker_credential::DockerCredential::IdentityToken(_)) => warnings.push(format!(
+                    "{source}: gives an identity token, which pullcheck does not use; checking anonymously"
+                )),
+                Err(e) => warnings.push(format!("{source}: the credential helper failed ({e:?}); checking anonymously")),
+            }
+        }
+        warnings
+    }
+
     /// Whether any credential was loaded.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -243,7 +341,14 @@ impl Keyring {
     /// The credentials to try for an image, in the order the kubelet tries them. Empty means
     /// anonymous.
     pub fn lookup(&self, registry: &str, repository: &str) -> Vec<&Credential> {
-        let target = format!("{registry}/{repository}");
+        self.lookup_target(
+            &format!("{registry}/{repository}"),
+            is_default_registry_match(registry),
+        )
+    }
+
+    /// [`Keyring::lookup`] on a `host[:port]/path` string, as the kubelet's `Lookup`.
+    fn lookup_target(&self, target: &str, docker_hub: bool) -> Vec<&Credential> {
         let mut keys: Vec<&str> = self.entries.iter().map(|e| e.key.as_str()).collect();
         keys.sort_unstable();
         keys.dedup();
@@ -254,12 +359,12 @@ impl Keyring {
             let Some(first) = matched.peek() else {
                 continue;
             };
-            if !first.pattern.matches(&target) {
+            if !first.pattern.matches(target) {
                 continue;
             }
             out.extend(matched.map(|e| &e.credential));
         }
-        if out.is_empty() && is_default_registry_match(registry) {
+        if out.is_empty() && docker_hub {
             out.extend(
                 self.entries
                     .iter()
@@ -706,6 +811,159 @@ mod tests {
             let pattern = KeyPattern::parse(key).unwrap();
             assert_eq!(pattern.matches(target), *want, "{name}: {key} vs {target}");
         }
+    }
+
+    /// The kubelet's `TestUrlsMatch` (pkg/credentialprovider/keyring_test.go), case by case.
+    #[test]
+    fn kubelet_urls_match() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("*.kubernetes.io", "prefix.kubernetes.io", true),
+            ("prefix.*.io", "prefix.kubernetes.io", true),
+            ("prefix.kubernetes.*", "prefix.kubernetes.io", true),
+            ("*-good.kubernetes.io", "prefix-good.kubernetes.io", true),
+            ("*.kubernetes.io/blah", "prefix.kubernetes.io/blah", true),
+            ("prefix.*.io/foo", "prefix.kubernetes.io/foo/bar", true),
+            (
+                "*.kubernetes.io:1111/blah",
+                "prefix.kubernetes.io:1111/blah",
+                true,
+            ),
+            (
+                "prefix.*.io:1111/foo",
+                "prefix.kubernetes.io:1111/foo/bar",
+                true,
+            ),
+            ("*.kubernetes.io", "kubernetes.io", false),
+            ("*.*.kubernetes.io", "prefix.kubernetes.io", false),
+            ("*.*.kubernetes.io", "kubernetes.io", false),
+            ("kubernetes.io", "kubernetes.com", false),
+            ("k*.io", "quay.io", false),
+            (
+                "*.kubernetes.io:1234/blah",
+                "prefix.kubernetes.io:1111/blah",
+                false,
+            ),
+            (
+                "prefix.*.io/foo",
+                "prefix.kubernetes.io:1111/foo/bar",
+                false,
+            ),
+        ];
+        for (glob, target, want) in cases {
+            let pattern = KeyPattern::parse(glob).unwrap();
+            assert_eq!(pattern.matches(target), *want, "{glob} vs {target}");
+        }
+    }
+
+    fn single_entry(key: &str) -> Keyring {
+        keyring(&format!(
+            r#"{{"{key}": {{"email": "foo@bar.baz", "auth": "{}"}}}}"#,
+            b64("foo:bar")
+        ))
+    }
+
+    /// The kubelet's `TestDockerKeyringForGlob` and `TestKeyringMiss`: a `.dockercfg` with one
+    /// key, looked up as `<target>/foo/bar`.
+    #[test]
+    fn kubelet_keyring_for_glob_and_miss() {
+        let hits: &[(&str, &str)] = &[
+            ("https://hello.kubernetes.io", "hello.kubernetes.io"),
+            ("https://*.docker.io", "prefix.docker.io"),
+            ("https://prefix.*.io", "prefix.docker.io"),
+            ("https://prefix.docker.*", "prefix.docker.io"),
+            ("https://*.docker.io/path", "prefix.docker.io/path"),
+            ("https://prefix.*.io/path", "prefix.docker.io/path/subpath"),
+            ("https://prefix.docker.*/path", "prefix.docker.io/path"),
+            ("https://*.docker.io:8888", "prefix.docker.io:8888"),
+            ("https://prefix.*.io:8888", "prefix.docker.io:8888"),
+            ("https://prefix.docker.*:8888", "prefix.docker.io:8888"),
+            (
+                "https://*.docker.io/path:1111",
+                "prefix.docker.io/path:1111",
+            ),
+            ("https://*.docker.io/v1/", "prefix.docker.io/path:1111"),
+            ("https://*.docker.io/v2/", "prefix.docker.io/path:1111"),
+            (
+                "https://prefix.docker.*/path:1111",
+                "prefix.docker.io/path:1111",
+            ),
+            ("prefix.docker.io:1111", "prefix.docker.io:1111/path"),
+            ("*.docker.io:1111", "prefix.docker.io:1111/path"),
+        ];
+        for (key, target) in hits {
+            let k = single_entry(key);
+            let found = k.lookup_target(&format!("{target}/foo/bar"), false);
+            assert_eq!(found.len(), 1, "{key} should match {target}");
+            assert_eq!(found[0].username, "foo");
+            assert_eq!(found[0].password.expose(), "bar");
+        }
+        let misses: &[(&str, &str)] = &[
+            ("https://hello.kubernetes.io", "world.mesos.org/foo/bar"),
+            ("https://*.docker.com", "prefix.docker.io"),
+            ("https://suffix.*.io", "prefix.docker.io"),
+            ("https://prefix.docker.c*", "prefix.docker.io"),
+            (
+                "https://prefix.*.io/path:1111",
+                "prefix.docker.io/path/subpath:1111",
+            ),
+            ("suffix.*.io", "prefix.docker.io"),
+        ];
+        for (key, target) in misses {
+            let k = single_entry(key);
+            assert!(
+                k.lookup_target(&format!("{target}/foo/bar"), false)
+                    .is_empty(),
+                "{key} should not match {target}"
+            );
+        }
+    }
+
+    /// The kubelet's Docker Hub cases: `TestKeyringMissWithDockerHubCredentials`,
+    /// `TestKeyringHitWithUnqualifiedDockerHub`, `…UnqualifiedLibraryDockerHub`,
+    /// `…QualifiedDockerHub`, and `TestIsDefaultRegistryMatch` on normalised registries.
+    #[test]
+    fn kubelet_docker_hub_cases() {
+        let k = single_entry("https://index.docker.io");
+        assert!(k.lookup("world.mesos.org", "foo/bar").is_empty());
+        for (registry, repository) in [
+            ("docker.io", "google/docker-registry"),
+            ("docker.io", "library/jenkins"),
+        ] {
+            let found = k.lookup(registry, repository);
+            assert_eq!(found.len(), 1, "{registry}/{repository}");
+            assert_eq!(found[0].username, "foo");
+        }
+        let cases: &[(&str, bool)] = &[
+            ("docker.io", true),
+            ("index.docker.io", true),
+            ("registry.tld", false),
+            ("registry:5000", false),
+            ("myhostdocker.io", false),
+        ];
+        for (registry, want) in cases {
+            assert_eq!(is_default_registry_match(registry), *want, "{registry}");
+        }
+    }
+
+    #[test]
+    fn credential_helpers_are_asked_only_for_matching_images() {
+        let mut k = Keyring::default();
+        k.add_json(
+            Path::new("config.json"),
+            "docker config config.json",
+            r#"{"auths": {"store.io": {}}, "credsStore": "pullcheck-test-none",
+                "credHelpers": {"helper.io": "pullcheck-test-none"}}"#,
+        )
+        .unwrap();
+        assert_eq!(k.helpers.len(), 2);
+        assert!(k.resolve_helpers([("other.io", "x")]).is_empty());
+        // The helper program does not exist: a warning, and anonymous.
+        let mut k = Keyring::default();
+        k.add_helper("helper.io", "docker config config.json");
+        let warnings = k.resolve_helpers([("helper.io", "team/app")]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("helper for helper.io"), "{warnings:?}");
+        assert!(k.lookup("helper.io", "team/app").is_empty());
     }
 
     #[test]

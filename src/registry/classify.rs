@@ -139,7 +139,7 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                     Status::Unauthorized,
                     "credentials_rejected",
                     format!(
-                        "{image}: {registry} rejected the credentials ({request}; tried {tried})"
+                        "{image}: credentials for {tried} at registry {registry} were rejected ({request})"
                     ),
                     "The pull secret's user name or password is wrong or expired: renew the secret.",
                 ),
@@ -155,7 +155,7 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                     Status::Unauthorized,
                     "credentials_rejected",
                     format!(
-                        "{image}: the token server of {registry} rejected the credentials ({request}; tried {tried})"
+                        "{image}: credentials for {tried} at registry {registry} were rejected by its token server ({request})"
                     ),
                     "The pull secret's user name or password is wrong or expired: renew the secret.",
                 ),

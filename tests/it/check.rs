@@ -570,3 +570,54 @@ fn no_output_contains_the_password() {
         }
     }
 }
+
+#[test]
+fn allow_unauthenticated_turns_missing_pod_credentials_into_a_warning() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("private/node-creds", "v1");
+    let image = format!("{host}/private/node-creds:v1");
+
+    let run = check(&[
+        "-o",
+        "json",
+        "--ca-file",
+        &ca,
+        "--allow-unauthenticated",
+        &host,
+        &image,
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "unauthorized");
+    assert_eq!(r["fatal"], false);
+    assert!(
+        r["message"].as_str().unwrap().contains("not counted"),
+        "{r:#}"
+    );
+    let text = check(&["--ca-file", &ca, "--allow-unauthenticated", "*", &image]);
+    assert_eq!(text.code, 0);
+    assert!(
+        text.stdout.contains("unauthorized (warning)"),
+        "{}",
+        text.stdout
+    );
+
+    // With pod credentials that the registry rejects, the verdict still counts.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = docker_config(dir.path(), "bad.json", &host, ALICE, "wrong");
+    let run = check(&[
+        "-o",
+        "json",
+        "--ca-file",
+        &ca,
+        "--allow-unauthenticated",
+        "*",
+        "--docker-config",
+        bad.to_str().unwrap(),
+        &image,
+    ]);
+    assert_eq!(run.code, 5, "{}", run.stdout);
+    assert_eq!(run.image(&image)["fatal"], true);
+}
