@@ -1,7 +1,7 @@
 //! The whole program behind `main`: parse the command line, validate it, check, write the
 //! report and the termination message, and return the exit code. Callable in-process by tests.
 
-use crate::check::check;
+use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
 use crate::config::Config;
 use crate::inject::{InjectOptions, inject};
@@ -95,9 +95,26 @@ fn run_check(args: CheckArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let report = runtime.block_on(check(&config.images, &config.options));
+    let report = runtime.block_on(check_until(&config.images, &config.options, stop_signal()));
     write_outputs(&config, &report);
     report.exit_code
+}
+
+/// Completes on SIGTERM (the kubelet stopping the pod) or SIGINT, with the signal's name, so
+/// that a stopped check still writes its report and termination message.
+async fn stop_signal() -> String {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without signal handlers the default action (exit) stays: never complete.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM".to_string(),
+        _ = int.recv() => "SIGINT".to_string(),
+    }
 }
 
 fn write_outputs(config: &Config, report: &Report) {

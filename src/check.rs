@@ -52,6 +52,17 @@ const ATTEMPT_MIN: Duration = Duration::from_secs(2);
 /// are checked once; invalid references become `invalid_reference` results and the others are
 /// still checked.
 pub async fn check(images: &[String], options: &Options) -> Report {
+    check_until(images, options, std::future::pending()).await
+}
+
+/// [`check`], cut short when `stop` completes (with the name of what stopped it, e.g.
+/// `SIGTERM`): the images not finished by then get `unreachable` with reason `stopped`, and
+/// the report says it was stopped.
+pub async fn check_until(
+    images: &[String],
+    options: &Options,
+    stop: impl Future<Output = String>,
+) -> Report {
     let started = Instant::now();
     let deadline = started + options.timeout;
     let client = match Client::new(&options.client) {
@@ -72,6 +83,7 @@ pub async fn check(images: &[String], options: &Options) -> Report {
     let mut results: Vec<Option<ImageResult>> = Vec::new();
     let mut seen = HashSet::new();
     let mut tasks = JoinSet::new();
+    let mut jobs = Vec::new();
     for image in images {
         match Reference::parse(image) {
             Err(e) => results.push(Some(ImageResult {
@@ -85,6 +97,7 @@ pub async fn check(images: &[String], options: &Options) -> Report {
                 }
                 let index = results.len();
                 results.push(None);
+                jobs.push((index, (image.clone(), reference.clone())));
                 let allowed = options
                     .allow_unauthenticated
                     .iter()
@@ -104,16 +117,56 @@ pub async fn check(images: &[String], options: &Options) -> Report {
             }
         }
     }
-    while let Some(joined) = tasks.join_next().await {
-        // A task ends only by returning: the code on its path does not panic, and a panic
-        // would abort the release binary anyway.
-        if let Ok((index, result)) = joined {
-            if let Some(slot) = results.get_mut(index) {
-                *slot = Some(result);
+    let mut pending: Vec<Option<(String, Reference)>> = vec![None; results.len()];
+    for (index, job) in jobs {
+        if let Some(slot) = pending.get_mut(index) {
+            *slot = Some(job);
+        }
+    }
+    tokio::pin!(stop);
+    let mut stopped = None;
+    loop {
+        tokio::select! {
+            joined = tasks.join_next() => {
+                let Some(joined) = joined else { break };
+                // A task ends only by returning: the code on its path does not panic, and a
+                // panic would abort the release binary anyway.
+                if let Ok((index, result)) = joined {
+                    if let Some(slot) = results.get_mut(index) {
+                        *slot = Some(result);
+                    }
+                }
+            }
+            why = &mut stop => {
+                tasks.abort_all();
+                stopped = Some(why);
+                break;
             }
         }
     }
-    Report::new(results.into_iter().flatten().collect())
+    if let Some(why) = &stopped {
+        for (slot, job) in results.iter_mut().zip(pending) {
+            if let (None, Some((image, reference))) = (&slot, job) {
+                *slot = Some(ImageResult {
+                    reference: reference.to_string(),
+                    registry: reference.registry.clone(),
+                    hint: "Nothing to do: the check was stopped before it finished.".to_string(),
+                    ..plain_result(
+                        &image,
+                        Status::Unreachable,
+                        "stopped",
+                        format!(
+                            "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
+                            started.elapsed().as_secs_f64()
+                        ),
+                    )
+                });
+            }
+        }
+    }
+    let mut report = Report::new(results.into_iter().flatten().collect());
+    report.stopped = stopped;
+    report
 }
 
 struct Job {

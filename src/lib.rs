@@ -45,5 +45,5 @@ pub mod reference;
 pub mod registry;
 pub mod report;
 
-pub use check::{Options, check};
+pub use check::{Options, check, check_until};
 pub use report::{ExitCode, ImageResult, Report, Status};

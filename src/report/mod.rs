@@ -172,6 +172,9 @@ pub struct Report {
     pub exit_code: ExitCode,
     /// One result per distinct image, problems first.
     pub images: Vec<ImageResult>,
+    /// What stopped the run before it finished (`SIGTERM`), if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 impl Report {
@@ -182,6 +185,7 @@ impl Report {
             version: env!("CARGO_PKG_VERSION"),
             exit_code: ExitCode::for_results(&images),
             images,
+            stopped: None,
         }
     }
 
@@ -212,6 +216,12 @@ impl Report {
             .iter()
             .filter(|r| !r.is_ok() && !r.fatal)
             .count();
+        if let Some(why) = &self.stopped {
+            let unfinished = self.images.iter().filter(|r| r.reason == "stopped").count();
+            return format!(
+                "pullcheck: stopped by {why} before the check finished ({unfinished} of {total} images not checked)"
+            );
+        }
         let mut s = if total == 0 {
             "pullcheck: no images to check".to_string()
         } else if failing == 0 {

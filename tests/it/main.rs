@@ -9,4 +9,5 @@
 
 mod check;
 mod common;
+mod faults;
 mod harness;
