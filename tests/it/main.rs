@@ -11,3 +11,4 @@ mod check;
 mod common;
 mod faults;
 mod harness;
+mod image;
