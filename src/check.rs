@@ -166,6 +166,10 @@ pub async fn check_until(
     }
     let mut report = Report::new(results.into_iter().flatten().collect());
     report.stopped = stopped;
+    report.platform = match &options.client.platform.want {
+        Some(p) => p.to_string(),
+        None => "any".to_string(),
+    };
     report
 }
 
@@ -206,7 +210,9 @@ impl Job {
             attempts += 1;
             let progress = Progress::default();
             let attempt_deadline = (Instant::now() + self.attempt_cap).min(self.deadline);
-            let probe = self.client.probe(&self.reference, &credentials, &progress);
+            let probe =
+                self.client
+                    .probe(&self.reference, &credentials, &progress, attempt_deadline);
             let outcome = match tokio::time::timeout_at(attempt_deadline, probe).await {
                 Ok(outcome) => outcome,
                 Err(_) => Outcome {
@@ -261,6 +267,9 @@ impl Job {
             status: v.status,
             reason: v.reason,
             digest: v.digest,
+            platform_digest: v.platform_digest,
+            available_platforms: v.available_platforms,
+            suggestions: v.suggestions,
             message: v.message,
             hint: v.hint,
             auth: auth.describe(),
@@ -288,6 +297,9 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         status,
         reason,
         digest: None,
+        platform_digest: None,
+        available_platforms: Vec::new(),
+        suggestions: Vec::new(),
         message,
         hint: String::new(),
         auth: AuthUsed::Anonymous.describe(),

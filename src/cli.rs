@@ -1,6 +1,7 @@
 //! The command line, as clap derive types only: every flag also reads an environment variable,
 //! and `--help` text comes from these doc comments. No logic lives here; `config` validates.
 
+use crate::registry::PlatformCheck;
 use crate::report::EXIT_CODES_HELP;
 use clap::builder::FalseyValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -20,6 +21,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check that every image can be pulled.
@@ -64,6 +67,15 @@ pub struct InjectArgs {
     /// Arguments for `pullcheck check` in the init container (after `--`).
     #[arg(last = true, value_name = "CHECK_ARGS")]
     pub check_args: Vec<String>,
+}
+
+/// How index entries must match the node's platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlatformMatch {
+    /// containerd CRI's `platforms.Only`: the platform or an older compatible one.
+    Lenient,
+    /// Equal after normalisation.
+    Strict,
 }
 
 /// Output formats.
@@ -145,6 +157,34 @@ pub struct CheckArgs {
         value_delimiter = ':'
     )]
     pub ca_file: Vec<PathBuf>,
+
+    /// The node's platform, `OS/ARCH[/VARIANT]` [default: this machine's, e.g. linux/amd64];
+    /// `any` turns the platform check off.
+    #[arg(long, value_name = "PLATFORM", env = "PULLCHECK_PLATFORM")]
+    pub platform: Option<String>,
+
+    /// How index entries must match the platform: `lenient` as containerd's CRI (1.7, 2.0)
+    /// does, also accepting older compatible platforms; `strict` as containerd 2.1+ and CRI-O.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        env = "PULLCHECK_PLATFORM_MATCH",
+        default_value = "lenient"
+    )]
+    pub platform_match: PlatformMatch,
+
+    /// `auto`: check indexes (one manifest GET), but not on Docker Hub, where a manifest GET
+    /// counts as a pull; `full`: also single manifests (a manifest and a config GET); `off`:
+    /// HEAD only.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        env = "PULLCHECK_PLATFORM_CHECK",
+        default_value = "auto"
+    )]
+    pub platform_check: PlatformCheck,
 
     /// Deadline for the whole check (`500ms`, `30s`, `2m`).
     #[arg(

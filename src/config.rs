@@ -2,11 +2,12 @@
 //! Every problem is collected and reported at once (exit 2), so a user fixes them in one go.
 
 use crate::check::Options;
-use crate::cli::{CheckArgs, OutputFormat};
+use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
 use crate::keyring::{self, Keyring};
+use crate::platform::{MatchMode, Platform};
 use crate::podspec;
 use crate::reference::{DOCKER_HUB, Reference};
-use crate::registry::ClientOptions;
+use crate::registry::{ClientOptions, PlatformPolicy};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use std::io::Read;
@@ -145,6 +146,26 @@ impl Config {
             }
         }
 
+        let want = match args.platform.as_deref().map(str::trim) {
+            None | Some("") => Some(Platform::host()),
+            Some("any") => None,
+            Some(spec) => match Platform::parse(spec) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    errors.push(format!("--platform: {e}"));
+                    None
+                }
+            },
+        };
+        let platform = PlatformPolicy {
+            want,
+            mode: match args.platform_match {
+                PlatformMatch::Lenient => MatchMode::Lenient,
+                PlatformMatch::Strict => MatchMode::Strict,
+            },
+            check: args.platform_check,
+        };
+
         let mut ca_certs = Vec::new();
         for path in &args.ca_file {
             match read_certs(path) {
@@ -206,6 +227,7 @@ impl Config {
                 client: ClientOptions {
                     plain_http,
                     ca_certs,
+                    platform,
                 },
                 keyring,
                 allow_unauthenticated,

@@ -40,10 +40,12 @@ pub mod cli;
 pub mod config;
 pub mod inject;
 pub mod keyring;
+pub mod platform;
 pub mod podspec;
 pub mod reference;
 pub mod registry;
 pub mod report;
+pub mod suggest;
 
 pub use check::{Options, check, check_until};
 pub use report::{ExitCode, ImageResult, Report, Status};

@@ -26,6 +26,12 @@ pub struct Verdict {
     pub retry: Option<Option<Duration>>,
     /// The digest, when found.
     pub digest: Option<String>,
+    /// The index entry for the node's platform, when an index was checked.
+    pub platform_digest: Option<String>,
+    /// The platforms an image has, when none fits the node.
+    pub available_platforms: Vec<String>,
+    /// Close tags or repositories, when one is missing.
+    pub suggestions: Vec<String>,
 }
 
 impl Verdict {
@@ -37,6 +43,9 @@ impl Verdict {
             hint: hint.to_string(),
             retry: None,
             digest: None,
+            platform_digest: None,
+            available_platforms: Vec::new(),
+            suggestions: Vec::new(),
         }
     }
 
@@ -53,8 +62,17 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
     let repo = &reference.repository;
     let who = describe_auth(&outcome.auth);
     let tried = describe_tried(&outcome.tried);
+    let what = match (&reference.digest, &reference.tag) {
+        (Some(d), _) => format!("digest {d}"),
+        (None, Some(t)) => format!("tag {t:?}"),
+        (None, None) => "manifest".to_string(),
+    };
     match &outcome.fact {
-        Fact::Found { digest } => {
+        Fact::Found {
+            digest,
+            platform_digest,
+            ..
+        } => {
             let mut v = Verdict::new(
                 Status::Ok,
                 "found",
@@ -65,17 +83,34 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 "",
             );
             v.digest = digest.clone();
+            v.platform_digest = platform_digest.clone();
+            v
+        }
+        Fact::WrongPlatform {
+            digest,
+            wanted,
+            available,
+        } => {
+            let mut v = Verdict::new(
+                Status::WrongPlatform,
+                "no_matching_platform",
+                format!(
+                    "{image}: no {wanted} variant; available: {} (index {} on {registry})",
+                    available.join(", "),
+                    digest.as_deref().unwrap_or("without digest")
+                ),
+                "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch).",
+            );
+            v.digest = digest.clone();
+            v.available_platforms = available.clone();
             v
         }
         Fact::Missing {
             url,
             repository_missing,
-        } => {
-            let what = match (&reference.digest, &reference.tag) {
-                (Some(d), _) => format!("digest {d}"),
-                (None, Some(t)) => format!("tag {t:?}"),
-                (None, None) => "manifest".to_string(),
-            };
+            suggestions,
+        } => with_suggestions(
+            suggestions,
             match repository_missing {
                 Some(true) => Verdict::new(
                     Status::NotFound,
@@ -105,8 +140,8 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                     ),
                     "Check the image name, tag and digest for a typo, or push the image.",
                 ),
-            }
-        }
+            },
+        ),
         Fact::Status {
             step,
             method,
@@ -273,6 +308,16 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
     }
 }
 
+/// Adds "did you mean …" to a not-found verdict.
+fn with_suggestions(suggestions: &[String], mut v: Verdict) -> Verdict {
+    if !suggestions.is_empty() {
+        v.message
+            .push_str(&format!("; did you mean {}?", suggestions.join(", ")));
+        v.suggestions = suggestions.to_vec();
+    }
+    v
+}
+
 fn describe_auth(auth: &AuthUsed) -> String {
     match auth {
         AuthUsed::Anonymous => "anonymous".to_string(),
@@ -339,6 +384,8 @@ mod tests {
                 "found",
                 Fact::Found {
                     digest: Some("sha256:1".into()),
+                    media_type: None,
+                    platform_digest: None,
                 },
                 AuthUsed::Anonymous,
                 Status::Ok,
@@ -350,6 +397,7 @@ mod tests {
                 Fact::Missing {
                     url: "u".into(),
                     repository_missing: Some(true),
+                    suggestions: vec![],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -361,6 +409,7 @@ mod tests {
                 Fact::Missing {
                     url: "u".into(),
                     repository_missing: Some(false),
+                    suggestions: vec!["v2".into(), "v1.1".into()],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -372,6 +421,7 @@ mod tests {
                 Fact::Missing {
                     url: "u".into(),
                     repository_missing: None,
+                    suggestions: vec![],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -549,12 +599,19 @@ mod tests {
                 Fact::Missing {
                     url: "u".into(),
                     repository_missing: Some(false),
+                    suggestions: vec!["v2".into(), "v1.1".into()],
                 },
                 AuthUsed::Anonymous,
             ),
         );
         assert_eq!(v.reason, "digest_missing");
         assert!(v.message.contains(&d));
+        assert!(
+            v.message.ends_with("; did you mean v2, v1.1?"),
+            "{}",
+            v.message
+        );
+        assert_eq!(v.suggestions, ["v2", "v1.1"]);
     }
 
     #[test]

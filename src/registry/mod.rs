@@ -3,9 +3,11 @@
 //! For one image, one *probe* learns how the registry authenticates (one `GET /v2/` per
 //! registry per run, shared by all its images), gets a token when the registry wants one (one
 //! per registry, credential and repository, shared), and sends **one** `HEAD` for the manifest.
-//! Only on a 404 does it send one more request, `GET /v2/<name>/tags/list?n=1`, to tell a
-//! missing tag from a missing repository. What it found is returned as raw facts
-//! ([`Outcome`]); [`classify`] turns them into a verdict in one place.
+//! Follow-ups (in `inspect`) are sent only when they are needed: after a 404,
+//! `GET /v2/<name>/tags/list` tells a missing tag from a missing repository and lists close
+//! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform.
+//! What a probe found is returned as raw facts ([`Outcome`]); [`classify`] turns them into a
+//! verdict in one place.
 //!
 //! Why not `oci-client`: its `fetch_manifest_digest` falls back to a manifest GET whenever the
 //! HEAD has no digest (every 401/404/429/5xx), and a GET counts as a pull against Docker Hub's
@@ -17,14 +19,16 @@
 
 pub mod auth;
 pub mod classify;
+mod inspect;
 
 pub use classify::{Verdict, classify};
 
 use crate::keyring::Credential;
+use crate::platform::{MatchMode, Platform};
 use crate::reference::Reference;
 use auth::{AuthScheme, Token};
+use reqwest::StatusCode;
 use reqwest::header::{self, HeaderMap, HeaderValue};
-use reqwest::{Method, StatusCode};
 use rustls_pki_types::CertificateDer;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -39,8 +43,10 @@ application/vnd.oci.image.manifest.v1+json, \
 application/vnd.docker.distribution.manifest.list.v2+json, \
 application/vnd.docker.distribution.manifest.v2+json";
 
-/// The most of an error body read (tags lists and error envelopes are small).
+/// The most of an error body or token answer read.
 const MAX_BODY: usize = 64 * 1024;
+/// Best-effort follow-ups stop this long before the attempt's deadline.
+const SUGGESTION_MARGIN: Duration = Duration::from_millis(300);
 
 /// Which request of a probe a fact is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +57,8 @@ pub enum Step {
     Token,
     /// `HEAD /v2/<name>/manifests/<ref>`.
     Manifest,
+    /// The `GET`s of an index or config that check the platform.
+    Platform,
 }
 
 /// Who a probe authenticated as.
@@ -94,6 +102,10 @@ pub enum Fact {
     Found {
         /// `Docker-Content-Digest`, or the reference's own digest.
         digest: Option<String>,
+        /// The manifest's `Content-Type`.
+        media_type: Option<String>,
+        /// The index entry that matched the node's platform, when an index was checked.
+        platform_digest: Option<String>,
     },
     /// The manifest HEAD answered 404.
     Missing {
@@ -102,6 +114,17 @@ pub enum Fact {
         /// From `tags/list`: `Some(true)` when the repository itself is missing, `Some(false)`
         /// when it exists, `None` when the registry did not say.
         repository_missing: Option<bool>,
+        /// Close tags (or repositories) the registry has: best effort, never a verdict.
+        suggestions: Vec<String>,
+    },
+    /// The image exists, but has no variant for the node's platform.
+    WrongPlatform {
+        /// The manifest's digest.
+        digest: Option<String>,
+        /// The node's platform.
+        wanted: String,
+        /// The platforms the image has.
+        available: Vec<String>,
     },
     /// An HTTP answer that is not what the step needed.
     Status {
@@ -175,6 +198,42 @@ pub struct ClientOptions {
     pub plain_http: Vec<String>,
     /// Extra trusted roots (`--ca-file`), added to the Mozilla roots carried in the binary.
     pub ca_certs: Vec<CertificateDer<'static>>,
+    /// Whether and how to check the node's platform.
+    pub platform: PlatformPolicy,
+}
+
+/// How far to go to check that an image has a variant for the node (`--platform-check`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum PlatformCheck {
+    /// Check indexes (one manifest `GET`), except on Docker Hub, where a manifest `GET` counts
+    /// as a pull against the rate limit.
+    #[default]
+    Auto,
+    /// Check indexes everywhere, and single manifests too (a manifest and a config `GET`).
+    Full,
+    /// `HEAD` only.
+    Off,
+}
+
+/// The platform the node needs, and how it is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlatformPolicy {
+    /// The node's platform; `None` (`--platform any`) turns the check off.
+    pub want: Option<Platform>,
+    /// Lenient (containerd CRI's `platforms.Only`) or strict matching.
+    pub mode: MatchMode,
+    /// How far to go.
+    pub check: PlatformCheck,
+}
+
+impl Default for PlatformPolicy {
+    fn default() -> PlatformPolicy {
+        PlatformPolicy {
+            want: Some(Platform::host()),
+            mode: MatchMode::Lenient,
+            check: PlatformCheck::Auto,
+        }
+    }
 }
 
 /// A client for all registries of a run: one connection pool, one ping and one token cache per
@@ -182,6 +241,7 @@ pub struct ClientOptions {
 pub struct Client {
     http: reqwest::Client,
     plain_http: HashSet<String>,
+    platform: PlatformPolicy,
     registries: Mutex<HashMap<String, Arc<RegistryState>>>,
 }
 
@@ -229,6 +289,7 @@ impl Client {
             .map_err(|e| ClientError(error_chain(&e)))?;
         Ok(Client {
             http,
+            platform: options.platform.clone(),
             plain_http: options
                 .plain_http
                 .iter()
@@ -261,11 +322,15 @@ impl Client {
 
     /// Probes one image with the credentials the keyring chose (empty: anonymous). Credentials
     /// are tried in order until one is not refused, as the kubelet does.
+    ///
+    /// `deadline` is when this attempt will be cut short: best-effort follow-ups (suggestions)
+    /// stop a little before it, so that they never cost the verdict.
     pub async fn probe(
         &self,
         reference: &Reference,
         credentials: &[&Credential],
         progress: &Progress,
+        deadline: Instant,
     ) -> Outcome {
         let state = self.state(reference.api_host());
         progress.set(format!("GET {}/v2/", state.base));
@@ -291,7 +356,7 @@ impl Client {
         for cred in candidates {
             let auth = AuthUsed::of(cred);
             tried.push(auth.clone());
-            let fact = self
+            let (fact, authorization) = self
                 .probe_with(&state, &scheme, reference, cred, progress)
                 .await;
             // Refusals (401/403, a token server saying no) move on to the next credential;
@@ -303,17 +368,45 @@ impl Client {
                     ..
                 } | Fact::InsecureRealm { .. }
             );
-            last = Some((fact, auth));
+            last = Some((fact, auth, authorization));
             if !refused {
                 break;
             }
         }
-        let (fact, auth) = last.unwrap_or((
-            Fact::UnsupportedAuth {
+        let Some((fact, auth, authorization)) = last else {
+            let fact = Fact::UnsupportedAuth {
                 scheme: "(no credential to try)".to_string(),
-            },
-            AuthUsed::Anonymous,
-        ));
+            };
+            return Outcome {
+                fact,
+                auth: AuthUsed::Anonymous,
+                tried,
+            };
+        };
+        let authorization = authorization.as_deref();
+        let fact = match fact {
+            Fact::Found {
+                digest, media_type, ..
+            } => {
+                self.check_platform(
+                    &state,
+                    reference,
+                    digest,
+                    media_type,
+                    authorization,
+                    progress,
+                )
+                .await
+            }
+            Fact::Missing { url, .. } => {
+                let suggest_by = deadline
+                    .checked_sub(SUGGESTION_MARGIN)
+                    .unwrap_or_else(Instant::now);
+                self.explain_missing(&state, reference, url, authorization, progress, suggest_by)
+                    .await
+            }
+            other => other,
+        };
         Outcome { fact, auth, tried }
     }
 
@@ -324,7 +417,7 @@ impl Client {
         reference: &Reference,
         cred: Option<&Credential>,
         progress: &Progress,
-    ) -> Fact {
+    ) -> (Fact, Option<String>) {
         let url = format!(
             "{}/v2/{}/manifests/{}",
             state.base,
@@ -344,11 +437,11 @@ impl Client {
                         .await
                     {
                         Ok(t) => Some(format!("Bearer {}", t.value)),
-                        Err(fact) => return fact,
+                        Err(fact) => return (fact, None),
                     }
                 }
                 AuthScheme::Unsupported(s) => {
-                    return Fact::UnsupportedAuth { scheme: s.clone() };
+                    return (Fact::UnsupportedAuth { scheme: s.clone() }, None);
                 }
             };
             progress.set(format!("HEAD {url}"));
@@ -358,30 +451,31 @@ impl Client {
             }
             let resp = match req.send().await {
                 Ok(r) => r,
-                Err(e) => return transport(Step::Manifest, "HEAD", &url, &e),
+                Err(e) => return (transport(Step::Manifest, "HEAD", &url, &e), authorization),
             };
             let status = resp.status();
-            if status.is_success() {
-                let digest = resp
-                    .headers()
-                    .get("docker-content-digest")
+            let header_text = |name: &str| {
+                resp.headers()
+                    .get(name)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string)
-                    .or_else(|| reference.digest.clone());
-                return Fact::Found { digest };
+            };
+            if status.is_success() {
+                let fact = Fact::Found {
+                    digest: header_text("docker-content-digest")
+                        .or_else(|| reference.digest.clone()),
+                    media_type: header_text("content-type"),
+                    platform_digest: None,
+                };
+                return (fact, authorization);
             }
             if status == StatusCode::NOT_FOUND {
-                progress.set(format!(
-                    "GET {}/v2/{}/tags/list",
-                    state.base, reference.repository
-                ));
-                let repository_missing = self
-                    .repository_missing(state, reference, authorization.as_deref())
-                    .await;
-                return Fact::Missing {
+                let fact = Fact::Missing {
                     url,
-                    repository_missing,
+                    repository_missing: None,
+                    suggestions: Vec::new(),
                 };
+                return (fact, authorization);
             }
             let bearer_error =
                 www_authenticate(resp.headers()).and_then(|h| auth::bearer_error(&h));
@@ -392,7 +486,7 @@ impl Client {
             {
                 continue;
             }
-            return Fact::Status {
+            let fact = Fact::Status {
                 step: Step::Manifest,
                 method: "HEAD",
                 url,
@@ -400,12 +494,14 @@ impl Client {
                 retry_after: retry_after(resp.headers()),
                 bearer_error,
             };
+            return (fact, authorization);
         }
         // Both rounds ended in `continue` only if the fresh token was also invalid, which the
         // loop returns above; this is not reached.
-        Fact::UnsupportedAuth {
+        let fact = Fact::UnsupportedAuth {
             scheme: "bearer (token refused twice)".to_string(),
-        }
+        };
+        (fact, None)
     }
 
     async fn ping(&self, state: &RegistryState) -> Result<AuthScheme, Fact> {
@@ -530,37 +626,6 @@ impl Client {
         auth::parse_token_answer(&body).ok_or(Fact::BadTokenAnswer {
             realm: realm.to_string(),
         })
-    }
-
-    /// After a manifest 404: does the repository exist? `GET tags/list?n=1` answers 404
-    /// `NAME_UNKNOWN` for a missing repository (a manifest request never says it on
-    /// distribution). Best effort: any other answer is "don't know".
-    async fn repository_missing(
-        &self,
-        state: &RegistryState,
-        reference: &Reference,
-        authorization: Option<&str>,
-    ) -> Option<bool> {
-        let url = format!("{}/v2/{}/tags/list?n=1", state.base, reference.repository);
-        let mut req = self.http.request(Method::GET, &url);
-        if let Some(a) = authorization {
-            req = req.header(header::AUTHORIZATION, sensitive(a));
-        }
-        let resp = req.send().await.ok()?;
-        let status = resp.status();
-        if status.is_success() {
-            return Some(false);
-        }
-        if status != StatusCode::NOT_FOUND {
-            return None;
-        }
-        let body = read_limited(resp, MAX_BODY).await.ok()?;
-        let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
-        let name_unknown = v["errors"]
-            .as_array()?
-            .iter()
-            .any(|e| e["code"] == "NAME_UNKNOWN");
-        name_unknown.then_some(true)
     }
 }
 

@@ -132,6 +132,15 @@ pub struct ImageResult {
     /// The manifest digest, when the image exists and the registry said it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// The digest of the index entry that matches the node's platform, when an index was checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform_digest: Option<String>,
+    /// The platforms the image has, when none matches the node (`wrong_platform`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub available_platforms: Vec<String>,
+    /// Close tags or repositories, when the image is `not_found` (best effort).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
     /// What was found, naming the image, the registry and what was tried.
     pub message: String,
     /// What to do next; empty when the image is fine.
@@ -168,6 +177,8 @@ impl ImageResult {
 pub struct Report {
     /// pullcheck's version.
     pub version: &'static str,
+    /// The node platform the images were checked for (`linux/amd64`), or `any`.
+    pub platform: String,
     /// The exit code the results add up to.
     pub exit_code: ExitCode,
     /// One result per distinct image, problems first.
@@ -183,6 +194,7 @@ impl Report {
         images.sort_by_key(ImageResult::severity);
         Report {
             version: env!("CARGO_PKG_VERSION"),
+            platform: "any".to_string(),
             exit_code: ExitCode::for_results(&images),
             images,
             stopped: None,
@@ -250,6 +262,9 @@ pub(crate) mod tests {
             status,
             reason: "test",
             digest: None,
+            platform_digest: None,
+            available_platforms: Vec::new(),
+            suggestions: Vec::new(),
             message: format!("{image} is {}", status.as_str()),
             hint: if status == Status::Ok {
                 String::new()

@@ -4,11 +4,14 @@
 //!   htpasswd auth, fixtures pushed through the registry API, the access log read back).
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
+//! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
 
 #![allow(clippy::unwrap_used)]
 
+mod auth;
 mod check;
 mod common;
 mod faults;
 mod harness;
 mod image;
+mod platform;

@@ -4,20 +4,23 @@
 //! Use from an integration test as `mod common;` (from `tests/<dir>/main.rs`:
 //! `#[path = "../common/mod.rs"] mod common;`). Needs `docker-registry` on PATH (Debian package
 //! `docker-registry`) or [`registry::REGISTRY_BIN_ENV`]. Each test binary gets its own shared
-//! registries ([`plain_registry`], [`tls_basic_registry`]); tests in a binary run concurrently,
-//! so give every test its own repository name and filter [`Registry::requests`] by it (or use
-//! [`Registry::requests_for`]).
+//! registries ([`plain_registry`], [`tls_basic_registry`], [`token_registry`]); tests in a binary
+//! run concurrently, so give every test its own repository name and filter
+//! [`Registry::requests`] by it (or use [`Registry::requests_for`], and
+//! [`TokenServer::requests_for`] for token requests).
 #![allow(dead_code, unused_imports)]
 
 pub mod pki;
 pub mod registry;
 pub mod seed;
+pub mod token;
 
 use std::process::Command;
 use std::sync::OnceLock;
 
 pub use registry::{ManifestHead, Registry, RegistryOptions, Request, http_client};
 pub use seed::{PushedIndex, media, sha256_digest};
+pub use token::{TokenRequest, TokenServer};
 
 /// The Basic-auth user of [`tls_basic_registry`].
 pub const ALICE: &str = "alice";
@@ -37,6 +40,16 @@ pub fn plain_registry() -> &'static Registry {
 pub fn tls_basic_registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| Registry::start(RegistryOptions::tls_basic(ALICE, ALICE_PASSWORD)))
+}
+
+/// An HTTPS registry with distribution's token auth and its token server
+/// ([`Registry::start_token_auth`]): [`ALICE`] / [`ALICE_PASSWORD`] may pull (and push)
+/// everything, anonymous clients may pull `public/*` only. Shared by all tests of this test
+/// binary (started on first use); its CA, at [`Registry::ca_pem_path`], also signed the token
+/// server's certificate.
+pub fn token_registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| Registry::start_token_auth(ALICE, ALICE_PASSWORD))
 }
 
 /// The binary under test.

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use rustls_pki_types::CertificateDer;
 
 use super::pki::TestPki;
+use super::token::{TOKEN_ISSUER, TOKEN_SERVICE, TokenServer};
 
 /// Environment variable that overrides the registry binary (default: `docker-registry` on PATH).
 pub const REGISTRY_BIN_ENV: &str = "PULLCHECK_TEST_REGISTRY_BIN";
@@ -109,6 +110,20 @@ pub struct Registry {
     pid: u32,
     tls: Option<Tls>,
     basic_auth: Option<(String, String)>,
+    /// With token auth: the token server, and the user the harness pushes as.
+    token: Option<TokenAuth>,
+}
+
+struct TokenAuth {
+    server: Arc<TokenServer>,
+    push_user: (String, String),
+}
+
+/// What [`Registry::try_start`] takes besides the options: a CA to reuse, a token server.
+#[derive(Default)]
+struct Extras<'a> {
+    pki: Option<&'a TestPki>,
+    token_server: Option<&'a TokenServer>,
 }
 
 enum StartError {
@@ -128,7 +143,7 @@ impl Registry {
         let bin = registry_bin();
         let mut last = String::new();
         for _ in 0..START_ATTEMPTS {
-            match Registry::try_start(&opts, &bin) {
+            match Registry::try_start(&opts, &bin, &Extras::default()) {
                 Ok(registry) => return registry,
                 Err(StartError::PortClash(log)) => last = log,
                 Err(StartError::Fatal(msg)) => panic!("{msg}"),
@@ -137,7 +152,50 @@ impl Registry {
         panic!("docker-registry: port clash {START_ATTEMPTS} times in a row; last log:\n{last}");
     }
 
-    fn try_start(opts: &RegistryOptions, bin: &str) -> Result<Registry, StartError> {
+    /// Starts an HTTPS registry with distribution's token auth (`auth: token`) and, in this
+    /// process, its token server ([`TokenServer`], HTTPS with the same CA and server
+    /// certificate, so one `--ca-file` trusts both). The token server knows `user`/`password`
+    /// (pull and push on everything) and lets anonymous clients pull `public/*` only. Fixtures
+    /// are pushed with a `pull,push` token for `user`. Otherwise like [`Registry::start`]. The
+    /// token server stops when the registry is dropped.
+    pub fn start_token_auth(user: &str, password: &str) -> Registry {
+        let bin = registry_bin();
+        let pki = TestPki::generate();
+        let server = Arc::new(TokenServer::start(
+            &pki.server_cert_pem,
+            &pki.server_key_pem,
+            &[(user, password)],
+        ));
+        let opts = RegistryOptions {
+            tls: true,
+            basic_auth: None,
+        };
+        let extras = Extras {
+            pki: Some(&pki),
+            token_server: Some(&server),
+        };
+        let mut last = String::new();
+        for _ in 0..START_ATTEMPTS {
+            match Registry::try_start(&opts, &bin, &extras) {
+                Ok(mut registry) => {
+                    registry.token = Some(TokenAuth {
+                        server,
+                        push_user: (user.to_string(), password.to_string()),
+                    });
+                    return registry;
+                }
+                Err(StartError::PortClash(log)) => last = log,
+                Err(StartError::Fatal(msg)) => panic!("{msg}"),
+            }
+        }
+        panic!("docker-registry: port clash {START_ATTEMPTS} times in a row; last log:\n{last}");
+    }
+
+    fn try_start(
+        opts: &RegistryOptions,
+        bin: &str,
+        extras: &Extras<'_>,
+    ) -> Result<Registry, StartError> {
         let temp = tempfile::Builder::new()
             .prefix("pullcheck-registry-")
             .tempdir()
@@ -156,7 +214,14 @@ impl Registry {
             storage = yaml_str(&storage),
         );
         let tls = opts.tls.then(|| {
-            let pki = TestPki::generate();
+            let generated;
+            let pki = match extras.pki {
+                Some(pki) => pki,
+                None => {
+                    generated = TestPki::generate();
+                    &generated
+                }
+            };
             let ca_pem_path = dir.join("ca.pem");
             let cert_path = dir.join("server.pem");
             let key_path = dir.join("server-key.pem");
@@ -170,7 +235,7 @@ impl Registry {
             ));
             Tls {
                 ca_pem_path,
-                ca_der: pki.ca_der,
+                ca_der: pki.ca_der.clone(),
             }
         });
         if let Some((user, password)) = &opts.basic_auth {
@@ -181,6 +246,16 @@ impl Registry {
             config.push_str(&format!(
                 "auth:\n  htpasswd:\n    realm: pullcheck-test\n    path: {}\n",
                 yaml_str(&htpasswd)
+            ));
+        }
+        if let Some(server) = extras.token_server {
+            let bundle = dir.join("token-root.pem");
+            fs::write(&bundle, server.signing_cert_pem()).expect("write token-root.pem");
+            config.push_str(&format!(
+                "auth:\n  token:\n    realm: '{}'\n    service: '{TOKEN_SERVICE}'\n    \
+                 issuer: '{TOKEN_ISSUER}'\n    rootcertbundle: {}\n",
+                server.realm(),
+                yaml_str(&bundle)
             ));
         }
         let config_path = dir.join("config.yml");
@@ -211,6 +286,7 @@ impl Registry {
             pid: 0,
             tls,
             basic_auth: opts.basic_auth.clone(),
+            token: None,
         };
         let started = Instant::now();
         let deadline = started + START_TIMEOUT;
@@ -312,6 +388,33 @@ impl Registry {
         self.basic_auth
             .as_ref()
             .map(|(u, p)| (u.as_str(), p.as_str()))
+    }
+
+    /// The token server, when the registry uses token auth ([`Registry::start_token_auth`]).
+    pub fn token_server(&self) -> Option<&TokenServer> {
+        self.token.as_ref().map(|t| t.server.as_ref())
+    }
+
+    /// The `Authorization` header value the harness pushes `repo` with: Basic for the
+    /// configured user, a `pull,push` Bearer token for the token-auth user (fetched from the
+    /// token server, as a client would), or none.
+    pub fn push_authorization(&self, repo: &str) -> Option<String> {
+        use base64::Engine;
+        if let Some((user, password)) = self.basic_auth() {
+            let raw = format!("{user}:{password}");
+            return Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(raw)
+            ));
+        }
+        let token = self.token.as_ref()?;
+        let (user, password) = &token.push_user;
+        let bearer = token.server.fetch_token(
+            &self.http_client(),
+            Some((user, password)),
+            &format!("repository:{repo}:pull,push"),
+        );
+        Some(format!("Bearer {bearer}"))
     }
 
     /// The registry's temp dir (config, certs, logs, storage/). Tests may write files here.

@@ -1,5 +1,6 @@
 //! Deterministic image fixtures, pushed through the registry API (blob upload POST + PUT,
-//! manifest PUT), as the registry's configured user when it has Basic auth.
+//! manifest PUT), as the registry's configured user: Basic auth, or a `pull,push` token from its
+//! token server ([`Registry::push_authorization`]).
 //!
 //! Every fixture depends only on its platform string, so digests are the same on every run and
 //! in every repository.
@@ -306,9 +307,9 @@ impl Registry {
     fn push_fixture(&self, repo: &str, reference: &str, fixture: &Fixture) -> String {
         let client = self.http_client();
         let base = self.base_url();
-        let creds = self.basic_auth();
-        let auth = |req: reqwest::RequestBuilder| match creds {
-            Some((user, password)) => req.basic_auth(user, Some(password)),
+        let authorization = self.push_authorization(repo);
+        let auth = |req: reqwest::RequestBuilder| match &authorization {
+            Some(value) => req.header("Authorization", value.as_str()),
             None => req,
         };
         super::block_on(async {

@@ -1,0 +1,420 @@
+//! Follow-ups to a probe, sent only when they are needed, with the credentials the probe used:
+//!
+//! - after a `HEAD` that found an index (or with `--platform-check full`, any manifest), the
+//!   `GET`s that check the node's platform;
+//! - after a 404, `tags/list` to tell a missing tag from a missing repository, and to suggest
+//!   close tags (or, where `_catalog` answers, close repositories).
+//!
+//! Suggestions are best effort: bounded in pages, bytes and time, and no failure here changes a
+//! verdict. The platform check is not best effort: an image without a variant for the node will
+//! not start, so that is a verdict of its own.
+
+use super::{
+    Client, Fact, MANIFEST_ACCEPT, PlatformCheck, Progress, RegistryState, Step, read_limited,
+    sensitive, transport,
+};
+use crate::platform::{self, Platform};
+use crate::reference::{DOCKER_HUB, Reference};
+use crate::suggest::suggest;
+use reqwest::StatusCode;
+use reqwest::header::{self, HeaderMap};
+use serde::Deserialize;
+use tokio::time::Instant;
+
+/// Index and list media types: a `HEAD` answering one of these found an index.
+const INDEX_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+];
+/// The most of a manifest, index or config read.
+const MAX_MANIFEST: usize = 4 * 1024 * 1024;
+/// Tags asked per page of `tags/list`.
+const TAGS_PAGE: usize = 100;
+/// Pages of tags read at most, and bytes in all.
+const TAGS_MAX_PAGES: usize = 10;
+const TAGS_MAX_BYTES: usize = 1024 * 1024;
+/// Suggestions given at most.
+const MAX_SUGGESTIONS: usize = 3;
+
+#[derive(Deserialize)]
+struct Index {
+    #[serde(default)]
+    manifests: Vec<Descriptor>,
+}
+
+#[derive(Deserialize)]
+struct Descriptor {
+    digest: Option<String>,
+    platform: Option<DescriptorPlatform>,
+}
+
+#[derive(Deserialize)]
+struct DescriptorPlatform {
+    #[serde(default)]
+    os: String,
+    #[serde(default)]
+    architecture: String,
+    variant: Option<String>,
+    #[serde(rename = "os.features", default)]
+    os_features: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Manifest {
+    config: Option<ConfigDescriptor>,
+}
+
+#[derive(Deserialize)]
+struct ConfigDescriptor {
+    digest: String,
+}
+
+#[derive(Deserialize)]
+struct ImageConfig {
+    #[serde(default)]
+    os: String,
+    #[serde(default)]
+    architecture: String,
+    variant: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TagList {
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct Catalog {
+    #[serde(default)]
+    repositories: Vec<String>,
+}
+
+impl Client {
+    /// After a `HEAD` found the manifest: does it have a variant for the node?
+    pub(super) async fn check_platform(
+        &self,
+        state: &RegistryState,
+        reference: &Reference,
+        digest: Option<String>,
+        media_type: Option<String>,
+        authorization: Option<&str>,
+        progress: &Progress,
+    ) -> Fact {
+        let found = |platform_digest: Option<String>| Fact::Found {
+            digest: digest.clone(),
+            media_type: media_type.clone(),
+            platform_digest,
+        };
+        let policy = &self.platform;
+        let Some(want) = &policy.want else {
+            return found(None);
+        };
+        let is_index = media_type
+            .as_deref()
+            .and_then(|t| t.split(';').next())
+            .is_some_and(|t| INDEX_TYPES.contains(&t.trim()));
+        let wanted = match (policy.check, is_index) {
+            (PlatformCheck::Off, _) => false,
+            // A manifest GET counts as a pull on Docker Hub: `auto` does not spend one there.
+            (PlatformCheck::Auto, true) => reference.registry != DOCKER_HUB,
+            (PlatformCheck::Auto, false) => false,
+            (PlatformCheck::Full, _) => true,
+        };
+        if !wanted {
+            return found(None);
+        }
+        // By digest when the HEAD gave one: the same manifest the HEAD saw.
+        let manifest_ref = digest.as_deref().unwrap_or(reference.manifest_ref());
+        let url = format!(
+            "{}/v2/{}/manifests/{manifest_ref}",
+            state.base, reference.repository
+        );
+        progress.set(format!("GET {url}"));
+        let body = match self.get_json(&url, MANIFEST_ACCEPT, authorization).await {
+            Ok(b) => b,
+            Err(fact) => return fact,
+        };
+        if is_index {
+            // An index we cannot read says nothing against the image: never block on it.
+            let Ok(index) = serde_json::from_slice::<Index>(&body) else {
+                return found(None);
+            };
+            let entries: Vec<(Platform, Option<String>)> = index
+                .manifests
+                .into_iter()
+                .filter_map(|d| {
+                    let p = d.platform?;
+                    // Entries that need OS features are for Windows hosts; attestations are
+                    // `unknown/unknown`: neither can run on a Linux node.
+                    if !p.os_features.is_empty() || p.os == "unknown" || p.architecture == "unknown"
+                    {
+                        return None;
+                    }
+                    let spec = match &p.variant {
+                        Some(v) if !v.is_empty() => format!("{}/{}/{v}", p.os, p.architecture),
+                        _ => format!("{}/{}", p.os, p.architecture),
+                    };
+                    Platform::parse(&spec).ok().map(|plat| (plat, d.digest))
+                })
+                .collect();
+            if entries.is_empty() {
+                return found(None);
+            }
+            let platforms: Vec<Platform> = entries.iter().map(|(p, _)| p.clone()).collect();
+            return match platform::best_match(want, &platforms, policy.mode) {
+                Some(i) => found(entries.get(i).and_then(|(_, d)| d.clone())),
+                None => Fact::WrongPlatform {
+                    digest,
+                    wanted: want.to_string(),
+                    available: distinct(platforms.iter().map(Platform::to_string)),
+                },
+            };
+        }
+        // A single manifest: its platform is in its config blob.
+        let Some(config) = serde_json::from_slice::<Manifest>(&body)
+            .ok()
+            .and_then(|m| m.config)
+        else {
+            return found(None);
+        };
+        let url = format!(
+            "{}/v2/{}/blobs/{}",
+            state.base, reference.repository, config.digest
+        );
+        progress.set(format!("GET {url}"));
+        let body = match self.get_json(&url, "*/*", authorization).await {
+            Ok(b) => b,
+            Err(fact) => return fact,
+        };
+        let Ok(config) = serde_json::from_slice::<ImageConfig>(&body) else {
+            return found(None);
+        };
+        let spec = match config.variant.filter(|v| !v.is_empty()) {
+            Some(v) => format!("{}/{}/{v}", config.os, config.architecture),
+            None => format!("{}/{}", config.os, config.architecture),
+        };
+        match Platform::parse(&spec) {
+            Ok(have) if platform::matches(want, &have, policy.mode) => found(None),
+            Ok(have) => Fact::WrongPlatform {
+                digest,
+                wanted: want.to_string(),
+                available: vec![have.to_string()],
+            },
+            Err(_) => found(None),
+        }
+    }
+
+    /// `GET` a manifest or blob: the body, or the fact that stopped it.
+    async fn get_json(
+        &self,
+        url: &str,
+        accept: &str,
+        authorization: Option<&str>,
+    ) -> Result<Vec<u8>, Fact> {
+        let mut req = self.http.get(url).header(header::ACCEPT, accept);
+        if let Some(a) = authorization {
+            req = req.header(header::AUTHORIZATION, sensitive(a));
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| transport(Step::Platform, "GET", url, &e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(Fact::Status {
+                step: Step::Platform,
+                method: "GET",
+                url: url.to_string(),
+                status: status.as_u16(),
+                retry_after: super::retry_after(resp.headers()),
+                bearer_error: None,
+            });
+        }
+        read_limited(resp, MAX_MANIFEST)
+            .await
+            .map_err(|e| transport(Step::Platform, "GET", url, &e))
+    }
+
+    /// After a manifest 404: is the repository there, and what close tags does it have?
+    pub(super) async fn explain_missing(
+        &self,
+        state: &RegistryState,
+        reference: &Reference,
+        url: String,
+        authorization: Option<&str>,
+        progress: &Progress,
+        suggest_by: Instant,
+    ) -> Fact {
+        let mut next = Some(format!(
+            "{}/v2/{}/tags/list?n={TAGS_PAGE}",
+            state.base, reference.repository
+        ));
+        let mut repository_missing = None;
+        let mut tags: Vec<String> = Vec::new();
+        let mut bytes = 0usize;
+        let mut pages = 0usize;
+        while let Some(page_url) = next.take() {
+            if pages >= TAGS_MAX_PAGES || bytes >= TAGS_MAX_BYTES {
+                break;
+            }
+            // Only the first page decides the verdict; later pages are for suggestions alone.
+            if pages > 0 && (reference.digest.is_some() || Instant::now() >= suggest_by) {
+                break;
+            }
+            pages += 1;
+            progress.set(format!("GET {page_url}"));
+            let page = tokio::time::timeout_at(suggest_by, self.get_page(&page_url, authorization));
+            let Ok(Some((status, headers, body))) = page.await else {
+                break;
+            };
+            bytes += body.len();
+            if status == StatusCode::NOT_FOUND {
+                let name_unknown = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| {
+                        v["errors"]
+                            .as_array()
+                            .map(|e| e.iter().any(|e| e["code"] == "NAME_UNKNOWN"))
+                    })
+                    .unwrap_or(false);
+                if name_unknown {
+                    repository_missing = Some(true);
+                }
+                break;
+            }
+            if !status.is_success() {
+                break;
+            }
+            repository_missing = Some(false);
+            if let Ok(list) = serde_json::from_slice::<TagList>(&body) {
+                tags.extend(list.tags.unwrap_or_default());
+            }
+            next = next_link(&state.base, &headers);
+        }
+        let suggestions = match (repository_missing, &reference.tag, &reference.digest) {
+            (Some(false), Some(tag), None) => {
+                suggest(tag, tags.iter().map(String::as_str), MAX_SUGGESTIONS)
+            }
+            (Some(true), _, _) => {
+                self.close_repositories(state, reference, authorization, progress, suggest_by)
+                    .await
+            }
+            _ => Vec::new(),
+        };
+        Fact::Missing {
+            url,
+            repository_missing,
+            suggestions,
+        }
+    }
+
+    /// Repositories close to a missing one, where the registry's `_catalog` answers.
+    async fn close_repositories(
+        &self,
+        state: &RegistryState,
+        reference: &Reference,
+        authorization: Option<&str>,
+        progress: &Progress,
+        suggest_by: Instant,
+    ) -> Vec<String> {
+        let url = format!("{}/v2/_catalog?n=1000", state.base);
+        progress.set(format!("GET {url}"));
+        let page = tokio::time::timeout_at(suggest_by, self.get_page(&url, authorization)).await;
+        let Ok(Some((status, _, body))) = page else {
+            return Vec::new();
+        };
+        if !status.is_success() {
+            return Vec::new();
+        }
+        let Ok(catalog) = serde_json::from_slice::<Catalog>(&body) else {
+            return Vec::new();
+        };
+        suggest(
+            &reference.repository,
+            catalog.repositories.iter().map(String::as_str),
+            MAX_SUGGESTIONS,
+        )
+    }
+
+    /// One `GET` whose failure only means "no more to learn".
+    async fn get_page(
+        &self,
+        url: &str,
+        authorization: Option<&str>,
+    ) -> Option<(StatusCode, HeaderMap, Vec<u8>)> {
+        let mut req = self.http.get(url);
+        if let Some(a) = authorization {
+            req = req.header(header::AUTHORIZATION, sensitive(a));
+        }
+        let resp = req.send().await.ok()?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = read_limited(resp, TAGS_MAX_BYTES).await.ok()?;
+        Some((status, headers, body))
+    }
+}
+
+/// The `rel="next"` target of a `Link` header, made absolute against the registry, and only
+/// when it stays on the registry (a page elsewhere would get our credentials).
+fn next_link(base: &str, headers: &HeaderMap) -> Option<String> {
+    let link = headers.get(header::LINK)?.to_str().ok()?;
+    let part = link.split(',').find(|p| p.contains("rel=\"next\""))?;
+    let target = part
+        .split(';')
+        .next()?
+        .trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>');
+    if target.starts_with('/') {
+        Some(format!("{base}{target}"))
+    } else if target.starts_with(&format!("{base}/")) {
+        Some(target.to_string())
+    } else {
+        None
+    }
+}
+
+fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn next_links() {
+        let base = "http://127.0.0.1:5000";
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            (
+                "relative",
+                r#"</v2/a/tags/list?last=v9&n=100>; rel="next""#,
+                Some("http://127.0.0.1:5000/v2/a/tags/list?last=v9&n=100"),
+            ),
+            (
+                "absolute on the registry",
+                r#"<http://127.0.0.1:5000/v2/a/tags/list?last=x>; rel="next""#,
+                Some("http://127.0.0.1:5000/v2/a/tags/list?last=x"),
+            ),
+            (
+                "another host is not followed",
+                r#"<http://evil.example/v2/a/tags/list>; rel="next""#,
+                None,
+            ),
+            ("not next", r#"</v2/a/tags/list>; rel="prev""#, None),
+        ];
+        for (name, link, want) in cases {
+            let mut h = HeaderMap::new();
+            h.insert(header::LINK, HeaderValue::from_str(link).unwrap());
+            assert_eq!(next_link(base, &h).as_deref(), *want, "{name}");
+        }
+    }
+}
