@@ -132,7 +132,7 @@ impl Keyring {
             match find_config_in(path) {
                 Ok(file) => {
                     let label = format!("file {}", file.display());
-                    if let Err(e) = keyring.add_file(&file, &label) {
+                    if let Err(e) = keyring.add_file(&file, &label, false) {
                         errors.push(e);
                     }
                 }
@@ -151,7 +151,7 @@ impl Keyring {
                         else {
                             continue;
                         };
-                        if let Err(e) = keyring.add_file(&file, &format!("secret {name}")) {
+                        if let Err(e) = keyring.add_file(&file, &format!("secret {name}"), false) {
                             errors.push(e);
                         }
                     }
@@ -161,7 +161,7 @@ impl Keyring {
         }
         if let Some(file) = workstation.filter(|f| f.is_file()) {
             let label = format!("docker config {}", file.display());
-            if let Err(e) = keyring.add_file(file, &label) {
+            if let Err(e) = keyring.add_file(file, &label, true) {
                 errors.push(e);
             }
         }
@@ -174,6 +174,18 @@ impl Keyring {
 
     /// Adds the entries of one config file's content. `label` names the source in messages.
     pub fn add_json(&mut self, path: &Path, label: &str, text: &str) -> Result<(), KeyringError> {
+        self.add_config(path, label, text, false)
+    }
+
+    /// [`Keyring::add_json`]; with `helpers`, also the `credHelpers` / `credsStore` of a
+    /// workstation's Docker CLI config.
+    fn add_config(
+        &mut self,
+        path: &Path,
+        label: &str,
+        text: &str,
+        helpers: bool,
+    ) -> Result<(), KeyringError> {
         let err = |what: String| KeyringError {
             path: path.to_path_buf(),
             what,
@@ -199,14 +211,17 @@ impl Keyring {
             None if is_cli_config => serde_json::Map::new(),
             None => top.clone(),
         };
-        // A Docker CLI config: servers whose secret a credential helper keeps.
-        if let Some(serde_json::Value::Object(helpers)) = top.get("credHelpers") {
-            for server in helpers.keys() {
-                self.add_helper(server, label);
+        // A Docker CLI config: servers whose secret a credential helper keeps. Only the
+        // workstation's own config runs helpers; the kubelet runs none from a pull secret.
+        if helpers {
+            if let Some(serde_json::Value::Object(servers)) = top.get("credHelpers") {
+                for server in servers.keys() {
+                    self.add_helper(server, label);
+                }
             }
         }
-        let store =
-            matches!(top.get("credsStore"), Some(serde_json::Value::String(s)) if !s.is_empty());
+        let store = helpers
+            && matches!(top.get("credsStore"), Some(serde_json::Value::String(s)) if !s.is_empty());
         for (key, entry) in map {
             let entry_err = |what: &str| err(format!("entry {}: {what}", printable(&key)));
             let serde_json::Value::Object(fields) = entry else {
@@ -239,8 +254,10 @@ impl Keyring {
                 }
                 continue;
             }
+            // A key Go's url.Parse refuses is logged and ignored by the kubelet, which still
+            // pulls with the other entries: do the same.
             let Some(pattern) = KeyPattern::parse(&key) else {
-                return Err(entry_err("is not a registry host name"));
+                continue;
             };
             let normalised = pattern.key();
             self.entries.push(Entry {
@@ -256,7 +273,7 @@ impl Keyring {
         Ok(())
     }
 
-    fn add_file(&mut self, file: &Path, label: &str) -> Result<(), KeyringError> {
+    fn add_file(&mut self, file: &Path, label: &str, helpers: bool) -> Result<(), KeyringError> {
         let err = |what: String| KeyringError {
             path: file.to_path_buf(),
             what,
@@ -273,10 +290,13 @@ impl Keyring {
         if text.trim().is_empty() {
             return Err(err("empty file".to_string()));
         }
-        self.add_json(file, label, &text)
+        self.add_config(file, label, &text, helpers)
     }
 
     fn add_helper(&mut self, server: &str, label: &str) {
+        if self.helpers.iter().any(|h| h.server == server) {
+            return;
+        }
         if let Some(pattern) = KeyPattern::parse(server) {
             self.helpers.push(HelperEntry {
                 server: server.to_string(),
@@ -327,7 +347,10 @@ impl Keyring {
                 Ok(docker_credential::DockerCredential::IdentityToken(_)) => warnings.push(format!(
                     "{source}: gives an identity token, which pullcheck does not use; checking anonymously"
                 )),
-                Err(e) => warnings.push(format!("{source}: the credential helper failed ({e:?}); checking anonymously")),
+                Err(e) => warnings.push(format!(
+                    "{source}: {}; checking anonymously",
+                    helper_error(&e)
+                )),
             }
         }
         warnings
@@ -376,6 +399,26 @@ impl Keyring {
     }
 }
 
+/// A credential helper's failure in words that never repeat what it printed: a failing helper
+/// may well have printed the secret.
+fn helper_error(e: &docker_credential::CredentialRetrievalError) -> String {
+    use docker_credential::CredentialRetrievalError as E;
+    match e {
+        E::HelperFailure { helper, .. } => {
+            format!(
+                "the credential helper {helper} failed (its output is not shown: it may hold a secret)"
+            )
+        }
+        E::HelperCommunicationError => "the credential helper could not be run".to_string(),
+        E::MalformedHelperResponse => "the credential helper gave a malformed answer".to_string(),
+        E::CredentialDecodingError | E::CredentialMismatchError => {
+            "the stored credential could not be decoded".to_string()
+        }
+        E::NoCredentialConfigured => "no credential is stored for it".to_string(),
+        E::ConfigNotFound | E::ConfigReadError => "the docker config could not be read".to_string(),
+    }
+}
+
 /// Whether an image's registry is Docker Hub, for the `index.docker.io` fallback.
 fn is_default_registry_match(registry: &str) -> bool {
     matches!(
@@ -395,16 +438,26 @@ struct KeyPattern {
 }
 
 impl KeyPattern {
+    /// Parses a key as the kubelet does with Go's `url.Parse("https://" + key)`: user info, a
+    /// query and a fragment fall away; a key with spaces or control characters in its host does
+    /// not parse (`None`).
     fn parse(key: &str) -> Option<KeyPattern> {
         let rest = key
             .strip_prefix("https://")
             .or_else(|| key.strip_prefix("http://"))
             .unwrap_or(key);
-        let (hostport, path) = match rest.find('/') {
+        let rest = rest.split(['#', '?']).next().unwrap_or("");
+        let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, ""),
         };
-        if hostport.is_empty() || hostport.contains(['@', ' ', '?', '#']) {
+        let hostport = match authority.rsplit_once('@') {
+            Some((_, host)) => host,
+            None => authority,
+        };
+        if hostport.is_empty()
+            || hostport.contains(|c: char| c.is_whitespace() || c.is_control() || c == '%')
+        {
             return None;
         }
         let mut path = path;
@@ -947,12 +1000,17 @@ mod tests {
 
     #[test]
     fn credential_helpers_are_asked_only_for_matching_images() {
+        let config = r#"{"auths": {"store.io": {}}, "credsStore": "pullcheck-test-none",
+                "credHelpers": {"helper.io": "pullcheck-test-none"}}"#;
         let mut k = Keyring::default();
-        k.add_json(
+        k.add_json(Path::new("secret.json"), "secret s", config)
+            .unwrap();
+        assert!(k.helpers.is_empty(), "a pull secret runs no helper");
+        k.add_config(
             Path::new("config.json"),
             "docker config config.json",
-            r#"{"auths": {"store.io": {}}, "credsStore": "pullcheck-test-none",
-                "credHelpers": {"helper.io": "pullcheck-test-none"}}"#,
+            config,
+            true,
         )
         .unwrap();
         assert_eq!(k.helpers.len(), 2);

@@ -247,8 +247,17 @@ pub struct Client {
 
 /// Tokens are cached per (credential source or "", scope).
 type TokenKey = (String, String);
-/// One token fetch shared by all who wait for it, with its renewal time.
-type TokenCell = Arc<OnceCell<(Token, Instant)>>;
+/// One token fetch shared by all who wait for it: the token and its renewal time, or the token
+/// server's refusal (kept for the run, so that rejected credentials are sent once, not once per
+/// image: a registry may lock an account that fails too often).
+type TokenCell = Arc<OnceCell<Result<(Token, Instant), Refusal>>>;
+
+/// A token server's 401 or 403, as remembered for the run.
+#[derive(Debug, Clone)]
+struct Refusal {
+    url: String,
+    status: u16,
+}
 
 struct RegistryState {
     base: String,
@@ -557,21 +566,42 @@ impl Client {
             let cell = tokens.entry(key.clone()).or_default();
             let expired = cell
                 .get()
-                .is_some_and(|(_, expires)| *expires <= Instant::now());
-            if refresh || expired {
+                .is_some_and(|t| matches!(t, Ok((_, expires)) if *expires <= Instant::now()));
+            let refused = cell.get().is_some_and(Result::is_err);
+            if (refresh && !refused) || expired {
                 *cell = Arc::new(OnceCell::new());
             }
             cell.clone()
         };
-        let (token, _) = cell
+        let answer = cell
             .get_or_try_init(|| async {
-                let token = self.fetch_token(realm, service, scope, cred).await?;
-                // Renew a little early so a token does not expire between cache and use.
-                let life = token.lifetime.saturating_sub(Duration::from_secs(5));
-                Ok::<_, Fact>((token, Instant::now() + life))
+                match self.fetch_token(realm, service, scope, cred).await {
+                    Ok(token) => {
+                        // Renew a little early so a token does not expire between cache and use.
+                        let life = token.lifetime.saturating_sub(Duration::from_secs(5));
+                        Ok(Ok((token, Instant::now() + life)))
+                    }
+                    Err(Fact::Status {
+                        status: status @ (401 | 403),
+                        url,
+                        ..
+                    }) => Ok(Err(Refusal { url, status })),
+                    // Transient failures are not kept: the next attempt asks again.
+                    Err(other) => Err(other),
+                }
             })
             .await?;
-        Ok(token.clone())
+        match answer {
+            Ok((token, _)) => Ok(token.clone()),
+            Err(refusal) => Err(Fact::Status {
+                step: Step::Token,
+                method: "GET",
+                url: refusal.url.clone(),
+                status: refusal.status,
+                retry_after: None,
+                bearer_error: None,
+            }),
+        }
     }
 
     async fn fetch_token(
