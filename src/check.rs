@@ -66,7 +66,23 @@ pub async fn check_until(
     let started = Instant::now();
     let deadline = started + options.timeout;
     let client = match Client::new(&options.client) {
-        Ok(c) => Arc::new(c),
+        Ok(mut c) => {
+            c.plan(
+                images
+                    .iter()
+                    .filter_map(|i| Reference::parse(i).ok())
+                    .map(|r| {
+                        let keys = options.keyring.lookup(&r.registry, &r.repository);
+                        let keys = if keys.is_empty() {
+                            vec![String::new()]
+                        } else {
+                            keys.iter().map(|c| c.source.clone()).collect()
+                        };
+                        (r.api_host().to_string(), r.repository.clone(), keys)
+                    }),
+            );
+            Arc::new(c)
+        }
         Err(e) => {
             // Not reachable with valid options; still, every image gets a verdict.
             let results = images

@@ -245,8 +245,11 @@ pub struct Client {
     registries: Mutex<HashMap<String, Arc<RegistryState>>>,
 }
 
-/// Tokens are cached per (credential source or "", scope).
+/// Tokens are cached per (credential source or "", group of repositories).
 type TokenKey = (String, String);
+
+/// The most repositories one token request asks for (each is a `scope` parameter of the URL).
+const SCOPES_PER_TOKEN: usize = 64;
 /// One token fetch shared by all who wait for it: the token and its renewal time, or the token
 /// server's refusal (kept for the run, so that rejected credentials are sent once, not once per
 /// image: a registry may lock an account that fails too often).
@@ -261,6 +264,9 @@ struct Refusal {
 
 struct RegistryState {
     base: String,
+    /// The repositories each credential ("" for anonymous) will ask tokens for, in groups of
+    /// at most [`SCOPES_PER_TOKEN`]; see [`Client::plan`].
+    scopes: HashMap<String, Vec<Vec<String>>>,
     ping: OnceCell<AuthScheme>,
     tokens: Mutex<HashMap<TokenKey, TokenCell>>,
 }
@@ -318,11 +324,61 @@ impl Client {
                 let scheme = if self.is_plain(host) { "http" } else { "https" };
                 Arc::new(RegistryState {
                     base: format!("{scheme}://{host}"),
+                    scopes: HashMap::new(),
                     ping: OnceCell::new(),
                     tokens: Mutex::new(HashMap::new()),
                 })
             })
             .clone()
+    }
+
+    /// Plans token scopes before the run: for each image, its API host, repository and the
+    /// sources of the credentials it may try ("" for anonymous). Images of one registry and
+    /// credential then share one token request (several `scope`s in one request).
+    pub fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
+        let mut plan: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
+        for (host, repository, cred_keys) in images {
+            for key in cred_keys {
+                let repos = plan
+                    .entry(host.clone())
+                    .or_default()
+                    .entry(key)
+                    .or_default();
+                if !repos.contains(&repository) {
+                    repos.push(repository.clone());
+                }
+            }
+        }
+        let map = self
+            .registries
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (host, by_cred) in plan {
+            let scheme = if self.plain_http.contains(&host.to_ascii_lowercase()) {
+                "http"
+            } else {
+                "https"
+            };
+            let scopes = by_cred
+                .into_iter()
+                .map(|(key, repos)| {
+                    let groups = repos
+                        .chunks(SCOPES_PER_TOKEN)
+                        .map(<[String]>::to_vec)
+                        .collect();
+                    (key, groups)
+                })
+                .collect();
+            map.insert(
+                host.clone(),
+                Arc::new(RegistryState {
+                    base: format!("{scheme}://{host}"),
+                    scopes,
+                    ping: OnceCell::new(),
+                    tokens: Mutex::new(HashMap::new()),
+                }),
+            );
+        }
     }
 
     fn is_plain(&self, host: &str) -> bool {
@@ -439,10 +495,17 @@ impl Client {
                 AuthScheme::None => None,
                 AuthScheme::Basic => cred.map(basic_auth),
                 AuthScheme::Bearer { realm, service } => {
-                    let scope = format!("repository:{}:pull", reference.repository);
                     progress.set(format!("token from {realm}"));
+                    let repository = &reference.repository;
                     match self
-                        .token(state, realm, service.as_deref(), &scope, cred, fresh_token)
+                        .token(
+                            state,
+                            realm,
+                            service.as_deref(),
+                            repository,
+                            cred,
+                            fresh_token,
+                        )
                         .await
                     {
                         Ok(t) => Some(format!("Bearer {}", t.value)),
@@ -550,14 +613,38 @@ impl Client {
         state: &RegistryState,
         realm: &str,
         service: Option<&str>,
-        scope: &str,
+        repository: &str,
         cred: Option<&Credential>,
         refresh: bool,
     ) -> Result<Token, Fact> {
-        let key = (
-            cred.map(|c| c.source.clone()).unwrap_or_default(),
-            scope.to_string(),
-        );
+        let cred_key = cred.map(|c| c.source.clone()).unwrap_or_default();
+        // One token for the group of repositories planned for this credential, so that a run
+        // over many repositories asks the token server once, not once per repository.
+        let group = state.scopes.get(&cred_key).and_then(|groups| {
+            groups
+                .iter()
+                .position(|g| g.iter().any(|r| r == repository))
+        });
+        let (group_key, repositories) = match group {
+            Some(i) => (
+                format!("group {i}"),
+                state
+                    .scopes
+                    .get(&cred_key)
+                    .and_then(|g| g.get(i))
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+            None => (
+                format!("repository {repository}"),
+                vec![repository.to_string()],
+            ),
+        };
+        let scopes: Vec<String> = repositories
+            .iter()
+            .map(|r| format!("repository:{r}:pull"))
+            .collect();
+        let key = (cred_key, group_key);
         let cell = {
             let mut tokens = state
                 .tokens
@@ -575,7 +662,7 @@ impl Client {
         };
         let answer = cell
             .get_or_try_init(|| async {
-                match self.fetch_token(realm, service, scope, cred).await {
+                match self.fetch_token(realm, service, &scopes, cred).await {
                     Ok(token) => {
                         // Renew a little early so a token does not expire between cache and use.
                         let life = token.lifetime.saturating_sub(Duration::from_secs(5));
@@ -608,7 +695,7 @@ impl Client {
         &self,
         realm: &str,
         service: Option<&str>,
-        scope: &str,
+        scopes: &[String],
         cred: Option<&Credential>,
     ) -> Result<Token, Fact> {
         let mut url = reqwest::Url::parse(realm).map_err(|_| Fact::BadTokenAnswer {
@@ -628,7 +715,9 @@ impl Client {
             if let Some(s) = service {
                 q.append_pair("service", s);
             }
-            q.append_pair("scope", scope);
+            for scope in scopes {
+                q.append_pair("scope", scope);
+            }
         }
         let shown = url.to_string();
         let mut req = self.http.get(url);
