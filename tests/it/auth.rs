@@ -662,7 +662,11 @@ fn requests_are_one_ping_one_head_per_image_and_one_token_request_per_run() {
         ]
     );
     let tokens = &e.tokens().requests()[tokens_before..];
-    assert_eq!(tokens.len(), 1, "one token request for the run: {tokens:#?}");
+    assert_eq!(
+        tokens.len(),
+        1,
+        "one token request for the run: {tokens:#?}"
+    );
     let mut scopes = tokens[0].scopes.clone();
     scopes.sort();
     assert_eq!(
