@@ -5,4 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 need_registry
+# The Kubernetes examples and `inject` output are validated offline against the API schemas.
+if ! command -v kubernetes-validate >/dev/null 2>&1; then
+  python3 -m pip install -q kubernetes-validate==1.37.0
+fi
 cargo test --all-targets "$@"

@@ -14,4 +14,5 @@ mod common;
 mod faults;
 mod harness;
 mod image;
+mod inject;
 mod platform;

@@ -1,0 +1,1312 @@
+//! `pullcheck inject` end to end: the real binary on the examples and on hand-made manifests.
+//! Built-in kinds are validated with `kubernetes-validate --strict` (PyPI `kubernetes-validate`,
+//! offline OpenAPI schemas, read with PyYAML: a YAML 1.1 reader, as kubectl's go-yaml is);
+//! custom resources (PyTorchJob, JobSet, RayJob, Kyverno) are checked field by field.
+
+use crate::common::{PULLCHECK_BIN, pullcheck_cmd};
+use serde_yaml_ng::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The pullcheck image the examples name.
+const IMAGE: &str = "ghcr.io/pullcheck/pullcheck:0.1.0";
+/// The Kubernetes version the manifests are validated against: podFailurePolicy with
+/// `onExitCodes.containerName` naming an init container is GA there.
+const KUBERNETES_VERSION: &str = "1.31.0";
+/// How CI installs the validator.
+const KUBERNETES_VALIDATE_INSTALL: &str = "python3 -m pip install kubernetes-validate==1.37.0";
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `pullcheck inject ARGS` with `stdin`.
+fn inject(args: &[&str], stdin: &str) -> Out {
+    let mut cmd = pullcheck_cmd();
+    cmd.arg("inject")
+        .args(args)
+        .env_remove("PULLCHECK_INJECT_FILE")
+        .env_remove("PULLCHECK_INJECT_IMAGE")
+        .env_remove("PULLCHECK_INJECT_SECRETS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("run pullcheck inject");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 output"),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `inject` that must succeed.
+fn inject_ok(args: &[&str], stdin: &str) -> Out {
+    let out = inject(args, stdin);
+    assert_eq!(
+        out.code, 0,
+        "pullcheck inject {args:?} failed:\n{}",
+        out.stderr
+    );
+    out
+}
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(examples_dir().join(name)).unwrap()
+}
+
+/// The documents of YAML or JSON text (one JSON value, or YAML documents).
+fn docs(text: &str) -> Vec<Value> {
+    if text.trim_start().starts_with(['{', '[']) {
+        let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        return stream.map(|d| d.expect("JSON output")).collect();
+    }
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML output"))
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+/// The value at `path`: `spec.items[2].template` style.
+fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
+    let mut cur = v;
+    for part in path.split('.') {
+        let (key, indexes) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            cur = cur.get(key).unwrap_or_else(|| panic!("no {key} in {path}"));
+        }
+        for index in indexes.split('[').filter(|s| !s.is_empty()) {
+            let i: usize = index.trim_end_matches(']').parse().unwrap();
+            cur = cur.get(i).unwrap_or_else(|| panic!("no [{i}] in {path}"));
+        }
+    }
+    cur
+}
+
+fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
+    at(v, path)
+        .as_str()
+        .unwrap_or_else(|| panic!("{path} is not a string"))
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list.as_sequence()
+        .map(|items| {
+            items
+                .iter()
+                .map(|c| c["name"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Asserts the pod spec at `path` has pullcheck first (and once) and returns it.
+fn pullcheck_of<'a>(doc: &'a Value, path: &str) -> &'a Value {
+    let spec = at(doc, path);
+    let inits = names(&spec["initContainers"]);
+    assert_eq!(
+        inits.first().map(String::as_str),
+        Some("pullcheck"),
+        "{path}: init containers {inits:?}"
+    );
+    assert_eq!(
+        inits.iter().filter(|n| *n == "pullcheck").count(),
+        1,
+        "{path}: {inits:?}"
+    );
+    &spec["initContainers"][0]
+}
+
+fn env_images(container: &Value) -> String {
+    let env = container["env"].as_sequence().unwrap();
+    let var = env
+        .iter()
+        .find(|e| e["name"] == "PULLCHECK_IMAGES")
+        .expect("PULLCHECK_IMAGES");
+    var["value"].as_str().unwrap().to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// kubernetes-validate
+
+fn kubernetes_validate_command() -> String {
+    std::env::var("KUBERNETES_VALIDATE").unwrap_or_else(|_| "kubernetes-validate".to_string())
+}
+
+/// Validates every object of `text` (YAML or JSON, Lists expanded, since kubernetes-validate
+/// has no schema for `List`) with `kubernetes-validate --strict`. Text without a List is handed
+/// over as it is, so that PyYAML, a YAML 1.1 reader, reads pullcheck's own YAML.
+fn kubernetes_validate(label: &str, text: &str) {
+    let command = kubernetes_validate_command();
+    let dir = tempfile::tempdir().unwrap();
+    let documents = docs(text);
+    let mut objects = Vec::new();
+    for d in &documents {
+        let is_list = d["kind"].as_str().is_some_and(|k| k.ends_with("List"));
+        if is_list {
+            objects.extend(d["items"].as_sequence().unwrap().iter().cloned());
+        } else {
+            objects.push(d.clone());
+        }
+    }
+    assert!(!objects.is_empty(), "{label}: nothing to validate");
+    let mut files = Vec::new();
+    if objects.len() == documents.len() {
+        let path = dir.path().join(format!("{label}.yaml"));
+        std::fs::write(&path, text).unwrap();
+        files.push(path);
+    } else {
+        for (i, o) in objects.iter().enumerate() {
+            let path = dir.path().join(format!("{label}-{i}.json"));
+            std::fs::write(&path, serde_json::to_string(o).unwrap()).unwrap();
+            files.push(path);
+        }
+    }
+    let out = Command::new(&command)
+        .args(["--strict", "-k", KUBERNETES_VERSION])
+        .args(&files)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run {command} ({e}): the inject tests validate manifests with it; \
+                 install it with `{KUBERNETES_VALIDATE_INSTALL}` (or set KUBERNETES_VALIDATE \
+                 to its path)"
+            )
+        });
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{label}: kubernetes-validate failed:\n{report}\n--- input:\n{text}"
+    );
+    assert!(
+        !report.contains("WARN") && !report.contains("ERROR"),
+        "{label}: kubernetes-validate:\n{report}"
+    );
+    let passed = report.matches("passed for resource").count();
+    assert_eq!(
+        passed,
+        objects.len(),
+        "{label}: {passed} of {} objects validated:\n{report}",
+        objects.len()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Examples
+
+#[test]
+fn examples_of_built_in_kinds_and_their_injected_forms_validate() {
+    for name in ["pod.yaml", "job.yaml", "cronjob.yaml"] {
+        let text = example(name);
+        kubernetes_validate(name, &text);
+        let out = inject_ok(
+            &[
+                "-f",
+                &examples_dir().join(name).to_string_lossy(),
+                "--image",
+                IMAGE,
+            ],
+            "",
+        );
+        kubernetes_validate(&format!("injected-{name}"), &out.stdout);
+    }
+}
+
+#[test]
+fn examples_with_the_init_container_by_hand_are_what_inject_writes() {
+    // pod.yaml and job.yaml carry the init container written by hand: inject has nothing to
+    // change, and writes them back byte for byte, comments included.
+    for name in ["pod.yaml", "job.yaml"] {
+        let text = example(name);
+        let out = inject_ok(&["--image", IMAGE], &text);
+        assert_eq!(out.stdout, text, "{name} is not what inject writes");
+        assert!(!out.stderr.contains("restartPolicy"), "{}", out.stderr);
+    }
+}
+
+#[test]
+fn cronjob_example_gets_the_init_container_in_its_job_template() {
+    let out = inject_ok(&["--image", IMAGE], &example("cronjob.yaml"));
+    let d = &docs(&out.stdout)[0];
+    let c = pullcheck_of(d, "spec.jobTemplate.spec.template.spec");
+    assert_eq!(
+        env_images(c),
+        "registry.example.com/team/report:2024.06 registry.example.com/team/uploader:1.4"
+    );
+    assert_eq!(
+        str_at(c, "volumeMounts[0].mountPath"),
+        "/var/run/pullcheck/secrets/regcred"
+    );
+    // The string "yes" stays a string (kubernetes-validate above reads it with PyYAML).
+    assert_eq!(
+        at(
+            d,
+            "spec.jobTemplate.spec.template.spec.containers[1].env[0].value"
+        ),
+        &Value::String("yes".into())
+    );
+    assert!(out.stdout.contains("value: \"yes\""), "{}", out.stdout);
+    // The comments before the first key are kept.
+    assert!(out.stdout.starts_with("# A nightly CronJob"));
+}
+
+#[test]
+fn pytorchjob_example_gets_the_init_container_in_every_replica() {
+    let out = inject_ok(&["--image", IMAGE], &example("pytorchjob.yaml"));
+    let d = &docs(&out.stdout)[0];
+    for replica in ["Master", "Worker"] {
+        let path = format!("spec.pytorchReplicaSpecs.{replica}.template.spec");
+        let c = pullcheck_of(d, &path);
+        assert_eq!(env_images(c), "registry.example.com/team/mnist:v1");
+        assert_eq!(str_at(c, "image"), IMAGE);
+        let spec = at(d, &path);
+        assert_eq!(names(&spec["volumes"]), ["pullcheck-secret-regcred"]);
+        assert_eq!(names(&spec["containers"]), ["pytorch"]);
+    }
+    // restartPolicy: Never on both replicas: no warning.
+    assert!(!out.stderr.contains("restartPolicy"), "{}", out.stderr);
+}
+
+#[test]
+fn jobset_example_gets_the_init_container_in_every_replicated_job() {
+    let out = inject_ok(&["--image", IMAGE], &example("jobset.yaml"));
+    let d = &docs(&out.stdout)[0];
+    let leader = pullcheck_of(d, "spec.replicatedJobs[0].template.spec.template.spec");
+    assert_eq!(env_images(leader), "registry.example.com/team/trainer:v3");
+    let workers = pullcheck_of(d, "spec.replicatedJobs[1].template.spec.template.spec");
+    assert_eq!(
+        env_images(workers),
+        "registry.example.com/team/trainer:v3 registry.example.com/infra/metrics-agent:0.9"
+    );
+    // The podFailurePolicy of each Job names a container that now exists.
+    for i in 0..2 {
+        let rule = at(
+            d,
+            &format!("spec.replicatedJobs[{i}].template.spec.podFailurePolicy.rules[0]"),
+        );
+        assert_eq!(str_at(rule, "onExitCodes.containerName"), "pullcheck");
+        assert_eq!(str_at(rule, "action"), "FailJob");
+    }
+    assert_eq!(
+        str_at(d, "spec.failurePolicy.rules[0].action"),
+        "FailJobSet"
+    );
+    assert!(!out.stderr.contains("restartPolicy"), "{}", out.stderr);
+}
+
+#[test]
+fn job_example_fails_at_once_on_permanent_verdicts_and_ignores_unreachable() {
+    let d = &docs(&example("job.yaml"))[0];
+    let rules = at(d, "spec.podFailurePolicy.rules").as_sequence().unwrap();
+    let rule_for = |code: u64| {
+        rules.iter().find(|r| {
+            r.get("onExitCodes").is_some_and(|e| {
+                e["values"]
+                    .as_sequence()
+                    .unwrap()
+                    .iter()
+                    .any(|v| v.as_u64() == Some(code))
+            })
+        })
+    };
+    for code in [3, 4, 5] {
+        let rule = rule_for(code).unwrap_or_else(|| panic!("no rule for exit code {code}"));
+        assert_eq!(rule["action"], "FailJob");
+        assert_eq!(rule["onExitCodes"]["containerName"], "pullcheck");
+        assert_eq!(rule["onExitCodes"]["operator"], "In");
+    }
+    let six = rule_for(6).expect("a rule for exit code 6");
+    assert_eq!(six["action"], "Ignore");
+    assert_eq!(str_at(d, "spec.template.spec.restartPolicy"), "Never");
+    assert!(example("job.yaml").contains("backoffLimit counts"));
+}
+
+#[test]
+fn kyverno_policy_adds_what_inject_adds() {
+    let text = example("kyverno-clusterpolicy.yaml");
+    let policy = &docs(&text)[0];
+    assert_eq!(str_at(policy, "apiVersion"), "kyverno.io/v1");
+    assert_eq!(str_at(policy, "kind"), "ClusterPolicy");
+    assert_eq!(
+        policy["metadata"]["annotations"]["pod-policies.kyverno.io/autogen-controllers"],
+        "none"
+    );
+    assert_eq!(policy["spec"]["background"], Value::Bool(false));
+    let rules = at(policy, "spec.rules").as_sequence().unwrap();
+    assert_eq!(
+        names(at(policy, "spec.rules")),
+        [
+            "ensure-init-containers",
+            "insert-pullcheck",
+            "ensure-volumes",
+            "mount-pull-secrets"
+        ]
+    );
+    for rule in rules {
+        let resources = &rule["match"]["any"][0]["resources"];
+        assert_eq!(names_of_strings(&resources["kinds"]), ["Pod"]);
+        assert_eq!(names_of_strings(&resources["operations"]), ["CREATE"]);
+        assert_eq!(
+            resources["namespaceSelector"]["matchLabels"]["pullcheck.io/enabled"],
+            Value::String("true".into())
+        );
+        // Never twice: every rule is skipped for Pods that already have a pullcheck container.
+        let preconditions = rule["preconditions"]["all"].as_sequence().unwrap();
+        assert!(preconditions.iter().any(|p| {
+            p["key"] == "pullcheck"
+                && p["value"]
+                    .as_str()
+                    .unwrap()
+                    .contains("initContainers[].name")
+        }));
+    }
+
+    // Rule 2 inserts at index 0 the container inject writes (but for the per-Pod values).
+    let insert = &rules[1];
+    let patch: Value =
+        serde_yaml_ng::from_str(insert["mutate"]["patchesJson6902"].as_str().unwrap()).unwrap();
+    assert_eq!(patch[0]["op"], "add");
+    assert_eq!(patch[0]["path"], "/spec/initContainers/0");
+    let from_policy = &patch[0]["value"];
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+               containers: [{name: a, image: nginx}]\n";
+    let out = inject_ok(&["--image", str_at(from_policy, "image")], pod);
+    let from_inject = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    for field in [
+        "name",
+        "image",
+        "args",
+        "resources",
+        "securityContext",
+        "terminationMessagePolicy",
+    ] {
+        assert_eq!(from_policy[field], from_inject[field], "field {field}");
+    }
+    assert_eq!(from_policy["env"][0]["name"], "PULLCHECK_IMAGES");
+    assert_eq!(from_policy["env"][0]["value"], "{{ pullcheckImages }}");
+    let jmes = str_at(&insert["context"][0], "variable.jmesPath");
+    for part in [
+        "request.object.spec.initContainers[?imagePullPolicy != 'Never'].image",
+        "request.object.spec.containers[?imagePullPolicy != 'Never'].image",
+        "join(' ', @)",
+    ] {
+        assert!(jmes.contains(part), "jmesPath {jmes:?} lacks {part:?}");
+    }
+
+    // Rule 4 mounts each imagePullSecret read-only from an optional secret volume.
+    let foreach = &rules[3]["mutate"]["foreach"][0];
+    assert!(str_at(foreach, "list").starts_with("request.object.spec.imagePullSecrets"));
+    let patch: Value =
+        serde_yaml_ng::from_str(foreach["patchesJson6902"].as_str().unwrap()).unwrap();
+    assert_eq!(patch[0]["path"], "/spec/initContainers/0/volumeMounts/-");
+    assert_eq!(
+        patch[0]["value"]["mountPath"],
+        "/var/run/pullcheck/secrets/{{ element.name }}"
+    );
+    assert_eq!(patch[0]["value"]["readOnly"], Value::Bool(true));
+    assert_eq!(patch[1]["path"], "/spec/volumes/-");
+    assert_eq!(patch[1]["value"]["secret"]["optional"], Value::Bool(true));
+    assert_eq!(patch[0]["value"]["name"], patch[1]["value"]["name"]);
+
+    // A policy has no pod template: inject passes it through byte for byte.
+    let out = inject_ok(&["--image", IMAGE], &text);
+    assert_eq!(out.stdout, text);
+}
+
+fn names_of_strings(list: &Value) -> Vec<String> {
+    list.as_sequence()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A stand-in for kubectl: `get` prints $FAKE_GET, `apply -f -` saves stdin to $FAKE_APPLIED,
+/// anything else saves its arguments, one per line, to $FAKE_ARGS.
+fn fake_kubectl(dir: &Path) -> PathBuf {
+    let path = dir.join("kubectl");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\ncase \"$1\" in\n  get) cat \"$FAKE_GET\" ;;\n  apply) cat > \"$FAKE_APPLIED\" ;;\n  \
+         *) printf '%s\\n' \"$@\" > \"$FAKE_ARGS\" ;;\nesac\n",
+    )
+    .unwrap();
+    let status = Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+    assert!(status.success());
+    path
+}
+
+#[test]
+fn inject_roundtrip_script_pipes_get_through_inject_into_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubectl = fake_kubectl(dir.path());
+    let applied = dir.path().join("applied.yaml");
+    let run = |target: &str| {
+        Command::new("bash")
+            .arg(examples_dir().join("inject-roundtrip.sh"))
+            .args([IMAGE, target, "--", "--timeout", "30s"])
+            .env("KUBECTL", &kubectl)
+            .env("PULLCHECK", PULLCHECK_BIN)
+            .env("PULLCHECK_SECRETS", "extra")
+            .env("FAKE_GET", examples_dir().join("cronjob.yaml"))
+            .env("FAKE_APPLIED", &applied)
+            .output()
+            .unwrap()
+    };
+    let out = run("cronjob/nightly-report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&applied).unwrap();
+    let d = &docs(&text)[0];
+    let c = pullcheck_of(d, "spec.jobTemplate.spec.template.spec");
+    assert_eq!(names_of_strings(&c["args"]), ["check", "--timeout", "30s"]);
+    let mounts: Vec<&str> = c["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|m| m["mountPath"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        mounts,
+        [
+            "/var/run/pullcheck/secrets/regcred",
+            "/var/run/pullcheck/secrets/extra"
+        ]
+    );
+    kubernetes_validate("roundtrip", &text);
+
+    // A Job's template is immutable: the script says so instead of failing in kubectl apply.
+    let out = run("job/train");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("immutable"));
+}
+
+#[test]
+fn debug_pod_script_runs_a_throw_away_pod() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubectl = fake_kubectl(dir.path());
+    let args_file = dir.path().join("args");
+    // debug-pod.sh calls `kubectl`: put the stand-in first on PATH.
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    assert!(kubectl.exists());
+    let run = |secret: Option<&str>, refs: &[&str]| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(examples_dir().join("debug-pod.sh"))
+            .arg(IMAGE)
+            .args(refs)
+            .env("PATH", &path)
+            .env("FAKE_ARGS", &args_file)
+            .env_remove("PULLCHECK_SECRET");
+        if let Some(s) = secret {
+            cmd.env("PULLCHECK_SECRET", s);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(&args_file).unwrap()
+    };
+    let args = run(None, &[]);
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "run",
+            "--rm",
+            "-it",
+            "pullcheck",
+            &format!("--image={IMAGE}"),
+            "--restart=Never",
+            "--",
+            "check",
+            "nginx211"
+        ]
+    );
+    let args = run(Some("regcred"), &["quay.io/org/app:v1", "nginx:1.27"]);
+    let overrides = args
+        .split("--overrides=")
+        .nth(1)
+        .expect("--overrides")
+        .trim_end();
+    let pod: serde_json::Value = serde_json::from_str(overrides).expect("overrides are JSON");
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["name"], "pullcheck");
+    assert_eq!(c["image"], IMAGE);
+    assert_eq!(
+        c["args"],
+        serde_json::json!(["check", "-o", "json", "quay.io/org/app:v1", "nginx:1.27"])
+    );
+    assert_eq!(
+        c["volumeMounts"][0]["mountPath"],
+        "/var/run/pullcheck/secrets/regcred"
+    );
+    assert_eq!(pod["spec"]["volumes"][0]["secret"]["secretName"], "regcred");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kinds
+
+const EVERY_KIND: &str = r#"apiVersion: v1
+kind: Pod
+metadata: {name: pod}
+spec:
+  restartPolicy: Never
+  containers: [{name: a, image: "img/pod:1"}]
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: podtemplate}
+template:
+  spec:
+    restartPolicy: Never
+    containers: [{name: a, image: "img/podtemplate:1"}]
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: rc}
+spec:
+  selector: {app: rc}
+  template:
+    metadata: {labels: {app: rc}}
+    spec:
+      containers: [{name: a, image: "img/rc:1"}]
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: rs}
+spec:
+  selector: {matchLabels: {app: rs}}
+  template:
+    metadata: {labels: {app: rs}}
+    spec:
+      containers: [{name: a, image: "img/rs:1"}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: deploy}
+spec:
+  selector: {matchLabels: {app: deploy}}
+  template:
+    metadata: {labels: {app: deploy}}
+    spec:
+      containers: [{name: a, image: "img/deploy:1"}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: sts}
+spec:
+  serviceName: sts
+  selector: {matchLabels: {app: sts}}
+  template:
+    metadata: {labels: {app: sts}}
+    spec:
+      containers: [{name: a, image: "img/sts:1"}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds}
+spec:
+  selector: {matchLabels: {app: ds}}
+  template:
+    metadata: {labels: {app: ds}}
+    spec:
+      containers: [{name: a, image: "img/ds:1"}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: job}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: a, image: "img/job:1"}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cronjob}
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: a, image: "img/cronjob:1"}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc}   # untouched, comment and all
+spec:
+  ports: [{port: 80}]
+"#;
+
+/// Kind, path of its pod spec and image, for each document of EVERY_KIND.
+const EVERY_KIND_PATHS: [(&str, &str, &str); 9] = [
+    ("Pod", "spec", "img/pod:1"),
+    ("PodTemplate", "template.spec", "img/podtemplate:1"),
+    ("ReplicationController", "spec.template.spec", "img/rc:1"),
+    ("ReplicaSet", "spec.template.spec", "img/rs:1"),
+    ("Deployment", "spec.template.spec", "img/deploy:1"),
+    ("StatefulSet", "spec.template.spec", "img/sts:1"),
+    ("DaemonSet", "spec.template.spec", "img/ds:1"),
+    ("Job", "spec.template.spec", "img/job:1"),
+    (
+        "CronJob",
+        "spec.jobTemplate.spec.template.spec",
+        "img/cronjob:1",
+    ),
+];
+
+#[test]
+fn every_built_in_kind_gets_the_init_container_first() {
+    let out = inject_ok(&["--image", IMAGE], EVERY_KIND);
+    let d = docs(&out.stdout);
+    assert_eq!(d.len(), 10);
+    for (i, (kind, path, image)) in EVERY_KIND_PATHS.iter().enumerate() {
+        assert_eq!(str_at(&d[i], "kind"), *kind);
+        let c = pullcheck_of(&d[i], path);
+        assert_eq!(env_images(c), *image, "{kind}");
+        assert_eq!(str_at(c, "image"), IMAGE);
+        assert_eq!(names_of_strings(&c["args"]), ["check"]);
+        assert_eq!(
+            str_at(c, "terminationMessagePolicy"),
+            "FallbackToLogsOnError"
+        );
+        let sc = &c["securityContext"];
+        assert_eq!(sc["runAsNonRoot"], Value::Bool(true));
+        assert_eq!(sc["runAsUser"].as_u64(), Some(65532));
+        assert_eq!(sc["readOnlyRootFilesystem"], Value::Bool(true));
+        assert_eq!(sc["allowPrivilegeEscalation"], Value::Bool(false));
+        assert_eq!(names_of_strings(&sc["capabilities"]["drop"]), ["ALL"]);
+        assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
+        assert_eq!(c["resources"]["requests"]["cpu"], "10m");
+        assert_eq!(c["resources"]["requests"]["memory"], "16Mi");
+        assert_eq!(c["resources"]["limits"]["cpu"], "200m");
+        assert_eq!(c["resources"]["limits"]["memory"], "32Mi");
+    }
+    // The Service comes out as it went in, comment included.
+    assert!(out.stdout.ends_with(
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc}   # untouched, comment and all\nspec:\n  ports: [{port: 80}]\n"
+    ));
+    kubernetes_validate("every-kind", &out.stdout);
+}
+
+#[test]
+fn restart_policy_warnings_name_the_object_and_path() {
+    let out = inject_ok(&["--image", IMAGE], EVERY_KIND);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("restartPolicy"))
+        .collect();
+    // Pod, PodTemplate and Job say Never; the five workloads default to Always; the CronJob
+    // says OnFailure.
+    assert_eq!(warnings.len(), 6, "{}", out.stderr);
+    for w in &warnings {
+        assert!(w.starts_with("pullcheck: warning: stdin: document "), "{w}");
+        assert!(
+            w.contains("retried with back-off instead of failing the pod"),
+            "{w}"
+        );
+    }
+    assert!(out.stderr.contains(
+        "document 5: Deployment/deploy spec.template.spec: restartPolicy is not set (Always)"
+    ));
+    assert!(out.stderr.contains("a Deployment allows only Always"));
+    assert!(out.stderr.contains(
+        "document 9: CronJob/cronjob spec.jobTemplate.spec.template.spec: restartPolicy is OnFailure"
+    ));
+    assert!(out.stderr.contains("set restartPolicy: Never"));
+    assert!(!out.stderr.contains("Pod/pod "), "{}", out.stderr);
+
+    // A Kubeflow replica without restartPolicy defaults to OnFailure, whatever the template says.
+    let pytorch = "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: pt}\nspec:\n  \
+        pytorchReplicaSpecs:\n    Master:\n      template:\n        spec:\n          \
+        restartPolicy: Never\n          containers: [{name: pytorch, image: x}]\n";
+    let out = inject_ok(&["--image", IMAGE], pytorch);
+    assert!(
+        out.stderr.contains(
+            "PyTorchJob/pt spec.pytorchReplicaSpecs.Master.template.spec: restartPolicy is OnFailure"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn default_image_is_named_in_a_warning() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+               containers: [{name: a, image: nginx}]\n";
+    let out = inject_ok(&[], pod);
+    let default = format!("pullcheck:{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        str_at(pullcheck_of(&docs(&out.stdout)[0], "spec"), "image"),
+        default
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "default image {default}, which no registry serves"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--image"));
+    let out = inject_ok(&["--image", IMAGE], pod);
+    assert_eq!(out.stderr, "");
+}
+
+#[test]
+fn json_list_in_json_out() {
+    // As `kubectl get -o json` writes it: four spaces, keys in the API's order.
+    let input = r#"{
+    "apiVersion": "v1",
+    "kind": "List",
+    "metadata": {
+        "resourceVersion": ""
+    },
+    "items": [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "a"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "a", "image": "img/a:1"}]}}}
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "b"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "b"}},
+                "template": {
+                    "metadata": {"labels": {"app": "b"}},
+                    "spec": {"containers": [{"name": "b", "image": "img/b:1"}]}
+                }
+            }
+        },
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"on": "yes"}}
+    ]
+}
+"#;
+    let out = inject_ok(&["--image", IMAGE], input);
+    assert!(
+        out.stdout.starts_with(
+            "{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"List\",\n    \"metadata\""
+        ),
+        "{}",
+        out.stdout
+    );
+    let parsed: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON out");
+    let job = &parsed["items"][0]["spec"]["template"]["spec"];
+    assert_eq!(job["initContainers"][0]["name"], "pullcheck");
+    assert_eq!(job["initContainers"][0]["env"][0]["value"], "img/a:1");
+    let deploy = &parsed["items"][1]["spec"]["template"]["spec"];
+    assert_eq!(deploy["initContainers"][0]["name"], "pullcheck");
+    assert_eq!(parsed["items"][2]["data"]["on"], "yes");
+    // Key order is the input's, with initContainers just before containers.
+    let pos = |s: &str| out.stdout.find(s).unwrap();
+    assert!(pos("\"apiVersion\": \"v1\"") < pos("\"kind\": \"List\""));
+    assert!(pos("\"kind\": \"List\"") < pos("\"metadata\""));
+    assert!(pos("\"initContainers\"") < pos("\"containers\""));
+    kubernetes_validate("json-list", &out.stdout);
+
+    // One line in, one line out.
+    let compact = r#"{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "a"}, "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "img/a:1"}]}}}}"#;
+    let out = inject_ok(&["--image", IMAGE], compact);
+    assert_eq!(out.stdout.lines().count(), 1);
+    kubernetes_validate("json-compact", &out.stdout);
+}
+
+#[test]
+fn multi_document_yaml_and_json_stream() {
+    let out = inject_ok(&["--image", IMAGE], EVERY_KIND);
+    assert_eq!(out.stdout.matches("\n---\n").count(), 9);
+    // Several JSON values in a row come out as several values.
+    let a = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"}, "spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "img/a"}]}}"#;
+    let b = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}"#;
+    let out = inject_ok(&["--image", IMAGE], &format!("{a}\n{b}\n"));
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].contains("\"initContainers\""));
+    assert_eq!(lines[1], b);
+}
+
+#[test]
+fn inject_twice_is_inject_once_byte_for_byte() {
+    let inputs = [
+        ("every-kind", EVERY_KIND.to_string()),
+        ("cronjob", example("cronjob.yaml")),
+        ("pytorchjob", example("pytorchjob.yaml")),
+        ("jobset", example("jobset.yaml")),
+        ("crd", NESTED_CRD.to_string()),
+        (
+            "json",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "apiVersion": "v1", "kind": "List", "items": [
+                    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                     "spec": {"imagePullSecrets": [{"name": "regcred"}],
+                         "containers": [{"name": "a", "image": "x"}],
+                         "volumes": [{"name": "data", "emptyDir": {}}]}}]}))
+            .unwrap(),
+        ),
+    ];
+    for (label, input) in inputs {
+        for args in [
+            vec!["--image", IMAGE],
+            vec![
+                "--image",
+                IMAGE,
+                "--secret",
+                "extra",
+                "--",
+                "--timeout",
+                "20s",
+            ],
+        ] {
+            let once = inject_ok(&args, &input).stdout;
+            assert_ne!(once, input, "{label}: nothing injected");
+            let twice = inject_ok(&args, &once).stdout;
+            assert_eq!(
+                twice, once,
+                "{label} {args:?}: the second run changed the output"
+            );
+        }
+    }
+    // A second run with other settings replaces the first run's container and volumes.
+    let first = inject_ok(
+        &["--image", "old/pullcheck:1", "--secret", "gone"],
+        &example("pod.yaml"),
+    )
+    .stdout;
+    let second = inject_ok(&["--image", IMAGE], &first).stdout;
+    assert_eq!(docs(&second), docs(&example("pod.yaml")));
+    assert!(!second.contains("gone"));
+}
+
+/// A custom resource with pod templates at several depths: a list of stages, each with a map
+/// of steps, one of which wraps a whole PyTorchJob (as CodeFlare's AppWrapper does).
+const NESTED_CRD: &str = r#"apiVersion: pipelines.example.com/v1
+kind: Pipeline
+metadata:
+  name: nightly
+spec:
+  stages:
+  - name: prepare
+    steps:
+      fetch:
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{name: fetch, image: "img/fetch:1"}]
+  - name: train
+    components:
+    - template:
+        apiVersion: kubeflow.org/v1
+        kind: PyTorchJob
+        metadata: {name: train}
+        spec:
+          pytorchReplicaSpecs:
+            Master:
+              restartPolicy: Never
+              template:
+                spec:
+                  initContainers: [{name: warm-cache, image: "img/cache:1"}]
+                  containers: [{name: pytorch, image: "img/train:1"}]
+  notATemplate:
+    template: {spec: {note: "no containers here"}}
+"#;
+
+#[test]
+fn custom_resources_with_nested_templates() {
+    let out = inject_ok(&["--image", IMAGE], NESTED_CRD);
+    let d = &docs(&out.stdout)[0];
+    let fetch = pullcheck_of(d, "spec.stages[0].steps.fetch.template.spec");
+    assert_eq!(env_images(fetch), "img/fetch:1");
+    let train = pullcheck_of(
+        d,
+        "spec.stages[1].components[0].template.spec.pytorchReplicaSpecs.Master.template.spec",
+    );
+    assert_eq!(env_images(train), "img/cache:1 img/train:1");
+    assert_eq!(
+        names(at(
+            d,
+            "spec.stages[1].components[0].template.spec.pytorchReplicaSpecs.Master.template.spec.initContainers"
+        )),
+        ["pullcheck", "warm-cache"]
+    );
+    assert!(
+        at(d, "spec.notATemplate.template.spec")
+            .get("initContainers")
+            .is_none()
+    );
+
+    // RayJob: the head group and every worker group.
+    let rayjob = r#"apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: ray}
+spec:
+  entrypoint: python main.py
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers: [{name: head, image: "rayproject/ray:2.9.0"}]
+    workerGroupSpecs:
+    - groupName: cpu
+      replicas: 2
+      rayStartParams: {}
+      template:
+        spec:
+          containers: [{name: worker, image: "rayproject/ray:2.9.0"}]
+    - groupName: gpu
+      replicas: 1
+      rayStartParams: {}
+      template:
+        spec:
+          containers: [{name: worker, image: "rayproject/ray-ml:2.9.0-gpu"}]
+"#;
+    let out = inject_ok(&["--image", IMAGE], rayjob);
+    let d = &docs(&out.stdout)[0];
+    pullcheck_of(d, "spec.rayClusterSpec.headGroupSpec.template.spec");
+    pullcheck_of(d, "spec.rayClusterSpec.workerGroupSpecs[0].template.spec");
+    let gpu = pullcheck_of(d, "spec.rayClusterSpec.workerGroupSpecs[1].template.spec");
+    assert_eq!(env_images(gpu), "rayproject/ray-ml:2.9.0-gpu");
+    // Ray pods restart Always by default: three warnings.
+    assert_eq!(
+        out.stderr.matches("restartPolicy is not set").count(),
+        3,
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn images_with_pull_policy_never_are_left_out() {
+    let pod = r#"apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  restartPolicy: Never
+  initContainers:
+  - {name: setup, image: "local/setup:dev", imagePullPolicy: Never}
+  - {name: migrate, image: "reg.example.com/migrate:1", imagePullPolicy: IfNotPresent}
+  containers:
+  - {name: a, image: "reg.example.com/app:1"}
+  - {name: b, image: "local/sidecar:dev", imagePullPolicy: Never}
+  - {name: c, image: "reg.example.com/app:1", imagePullPolicy: Always}
+  - {name: d, image: "reg.example.com/migrate:1"}
+"#;
+    let out = inject_ok(&["--image", IMAGE], pod);
+    let d = docs(&out.stdout);
+    let c = pullcheck_of(&d[0], "spec");
+    assert_eq!(
+        env_images(c),
+        "reg.example.com/migrate:1 reg.example.com/app:1"
+    );
+    kubernetes_validate("never", &out.stdout);
+
+    // Nothing left to check: an empty list (pullcheck then says there is nothing to check).
+    let only_local = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+        containers: [{name: a, image: local/x, imagePullPolicy: Never}]\n";
+    let out = inject_ok(&["--image", IMAGE], only_local);
+    assert_eq!(env_images(pullcheck_of(&docs(&out.stdout)[0], "spec")), "");
+}
+
+#[test]
+fn an_existing_pullcheck_container_is_replaced() {
+    let pod = r#"apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  restartPolicy: Never
+  imagePullSecrets: [{name: regcred}]
+  initContainers:
+  - {name: setup, image: "img/setup:1"}
+  - name: pullcheck
+    image: old.example.com/pullcheck:0.0.1
+    args: [check, --quiet]
+    env: [{name: PULLCHECK_IMAGES, value: stale}]
+    volumeMounts: [{name: pullcheck-secret-old, mountPath: /var/run/pullcheck/secrets/old, readOnly: true}]
+  containers:
+  - name: a
+    image: img/a:1
+    volumeMounts: [{name: pullcheck-secret-shared, mountPath: /shared}]
+  volumes:
+  - {name: pullcheck-secret-old, secret: {secretName: old, optional: true}}
+  - {name: pullcheck-secret-shared, secret: {secretName: shared}}
+  - {name: pullcheck-secret-regcred, configMap: {name: not-a-secret}}
+"#;
+    let out = inject_ok(&["--image", IMAGE], pod);
+    let d = &docs(&out.stdout)[0];
+    let c = pullcheck_of(d, "spec");
+    assert_eq!(str_at(c, "image"), IMAGE);
+    assert_eq!(names_of_strings(&c["args"]), ["check"]);
+    assert_eq!(env_images(c), "img/setup:1 img/a:1");
+    assert_eq!(names(&d["spec"]["initContainers"]), ["pullcheck", "setup"]);
+    // The old run's volume went; the app's volume and the ConfigMap volume stay, and the
+    // new secret volume's name avoids the ConfigMap volume's.
+    let volumes = names(&d["spec"]["volumes"]);
+    assert_eq!(volumes.len(), 3, "{volumes:?}");
+    assert_eq!(volumes[0], "pullcheck-secret-shared");
+    assert_eq!(volumes[1], "pullcheck-secret-regcred");
+    let ours = &volumes[2];
+    assert!(
+        ours.starts_with("pullcheck-secret-regcred-") && ours.len() <= 63,
+        "{ours}"
+    );
+    assert_eq!(str_at(c, "volumeMounts[0].name"), ours);
+    assert_eq!(
+        str_at(c, "volumeMounts[0].mountPath"),
+        "/var/run/pullcheck/secrets/regcred"
+    );
+    kubernetes_validate("replaced", &out.stdout);
+}
+
+#[test]
+fn pull_secrets_get_valid_unique_volume_names() {
+    let long = format!("{}.example.com", "a".repeat(60));
+    let pod = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  restartPolicy: Never\n  \
+         imagePullSecrets: [{{name: regcred}}, {{name: reg.cred}}, {{name: reg-cred}}, {{name: {long}}}, {{name: regcred}}]\n  \
+         containers: [{{name: a, image: x}}]\n"
+    );
+    let out = inject_ok(
+        &["--image", IMAGE, "--secret", "extra", "--secret", "regcred"],
+        &pod,
+    );
+    let d = &docs(&out.stdout)[0];
+    let c = pullcheck_of(d, "spec");
+    let mounts = c["volumeMounts"].as_sequence().unwrap();
+    let paths: Vec<&str> = mounts
+        .iter()
+        .map(|m| m["mountPath"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = ["regcred", "reg.cred", "reg-cred", &long, "extra"]
+        .iter()
+        .map(|s| format!("/var/run/pullcheck/secrets/{s}"))
+        .collect();
+    assert_eq!(paths, expected);
+    let volumes = d["spec"]["volumes"].as_sequence().unwrap();
+    assert_eq!(volumes.len(), 5);
+    let mut seen = std::collections::HashSet::new();
+    for (m, v) in mounts.iter().zip(volumes) {
+        let name = v["name"].as_str().unwrap();
+        assert_eq!(m["name"].as_str(), Some(name));
+        assert_eq!(m["readOnly"], Value::Bool(true));
+        assert_eq!(v["secret"]["optional"], Value::Bool(true));
+        assert!(name.len() <= 63, "{name}");
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+            "{name}"
+        );
+        assert!(seen.insert(name.to_string()), "{name} twice");
+    }
+    kubernetes_validate("secrets", &out.stdout);
+
+    // A --secret that is no Secret name is a usage error.
+    let out = inject(&["--image", IMAGE, "--secret", "Bad_Name"], &pod);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr.contains("--secret \"Bad_Name\""),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn yaml_1_1_lookalike_strings_stay_strings() {
+    // Strings that a YAML 1.1 reader (kubectl's go-yaml, PyYAML) takes for booleans, numbers or
+    // dates when written bare. The validator reads inject's output with PyYAML: each must still
+    // be a string there, or the EnvVar schema rejects it.
+    let tricky = [
+        "yes",
+        "No",
+        "on",
+        "OFF",
+        "y",
+        "N",
+        "~",
+        "null",
+        "true",
+        "1_000",
+        "0x1F",
+        "0o17",
+        "017",
+        "12:30",
+        "1.5",
+        "1e3",
+        "-1",
+        ".inf",
+        "2024-01-01",
+        "2001-12-14t21:59:43.10-05:00",
+        "",
+        " lead",
+        "trail ",
+        "a: b",
+        "a #b",
+        "#c",
+        "- x",
+        "---",
+        "*star",
+        "&amp",
+        "!bang",
+        "%pct",
+        "@at",
+        "`tick",
+        "'q'",
+        "\"dq\"",
+        "{a}",
+        "[b]",
+        "line\nnext",
+        "tab\there",
+        "ends\n\n",
+        "bell\u{7}",
+        "nel\u{85}x",
+        "é",
+        "日本",
+        "10m",
+        "--flag=x",
+        "-c",
+        "$(VAR)",
+        "a,b",
+    ];
+    let mut env = String::new();
+    for (i, value) in tricky.iter().enumerate() {
+        let _ = std::fmt::Write::write_fmt(
+            &mut env,
+            format_args!(
+                "        - {{name: V{i}, value: {}}}\n",
+                serde_json::to_string(value)
+                    .unwrap()
+                    .replace('\u{85}', "\\u0085")
+            ),
+        );
+    }
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  annotations: {{\"on\": \"yes\", \"y\": \"1_000\"}}\n\
+         spec:\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    metadata: {{labels: {{app: d}}}}\n    spec:\n      \
+         containers:\n      - name: a\n        image: img/a:1\n        env:\n{env}"
+    );
+    let out = inject_ok(&["--image", IMAGE], &deployment);
+    let d = &docs(&out.stdout)[0];
+    for (i, value) in tricky.iter().enumerate() {
+        let got = at(
+            d,
+            &format!("spec.template.spec.containers[0].env[{i}].value"),
+        );
+        assert_eq!(
+            got,
+            &Value::String((*value).to_string()),
+            "V{i} = {value:?}\n{}",
+            out.stdout
+        );
+    }
+    assert_eq!(d["metadata"]["annotations"]["on"], "yes");
+    assert!(
+        out.stdout
+            .contains("    \"on\": \"yes\"\n    \"y\": \"1_000\"\n"),
+        "{}",
+        out.stdout
+    );
+    kubernetes_validate("tricky", &out.stdout);
+}
+
+#[test]
+fn documents_without_a_pod_spec_pass_through_byte_for_byte() {
+    let input = "# leading comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c  # why\ndata:\n  \
+                 flag: yes\n  anchor: &a value\n  alias: *a\n---\napiVersion: v1\nkind: Service\n\
+                 metadata: {name: s}\nspec: {ports: [{port: 80}]}";
+    let out = inject_ok(&["--image", IMAGE], input);
+    assert_eq!(out.stdout, format!("{input}\n"));
+    assert!(out.stderr.contains("no pod spec found"), "{}", out.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+#[test]
+fn unparseable_yaml_exits_2_naming_the_document() {
+    let input = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: Secret\n\
+                 metadata: {name: s}\nstringData:\n  password: \"hunter2\n  user: [admin\n";
+    let out = inject(&["--image", IMAGE], input);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr
+            .starts_with("pullcheck: error: stdin: document 2: not valid YAML at line "),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(", column "), "{}", out.stderr);
+    assert!(!out.stderr.contains("hunter2"), "{}", out.stderr);
+
+    // A duplicate key: the message says so without quoting the key.
+    let input = "kind: Pod\nspec:\n  secretKey: 1\n  secretKey: 2\n";
+    let out = inject(&["--image", IMAGE], input);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("document 1"), "{}", out.stderr);
+    assert!(!out.stderr.contains("secretKey"), "{}", out.stderr);
+
+    // From a file, the file is named.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("broken.yaml");
+    std::fs::write(&file, "a: [1,\n").unwrap();
+    let out = inject(&["-f", &file.to_string_lossy(), "--image", IMAGE], "");
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains(&format!(
+            "{}: document 1: not valid YAML at line 2",
+            file.display()
+        )),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn unparseable_json_exits_2_naming_the_document() {
+    let input =
+        "{\"kind\": \"ConfigMap\"}\n{\"kind\": \"Secret\", \"data\": {\"token\": \"c2VjcmV0\",}}\n";
+    let out = inject(&["--image", IMAGE], input);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr
+            .starts_with("pullcheck: error: stdin: document 2: not valid JSON at line 2, column "),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("c2VjcmV0"), "{}", out.stderr);
+}
