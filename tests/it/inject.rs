@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The pullcheck image the examples name.
-const IMAGE: &str = "ghcr.io/pullcheck/pullcheck:0.1.0";
+const IMAGE: &str = "registry.example.com/pullcheck:0.1.0";
 /// The Kubernetes version the manifests are validated against: podFailurePolicy with
 /// `onExitCodes.containerName` naming an init container is GA there.
 const KUBERNETES_VERSION: &str = "1.31.0";
