@@ -1,14 +1,12 @@
 //! `pullcheck check` end to end, as a user runs it, against a real distribution registry.
 
 use crate::common::{
-    ALICE, ALICE_PASSWORD, Registry, RegistryOptions, plain_registry, pullcheck_cmd,
-    tls_basic_registry,
+    ALICE, ALICE_PASSWORD, Registry, RegistryOptions, output_with_stdin, plain_registry,
+    pullcheck_cmd, tls_basic_registry,
 };
 use base64::Engine;
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 /// What one run of the binary gave.
 pub struct Run {
@@ -51,18 +49,8 @@ pub fn check_with_stdin(args: &[&str], stdin: &str) -> Run {
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
         .args(["--termination-log", ""])
         .args(args)
-        .env_remove("DOCKER_CONFIG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("run pullcheck");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        .env_remove("DOCKER_CONFIG");
+    let out = output_with_stdin(&mut cmd, stdin.as_bytes());
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -3,11 +3,10 @@
 //! offline OpenAPI schemas, read with PyYAML: a YAML 1.1 reader, as kubectl's go-yaml is);
 //! custom resources (PyTorchJob, JobSet, RayJob, Kyverno) are checked field by field.
 
-use crate::common::{PULLCHECK_BIN, pullcheck_cmd};
+use crate::common::{PULLCHECK_BIN, output_with_stdin, pullcheck_cmd};
 use serde_yaml_ng::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The pullcheck image the examples name.
 const IMAGE: &str = "registry.example.com/pullcheck:0.1.0";
@@ -30,18 +29,8 @@ fn inject(args: &[&str], stdin: &str) -> Out {
         .args(args)
         .env_remove("PULLCHECK_INJECT_FILE")
         .env_remove("PULLCHECK_INJECT_IMAGE")
-        .env_remove("PULLCHECK_INJECT_SECRETS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("run pullcheck inject");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+        .env_remove("PULLCHECK_INJECT_SECRETS");
+    let out = output_with_stdin(&mut cmd, stdin.as_bytes());
     Out {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8(out.stdout).expect("UTF-8 output"),

@@ -74,6 +74,21 @@ pub fn pullcheck_cmd() -> Command {
     cmd
 }
 
+/// Runs `cmd` with `stdin` written to its standard input, and waits for its output.
+pub fn output_with_stdin(cmd: &mut Command, stdin: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run pullcheck");
+    // A child that exits without reading its input closes the pipe: not an error here.
+    let _ = child.stdin.take().expect("piped stdin").write_all(stdin);
+    child.wait_with_output().expect("wait for pullcheck")
+}
+
 /// Runs a future to completion on a fresh current-thread tokio runtime. Safe to call from inside
 /// another runtime (e.g. a `#[tokio::test]`): the future then runs on a scoped helper thread.
 pub fn block_on<F>(fut: F) -> F::Output
