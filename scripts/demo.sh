@@ -56,6 +56,14 @@ echo "-- termination message (what kubectl describe pod shows):"
 cat "$work/termination-log"; echo
 
 echo
+echo "== a typo in a tag: not_found, with what the user probably meant"
+expect 3 "$REG/demo/app:1.2"
+
+echo
+echo "== an image without a variant for the node: exit 4"
+expect 4 --platform linux/s390x "$REG/demo/multi"
+
+echo
 echo "== only the dead registry: exit 6 (transient), after the deadline"
 expect 6 --timeout 2s 127.0.0.1:1/demo/app:1.0
 

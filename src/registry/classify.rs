@@ -95,7 +95,7 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 Status::WrongPlatform,
                 "no_matching_platform",
                 format!(
-                    "{image}: no {wanted} variant; available: {} (index {} on {registry})",
+                    "{image}: no {wanted} variant; available: {} (manifest {} on {registry})",
                     available.join(", "),
                     digest.as_deref().unwrap_or("without digest")
                 ),

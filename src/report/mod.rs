@@ -132,15 +132,6 @@ pub struct ImageResult {
     /// The manifest digest, when the image exists and the registry said it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
-    /// The digest of the index entry that matches the node's platform, when an index was checked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub platform_digest: Option<String>,
-    /// The platforms the image has, when none matches the node (`wrong_platform`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub available_platforms: Vec<String>,
-    /// Close tags or repositories, when the image is `not_found` (best effort).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub suggestions: Vec<String>,
     /// What was found, naming the image, the registry and what was tried.
     pub message: String,
     /// What to do next; empty when the image is fine.
@@ -153,6 +144,15 @@ pub struct ImageResult {
     pub attempts: u32,
     /// Time spent on this image.
     pub elapsed_ms: u64,
+    /// The digest of the index entry that matches the node's platform, when an index was checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform_digest: Option<String>,
+    /// The platforms the image has, when none matches the node (`wrong_platform`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub available_platforms: Vec<String>,
+    /// Close tags or repositories, when the image is `not_found` (best effort).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
 }
 
 impl ImageResult {
