@@ -47,6 +47,9 @@ const BACKOFF_MAX: Duration = Duration::from_secs(8);
 /// Every attempt gets at least this long, and at most a quarter of the deadline, so that one
 /// stalled connection leaves time to try again.
 const ATTEMPT_MIN: Duration = Duration::from_secs(2);
+/// The longest deadline: a day is far beyond any pod's patience, and keeps `Instant`
+/// arithmetic from overflowing.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Checks every image and reports on each. Images that name the same normalised reference
 /// are checked once; invalid references become `invalid_reference` results and the others are
@@ -64,7 +67,8 @@ pub async fn check_until(
     stop: impl Future<Output = String>,
 ) -> Report {
     let started = Instant::now();
-    let deadline = started + options.timeout;
+    let timeout = options.timeout.min(MAX_TIMEOUT);
+    let deadline = started + timeout;
     let client = match Client::new(&options.client) {
         Ok(mut c) => {
             c.plan(
@@ -92,7 +96,7 @@ pub async fn check_until(
             return Report::new(results);
         }
     };
-    let attempt_cap = (options.timeout / 4).max(ATTEMPT_MIN).min(options.timeout);
+    let attempt_cap = (timeout / 4).max(ATTEMPT_MIN).min(timeout);
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
     let keyring = Arc::new(options.keyring.clone());
 
@@ -127,7 +131,7 @@ pub async fn check_until(
                     reference,
                     deadline,
                     attempt_cap,
-                    timeout: options.timeout,
+                    timeout,
                 };
                 tasks.spawn(async move { (index, job.run().await) });
             }
@@ -205,18 +209,11 @@ struct Job {
 impl Job {
     async fn run(self) -> ImageResult {
         let start = Instant::now();
-        let Ok(Ok(_slot)) = tokio::time::timeout_at(self.deadline, self.slots.acquire()).await
-        else {
-            let outcome = Outcome {
-                fact: Fact::TimedOut {
-                    waiting_for: "a free slot (raise --concurrency)".to_string(),
-                    deadline: true,
-                },
-                auth: AuthUsed::Anonymous,
-                tried: Vec::new(),
-            };
-            let verdict = registry::classify(&self.reference, &outcome);
-            return self.result(verdict, &outcome.auth, 0, start);
+        // `timeout_at` polls the slot before the timer: a slot handed over at the deadline
+        // must not start a probe.
+        let _slot = match tokio::time::timeout_at(self.deadline, self.slots.acquire()).await {
+            Ok(Ok(slot)) if Instant::now() < self.deadline => slot,
+            _ => return self.deadline_passed("a free slot (raise --concurrency)", 0, start),
         };
         let credentials = self
             .keyring
@@ -257,13 +254,30 @@ impl Job {
                 }
                 return result;
             };
-            let wait = asked.unwrap_or_else(|| backoff(attempts));
+            // A registry asking for no wait (`Retry-After: 0`, or a date in the past) still gets
+            // the back-off: retrying at once would flood it.
+            let wait = asked.map_or_else(|| backoff(attempts), |a| a.max(backoff(attempts)));
             if Instant::now() + wait >= self.deadline {
                 verdict.message.push_str(&self.gave_up(attempts, start));
                 return self.result(verdict, &outcome.auth, attempts, start);
             }
             tokio::time::sleep(wait).await;
         }
+    }
+
+    /// The result of an image whose deadline passed before it could be (re)tried.
+    fn deadline_passed(&self, waiting_for: &str, attempts: u32, start: Instant) -> ImageResult {
+        let outcome = Outcome {
+            fact: Fact::TimedOut {
+                waiting_for: waiting_for.to_string(),
+                deadline: true,
+            },
+            auth: AuthUsed::Anonymous,
+            tried: Vec::new(),
+        };
+        let mut verdict = registry::classify(&self.reference, &outcome);
+        verdict.message.push_str(&self.gave_up(attempts, start));
+        self.result(verdict, &outcome.auth, attempts, start)
     }
 
     fn gave_up(&self, attempts: u32, start: Instant) -> String {

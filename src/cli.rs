@@ -95,8 +95,13 @@ pub struct CheckArgs {
     pub images: Vec<String>,
 
     /// More images, separated by whitespace or commas.
-    #[arg(long = "images", value_name = "LIST", env = "PULLCHECK_IMAGES")]
-    pub images_list: Option<String>,
+    #[arg(
+        long = "images",
+        value_name = "LIST",
+        env = "PULLCHECK_IMAGES",
+        value_parser = clap::builder::OsStringValueParser::new()
+    )]
+    pub images_list: Option<std::ffi::OsString>,
 
     /// A file of images, one per line, `#` starts a comment; `-` reads stdin.
     #[arg(long, value_name = "PATH", env = "PULLCHECK_IMAGES_FILE")]

@@ -91,7 +91,15 @@ impl Config {
         }
         let mut images: Vec<String> = args.images.clone();
         if let Some(list) = &args.images_list {
-            images.extend(split_list(list));
+            // Taken as bytes so that a bad byte is reported here, naming its source.
+            use std::os::unix::ffi::OsStrExt;
+            match std::str::from_utf8(list.as_bytes()) {
+                Ok(text) => images.extend(split_list(text)),
+                Err(e) => errors.push(format!(
+                    "--images / PULLCHECK_IMAGES: not UTF-8 text (invalid byte at offset {})",
+                    e.valid_up_to()
+                )),
+            }
         }
         if let Some(path) = &args.images_file {
             match read_input(path, stdin) {
@@ -247,6 +255,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if d.is_zero() {
         return Err("must be longer than zero".to_string());
     }
+    if d > crate::check::MAX_TIMEOUT {
+        return Err("must be at most 24h".to_string());
+    }
     Ok(d)
 }
 
@@ -263,6 +274,29 @@ fn images_file_lines(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(|l| l.split('#').next().unwrap_or("").trim())
         .filter(|l| !l.is_empty())
         .map(str::to_string)
+}
+
+/// The largest CA file read (a full system bundle is about 200 KiB).
+const MAX_CA_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Why a bounded read failed.
+pub(crate) enum LimitedReadError {
+    /// More than the limit.
+    TooLarge,
+    /// The file could not be read.
+    Io(std::io::Error),
+}
+
+/// Reads at most `max` bytes of a file, refusing a longer one, whatever its reported size.
+pub(crate) fn read_limited_file(path: &Path, max: u64) -> Result<Vec<u8>, LimitedReadError> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+        .map_err(LimitedReadError::Io)?;
+    if bytes.len() as u64 > max {
+        return Err(LimitedReadError::TooLarge);
+    }
+    Ok(bytes)
 }
 
 /// Reads a file, or stdin for `-`: at most 16 MiB of UTF-8 text.
@@ -286,12 +320,12 @@ pub fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, String> {
 }
 
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.len() > MAX_INPUT_BYTES {
-        return Err(format!("larger than {} MiB", MAX_INPUT_BYTES >> 20));
-    }
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("cannot read: {e}"))?
+    // Read through a limit: a device (`/dev/zero`) reports no size and never ends.
+    let bytes = read_limited_file(path, MAX_CA_BYTES).map_err(|e| match e {
+        LimitedReadError::TooLarge => format!("larger than {} MiB", MAX_CA_BYTES >> 20),
+        LimitedReadError::Io(e) => format!("cannot read: {e}"),
+    })?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("not a valid PEM file: {e}"))?;
     if certs.is_empty() {
@@ -335,6 +369,9 @@ mod tests {
             ("-1s", None),
             ("10x", None),
             ("30", None),
+            ("24h", Some(Duration::from_secs(86_400))),
+            ("25h", None),
+            ("18446744073709551615s", None),
             ("", None),
         ];
         for (input, want) in cases {

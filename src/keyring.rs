@@ -278,14 +278,14 @@ impl Keyring {
             path: file.to_path_buf(),
             what,
         };
-        let meta = std::fs::metadata(file).map_err(|e| err(format!("cannot read: {e}")))?;
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(err(format!(
-                "{} bytes is too large for a credential file (a Kubernetes Secret holds at most 1 MiB)",
-                meta.len()
-            )));
-        }
-        let bytes = std::fs::read(file).map_err(|e| err(format!("cannot read: {e}")))?;
+        // Read through a limit: a device (`/dev/zero`) reports no size and never ends.
+        let bytes = crate::config::read_limited_file(file, MAX_FILE_BYTES).map_err(|e| match e {
+            crate::config::LimitedReadError::TooLarge => err(format!(
+                "larger than {} MiB: too large for a credential file (a Kubernetes Secret holds at most 1 MiB)",
+                MAX_FILE_BYTES >> 20
+            )),
+            crate::config::LimitedReadError::Io(e) => err(format!("cannot read: {e}")),
+        })?;
         let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".to_string()))?;
         if text.trim().is_empty() {
             return Err(err("empty file".to_string()));

@@ -238,9 +238,21 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             detail,
             tls,
             timeout,
+            redirect,
             ..
         } => {
-            if *tls {
+            if *redirect {
+                // A redirect loop or a downgrade to plain HTTP is the registry's set-up: it
+                // will not change by retrying.
+                Verdict::new(
+                    Status::Unreachable,
+                    "redirect",
+                    format!(
+                        "{image}: {registry} redirects where pullcheck will not follow ({method} {url}: {detail})"
+                    ),
+                    "The registry redirects in a loop, or from HTTPS to plain HTTP: check its configuration or the proxy in front of it.",
+                )
+            } else if *tls {
                 Verdict::new(
                     Status::Unreachable,
                     "tls",
@@ -517,6 +529,7 @@ mod tests {
                     detail: "bad cert".into(),
                     tls: true,
                     timeout: false,
+                    redirect: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
@@ -532,11 +545,28 @@ mod tests {
                     detail: "refused".into(),
                     tls: false,
                     timeout: false,
+                    redirect: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
                 "connect",
                 true,
+            ),
+            (
+                "redirect loop",
+                Fact::Transport {
+                    step: Step::Manifest,
+                    method: "HEAD",
+                    url: "u".into(),
+                    detail: "more than 5 redirects".into(),
+                    tls: false,
+                    timeout: false,
+                    redirect: true,
+                },
+                AuthUsed::Anonymous,
+                Status::Unreachable,
+                "redirect",
+                false,
             ),
             (
                 "attempt timeout",

@@ -155,6 +155,8 @@ pub enum Fact {
         tls: bool,
         /// The request timed out.
         timeout: bool,
+        /// Redirects that were refused: a loop, or from HTTPS down to plain HTTP.
+        redirect: bool,
     },
     /// The registry asks for an authentication scheme we do not speak.
     UnsupportedAuth {
@@ -851,6 +853,7 @@ fn transport(step: Step, method: &'static str, url: &str, e: &reqwest::Error) ->
         detail,
         tls: is_tls_error(e),
         timeout: e.is_timeout(),
+        redirect: e.is_redirect(),
     }
 }
 

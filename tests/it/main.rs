@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod bad_input;
 mod check;
 mod common;
 mod faults;

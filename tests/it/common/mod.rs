@@ -11,6 +11,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod pki;
+pub mod proxy;
 pub mod registry;
 pub mod seed;
 pub mod token;
