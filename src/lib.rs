@@ -8,7 +8,7 @@
 //!
 //! # Library use
 //!
-//! Job frameworks can call [`check`] directly:
+//! Job frameworks can call [`check`](fn@check) directly:
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -25,11 +25,13 @@
 //!
 //! - [`cli`]: clap types only; [`config`]: flags, environment and files into a validated
 //!   [`config::Config`]; [`app`]: the program behind `main`.
-//! - [`reference`]: image reference parsing and normalisation, as the container runtime does it.
+//! - [`reference`](mod@reference): image reference parsing and normalisation, as the container runtime does it.
 //! - [`podspec`]: the images of Pods, workloads and Lists.
 //! - [`keyring`]: pull-secret files and the kubelet's credential matching.
-//! - [`registry`]: all HTTP to registries; [`registry::classify`] turns what it found into a
+//! - [`registry`]: all HTTP to registries; [`registry::classify`](fn@registry::classify) turns what it found into a
 //!   verdict, in one place.
+//! - [`platform`]: the node's platform and index matching, as containerd does it;
+//!   [`suggest`]: "did you mean" for missing tags and repositories.
 //! - [`check`](mod@check): concurrency, retries with back-off, the deadline.
 //! - [`report`]: results, exit codes, text, JSON and the termination message.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out.

@@ -42,7 +42,7 @@ const SHOWN_PART_CHARS: usize = 40;
 /// A normalised container image reference.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reference {
-    /// host[:port] as the runtime sees it, `docker.io` for Docker Hub (never index.docker.io / registry-1.docker.io)
+    /// `host[:port]` as the runtime sees it, `docker.io` for Docker Hub (never index.docker.io / registry-1.docker.io)
     pub registry: String,
     /// repository path inside the registry, e.g. `library/nginx`
     pub repository: String,
@@ -67,7 +67,7 @@ impl Reference {
         })
     }
 
-    /// Host[:port] to send API requests to: `registry-1.docker.io` for docker.io, else `registry`.
+    /// `host[:port]` to send API requests to: `registry-1.docker.io` for docker.io, else `registry`.
     pub fn api_host(&self) -> &str {
         if self.registry == DOCKER_HUB {
             DOCKER_HUB_API

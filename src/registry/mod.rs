@@ -6,7 +6,7 @@
 //! Follow-ups (in `inspect`) are sent only when they are needed: after a 404,
 //! `GET /v2/<name>/tags/list` tells a missing tag from a missing repository and lists close
 //! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform.
-//! What a probe found is returned as raw facts ([`Outcome`]); [`classify`] turns them into a
+//! What a probe found is returned as raw facts ([`Outcome`]); [`classify`](fn@classify) turns them into a
 //! verdict in one place.
 //!
 //! Why not `oci-client`: its `fetch_manifest_digest` falls back to a manifest GET whenever the
