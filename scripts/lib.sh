@@ -101,26 +101,27 @@ image_parts() {
   rm -rf "$tmp"
 }
 
-# push_oci_manifest HOST REPO REF OS ARCH -> prints the manifest digest
-push_oci_manifest() {
-  local host=$1 repo=$2 ref=$3 os=$4 arch=$5 parts tmp
+# push_manifest HOST REPO REF OS ARCH MANIFEST_TYPE CONFIG_TYPE LAYER_TYPE -> prints the digest
+push_manifest() {
+  local host=$1 repo=$2 ref=$3 os=$4 arch=$5 type=$6 config_type=$7 layer_type=$8 parts tmp
   read -r -a parts <<<"$(image_parts "$host" "$repo" "$os" "$arch")"
   tmp=$(mktemp)
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"%s","size":%s}]}' \
-    "${parts[0]}" "${parts[1]}" "${parts[2]}" "${parts[3]}" >"$tmp"
-  put_manifest "$host" "$repo" "$ref" application/vnd.oci.image.manifest.v1+json "$tmp"
+  printf '{"schemaVersion":2,"mediaType":"%s","config":{"mediaType":"%s","digest":"%s","size":%s},"layers":[{"mediaType":"%s","digest":"%s","size":%s}]}' \
+    "$type" "$config_type" "${parts[0]}" "${parts[1]}" "$layer_type" "${parts[2]}" "${parts[3]}" >"$tmp"
+  put_manifest "$host" "$repo" "$ref" "$type" "$tmp"
   rm -f "$tmp"
+}
+
+# push_oci_manifest HOST REPO REF OS ARCH -> prints the manifest digest
+push_oci_manifest() {
+  push_manifest "$@" application/vnd.oci.image.manifest.v1+json \
+    application/vnd.oci.image.config.v1+json application/vnd.oci.image.layer.v1.tar
 }
 
 # push_schema2_manifest HOST REPO REF OS ARCH -> prints the manifest digest
 push_schema2_manifest() {
-  local host=$1 repo=$2 ref=$3 os=$4 arch=$5 parts tmp
-  read -r -a parts <<<"$(image_parts "$host" "$repo" "$os" "$arch")"
-  tmp=$(mktemp)
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json","config":{"mediaType":"application/vnd.docker.container.image.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.docker.image.rootfs.diff.tar.gzip","digest":"%s","size":%s}]}' \
-    "${parts[0]}" "${parts[1]}" "${parts[2]}" "${parts[3]}" >"$tmp"
-  put_manifest "$host" "$repo" "$ref" application/vnd.docker.distribution.manifest.v2+json "$tmp"
-  rm -f "$tmp"
+  push_manifest "$@" application/vnd.docker.distribution.manifest.v2+json \
+    application/vnd.docker.container.image.v1+json application/vnd.docker.image.rootfs.diff.tar.gzip
 }
 
 # push_oci_index HOST REPO REF -> an index of linux/amd64 and linux/arm64/v8; prints its digest
