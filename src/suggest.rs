@@ -149,9 +149,6 @@ impl<'s> Version<'s> {
         if numbers.is_empty() {
             return None;
         }
-        while numbers.len() > 1 && numbers.last() == Some(&0) {
-            numbers.pop();
-        }
         Some(Version {
             numbers,
             suffix: rest,
@@ -226,20 +223,33 @@ fn threshold(a: &[char], b: &[char]) -> usize {
 fn version_key(wanted: &Version<'_>, cand: Version<'_>, edits: usize) -> Key {
     let (w, c) = (&wanted.numbers, &cand.numbers);
     let shared = w.iter().zip(c).take_while(|(a, b)| a == b).count();
-    let (relation, newer, step) = match (w.get(shared), c.get(shared)) {
-        (None, None) => (0, 0, 0),
-        (Some(a), Some(b)) => (2, u8::from(b > a), a.abs_diff(*b)),
-        _ => (1, 0, 0),
+    // `v1` and `v1.0` are the same version; but `1.0` is not a prefix of `1.2` (that would
+    // rank it above `1.1`): only components actually written count towards a prefix.
+    let (relation, newer, step) = if without_trailing_zeros(w) == without_trailing_zeros(c) {
+        (0, 0, 0)
+    } else {
+        match (w.get(shared), c.get(shared)) {
+            (Some(a), Some(b)) => (2, u8::from(b > a), a.abs_diff(*b)),
+            _ => (1, 0, 0),
+        }
     };
     Key::Version {
         relation,
         shared: Reverse(shared),
         newer,
         step,
-        newest: Reverse(cand.numbers),
+        newest: Reverse(without_trailing_zeros(&cand.numbers).to_vec()),
         suffix_differs: wanted.suffix != cand.suffix,
         edits,
     }
+}
+
+fn without_trailing_zeros(v: &[u64]) -> &[u64] {
+    let mut n = v.len();
+    while n > 1 && v[n - 1] == 0 {
+        n -= 1;
+    }
+    &v[..n]
 }
 
 /// Optimal string alignment distance between `a` and `b`, or `bound + 1` when it exceeds
@@ -324,6 +334,7 @@ mod tests {
             ("different word is no typo", "app-frontend-v2", &["app-backend-v2"], 5, &[]),
             ("too many edits", "pr-1234-bild", &["pr-23-build-69", "pr-1234-build"], 5, &["pr-1234-build"]),
             ("version too new", "v3", &["v1", "v1.0", "v1.1", "v2", "latest"], 5, &["v2", "v1.1", "v1", "v1.0"]),
+            ("closest minor version first", "1.2", &["1.0", "1.1"], 3, &["1.1", "1.0"]),
             ("version too new, order independent", "v3", &["latest", "v2", "v1.1", "v1.0", "v1"], 2, &["v2", "v1.1"]),
             ("truncated", "lates", &["latest", "stable", "v1"], 5, &["latest"]),
             ("alpine flavours", "1.25-alpine", &["1.25.3-alpine", "1.25-alpine3.18", "1.24-alpine", "mainline"], 5, &["1.25-alpine3.18", "1.25.3-alpine", "1.24-alpine"]),
