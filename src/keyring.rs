@@ -356,11 +356,6 @@ impl Keyring {
         warnings
     }
 
-    /// Whether any credential was loaded.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// The credentials to try for an image, in the order the kubelet tries them. Empty means
     /// anonymous.
     pub fn lookup(&self, registry: &str, repository: &str) -> Vec<&Credential> {
