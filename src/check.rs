@@ -2,8 +2,8 @@
 //! exponential back-off and jitter while its failure is transient, the whole run inside one
 //! deadline (`--timeout`). Every image gets a result; nothing here returns an error.
 
-use crate::keyring::Keyring;
-use crate::reference::Reference;
+use crate::keyring::{Credential, Keyring};
+use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
 use crate::report::{ImageResult, Report, Status};
 use std::collections::HashSet;
@@ -69,55 +69,70 @@ pub async fn check_until(
     let started = Instant::now();
     let timeout = options.timeout.min(MAX_TIMEOUT);
     let deadline = started + timeout;
-    let client = match Client::new(&options.client) {
-        Ok(mut c) => {
-            c.plan(
-                images
-                    .iter()
-                    .filter_map(|i| Reference::parse(i).ok())
-                    .map(|r| {
-                        let keys = options.keyring.lookup(&r.registry, &r.repository);
-                        let keys = if keys.is_empty() {
+    // Each image once: parsed, its duplicates dropped, its credentials looked up. The token
+    // plan and the jobs both come from this.
+    let mut seen = HashSet::new();
+    let parsed: Vec<Parsed<'_>> = images
+        .iter()
+        .filter_map(|image| match Reference::parse(image) {
+            Err(e) => Some((image, Err(e))),
+            Ok(r) if !seen.insert(r.to_string()) => None,
+            Ok(r) => {
+                let credentials = options
+                    .keyring
+                    .lookup(&r.registry, &r.repository)
+                    .into_iter()
+                    .cloned()
+                    .collect();
+                Some((image, Ok((r, credentials))))
+            }
+        })
+        .collect();
+    let client =
+        match Client::new(&options.client) {
+            Ok(mut c) => {
+                c.plan(parsed.iter().filter_map(|(_, p)| p.as_ref().ok()).map(
+                    |(r, credentials)| {
+                        let keys = if credentials.is_empty() {
                             vec![String::new()]
                         } else {
-                            keys.iter().map(|c| c.source.clone()).collect()
+                            credentials.iter().map(|c| c.source.clone()).collect()
                         };
                         (r.api_host().to_string(), r.repository.clone(), keys)
-                    }),
-            );
-            Arc::new(c)
-        }
-        Err(e) => {
-            // Not reachable with valid options; still, every image gets a verdict.
-            let results = images
-                .iter()
-                .map(|i| plain_result(i, Status::Unreachable, "client", e.to_string()))
-                .collect();
-            return Report::new(results);
-        }
-    };
+                    },
+                ));
+                Arc::new(c)
+            }
+            Err(e) => {
+                // Not reachable with valid options; still, every image gets a verdict.
+                let results = images
+                    .iter()
+                    .map(|i| plain_result(i, Status::Unreachable, "client", e.to_string()))
+                    .collect();
+                return Report::new(results);
+            }
+        };
     let attempt_cap = (timeout / 4).max(ATTEMPT_MIN).min(timeout);
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    let keyring = Arc::new(options.keyring.clone());
 
+    // `results[i]` is filled as jobs end; `pending[i]` names the image of a job, for the
+    // report of a run that is stopped.
     let mut results: Vec<Option<ImageResult>> = Vec::new();
-    let mut seen = HashSet::new();
+    let mut pending: Vec<Option<(String, Reference)>> = Vec::new();
     let mut tasks = JoinSet::new();
-    let mut jobs = Vec::new();
-    for image in images {
-        match Reference::parse(image) {
-            Err(e) => results.push(Some(ImageResult {
-                hint: "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".to_string(),
-                reason: "invalid_reference",
-                ..plain_result(image, Status::InvalidReference, "invalid_reference", e.to_string())
-            })),
-            Ok(reference) => {
-                if !seen.insert(reference.to_string()) {
-                    continue;
-                }
+    for (image, parsed) in parsed {
+        match parsed {
+            Err(e) => {
+                results.push(Some(ImageResult {
+                    hint: "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".to_string(),
+                    ..plain_result(image, Status::InvalidReference, "invalid_reference", e.to_string())
+                }));
+                pending.push(None);
+            }
+            Ok((reference, credentials)) => {
                 let index = results.len();
                 results.push(None);
-                jobs.push((index, (image.clone(), reference.clone())));
+                pending.push(Some((image.clone(), reference.clone())));
                 let allowed = options
                     .allow_unauthenticated
                     .iter()
@@ -125,7 +140,7 @@ pub async fn check_until(
                 let job = Job {
                     allow_unauthenticated: allowed,
                     client: client.clone(),
-                    keyring: keyring.clone(),
+                    credentials,
                     slots: slots.clone(),
                     image: image.clone(),
                     reference,
@@ -135,12 +150,6 @@ pub async fn check_until(
                 };
                 tasks.spawn(async move { (index, job.run().await) });
             }
-        }
-    }
-    let mut pending: Vec<Option<(String, Reference)>> = vec![None; results.len()];
-    for (index, job) in jobs {
-        if let Some(slot) = pending.get_mut(index) {
-            *slot = Some(job);
         }
     }
     tokio::pin!(stop);
@@ -193,11 +202,18 @@ pub async fn check_until(
     report
 }
 
+/// An image as given, and its reference with the credentials to try, or why it is invalid.
+type Parsed<'a> = (
+    &'a String,
+    Result<(Reference, Vec<Credential>), ReferenceError>,
+);
+
 struct Job {
     /// `--allow-unauthenticated` names this image's registry.
     allow_unauthenticated: bool,
     client: Arc<Client>,
-    keyring: Arc<Keyring>,
+    /// The credentials to try, in the kubelet's order (empty: anonymous).
+    credentials: Vec<Credential>,
     slots: Arc<Semaphore>,
     image: String,
     reference: Reference,
@@ -215,9 +231,7 @@ impl Job {
             Ok(Ok(slot)) if Instant::now() < self.deadline => slot,
             _ => return self.deadline_passed("a free slot (raise --concurrency)", 0, start),
         };
-        let credentials = self
-            .keyring
-            .lookup(&self.reference.registry, &self.reference.repository);
+        let credentials: Vec<&Credential> = self.credentials.iter().collect();
         let mut attempts = 0u32;
         loop {
             attempts += 1;

@@ -10,8 +10,8 @@
 //! not start, so that is a verdict of its own.
 
 use super::{
-    Client, Fact, MANIFEST_ACCEPT, PlatformCheck, Progress, RegistryState, Step, read_limited,
-    sensitive, transport,
+    Client, Fact, MANIFEST_ACCEPT, PlatformCheck, Progress, RegistryState, Step, authorized,
+    read_limited, transport,
 };
 use crate::platform::{self, Platform};
 use crate::reference::{DOCKER_HUB, Reference};
@@ -151,11 +151,8 @@ impl Client {
                     {
                         return None;
                     }
-                    let spec = match &p.variant {
-                        Some(v) if !v.is_empty() => format!("{}/{}/{v}", p.os, p.architecture),
-                        _ => format!("{}/{}", p.os, p.architecture),
-                    };
-                    Platform::parse(&spec).ok().map(|plat| (plat, d.digest))
+                    platform_of(&p.os, &p.architecture, p.variant.as_deref())
+                        .map(|plat| (plat, d.digest))
                 })
                 .collect();
             if entries.is_empty() {
@@ -190,18 +187,14 @@ impl Client {
         let Ok(config) = serde_json::from_slice::<ImageConfig>(&body) else {
             return found(None);
         };
-        let spec = match config.variant.filter(|v| !v.is_empty()) {
-            Some(v) => format!("{}/{}/{v}", config.os, config.architecture),
-            None => format!("{}/{}", config.os, config.architecture),
-        };
-        match Platform::parse(&spec) {
-            Ok(have) if platform::matches(want, &have, policy.mode) => found(None),
-            Ok(have) => Fact::WrongPlatform {
+        match platform_of(&config.os, &config.architecture, config.variant.as_deref()) {
+            Some(have) if platform::matches(want, &have, policy.mode) => found(None),
+            Some(have) => Fact::WrongPlatform {
                 digest,
                 wanted: want.to_string(),
                 available: vec![have.to_string()],
             },
-            Err(_) => found(None),
+            None => found(None),
         }
     }
 
@@ -212,10 +205,10 @@ impl Client {
         accept: &str,
         authorization: Option<&str>,
     ) -> Result<Vec<u8>, Fact> {
-        let mut req = self.http.get(url).header(header::ACCEPT, accept);
-        if let Some(a) = authorization {
-            req = req.header(header::AUTHORIZATION, sensitive(a));
-        }
+        let req = authorized(
+            self.http.get(url).header(header::ACCEPT, accept),
+            authorization,
+        );
         let resp = req
             .send()
             .await
@@ -343,10 +336,7 @@ impl Client {
         url: &str,
         authorization: Option<&str>,
     ) -> Option<(StatusCode, HeaderMap, Vec<u8>)> {
-        let mut req = self.http.get(url);
-        if let Some(a) = authorization {
-            req = req.header(header::AUTHORIZATION, sensitive(a));
-        }
+        let req = authorized(self.http.get(url), authorization);
         let resp = req.send().await.ok()?;
         let status = resp.status();
         let headers = resp.headers().clone();
@@ -373,6 +363,15 @@ fn next_link(base: &str, headers: &HeaderMap) -> Option<String> {
     } else {
         None
     }
+}
+
+/// The platform of an index entry or image config, when it reads as one.
+fn platform_of(os: &str, architecture: &str, variant: Option<&str>) -> Option<Platform> {
+    let spec = match variant.filter(|v| !v.is_empty()) {
+        Some(v) => format!("{os}/{architecture}/{v}"),
+        None => format!("{os}/{architecture}"),
+    };
+    Platform::parse(&spec).ok()
 }
 
 fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {

@@ -322,16 +322,18 @@ impl Client {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         map.entry(host.to_string())
-            .or_insert_with(|| {
-                let scheme = if self.is_plain(host) { "http" } else { "https" };
-                Arc::new(RegistryState {
-                    base: format!("{scheme}://{host}"),
-                    scopes: HashMap::new(),
-                    ping: OnceCell::new(),
-                    tokens: Mutex::new(HashMap::new()),
-                })
-            })
+            .or_insert_with(|| Arc::new(self.new_state(host, HashMap::new())))
             .clone()
+    }
+
+    fn new_state(&self, host: &str, scopes: HashMap<String, Vec<Vec<String>>>) -> RegistryState {
+        let scheme = if self.is_plain(host) { "http" } else { "https" };
+        RegistryState {
+            base: format!("{scheme}://{host}"),
+            scopes,
+            ping: OnceCell::new(),
+            tokens: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Plans token scopes before the run: for each image, its API host, repository and the
@@ -351,16 +353,7 @@ impl Client {
                 }
             }
         }
-        let map = self
-            .registries
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (host, by_cred) in plan {
-            let scheme = if self.plain_http.contains(&host.to_ascii_lowercase()) {
-                "http"
-            } else {
-                "https"
-            };
             let scopes = by_cred
                 .into_iter()
                 .map(|(key, repos)| {
@@ -371,15 +364,11 @@ impl Client {
                     (key, groups)
                 })
                 .collect();
-            map.insert(
-                host.clone(),
-                Arc::new(RegistryState {
-                    base: format!("{scheme}://{host}"),
-                    scopes,
-                    ping: OnceCell::new(),
-                    tokens: Mutex::new(HashMap::new()),
-                }),
-            );
+            let state = Arc::new(self.new_state(&host, scopes));
+            self.registries
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(host, state);
         }
     }
 
@@ -519,10 +508,10 @@ impl Client {
                 }
             };
             progress.set(format!("HEAD {url}"));
-            let mut req = self.http.head(&url).header(header::ACCEPT, MANIFEST_ACCEPT);
-            if let Some(a) = &authorization {
-                req = req.header(header::AUTHORIZATION, sensitive(a));
-            }
+            let req = authorized(
+                self.http.head(&url).header(header::ACCEPT, MANIFEST_ACCEPT),
+                authorization.as_deref(),
+            );
             let resp = match req.send().await {
                 Ok(r) => r,
                 Err(e) => return (transport(Step::Manifest, "HEAD", &url, &e), authorization),
@@ -591,13 +580,9 @@ impl Client {
             return Ok(AuthScheme::None);
         }
         if status == StatusCode::UNAUTHORIZED {
-            let challenges = resp
-                .headers()
-                .get_all(header::WWW_AUTHENTICATE)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(auth::parse_www_authenticate)
-                .collect::<Vec<_>>();
+            let challenges = www_authenticate(resp.headers())
+                .map(|h| auth::parse_www_authenticate(&h))
+                .unwrap_or_default();
             return Ok(AuthScheme::from_challenges(&challenges));
         }
         Err(Fact::Status {
@@ -722,10 +707,7 @@ impl Client {
             }
         }
         let shown = url.to_string();
-        let mut req = self.http.get(url);
-        if let Some(c) = cred {
-            req = req.header(header::AUTHORIZATION, sensitive(&basic_auth(c)));
-        }
+        let req = authorized(self.http.get(url), cred.map(basic_auth).as_deref());
         let resp = req
             .send()
             .await
@@ -778,6 +760,17 @@ fn basic_auth(c: &Credential) -> String {
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(raw)
     )
+}
+
+/// Adds an `Authorization` header, when there is one, marked sensitive.
+fn authorized(
+    req: reqwest::RequestBuilder,
+    authorization: Option<&str>,
+) -> reqwest::RequestBuilder {
+    match authorization {
+        Some(a) => req.header(header::AUTHORIZATION, sensitive(a)),
+        None => req,
+    }
 }
 
 /// A header value marked sensitive, so that no `Debug` of a request shows it.
