@@ -289,9 +289,16 @@ pub(crate) enum LimitedReadError {
 
 /// Reads at most `max` bytes of a file, refusing a longer one, whatever its reported size.
 pub(crate) fn read_limited_file(path: &Path, max: u64) -> Result<Vec<u8>, LimitedReadError> {
+    let file = std::fs::File::open(path).map_err(LimitedReadError::Io)?;
+    read_limited(file, max)
+}
+
+/// Reads at most `max` bytes, refusing more.
+fn read_limited(reader: impl Read, max: u64) -> Result<Vec<u8>, LimitedReadError> {
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+    reader
+        .take(max + 1)
+        .read_to_end(&mut bytes)
         .map_err(LimitedReadError::Io)?;
     if bytes.len() as u64 > max {
         return Err(LimitedReadError::TooLarge);
@@ -301,16 +308,15 @@ pub(crate) fn read_limited_file(path: &Path, max: u64) -> Result<Vec<u8>, Limite
 
 /// Reads a file, or stdin for `-`: at most 16 MiB of UTF-8 text.
 pub fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, String> {
-    let mut bytes = Vec::new();
-    let result = if path == Path::new("-") {
-        stdin.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)
+    let bytes = if path == Path::new("-") {
+        read_limited(stdin, MAX_INPUT_BYTES)
     } else {
-        std::fs::File::open(path).and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
-    };
-    result.map_err(|e| format!("cannot read: {e}"))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!("larger than {} MiB", MAX_INPUT_BYTES >> 20));
+        read_limited_file(path, MAX_INPUT_BYTES)
     }
+    .map_err(|e| match e {
+        LimitedReadError::TooLarge => format!("larger than {} MiB", MAX_INPUT_BYTES >> 20),
+        LimitedReadError::Io(e) => format!("cannot read: {e}"),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         format!(
             "not UTF-8 text (invalid byte at offset {})",
