@@ -68,7 +68,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
 }
 
 fn read_manifests(path: &std::path::Path) -> Result<String, String> {
-    crate::config::read_input(path, &mut std::io::stdin().lock())
+    crate::input::read_input(path, &mut std::io::stdin().lock())
 }
 
 fn run_check(args: CheckArgs) -> ExitCode {

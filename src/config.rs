@@ -3,6 +3,7 @@
 
 use crate::check::Options;
 use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
+use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
 use crate::platform::{MatchMode, Platform};
 use crate::podspec;
@@ -16,9 +17,6 @@ use std::time::Duration;
 
 /// The Kubernetes path of the termination message, used when it exists.
 pub const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
-
-/// The largest images file or pod spec read (a Kubernetes object is at most ~1.5 MiB).
-const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The most images one run accepts.
 const MAX_IMAGES: usize = 10_000;
@@ -278,52 +276,6 @@ fn images_file_lines(text: &str) -> impl Iterator<Item = String> + '_ {
 
 /// The largest CA file read (a full system bundle is about 200 KiB).
 const MAX_CA_BYTES: u64 = 4 * 1024 * 1024;
-
-/// Why a bounded read failed.
-pub(crate) enum LimitedReadError {
-    /// More than the limit.
-    TooLarge,
-    /// The file could not be read.
-    Io(std::io::Error),
-}
-
-/// Reads at most `max` bytes of a file, refusing a longer one, whatever its reported size.
-pub(crate) fn read_limited_file(path: &Path, max: u64) -> Result<Vec<u8>, LimitedReadError> {
-    let file = std::fs::File::open(path).map_err(LimitedReadError::Io)?;
-    read_limited(file, max)
-}
-
-/// Reads at most `max` bytes, refusing more.
-fn read_limited(reader: impl Read, max: u64) -> Result<Vec<u8>, LimitedReadError> {
-    let mut bytes = Vec::new();
-    reader
-        .take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(LimitedReadError::Io)?;
-    if bytes.len() as u64 > max {
-        return Err(LimitedReadError::TooLarge);
-    }
-    Ok(bytes)
-}
-
-/// Reads a file, or stdin for `-`: at most 16 MiB of UTF-8 text.
-pub fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, String> {
-    let bytes = if path == Path::new("-") {
-        read_limited(stdin, MAX_INPUT_BYTES)
-    } else {
-        read_limited_file(path, MAX_INPUT_BYTES)
-    }
-    .map_err(|e| match e {
-        LimitedReadError::TooLarge => format!("larger than {} MiB", MAX_INPUT_BYTES >> 20),
-        LimitedReadError::Io(e) => format!("cannot read: {e}"),
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })
-}
 
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     // Read through a limit: a device (`/dev/zero`) reports no size and never ends.

@@ -279,12 +279,12 @@ impl Keyring {
             what,
         };
         // Read through a limit: a device (`/dev/zero`) reports no size and never ends.
-        let bytes = crate::config::read_limited_file(file, MAX_FILE_BYTES).map_err(|e| match e {
-            crate::config::LimitedReadError::TooLarge => err(format!(
+        let bytes = crate::input::read_limited_file(file, MAX_FILE_BYTES).map_err(|e| match e {
+            crate::input::LimitedReadError::TooLarge => err(format!(
                 "larger than {} MiB: too large for a credential file (a Kubernetes Secret holds at most 1 MiB)",
                 MAX_FILE_BYTES >> 20
             )),
-            crate::config::LimitedReadError::Io(e) => err(format!("cannot read: {e}")),
+            crate::input::LimitedReadError::Io(e) => err(format!("cannot read: {e}")),
         })?;
         let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".to_string()))?;
         if text.trim().is_empty() {

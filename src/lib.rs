@@ -24,7 +24,8 @@
 //! # Layout
 //!
 //! - [`cli`]: clap types only; [`config`]: flags, environment and files into a validated
-//!   [`config::Config`]; [`app`]: the program behind `main`.
+//!   [`config::Config`]; [`app`]: the program behind `main`; [`input`]: bounded reading of
+//!   files and stdin, for `config` and `keyring` alike.
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the container runtime does it.
 //! - [`podspec`]: the images of Pods, workloads and Lists.
 //! - [`keyring`]: pull-secret files and the kubelet's credential matching.
@@ -41,6 +42,7 @@ pub mod check;
 pub mod cli;
 pub mod config;
 pub mod inject;
+pub mod input;
 pub mod keyring;
 pub mod platform;
 pub mod podspec;
