@@ -8,7 +8,7 @@
 
 use super::{AuthUsed, Fact, Outcome, Step};
 use crate::reference::Reference;
-use crate::report::Status;
+use crate::report::{ContainerStart, StartStatus, Status};
 use std::time::Duration;
 
 /// The verdict on one probe.
@@ -317,6 +317,39 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             );
             if *deadline { v } else { v.retry(None) }
         }
+    }
+}
+
+/// The verdict on an image once its containers' start was predicted ([`crate::start`]): an
+/// image that can be pulled is `wont_start` when a container using it will not start; any other
+/// verdict stands, since a pull failure comes first (and has the lower exit code).
+pub fn classify_start(reference: &Reference, verdict: Verdict, containers: &[ContainerStart]) -> Verdict {
+    if verdict.status != Status::Ok {
+        return verdict;
+    }
+    let refused: Vec<&ContainerStart> = containers
+        .iter()
+        .filter(|c| c.start == StartStatus::WontStart)
+        .collect();
+    let Some(first) = refused.first() else {
+        return verdict;
+    };
+    let mut hints: Vec<&str> = Vec::new();
+    for c in &refused {
+        if !hints.contains(&c.hint.as_str()) {
+            hints.push(&c.hint);
+        }
+    }
+    let reasons: Vec<&str> = refused.iter().map(|c| c.message.as_str()).collect();
+    Verdict {
+        status: Status::WontStart,
+        reason: first.reason,
+        message: format!(
+            "{reference}: can be pulled, but will not start: {}; the kubelet retries such a container for ever and the pod never fails",
+            reasons.join("; ")
+        ),
+        hint: hints.join(" "),
+        ..verdict
     }
 }
 
