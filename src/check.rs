@@ -155,7 +155,9 @@ pub async fn check_until(
                     .iter()
                     .any(|h| h == "*" || *h == reference.registry);
                 let job = Job {
-                    containers: containers.remove(&reference.to_string()).unwrap_or_default(),
+                    containers: containers
+                        .remove(&reference.to_string())
+                        .unwrap_or_default(),
                     start_check: options.start_check,
                     allow_unauthenticated: allowed,
                     client: client.clone(),
@@ -254,7 +256,11 @@ impl Job {
                 StartCheck::Off => NotRead::Off,
                 StartCheck::Auto => NotRead::PullFailed,
             };
-            result.containers = self.containers.iter().map(|c| c.evaluate(Err(&why))).collect();
+            result.containers = self
+                .containers
+                .iter()
+                .map(|c| c.evaluate(Err(&why)))
+                .collect();
         }
         result
     }
@@ -282,12 +288,9 @@ impl Job {
                     .find(|c| c.source == *source && c.username == *username),
             };
             let progress = Progress::default();
-            let read = self.client.image_config(
-                &self.reference,
-                &outcome.fact,
-                credential,
-                &progress,
-            );
+            let read =
+                self.client
+                    .image_config(&self.reference, &outcome.fact, credential, &progress);
             match tokio::time::timeout_at(self.deadline, read).await {
                 Ok(ConfigRead::Read(config)) => Ok(config),
                 Ok(ConfigRead::NotLinux(os)) => Err(NotRead::NotLinux(os)),

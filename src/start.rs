@@ -40,7 +40,7 @@ pub const MAX_USER_ID: i64 = i32::MAX as i64;
 pub const MAX_CONTAINERS: usize = 10_000;
 /// The most bytes of JSON `PULLCHECK_CONTAINERS` may hold (an environment variable; a pod with
 /// a thousand containers needs about 150 KiB).
-pub const MAX_CONTAINERS_JSON: usize = 512 * 1024;
+pub const MAX_CONTAINERS_JSON: usize = 64 * 1024;
 
 /// Whether to predict that containers will not start (`--start-check`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -225,7 +225,8 @@ pub fn no_command(has_command: bool, has_args: bool, config: &RunConfig) -> bool
     }
     // containerd: an Entrypoint of exactly [""] is no entrypoint (`docker run --entrypoint ""`).
     let entrypoint_empty = config.entrypoint.is_empty()
-        || (config.entrypoint.len() == 1 && config.entrypoint.first().is_some_and(String::is_empty));
+        || (config.entrypoint.len() == 1
+            && config.entrypoint.first().is_some_and(String::is_empty));
     entrypoint_empty && config.cmd.is_empty()
 }
 
@@ -405,7 +406,7 @@ impl ContainerFacts {
         }
         let list: Vec<ContainerFacts> = serde_json::from_str(text).map_err(|e| {
             format!(
-                "not a JSON list of containers ({e}); expected e.g. [{{\"name\":\"app\",\"image\":\"nginx:1.27\",\"command\":false,\"args\":false,\"runAsNonRoot\":true}}]"
+                "not a valid JSON list of containers ({e}); expected e.g. [{{\"name\":\"app\",\"image\":\"nginx:1.27\",\"command\":false,\"args\":false,\"runAsNonRoot\":true}}]"
             )
         })?;
         if list.len() > MAX_CONTAINERS {
@@ -435,7 +436,12 @@ fn printable(s: &str) -> String {
 }
 
 fn printable_bare(s: &str) -> String {
-    let mut out: String = s.chars().take(100).collect::<String>().escape_debug().to_string();
+    let mut out: String = s
+        .chars()
+        .take(100)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
     if s.chars().count() > 100 {
         out.push('…');
     }
@@ -585,7 +591,13 @@ mod tests {
                 "",
                 Refusal::RunAsUserZero,
             ),
-            ("image uid 0", sc(Some(true), None), Some(0), "", Refusal::RunsAsRoot),
+            (
+                "image uid 0",
+                sc(Some(true), None),
+                Some(0),
+                "",
+                Refusal::RunsAsRoot,
+            ),
             (
                 "image user name",
                 sc(Some(true), None),
@@ -602,7 +614,11 @@ mod tests {
             ),
         ];
         for (name, sc, uid, username, want) in cases {
-            assert_eq!(verify_run_as_non_root(sc, *uid, username), Some(*want), "{name}");
+            assert_eq!(
+                verify_run_as_non_root(sc, *uid, username),
+                Some(*want),
+                "{name}"
+            );
         }
     }
 
@@ -642,8 +658,20 @@ mod tests {
             ("nothing anywhere", false, false, cfg(&[], &[]), true),
             ("image Cmd", false, false, cfg(&[], &["/app"]), false),
             ("image Entrypoint", false, false, cfg(&["/app"], &[]), false),
-            ("Entrypoint [\"\"] is none", false, false, cfg(&[""], &[]), true),
-            ("Entrypoint [\"\"] with Cmd", false, false, cfg(&[""], &["x"]), false),
+            (
+                "Entrypoint [\"\"] is none",
+                false,
+                false,
+                cfg(&[""], &[]),
+                true,
+            ),
+            (
+                "Entrypoint [\"\"] with Cmd",
+                false,
+                false,
+                cfg(&[""], &["x"]),
+                false,
+            ),
             ("spec command only", true, false, cfg(&[], &[]), false),
             ("spec args only", false, true, cfg(&[], &[]), false),
         ];
@@ -686,7 +714,12 @@ mod tests {
         }
     }
 
-    fn facts(command: bool, args: bool, non_root: Option<bool>, user: Option<i64>) -> ContainerFacts {
+    fn facts(
+        command: bool,
+        args: bool,
+        non_root: Option<bool>,
+        user: Option<i64>,
+    ) -> ContainerFacts {
         ContainerFacts {
             name: "app".into(),
             image: "nginx".into(),
@@ -702,10 +735,26 @@ mod tests {
     fn a_config_is_needed_only_when_the_spec_leaves_it_to_the_image() {
         let cases: &[(&str, ContainerFacts, bool)] = &[
             ("command, no policy", facts(true, false, None, None), false),
-            ("args, runAsNonRoot false", facts(false, true, Some(false), None), false),
-            ("command, runAsNonRoot with uid", facts(true, false, Some(true), Some(1000)), false),
-            ("command, runAsNonRoot with uid 0", facts(true, false, Some(true), Some(0)), false),
-            ("command, runAsNonRoot without uid", facts(true, false, Some(true), None), true),
+            (
+                "args, runAsNonRoot false",
+                facts(false, true, Some(false), None),
+                false,
+            ),
+            (
+                "command, runAsNonRoot with uid",
+                facts(true, false, Some(true), Some(1000)),
+                false,
+            ),
+            (
+                "command, runAsNonRoot with uid 0",
+                facts(true, false, Some(true), Some(0)),
+                false,
+            ),
+            (
+                "command, runAsNonRoot without uid",
+                facts(true, false, Some(true), None),
+                true,
+            ),
             ("no command nor args", facts(false, false, None, None), true),
         ];
         for (name, f, want) in cases {
@@ -718,7 +767,10 @@ mod tests {
         let root_no_cmd = RunConfig::default();
         let f = facts(false, false, Some(true), None);
         let s = f.evaluate(Ok(&root_no_cmd));
-        assert_eq!((s.start, s.reason), (StartStatus::WontStart, "runs_as_root"));
+        assert_eq!(
+            (s.start, s.reason),
+            (StartStatus::WontStart, "runs_as_root")
+        );
         assert!(s.message.contains("container \"app\""), "{}", s.message);
         assert!(s.hint.contains("runAsUser: 1000"), "{}", s.hint);
 
@@ -730,7 +782,10 @@ mod tests {
         // runAsUser 0 needs no image, even when none was read.
         let f = facts(false, false, Some(true), Some(0));
         let s = f.evaluate(Err(&NotRead::PullFailed));
-        assert_eq!((s.start, s.reason), (StartStatus::WontStart, "run_as_user_zero"));
+        assert_eq!(
+            (s.start, s.reason),
+            (StartStatus::WontStart, "run_as_user_zero")
+        );
 
         let f = facts(false, false, Some(true), None);
         let s = f.evaluate(Err(&NotRead::NotLinux("windows".into())));
@@ -739,7 +794,10 @@ mod tests {
         // Off predicts nothing, not even what the spec alone decides.
         let f = facts(true, false, Some(true), Some(0));
         let s = f.evaluate(Err(&NotRead::Off));
-        assert_eq!((s.start, s.reason), (StartStatus::Unknown, "start_check_off"));
+        assert_eq!(
+            (s.start, s.reason),
+            (StartStatus::Unknown, "start_check_off")
+        );
         let f = facts(true, false, None, None);
         let s = f.evaluate(Err(&NotRead::PullFailed));
         assert_eq!((s.start, s.reason), (StartStatus::Ok, "spec"));
@@ -774,20 +832,44 @@ mod tests {
     #[test]
     fn malformed_lists_are_refused_with_a_reason() {
         let cases: &[(&str, &str, &str)] = &[
-            ("not JSON", "nope", "not a JSON list"),
-            ("an object", r#"{"name":"a"}"#, "not a JSON list"),
-            ("no command key", r#"[{"name":"a","image":"x","args":false}]"#, "command"),
-            ("a command list", r#"[{"name":"a","image":"x","command":["sh"],"args":false}]"#, "boolean"),
-            ("empty name", r#"[{"name":" ","image":"x","command":true,"args":false}]"#, "name"),
-            ("empty image", r#"[{"name":"a","image":"","command":true,"args":false}]"#, "image"),
-            ("bad uid", r#"[{"name":"a","image":"x","command":true,"args":false,"runAsUser":"0"}]"#, "runAsUser"),
+            ("not JSON", "nope", "not a valid JSON list"),
+            ("an object", r#"{"name":"a"}"#, "not a valid JSON list"),
+            (
+                "no command key",
+                r#"[{"name":"a","image":"x","args":false}]"#,
+                "command",
+            ),
+            (
+                "a command list",
+                r#"[{"name":"a","image":"x","command":["sh"],"args":false}]"#,
+                "boolean",
+            ),
+            (
+                "empty name",
+                r#"[{"name":" ","image":"x","command":true,"args":false}]"#,
+                "name",
+            ),
+            (
+                "empty image",
+                r#"[{"name":"a","image":"","command":true,"args":false}]"#,
+                "image",
+            ),
+            (
+                "bad uid",
+                r#"[{"name":"a","image":"x","command":true,"args":false,"runAsUser":"0"}]"#,
+                "expected i64",
+            ),
         ];
         for (name, text, want) in cases {
             let e = ContainerFacts::parse_list(text).unwrap_err();
             assert!(e.contains(want), "{name}: {e}");
         }
         let big = format!("[{}]", " ".repeat(MAX_CONTAINERS_JSON));
-        assert!(ContainerFacts::parse_list(&big).unwrap_err().contains("KiB"));
+        assert!(
+            ContainerFacts::parse_list(&big)
+                .unwrap_err()
+                .contains("KiB")
+        );
         let ok = ContainerFacts::parse_list(
             r#"[{"name":"a","image":"x","command":true,"args":false,"future":1}]"#,
         );

@@ -382,7 +382,10 @@ pub(crate) mod tests {
 
     #[test]
     fn the_summary_tells_pull_failures_from_containers_that_will_not_start() {
-        let report = Report::new(vec![result("a", Status::Ok), result("b", Status::WontStart)]);
+        let report = Report::new(vec![
+            result("a", Status::Ok),
+            result("b", Status::WontStart),
+        ]);
         assert_eq!(report.exit_code.code(), 7);
         assert_eq!(
             report.summary(),
