@@ -240,7 +240,8 @@ fn no_command_unless_the_spec_or_the_image_gives_one() {
         cmd: cmd.map(|c| c.iter().map(|s| s.to_string()).collect()),
     };
     // (repo, Entrypoint, Cmd, the bare container's start)
-    let cases: &[(&str, Option<&[&str]>, Option<&[&str]>, &str)] = &[
+    type List<'a> = Option<&'a [&'a str]>;
+    let cases: &[(&str, List, List, &str)] = &[
         ("start/cmd-none", None, None, "wont_start"),
         (
             "start/cmd-empty-entrypoint",
