@@ -3,12 +3,14 @@
 //! requests the registry saw, counted.
 
 use crate::check::Run;
+use crate::common::proxy::{Canned, Fault, Proxy, Rule};
 use crate::common::{
     ALICE, ALICE_PASSWORD, Registry, RunSettings, plain_registry, pullcheck_cmd, token_registry,
 };
 use pullcheck::start::{ContainerFacts, ContainerKind, SecurityFacts};
 use serde_json::Value;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 fn sc(non_root: Option<bool>, user: Option<i64>) -> SecurityFacts {
     SecurityFacts {
@@ -633,4 +635,60 @@ fn plain_image_lists_have_no_containers() {
     assert_eq!(r.code, 0, "{}", r.stdout);
     assert!(r.image(&image).get("containers").is_none());
     assert_eq!(gets(reg, "start/plain"), (0, 0));
+}
+
+#[test]
+fn config_reads_are_bounded_in_time_and_size_and_never_fail_the_image() {
+    let reg = plain_registry();
+    reg.push_image_with_config(
+        "start/faults",
+        "v1",
+        "linux/amd64",
+        false,
+        &RunSettings::user(""),
+    );
+    // (fault on the blob GET, what the message says)
+    let cases: Vec<(&str, Fault, &str)> = vec![
+        (
+            "stalled",
+            Fault::Stall,
+            "the deadline passed waiting for GET",
+        ),
+        (
+            "larger than 1 MiB",
+            Fault::respond(Canned::new(200).body(vec![b' '; 2 * 1024 * 1024])),
+            "larger than 1024 KiB",
+        ),
+        ("missing", Fault::status(404), "answered 404"),
+        (
+            "not a config",
+            Fault::respond(Canned::new(200).body(&b"{\"config\": 7}"[..])),
+            "not an image config",
+        ),
+    ];
+    for (name, fault, want) in cases {
+        let proxy = Proxy::start(&reg.host());
+        proxy.rule(Rule::contains("/blobs/", fault));
+        let image = format!("{}/start/faults:v1", proxy.host());
+        let host = proxy.host();
+        let started = Instant::now();
+        let r = run_env(
+            &["--plain-http", &host, "--timeout", "3s"],
+            &[non_root("app", &image, true)],
+            &[],
+        );
+        let took = started.elapsed();
+        assert_eq!(r.code, 0, "{name}: {}", r.stdout);
+        assert!(took < Duration::from_secs(4), "{name}: took {took:?}");
+        let res = r.image(&image);
+        assert_eq!(res["status"], "ok", "{name}");
+        assert_eq!(
+            start_of(&res, "app"),
+            ("unknown".into(), "config_not_read".into()),
+            "{name}"
+        );
+        let message = res["containers"][0]["message"].as_str().unwrap();
+        assert!(message.contains(want), "{name}: {message}");
+        assert_eq!(proxy.requests_matching("/blobs/").len(), 1, "{name}");
+    }
 }
