@@ -132,6 +132,40 @@ pub struct RunConfig {
     pub cmd: Vec<String>,
 }
 
+/// The most characters of `User` and of each `Entrypoint` and `Cmd` item kept, and the most
+/// items kept: a config may be 1 MiB, and a run may hold thousands.
+const KEEP_CHARS: usize = 256;
+const KEEP_ITEMS: usize = 4;
+
+impl RunConfig {
+    /// A config as the rules need it, its strings bounded without changing any verdict: a
+    /// numeric user keeps its value, a name stays a name; `Entrypoint` and `Cmd` keep whether
+    /// they are empty or exactly `[""]`.
+    pub fn new(user: String, entrypoint: Vec<String>, cmd: Vec<String>) -> RunConfig {
+        let user = if user.chars().count() <= KEEP_CHARS {
+            user
+        } else {
+            match image_user(&user) {
+                (Some(uid), _) => uid.to_string(),
+                // Cut, then marked: a cut name must not turn into a number.
+                (None, _) => format!("{}…", user.chars().take(KEEP_CHARS).collect::<String>()),
+            }
+        };
+        let bound = |items: Vec<String>| -> Vec<String> {
+            items
+                .into_iter()
+                .take(KEEP_ITEMS)
+                .map(|i| i.chars().take(KEEP_CHARS).collect())
+                .collect()
+        };
+        RunConfig {
+            user,
+            entrypoint: bound(entrypoint),
+            cmd: bound(cmd),
+        }
+    }
+}
+
 /// Why a container will not start: one of the rules above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -248,6 +282,31 @@ impl ContainerFacts {
     /// [`SecurityFacts::effective`].
     pub fn effective(pod: &SecurityFacts, container: &SecurityFacts) -> SecurityFacts {
         SecurityFacts::effective(pod, container)
+    }
+
+    /// The facts of one container of a pod spec, with the effective security values computed
+    /// from the pod's and the container's `securityContext` (pass `SecurityFacts::default()`
+    /// for one that is absent). `has_command` and `has_args`: the container sets a non-empty
+    /// `command` / `args`.
+    pub fn from_spec(
+        name: &str,
+        image: &str,
+        kind: Option<ContainerKind>,
+        has_command: bool,
+        has_args: bool,
+        pod: &SecurityFacts,
+        container: &SecurityFacts,
+    ) -> ContainerFacts {
+        let effective = SecurityFacts::effective(pod, container);
+        ContainerFacts {
+            name: name.to_string(),
+            image: image.to_string(),
+            kind,
+            has_command,
+            has_args,
+            run_as_non_root: effective.run_as_non_root,
+            run_as_user: effective.run_as_user,
+        }
     }
 
     /// The security facts of this container.
@@ -678,6 +737,34 @@ mod tests {
         for (name, command, args, config, want) in cases {
             assert_eq!(no_command(*command, *args, config), *want, "{name}");
         }
+    }
+
+    #[test]
+    fn bounded_configs_keep_their_verdicts() {
+        let long_uid = format!("{}1:0", "0".repeat(1000));
+        let digits_then_name = format!("{}x", "1".repeat(1000));
+        let cases: &[(&str, &str, (Option<i64>, bool))] = &[
+            ("short name", "nginx", (None, true)),
+            ("long uid with leading zeros", &long_uid, (Some(1), false)),
+            (
+                "long name starting with digits",
+                &digits_then_name,
+                (None, true),
+            ),
+        ];
+        for (name, user, (uid, named)) in cases {
+            let c = RunConfig::new(user.to_string(), vec![], vec![]);
+            assert!(c.user.chars().count() <= KEEP_CHARS + 1, "{name}");
+            let (got_uid, got_name) = image_user(&c.user);
+            assert_eq!((got_uid, !got_name.is_empty()), (*uid, *named), "{name}");
+        }
+        let many: Vec<String> = (0..100).map(|i| "x".repeat(i * 100)).collect();
+        let c = RunConfig::new(String::new(), many.clone(), vec![String::new()]);
+        assert_eq!(c.entrypoint.len(), KEEP_ITEMS);
+        assert!(c.entrypoint.iter().all(|i| i.len() <= KEEP_CHARS));
+        assert_eq!(c.cmd, [""]);
+        let empty_entrypoint = RunConfig::new(String::new(), vec![String::new()], vec![]);
+        assert!(no_command(false, false, &empty_entrypoint));
     }
 
     #[test]

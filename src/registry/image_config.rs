@@ -72,18 +72,18 @@ pub(super) fn parse_config(body: &[u8]) -> ConfigRead {
         Err(e) => return ConfigRead::Failed(format!("the config is not an image config: {e}")),
     };
     if !blob.os.is_empty() && !blob.os.eq_ignore_ascii_case("linux") {
-        return ConfigRead::NotLinux(blob.os);
+        return ConfigRead::NotLinux(blob.os.chars().take(64).collect());
     }
     let config = blob.config.unwrap_or(ContainerConfig {
         user: None,
         entrypoint: None,
         cmd: None,
     });
-    ConfigRead::Read(RunConfig {
-        user: config.user.unwrap_or_default(),
-        entrypoint: config.entrypoint.unwrap_or_default(),
-        cmd: config.cmd.unwrap_or_default(),
-    })
+    ConfigRead::Read(RunConfig::new(
+        config.user.unwrap_or_default(),
+        config.entrypoint.unwrap_or_default(),
+        config.cmd.unwrap_or_default(),
+    ))
 }
 
 impl Client {

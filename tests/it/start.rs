@@ -34,16 +34,7 @@ fn container(
     pod: SecurityFacts,
     own: SecurityFacts,
 ) -> ContainerFacts {
-    let effective = ContainerFacts::effective(&pod, &own);
-    ContainerFacts {
-        name: name.to_string(),
-        image: image.to_string(),
-        kind: Some(kind),
-        has_command: command,
-        has_args: args,
-        run_as_non_root: effective.run_as_non_root,
-        run_as_user: effective.run_as_user,
-    }
+    ContainerFacts::from_spec(name, image, Some(kind), command, args, &pod, &own)
 }
 
 /// An app container with neither command nor args and `runAsNonRoot: true` on the pod.
@@ -691,4 +682,55 @@ fn config_reads_are_bounded_in_time_and_size_and_never_fail_the_image() {
         assert!(message.contains(want), "{name}: {message}");
         assert_eq!(proxy.requests_matching("/blobs/").len(), 1, "{name}");
     }
+}
+
+#[test]
+fn text_report_and_termination_message_name_the_container_and_the_fix() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_image_with_config(
+        "start/text",
+        "v1",
+        "linux/amd64",
+        false,
+        &RunSettings::default(),
+    );
+    let image = format!("{host}/start/text:v1");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("termination-log");
+    let mut cmd = pullcheck_cmd();
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PULLCHECK_") {
+            cmd.env_remove(name);
+        }
+    }
+    let out = cmd
+        .args(["check", "--plain-http", &host])
+        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+        .arg("--termination-log")
+        .arg(&log)
+        .env(
+            "PULLCHECK_CONTAINERS",
+            ContainerFacts::to_env(&[non_root("trainer", &image, false)]),
+        )
+        .env_remove("DOCKER_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("wont_start "), "{text}");
+    assert!(first.contains("container \"trainer\""), "{text}");
+    assert!(first.contains("Hint: Set runAsUser: 1000"), "{text}");
+    assert_eq!(
+        text.lines().last().unwrap(),
+        "pullcheck: all 1 image can be pulled, but a container of 1 will not start"
+    );
+    let message = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        message.starts_with("pullcheck: all 1 image can be pulled, but"),
+        "{message}"
+    );
+    assert!(message.contains("\nwont_start: "), "{message}");
+    assert!(message.contains("\"trainer\""), "{message}");
 }
