@@ -734,3 +734,66 @@ fn text_report_and_termination_message_name_the_container_and_the_fix() {
     assert!(message.contains("\nwont_start: "), "{message}");
     assert!(message.contains("\"trainer\""), "{message}");
 }
+
+/// What `auto` costs over `off`: wall time and requests for 10 images whose containers all need
+/// the config (run with `cargo test --test it start::measure -- --ignored --nocapture`).
+#[test]
+#[ignore = "a measurement, not a test"]
+fn measure_start_check_cost() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let mut containers = Vec::new();
+    for i in 0..10 {
+        let repo = format!("start/measure-{i}");
+        reg.push_image_with_config(
+            &repo,
+            "v1",
+            "linux/amd64",
+            false,
+            &RunSettings::user("1000"),
+        );
+        containers.push(non_root(
+            &format!("c{i}"),
+            &format!("{host}/{repo}:v1"),
+            false,
+        ));
+    }
+    let json = ContainerFacts::to_env(&containers);
+    let base = ["--plain-http", host.as_str()];
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (mut auto, mut off) = (Vec::new(), Vec::new());
+    let requests = |reg: &Registry| {
+        reg.requests()
+            .iter()
+            .filter(|r| r.path.contains("/start/measure-"))
+            .count()
+    };
+    for _ in 0..15 {
+        for (mode, times) in [("auto", &mut auto), ("off", &mut off)] {
+            let started = Instant::now();
+            let r = run_with_env(&base, &json, &[], &[("PULLCHECK_START_CHECK", mode)]);
+            times.push(started.elapsed());
+            assert_eq!(r.code, 0, "{}", r.stdout);
+        }
+    }
+    let before = requests(reg);
+    let r = run_with_env(&base, &json, &[], &[("PULLCHECK_START_CHECK", "auto")]);
+    let with_auto = requests(reg) - before;
+    for image in r.json()["images"].as_array().unwrap() {
+        assert_eq!(
+            image["containers"][0]["reason"], "image_config",
+            "{image:#}"
+        );
+    }
+    let before = requests(reg);
+    run_with_env(&base, &json, &[], &[("PULLCHECK_START_CHECK", "off")]);
+    let with_off = requests(reg) - before;
+    println!(
+        "10 images, 15 runs each: auto median {:?} ({with_auto} requests), off median {:?} ({with_off} requests)",
+        median(auto),
+        median(off)
+    );
+}
