@@ -743,23 +743,25 @@ mod tests {
     fn bounded_configs_keep_their_verdicts() {
         let long_uid = format!("{}1:0", "0".repeat(1000));
         let digits_then_name = format!("{}x", "1".repeat(1000));
-        let cases: &[(&str, &str, (Option<i64>, bool))] = &[
-            ("short name", "nginx", (None, true)),
-            ("long uid with leading zeros", &long_uid, (Some(1), false)),
+        // (case, User, uid, a name)
+        let cases: &[(&str, &str, Option<i64>, bool)] = &[
+            ("short name", "nginx", None, true),
+            ("long uid with leading zeros", &long_uid, Some(1), false),
             (
                 "long name starting with digits",
                 &digits_then_name,
-                (None, true),
+                None,
+                true,
             ),
         ];
-        for (name, user, (uid, named)) in cases {
+        for (name, user, uid, named) in cases {
             let c = RunConfig::new(user.to_string(), vec![], vec![]);
             assert!(c.user.chars().count() <= KEEP_CHARS + 1, "{name}");
             let (got_uid, got_name) = image_user(&c.user);
             assert_eq!((got_uid, !got_name.is_empty()), (*uid, *named), "{name}");
         }
         let many: Vec<String> = (0..100).map(|i| "x".repeat(i * 100)).collect();
-        let c = RunConfig::new(String::new(), many.clone(), vec![String::new()]);
+        let c = RunConfig::new(String::new(), many, vec![String::new()]);
         assert_eq!(c.entrypoint.len(), KEEP_ITEMS);
         assert!(c.entrypoint.iter().all(|i| i.len() <= KEEP_CHARS));
         assert_eq!(c.cmd, [""]);
