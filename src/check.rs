@@ -1,6 +1,8 @@
 //! Checking a set of images: all at once (bounded by `--concurrency`), each retried with
 //! exponential back-off and jitter while its failure is transient, the whole run inside one
-//! deadline (`--timeout`). Every image gets a result; nothing here returns an error.
+//! deadline (`--timeout`). Every image gets a result; nothing here returns an error. When the
+//! pod's containers are known ([`Options::containers`]), an image that was found is then checked
+//! for whether its containers will start ([`crate::start`]), inside the same deadline.
 
 use crate::keyring::{Credential, Keyring};
 use crate::reference::{Reference, ReferenceError};

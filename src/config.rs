@@ -414,6 +414,23 @@ mod tests {
     }
 
     #[test]
+    fn containers_bring_their_images_and_bad_json_is_a_usage_error() {
+        let json = r#"[{"name":"a","image":"app:1","command":false,"args":false,"runAsNonRoot":true},{"name":"b","image":"b:2","command":true,"args":false}]"#;
+        let c = config(&["app:1", "--containers", json], "").unwrap();
+        assert_eq!(c.images, ["app:1", "b:2"]);
+        assert_eq!(c.options.containers.len(), 2);
+        assert_eq!(c.options.start_check, crate::start::StartCheck::Auto);
+        let c = config(&["--containers", json, "--start-check", "off"], "").unwrap();
+        assert_eq!(c.options.start_check, crate::start::StartCheck::Off);
+        let e = config(&["--containers", "[{"], "").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--containers / PULLCHECK_CONTAINERS"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn non_utf8_input_is_refused() {
         let e = Config::from_args(args(&["--images-file", "-"]), &mut &b"ok\n\xff\xfe"[..])
             .unwrap_err();
