@@ -1,12 +1,17 @@
 //! Checking a set of images: all at once (bounded by `--concurrency`), each retried with
 //! exponential back-off and jitter while its failure is transient, the whole run inside one
-//! deadline (`--timeout`). Every image gets a result; nothing here returns an error.
+//! deadline (`--timeout`). Every image gets a result; nothing here returns an error. When the
+//! pod's containers are known ([`Options::containers`]), an image that was found is then checked
+//! for whether its containers will start ([`crate::start`]), inside the same deadline.
 
 use crate::keyring::{Credential, Keyring};
 use crate::reference::{Reference, ReferenceError};
-use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
-use crate::report::{ImageResult, Report, Status};
-use std::collections::HashSet;
+use crate::registry::{
+    self, AuthUsed, Client, ClientOptions, ConfigRead, Fact, Outcome, Progress, Verdict,
+};
+use crate::report::{ContainerStart, ImageResult, Report, Status};
+use crate::start::{ContainerFacts, NotRead, StartCheck};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -27,6 +32,11 @@ pub struct Options {
     /// Registries (`host[:port]`, `docker.io`, or `*`) whose `unauthorized` verdicts, when no
     /// credential matched, are warnings: the node may pull with credentials of its own.
     pub allow_unauthenticated: Vec<String>,
+    /// The containers of the pod spec, for the start check: each is matched to its image by
+    /// normalised reference. Empty: no start prediction.
+    pub containers: Vec<ContainerFacts>,
+    /// Whether to predict that containers will not start.
+    pub start_check: StartCheck,
 }
 
 impl Default for Options {
@@ -37,6 +47,8 @@ impl Default for Options {
             client: ClientOptions::default(),
             keyring: Keyring::default(),
             allow_unauthenticated: Vec::new(),
+            containers: Vec::new(),
+            start_check: StartCheck::Auto,
         }
     }
 }
@@ -112,6 +124,13 @@ pub async fn check_until(
                 return Report::new(results);
             }
         };
+    // The containers of each image, by normalised reference, in pod-spec order.
+    let mut containers: HashMap<String, Vec<ContainerFacts>> = HashMap::new();
+    for c in &options.containers {
+        if let Ok(r) = Reference::parse(&c.image) {
+            containers.entry(r.to_string()).or_default().push(c.clone());
+        }
+    }
     let attempt_cap = (timeout / 4).max(ATTEMPT_MIN).min(timeout);
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
 
@@ -138,6 +157,10 @@ pub async fn check_until(
                     .iter()
                     .any(|h| h == "*" || *h == reference.registry);
                 let job = Job {
+                    containers: containers
+                        .remove(&reference.to_string())
+                        .unwrap_or_default(),
+                    start_check: options.start_check,
                     allow_unauthenticated: allowed,
                     client: client.clone(),
                     credentials,
@@ -209,6 +232,9 @@ type Parsed<'a> = (
 );
 
 struct Job {
+    /// The containers of the pod spec that use this image.
+    containers: Vec<ContainerFacts>,
+    start_check: StartCheck,
     /// `--allow-unauthenticated` names this image's registry.
     allow_unauthenticated: bool,
     client: Arc<Client>,
@@ -224,6 +250,70 @@ struct Job {
 
 impl Job {
     async fn run(self) -> ImageResult {
+        let mut result = self.pull().await;
+        // Images that cannot be pulled still say what their containers' specs alone decide
+        // (`runAsNonRoot` with `runAsUser: 0`).
+        if result.containers.is_empty() && !self.containers.is_empty() {
+            let why = match self.start_check {
+                StartCheck::Off => NotRead::Off,
+                StartCheck::Auto => NotRead::PullFailed,
+            };
+            result.containers = self
+                .containers
+                .iter()
+                .map(|c| c.evaluate(Err(&why)))
+                .collect();
+        }
+        result
+    }
+
+    /// Predicts whether each container using this image starts, after its probe found it:
+    /// the config is read (once) only when some container's spec leaves the answer to it.
+    async fn predict_start(&self, outcome: &Outcome) -> Vec<ContainerStart> {
+        if self.start_check == StartCheck::Off {
+            return self
+                .containers
+                .iter()
+                .map(|c| c.evaluate(Err(&NotRead::Off)))
+                .collect();
+        }
+        let needed = self
+            .containers
+            .iter()
+            .any(|c| c.needs_image_config() && c.refusal_without_image().is_none());
+        let read = if needed {
+            let credential = match &outcome.auth {
+                AuthUsed::Anonymous => None,
+                AuthUsed::Credential { username, source } => self
+                    .credentials
+                    .iter()
+                    .find(|c| c.source == *source && c.username == *username),
+            };
+            let progress = Progress::default();
+            let read =
+                self.client
+                    .image_config(&self.reference, &outcome.fact, credential, &progress);
+            match tokio::time::timeout_at(self.deadline, read).await {
+                Ok(ConfigRead::Read(config)) => Ok(config),
+                Ok(ConfigRead::NotLinux(os)) => Err(NotRead::NotLinux(os)),
+                Ok(ConfigRead::Failed(why)) => Err(NotRead::Failed(why)),
+                Err(_) => Err(NotRead::Failed(format!(
+                    "the deadline passed waiting for {}",
+                    progress.get()
+                ))),
+            }
+        } else {
+            // No container needs it: never read.
+            Err(NotRead::Failed("not needed".to_string()))
+        };
+        self.containers
+            .iter()
+            .map(|c| c.evaluate(read.as_ref()))
+            .collect()
+    }
+
+    /// Probes the image until it has a verdict, then predicts whether its containers start.
+    async fn pull(&self) -> ImageResult {
         let start = Instant::now();
         // `timeout_at` polls the slot before the timer: a slot handed over at the deadline
         // must not start a probe.
@@ -256,7 +346,13 @@ impl Job {
                 if matches!(outcome.fact, Fact::TimedOut { deadline: true, .. }) {
                     verdict.message.push_str(&self.gave_up(attempts, start));
                 }
+                let mut containers = Vec::new();
+                if verdict.status == Status::Ok && !self.containers.is_empty() {
+                    containers = self.predict_start(&outcome).await;
+                    verdict = registry::classify_start(&self.reference, verdict, &containers);
+                }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
+                result.containers = containers;
                 if result.status == Status::Unauthorized
                     && credentials.is_empty()
                     && self.allow_unauthenticated
@@ -314,6 +410,7 @@ impl Job {
             platform_digest: v.platform_digest,
             available_platforms: v.available_platforms,
             suggestions: v.suggestions,
+            containers: Vec::new(),
             message: v.message,
             hint: v.hint,
             auth: auth.describe(),
@@ -344,6 +441,7 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         platform_digest: None,
         available_platforms: Vec::new(),
         suggestions: Vec::new(),
+        containers: Vec::new(),
         message,
         hint: String::new(),
         auth: AuthUsed::Anonymous.describe(),

@@ -3,6 +3,7 @@
 
 use crate::registry::PlatformCheck;
 use crate::report::EXIT_CODES_HELP;
+use crate::start::StartCheck;
 use clap::builder::FalseyValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -190,6 +191,29 @@ pub struct CheckArgs {
         default_value = "auto"
     )]
     pub platform_check: PlatformCheck,
+
+    /// The pod's containers, for the start check: a JSON list of `{"name", "image", "kind",
+    /// "command", "args", "runAsNonRoot", "runAsUser"}` (`pullcheck inject` writes it). Their
+    /// images are checked too.
+    #[arg(
+        long,
+        value_name = "JSON",
+        env = "PULLCHECK_CONTAINERS",
+        value_parser = clap::builder::OsStringValueParser::new()
+    )]
+    pub containers: Option<std::ffi::OsString>,
+
+    /// `auto`: predict containers that will not start (runAsNonRoot against the image's user,
+    /// no command), reading an image's config (a manifest and a blob GET) only when a
+    /// container's spec leaves the answer to the image; `off`: no prediction, no extra request.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        env = "PULLCHECK_START_CHECK",
+        default_value = "auto"
+    )]
+    pub start_check: StartCheck,
 
     /// Deadline for the whole check (`500ms`, `30s`, `2m`).
     #[arg(

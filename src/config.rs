@@ -9,6 +9,7 @@ use crate::platform::{MatchMode, Platform};
 use crate::podspec;
 use crate::reference::{DOCKER_HUB, Reference};
 use crate::registry::{ClientOptions, PlatformPolicy};
+use crate::start::ContainerFacts;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use std::io::Read;
@@ -119,13 +120,30 @@ impl Config {
                 Err(e) => errors.push(format!("--pod-spec {source}: {e}")),
             }
         }
+        let mut containers = Vec::new();
+        if let Some(json) = &args.containers {
+            use std::os::unix::ffi::OsStrExt;
+            match std::str::from_utf8(json.as_bytes()) {
+                Ok(text) => match ContainerFacts::parse_list(text) {
+                    Ok(list) => containers = list,
+                    Err(e) => errors.push(format!("--containers / PULLCHECK_CONTAINERS: {e}")),
+                },
+                Err(e) => errors.push(format!(
+                    "--containers / PULLCHECK_CONTAINERS: not UTF-8 text (invalid byte at offset {})",
+                    e.valid_up_to()
+                )),
+            }
+        }
+        // The containers' images are checked too (they are the pod's images).
+        images.extend(containers.iter().map(|c| c.image.clone()));
         let any_source = !args.images.is_empty()
+            || args.containers.is_some()
             || args.images_list.is_some()
             || args.images_file.is_some()
             || args.pod_spec.is_some();
         if !any_source {
             errors.push(
-                "no images to check: give IMAGE arguments, --images (PULLCHECK_IMAGES), --images-file or --pod-spec"
+                "no images to check: give IMAGE arguments, --images (PULLCHECK_IMAGES), --images-file, --pod-spec or --containers (PULLCHECK_CONTAINERS)"
                     .to_string(),
             );
         }
@@ -237,6 +255,8 @@ impl Config {
                 },
                 keyring,
                 allow_unauthenticated,
+                containers,
+                start_check: args.start_check,
             },
             output: args.output,
             warnings,
@@ -391,6 +411,23 @@ mod tests {
         assert!(config(&[], "").is_err());
         let c = config(&["--images", "  "], "").unwrap();
         assert!(c.images.is_empty());
+    }
+
+    #[test]
+    fn containers_bring_their_images_and_bad_json_is_a_usage_error() {
+        let json = r#"[{"name":"a","image":"app:1","command":false,"args":false,"runAsNonRoot":true},{"name":"b","image":"b:2","command":true,"args":false}]"#;
+        let c = config(&["app:1", "--containers", json], "").unwrap();
+        assert_eq!(c.images, ["app:1", "b:2"]);
+        assert_eq!(c.options.containers.len(), 2);
+        assert_eq!(c.options.start_check, crate::start::StartCheck::Auto);
+        let c = config(&["--containers", json, "--start-check", "off"], "").unwrap();
+        assert_eq!(c.options.start_check, crate::start::StartCheck::Off);
+        let e = config(&["--containers", "[{"], "").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--containers / PULLCHECK_CONTAINERS"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -33,6 +33,8 @@
 //!   verdict, in one place.
 //! - [`platform`]: the node's platform and index matching, as containerd does it;
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
+//! - [`start`]: will each container start once pulled? The kubelet's and the runtimes' rules
+//!   (`runAsNonRoot`, the image's user, the command), over the pod spec and the image's config.
 //! - [`check`](mod@check): concurrency, retries with back-off, the deadline.
 //! - [`report`]: results, exit codes, text, JSON and the termination message.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
@@ -49,6 +51,7 @@ pub mod podspec;
 pub mod reference;
 pub mod registry;
 pub mod report;
+pub mod start;
 pub mod suggest;
 
 pub use check::{Options, check, check_until};

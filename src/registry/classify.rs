@@ -8,7 +8,7 @@
 
 use super::{AuthUsed, Fact, Outcome, Step};
 use crate::reference::Reference;
-use crate::report::Status;
+use crate::report::{ContainerStart, StartStatus, Status};
 use std::time::Duration;
 
 /// The verdict on one probe.
@@ -317,6 +317,43 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             );
             if *deadline { v } else { v.retry(None) }
         }
+    }
+}
+
+/// The verdict on an image once its containers' start was predicted ([`crate::start`]): an
+/// image that can be pulled is `wont_start` when a container using it will not start; any other
+/// verdict stands, since a pull failure comes first (and has the lower exit code).
+pub fn classify_start(
+    reference: &Reference,
+    verdict: Verdict,
+    containers: &[ContainerStart],
+) -> Verdict {
+    if verdict.status != Status::Ok {
+        return verdict;
+    }
+    let refused: Vec<&ContainerStart> = containers
+        .iter()
+        .filter(|c| c.start == StartStatus::WontStart)
+        .collect();
+    let Some(first) = refused.first() else {
+        return verdict;
+    };
+    let mut hints: Vec<&str> = Vec::new();
+    for c in &refused {
+        if !hints.contains(&c.hint.as_str()) {
+            hints.push(&c.hint);
+        }
+    }
+    let reasons: Vec<&str> = refused.iter().map(|c| c.message.as_str()).collect();
+    Verdict {
+        status: Status::WontStart,
+        reason: first.reason,
+        message: format!(
+            "{reference}: can be pulled, but will not start: {}; the kubelet retries such a container for ever and the pod never fails",
+            reasons.join("; ")
+        ),
+        hint: hints.join(" "),
+        ..verdict
     }
 }
 
@@ -656,5 +693,57 @@ mod tests {
         };
         let v = classify(&reference("r.io/x"), &outcome(fact, AuthUsed::Anonymous));
         assert_eq!(v.retry, Some(Some(Duration::from_secs(3))));
+    }
+
+    #[test]
+    fn start_predictions_turn_only_a_pullable_image_into_wont_start() {
+        let container = |name: &str, start: StartStatus, reason: &'static str| ContainerStart {
+            name: name.into(),
+            start,
+            reason,
+            message: format!("container {name:?}: {reason}"),
+            hint: if start == StartStatus::WontStart {
+                format!("fix {reason}")
+            } else {
+                String::new()
+            },
+        };
+        let found = Fact::Found {
+            digest: Some("sha256:1".into()),
+            media_type: None,
+            platform_digest: None,
+        };
+        let r = reference("r.io/x");
+        let ok = classify(&r, &outcome(found, AuthUsed::Anonymous));
+        let containers = [
+            container("a", StartStatus::Ok, "spec"),
+            container("b", StartStatus::WontStart, "no_command"),
+            container("c", StartStatus::Unknown, "config_not_read"),
+            container("d", StartStatus::WontStart, "runs_as_root"),
+        ];
+        let v = classify_start(&r, ok.clone(), &containers);
+        assert_eq!((v.status, v.reason), (Status::WontStart, "no_command"));
+        assert_eq!(v.digest.as_deref(), Some("sha256:1"));
+        assert!(
+            v.message.contains("\"b\": no_command; container \"d\""),
+            "{}",
+            v.message
+        );
+        assert_eq!(v.hint, "fix no_command fix runs_as_root");
+
+        let fine = classify_start(&r, ok.clone(), &containers[..1]);
+        assert_eq!(fine, ok);
+        let missing = classify(
+            &r,
+            &outcome(
+                Fact::Missing {
+                    url: "u".into(),
+                    repository_missing: Some(true),
+                    suggestions: vec![],
+                },
+                AuthUsed::Anonymous,
+            ),
+        );
+        assert_eq!(classify_start(&r, missing.clone(), &containers), missing);
     }
 }

@@ -137,24 +137,9 @@ impl Client {
         };
         if is_index {
             // An index we cannot read says nothing against the image: never block on it.
-            let Ok(index) = serde_json::from_slice::<Index>(&body) else {
+            let Some(entries) = index_entries(&body) else {
                 return found(None);
             };
-            let entries: Vec<(Platform, Option<String>)> = index
-                .manifests
-                .into_iter()
-                .filter_map(|d| {
-                    let p = d.platform?;
-                    // Entries that need OS features are for Windows hosts; attestations are
-                    // `unknown/unknown`: neither can run on a Linux node.
-                    if !p.os_features.is_empty() || p.os == "unknown" || p.architecture == "unknown"
-                    {
-                        return None;
-                    }
-                    platform_of(&p.os, &p.architecture, p.variant.as_deref())
-                        .map(|plat| (plat, d.digest))
-                })
-                .collect();
             if entries.is_empty() {
                 return found(None);
             }
@@ -184,6 +169,10 @@ impl Client {
             Ok(b) => b,
             Err(fact) => return fact,
         };
+        // The start check needs this same config: keep what it says for the run.
+        if let Some(d) = &digest {
+            self.remember_config(d, super::image_config::parse_config(&body));
+        }
         let Ok(config) = serde_json::from_slice::<ImageConfig>(&body) else {
             return found(None);
         };
@@ -363,6 +352,26 @@ fn next_link(base: &str, headers: &HeaderMap) -> Option<String> {
     } else {
         None
     }
+}
+
+/// The entries of an index that a node could run, with their platforms and digests; `None`
+/// when the body is not an index.
+pub(super) fn index_entries(body: &[u8]) -> Option<Vec<(Platform, Option<String>)>> {
+    let index = serde_json::from_slice::<Index>(body).ok()?;
+    let entries = index
+        .manifests
+        .into_iter()
+        .filter_map(|d| {
+            let p = d.platform?;
+            // Entries that need OS features are for Windows hosts; attestations are
+            // `unknown/unknown`: neither can run on a Linux node.
+            if !p.os_features.is_empty() || p.os == "unknown" || p.architecture == "unknown" {
+                return None;
+            }
+            platform_of(&p.os, &p.architecture, p.variant.as_deref()).map(|plat| (plat, d.digest))
+        })
+        .collect();
+    Some(entries)
 }
 
 /// The platform of an index entry or image config, when it reads as one.

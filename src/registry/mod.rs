@@ -5,7 +5,9 @@
 //! per registry, credential and repository, shared), and sends **one** `HEAD` for the manifest.
 //! Follow-ups (in `inspect`) are sent only when they are needed: after a 404,
 //! `GET /v2/<name>/tags/list` tells a missing tag from a missing repository and lists close
-//! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform.
+//! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform;
+//! when a container's spec leaves it to the image whether it starts (see [`crate::start`]),
+//! `image_config` reads the image's config (a manifest `GET` and a blob `GET`).
 //! What a probe found is returned as raw facts ([`Outcome`]); [`classify`](fn@classify) turns them into a
 //! verdict in one place.
 //!
@@ -19,9 +21,11 @@
 
 pub mod auth;
 pub mod classify;
+mod image_config;
 mod inspect;
 
-pub use classify::{Verdict, classify};
+pub use classify::{Verdict, classify, classify_start};
+pub use image_config::ConfigRead;
 
 use crate::keyring::Credential;
 use crate::platform::{MatchMode, Platform};
@@ -245,6 +249,9 @@ pub struct Client {
     plain_http: HashSet<String>,
     platform: PlatformPolicy,
     registries: Mutex<HashMap<String, Arc<RegistryState>>>,
+    /// Image configs already read in this run, by manifest digest: the platform check of a
+    /// single manifest reads the same config the start check needs.
+    configs: Mutex<HashMap<String, ConfigRead>>,
 }
 
 /// Tokens are cached per (credential source or "", group of repositories).
@@ -313,6 +320,7 @@ impl Client {
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),
             registries: Mutex::new(HashMap::new()),
+            configs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -482,30 +490,12 @@ impl Client {
         );
         // An expired token is fetched again once.
         for fresh_token in [false, true] {
-            let authorization = match scheme {
-                AuthScheme::None => None,
-                AuthScheme::Basic => cred.map(basic_auth),
-                AuthScheme::Bearer { realm, service } => {
-                    progress.set(format!("token from {realm}"));
-                    let repository = &reference.repository;
-                    match self
-                        .token(
-                            state,
-                            realm,
-                            service.as_deref(),
-                            repository,
-                            cred,
-                            fresh_token,
-                        )
-                        .await
-                    {
-                        Ok(t) => Some(format!("Bearer {}", t.value)),
-                        Err(fact) => return (fact, None),
-                    }
-                }
-                AuthScheme::Unsupported(s) => {
-                    return (Fact::UnsupportedAuth { scheme: s.clone() }, None);
-                }
+            let authorization = match self
+                .authorization(state, scheme, reference, cred, fresh_token, progress)
+                .await
+            {
+                Ok(a) => a,
+                Err(fact) => return (fact, None),
             };
             progress.set(format!("HEAD {url}"));
             let req = authorized(
@@ -565,6 +555,38 @@ impl Client {
             scheme: "bearer (token refused twice)".to_string(),
         };
         (fact, None)
+    }
+
+    /// The `Authorization` header for a request about `reference` with `cred`: none, Basic, or
+    /// a Bearer token from the run's cache (fetched when missing, expired, or `refresh`).
+    async fn authorization(
+        &self,
+        state: &RegistryState,
+        scheme: &AuthScheme,
+        reference: &Reference,
+        cred: Option<&Credential>,
+        refresh: bool,
+        progress: &Progress,
+    ) -> Result<Option<String>, Fact> {
+        match scheme {
+            AuthScheme::None => Ok(None),
+            AuthScheme::Basic => Ok(cred.map(basic_auth)),
+            AuthScheme::Bearer { realm, service } => {
+                progress.set(format!("token from {realm}"));
+                let token = self
+                    .token(
+                        state,
+                        realm,
+                        service.as_deref(),
+                        &reference.repository,
+                        cred,
+                        refresh,
+                    )
+                    .await?;
+                Ok(Some(format!("Bearer {}", token.value)))
+            }
+            AuthScheme::Unsupported(s) => Err(Fact::UnsupportedAuth { scheme: s.clone() }),
+        }
     }
 
     async fn ping(&self, state: &RegistryState) -> Result<AuthScheme, Fact> {

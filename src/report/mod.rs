@@ -31,6 +31,9 @@ pub enum Status {
     Denied,
     /// DNS, connect, TLS, time-outs, 5xx or 429 that lasted until the deadline.
     Unreachable,
+    /// The image can be pulled, but a container using it will not start
+    /// (`CreateContainerConfigError`, `CreateContainerError`).
+    WontStart,
 }
 
 impl Status {
@@ -42,6 +45,7 @@ impl Status {
             Status::WrongPlatform => ExitCode::WrongPlatform,
             Status::Unauthorized | Status::Denied => ExitCode::AccessRefused,
             Status::Unreachable => ExitCode::Unreachable,
+            Status::WontStart => ExitCode::WontStart,
         }
     }
 
@@ -55,14 +59,15 @@ impl Status {
             Status::Unauthorized => "unauthorized",
             Status::Denied => "denied",
             Status::Unreachable => "unreachable",
+            Status::WontStart => "wont_start",
         }
     }
 }
 
 /// The process exit codes: one enum, documented in `--help` and the README.
 ///
-/// When images fail differently the lowest of 3–6 wins, so that a Job's `podFailurePolicy`
-/// can fail the Job at once on 3–5 (permanent) and treat 6 (transient) differently.
+/// When images fail differently the lowest of 3–7 wins, so that a Job's `podFailurePolicy`
+/// can fail the Job at once on 3–5 and 7 (permanent) and treat 6 (transient) differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum ExitCode {
@@ -78,6 +83,8 @@ pub enum ExitCode {
     AccessRefused = 5,
     /// A registry could not be reached, or kept failing, until the deadline (transient).
     Unreachable = 6,
+    /// An image can be pulled, but a container using it will not start (permanent).
+    WontStart = 7,
 }
 
 impl ExitCode {
@@ -113,7 +120,8 @@ Exit codes:
   4  an image exists but has no variant for this node's platform
   5  access refused: no credentials, credentials rejected, or no permission
   6  a registry could not be reached, or kept failing, until the deadline (transient)
-When images fail differently, the lowest code of 3-6 wins.";
+  7  an image can be pulled, but a container using it will not start (permanent)
+When images fail differently, the lowest code of 3-7 wins.";
 
 /// The verdict for one image. A failed image is data, not an error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -153,6 +161,40 @@ pub struct ImageResult {
     /// Close tags or repositories, when the image is `not_found` (best effort).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
+    /// Will each container using this image start? One entry per container of the pod spec
+    /// (`--containers`, `PULLCHECK_CONTAINERS`); empty, and left out of JSON, without them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<ContainerStart>,
+}
+
+/// Whether a container will start once its image is pulled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartStatus {
+    /// Nothing found that stops it.
+    Ok,
+    /// The kubelet or the runtime will refuse to create it.
+    WontStart,
+    /// Not predicted: the image's config was needed and not read.
+    Unknown,
+}
+
+/// The start prediction for one container (see [`crate::start`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainerStart {
+    /// The container's name.
+    pub name: String,
+    /// The prediction.
+    pub start: StartStatus,
+    /// Why: for `wont_start` the rule (`runs_as_root`, `non_numeric_user`, `invalid_user_id`,
+    /// `run_as_user_zero`, `no_command`); for `ok`, `spec` or `image_config` (what settled it);
+    /// for `unknown`, `start_check_off`, `not_pulled`, `not_linux` or `config_not_read`.
+    pub reason: &'static str,
+    /// The container, the rule and what was found.
+    pub message: String,
+    /// What to change (empty unless `wont_start`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub hint: String,
 }
 
 impl ImageResult {
@@ -234,14 +276,26 @@ impl Report {
                 "pullcheck: stopped by {why} before the check finished ({unfinished} of {total} images not checked)"
             );
         }
+        let wont_start = self
+            .failures()
+            .filter(|r| r.status == Status::WontStart)
+            .count();
+        let not_pulled = failing - wont_start;
+        let noun = if total == 1 { "image" } else { "images" };
         let mut s = if total == 0 {
             "pullcheck: no images to check".to_string()
         } else if failing == 0 {
-            let noun = if total == 1 { "image" } else { "images" };
             format!("pullcheck: all {total} {noun} can be pulled")
-        } else {
-            let noun = if total == 1 { "image" } else { "images" };
+        } else if wont_start == 0 {
             format!("pullcheck: {failing} of {total} {noun} cannot be pulled")
+        } else if not_pulled == 0 {
+            format!(
+                "pullcheck: all {total} {noun} can be pulled, but a container of {wont_start} will not start"
+            )
+        } else {
+            format!(
+                "pullcheck: {not_pulled} of {total} {noun} cannot be pulled, and a container of {wont_start} more will not start"
+            )
         };
         if warnings > 0 {
             s.push_str(&format!(" ({warnings} not verified, not counted)"));
@@ -265,6 +319,7 @@ pub(crate) mod tests {
             platform_digest: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            containers: Vec::new(),
             message: format!("{image} is {}", status.as_str()),
             hint: if status == Status::Ok {
                 String::new()
@@ -308,11 +363,42 @@ pub(crate) mod tests {
                 &[Status::Unreachable],
                 ExitCode::Unreachable,
             ),
+            (
+                "every pull failure beats wont_start",
+                &[Status::WontStart, Status::Unreachable],
+                ExitCode::Unreachable,
+            ),
+            (
+                "wont_start alone is 7",
+                &[Status::Ok, Status::WontStart],
+                ExitCode::WontStart,
+            ),
         ];
         for (name, statuses, want) in cases {
             let results: Vec<_> = statuses.iter().map(|s| result("x", *s)).collect();
             assert_eq!(ExitCode::for_results(&results), *want, "{name}");
         }
+    }
+
+    #[test]
+    fn the_summary_tells_pull_failures_from_containers_that_will_not_start() {
+        let report = Report::new(vec![
+            result("a", Status::Ok),
+            result("b", Status::WontStart),
+        ]);
+        assert_eq!(report.exit_code.code(), 7);
+        assert_eq!(
+            report.summary(),
+            "pullcheck: all 2 images can be pulled, but a container of 1 will not start"
+        );
+        let report = Report::new(vec![
+            result("a", Status::NotFound),
+            result("b", Status::WontStart),
+        ]);
+        assert_eq!(
+            report.summary(),
+            "pullcheck: 1 of 2 images cannot be pulled, and a container of 1 more will not start"
+        );
     }
 
     #[test]

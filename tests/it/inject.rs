@@ -318,7 +318,7 @@ fn job_example_fails_at_once_on_permanent_verdicts_and_ignores_unreachable() {
             })
         })
     };
-    for code in [3, 4, 5] {
+    for code in [3, 4, 5, 7] {
         let rule = rule_for(code).unwrap_or_else(|| panic!("no rule for exit code {code}"));
         assert_eq!(rule["action"], "FailJob");
         assert_eq!(rule["onExitCodes"]["containerName"], "pullcheck");

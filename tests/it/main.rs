@@ -5,6 +5,7 @@
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
+//! - `start`: predicting containers that will not start, from image configs pushed by the tests.
 
 #![allow(clippy::unwrap_used)]
 
@@ -17,3 +18,4 @@ mod harness;
 mod image;
 mod inject;
 mod platform;
+mod start;

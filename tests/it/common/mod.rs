@@ -20,7 +20,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub use registry::{ManifestHead, Registry, RegistryOptions, Request, http_client};
-pub use seed::{PushedIndex, media, sha256_digest};
+pub use seed::{PushedIndex, RunSettings, media, sha256_digest};
 pub use token::{TokenRequest, TokenServer};
 
 /// The Basic-auth user of [`tls_basic_registry`].

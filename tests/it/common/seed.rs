@@ -123,8 +123,47 @@ fn descriptor(media_type: &str, bytes: &[u8]) -> Value {
     json!({ "mediaType": media_type, "digest": sha256_digest(bytes), "size": bytes.len() })
 }
 
+/// The runtime part of an image config (`config.User`, `config.Entrypoint`, `config.Cmd`), each
+/// left out when `None`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSettings {
+    pub user: Option<String>,
+    pub entrypoint: Option<Vec<String>>,
+    pub cmd: Option<Vec<String>>,
+}
+
+impl RunSettings {
+    /// `User` set (empty string included), `Cmd: ["/hello"]`.
+    pub fn user(user: &str) -> RunSettings {
+        RunSettings {
+            user: Some(user.to_string()),
+            entrypoint: None,
+            cmd: Some(vec!["/hello".to_string()]),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut c = json!({});
+        if let Some(u) = &self.user {
+            c["User"] = json!(u);
+        }
+        if let Some(e) = &self.entrypoint {
+            c["Entrypoint"] = json!(e);
+        }
+        if let Some(cmd) = &self.cmd {
+            c["Cmd"] = json!(cmd);
+        }
+        c
+    }
+}
+
 /// A runnable-looking image: config JSON with the platform, one gzip'd tar layer with one file.
 fn image_fixture(flavor: Flavor, platform: &Platform) -> Fixture {
+    image_fixture_with(flavor, platform, None)
+}
+
+/// [`image_fixture`] with the config's runtime part given (default: `{"Cmd": ["/hello"]}`).
+fn image_fixture_with(flavor: Flavor, platform: &Platform, run: Option<&RunSettings>) -> Fixture {
     let name = format!(
         "{}/{}{}",
         platform.os,
@@ -143,7 +182,7 @@ fn image_fixture(flavor: Flavor, platform: &Platform) -> Fixture {
     let mut config = json!({
         "architecture": platform.architecture,
         "os": platform.os,
-        "config": { "Cmd": ["/hello"] },
+        "config": run.map_or_else(|| json!({ "Cmd": ["/hello"] }), RunSettings::to_json),
         "rootfs": { "type": "layers", "diff_ids": [sha256_digest(&tar)] },
         "history": [{ "created_by": "pullcheck test fixture" }],
     });
@@ -247,7 +286,44 @@ impl Registry {
         self.push_index(Flavor::Docker, repo, tag, platforms)
     }
 
+    /// Pushes a single image manifest (OCI, or Docker schema 2 with `docker`) for `platform`,
+    /// whose config has these runtime settings.
+    pub fn push_image_with_config(
+        &self,
+        repo: &str,
+        tag: &str,
+        platform: &str,
+        docker: bool,
+        run: &RunSettings,
+    ) -> String {
+        let flavor = if docker { Flavor::Docker } else { Flavor::Oci };
+        let fixture = image_fixture_with(flavor, &Platform::parse(platform), Some(run));
+        self.push_fixture(repo, tag, &fixture)
+    }
+
+    /// Pushes an OCI index whose children's configs all have these runtime settings.
+    pub fn push_oci_index_with_config(
+        &self,
+        repo: &str,
+        tag: &str,
+        platforms: &[&str],
+        run: &RunSettings,
+    ) -> PushedIndex {
+        self.push_index_with(Flavor::Oci, repo, tag, platforms, Some(run))
+    }
+
     fn push_index(&self, flavor: Flavor, repo: &str, tag: &str, platforms: &[&str]) -> PushedIndex {
+        self.push_index_with(flavor, repo, tag, platforms, None)
+    }
+
+    fn push_index_with(
+        &self,
+        flavor: Flavor,
+        repo: &str,
+        tag: &str,
+        platforms: &[&str],
+        run: Option<&RunSettings>,
+    ) -> PushedIndex {
         let parsed: Vec<Platform> = platforms.iter().map(|p| Platform::parse(p)).collect();
         // Real images first: attestations point at one of them.
         let mut children: Vec<Option<(Value, String)>> = vec![None; parsed.len()];
@@ -256,7 +332,7 @@ impl Registry {
             if platform.is_unknown() {
                 continue;
             }
-            let fixture = image_fixture(flavor, platform);
+            let fixture = image_fixture_with(flavor, platform, run);
             let digest = self.push_fixture(repo, &sha256_digest(&fixture.manifest), &fixture);
             let mut entry = descriptor(fixture.media_type, &fixture.manifest);
             entry["platform"] = platform.to_json();

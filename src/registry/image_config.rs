@@ -1,0 +1,312 @@
+//! Reading an image's config blob for the start check ([`crate::start`]), after the `HEAD`
+//! found the image, with the same credentials and token:
+//!
+//! 1. the manifest for the node: by the index entry the platform check already chose (its
+//!    `platform_digest`), else by the digest the `HEAD` gave; an index read here (the platform
+//!    check did not run: `--platform-check off`, or Docker Hub under `auto`) gives the entry for
+//!    the node's platform, one more `GET`;
+//! 2. the config blob the manifest names.
+//!
+//! Manifests are read up to 4 MiB and configs up to 1 MiB, incrementally, never more. A config
+//! already read by the platform check of a single manifest is not read again. Nothing here is a
+//! verdict: what could not be read makes the prediction `unknown`, never the image a failure.
+
+use super::{Client, Fact, MANIFEST_ACCEPT, Progress, authorized, error_chain, read_limited};
+use crate::keyring::Credential;
+use crate::platform::{self, Platform};
+use crate::reference::Reference;
+use crate::start::RunConfig;
+use reqwest::header;
+use serde::Deserialize;
+
+/// The most of a manifest or index read.
+const MAX_MANIFEST: usize = 4 * 1024 * 1024;
+/// The most of a config blob read (real configs are a few KiB; a long history makes tens).
+const MAX_CONFIG: usize = 1024 * 1024;
+
+/// What reading an image's config found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigRead {
+    /// The config of a Linux image.
+    Read(RunConfig),
+    /// A config for another OS (the OS): out of scope.
+    NotLinux(String),
+    /// It could not be read: what went wrong, naming the request.
+    Failed(String),
+}
+
+#[derive(Deserialize)]
+struct Manifest {
+    config: Option<ConfigDescriptor>,
+    manifests: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct ConfigDescriptor {
+    digest: String,
+}
+
+#[derive(Deserialize)]
+struct ConfigBlob {
+    #[serde(default)]
+    os: String,
+    #[serde(default)]
+    config: Option<ContainerConfig>,
+}
+
+/// The OCI image config's `config` object (Docker's `ContainerConfig` names).
+#[derive(Deserialize)]
+struct ContainerConfig {
+    #[serde(rename = "User", default)]
+    user: Option<String>,
+    #[serde(rename = "Entrypoint", default)]
+    entrypoint: Option<Vec<String>>,
+    #[serde(rename = "Cmd", default)]
+    cmd: Option<Vec<String>>,
+}
+
+/// Reads a config blob. An empty `os` is taken as Linux (every runtime would try to run it).
+pub(super) fn parse_config(body: &[u8]) -> ConfigRead {
+    let blob = match serde_json::from_slice::<ConfigBlob>(body) {
+        Ok(b) => b,
+        Err(e) => return ConfigRead::Failed(format!("the config is not an image config: {e}")),
+    };
+    if !blob.os.is_empty() && !blob.os.eq_ignore_ascii_case("linux") {
+        return ConfigRead::NotLinux(blob.os.chars().take(64).collect());
+    }
+    let config = blob.config.unwrap_or(ContainerConfig {
+        user: None,
+        entrypoint: None,
+        cmd: None,
+    });
+    ConfigRead::Read(RunConfig::new(
+        config.user.unwrap_or_default(),
+        config.entrypoint.unwrap_or_default(),
+        config.cmd.unwrap_or_default(),
+    ))
+}
+
+impl Client {
+    /// Reads the config of an image the probe found (`found` is its [`Fact::Found`]), with the
+    /// credential the probe used (`None`: anonymous).
+    pub async fn image_config(
+        &self,
+        reference: &Reference,
+        found: &Fact,
+        credential: Option<&Credential>,
+        progress: &Progress,
+    ) -> ConfigRead {
+        let Fact::Found {
+            digest,
+            platform_digest,
+            ..
+        } = found
+        else {
+            return ConfigRead::Failed("the image was not found".to_string());
+        };
+        let state = self.state(reference.api_host());
+        let Some(scheme) = state.ping.get().cloned() else {
+            return ConfigRead::Failed("the registry was not probed".to_string());
+        };
+        let authorization = match self
+            .authorization(&state, &scheme, reference, credential, false, progress)
+            .await
+        {
+            Ok(a) => a,
+            Err(_) => return ConfigRead::Failed("no token for the config".to_string()),
+        };
+        let authorization = authorization.as_deref();
+        let manifest_url =
+            |r: &str| format!("{}/v2/{}/manifests/{r}", state.base, reference.repository);
+
+        let mut manifest_ref = platform_digest
+            .clone()
+            .or_else(|| digest.clone())
+            .unwrap_or_else(|| reference.manifest_ref().to_string());
+        if let Some(known) = self.known_config(&manifest_ref) {
+            return known;
+        }
+        let mut body = match self
+            .get_limited(
+                &manifest_url(&manifest_ref),
+                MANIFEST_ACCEPT,
+                authorization,
+                MAX_MANIFEST,
+                progress,
+            )
+            .await
+        {
+            Ok(b) => b,
+            Err(e) => return ConfigRead::Failed(e),
+        };
+        let mut manifest = match serde_json::from_slice::<Manifest>(&body) {
+            Ok(m) => m,
+            Err(e) => return ConfigRead::Failed(format!("the manifest is not JSON: {e}")),
+        };
+        if manifest.manifests.is_some() {
+            // An index the platform check did not read: the entry for the node.
+            let entries = super::inspect::index_entries(&body).unwrap_or_default();
+            let Some(child) = self.entry_for_node(&entries) else {
+                return ConfigRead::Failed(
+                    "the index has no entry for the node's platform".to_string(),
+                );
+            };
+            manifest_ref = child;
+            if let Some(known) = self.known_config(&manifest_ref) {
+                return known;
+            }
+            body = match self
+                .get_limited(
+                    &manifest_url(&manifest_ref),
+                    MANIFEST_ACCEPT,
+                    authorization,
+                    MAX_MANIFEST,
+                    progress,
+                )
+                .await
+            {
+                Ok(b) => b,
+                Err(e) => return ConfigRead::Failed(e),
+            };
+            manifest = match serde_json::from_slice::<Manifest>(&body) {
+                Ok(m) => m,
+                Err(e) => return ConfigRead::Failed(format!("the manifest is not JSON: {e}")),
+            };
+        }
+        let Some(config) = manifest.config else {
+            return ConfigRead::Failed("the manifest names no config".to_string());
+        };
+        let url = format!(
+            "{}/v2/{}/blobs/{}",
+            state.base, reference.repository, config.digest
+        );
+        let read = match self
+            .get_limited(&url, "*/*", authorization, MAX_CONFIG, progress)
+            .await
+        {
+            Ok(b) => parse_config(&b),
+            Err(e) => ConfigRead::Failed(e),
+        };
+        if manifest_ref.starts_with("sha256:") {
+            self.remember_config(&manifest_ref, read.clone());
+        }
+        read
+    }
+
+    /// The digest of the index entry for the node's platform; with `--platform any`, the first
+    /// Linux entry (an image's user and command rarely differ between architectures).
+    fn entry_for_node(&self, entries: &[(Platform, Option<String>)]) -> Option<String> {
+        let i = match &self.platform.want {
+            Some(want) => {
+                let platforms: Vec<Platform> = entries.iter().map(|(p, _)| p.clone()).collect();
+                platform::best_match(want, &platforms, self.platform.mode)?
+            }
+            None => entries.iter().position(|(p, _)| p.os == "linux")?,
+        };
+        entries.get(i).and_then(|(_, d)| d.clone())
+    }
+
+    /// Remembers what a manifest's config said, for the rest of the run. Failures are not kept.
+    pub(super) fn remember_config(&self, manifest_digest: &str, read: ConfigRead) {
+        if matches!(read, ConfigRead::Failed(_)) {
+            return;
+        }
+        let mut configs = self
+            .configs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Bounded like the run's images: one entry per image at most.
+        if configs.len() < 10_000 {
+            configs.insert(manifest_digest.to_string(), read);
+        }
+    }
+
+    fn known_config(&self, manifest_ref: &str) -> Option<ConfigRead> {
+        self.configs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(manifest_ref)
+            .cloned()
+    }
+
+    /// `GET` with a size limit: the body, or what stopped it (naming the request).
+    async fn get_limited(
+        &self,
+        url: &str,
+        accept: &str,
+        authorization: Option<&str>,
+        max: usize,
+        progress: &Progress,
+    ) -> Result<Vec<u8>, String> {
+        progress.set(format!("GET {url}"));
+        let req = authorized(
+            self.http.get(url).header(header::ACCEPT, accept),
+            authorization,
+        );
+        let too_large = || format!("GET {url}: larger than {} KiB", max / 1024);
+        let resp = req.send().await.map_err(|e| {
+            let cause = std::error::Error::source(&e).map_or_else(|| error_chain(&e), error_chain);
+            format!("GET {url}: {cause}")
+        })?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(format!("GET {url} answered {}", status.as_u16()));
+        }
+        // A declared length over the limit is refused before reading.
+        if resp
+            .content_length()
+            .is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX))
+        {
+            return Err(too_large());
+        }
+        let body = read_limited(resp, max.saturating_add(1))
+            .await
+            .map_err(|e| format!("GET {url}: {}", error_chain(&e)))?;
+        if body.len() > max {
+            return Err(too_large());
+        }
+        Ok(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_read_as_the_runtime_reads_them() {
+        let cases: &[(&str, &str, ConfigRead)] = &[
+            (
+                "user and command",
+                r#"{"os":"linux","config":{"User":"1000:1000","Entrypoint":["/e"],"Cmd":["c"]}}"#,
+                ConfigRead::Read(RunConfig {
+                    user: "1000:1000".into(),
+                    entrypoint: vec!["/e".into()],
+                    cmd: vec!["c".into()],
+                }),
+            ),
+            (
+                "nulls and no config",
+                r#"{"os":"linux","config":{"User":null,"Entrypoint":null,"Cmd":null}}"#,
+                ConfigRead::Read(RunConfig::default()),
+            ),
+            (
+                "no config object",
+                r#"{"os":"linux"}"#,
+                ConfigRead::Read(RunConfig::default()),
+            ),
+            (
+                "windows",
+                r#"{"os":"windows","config":{"User":"ContainerUser"}}"#,
+                ConfigRead::NotLinux("windows".into()),
+            ),
+        ];
+        for (name, body, want) in cases {
+            assert_eq!(parse_config(body.as_bytes()), *want, "{name}");
+        }
+        assert!(matches!(
+            parse_config(br#"{"config":{"Cmd":"not a list"}}"#),
+            ConfigRead::Failed(_)
+        ));
+    }
+}
