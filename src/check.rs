@@ -4,7 +4,9 @@
 
 use crate::keyring::{Credential, Keyring};
 use crate::reference::{Reference, ReferenceError};
-use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
+use crate::registry::{
+    self, AuthUsed, Client, ClientOptions, Fact, Outcome, PlatformSeen, Progress, Verdict,
+};
 use crate::report::{ImageResult, Report, Status};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -265,6 +267,11 @@ impl Job {
                     result.message.push_str(
                         "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
                     );
+                    // The usual hint recommends the flag that is already given.
+                    result.hint = format!(
+                        "Not verified: make sure the nodes have credentials for {} (a credential provider or a node config.json), or give pullcheck the pod's pull secret to check it.",
+                        self.reference.registry
+                    );
                 }
                 return result;
             };
@@ -312,6 +319,11 @@ impl Job {
             reason: v.reason,
             digest: v.digest,
             platform_digest: v.platform_digest,
+            platform_checked: v.platform.map(|p| p == PlatformSeen::Checked),
+            platform_note: match v.platform {
+                Some(PlatformSeen::Skipped(why)) => Some(why),
+                _ => None,
+            },
             available_platforms: v.available_platforms,
             suggestions: v.suggestions,
             message: v.message,
@@ -342,6 +354,8 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         reason,
         digest: None,
         platform_digest: None,
+        platform_checked: None,
+        platform_note: None,
         available_platforms: Vec::new(),
         suggestions: Vec::new(),
         message,

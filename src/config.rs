@@ -163,6 +163,26 @@ impl Config {
                 }
             },
         };
+        let mut warnings = Vec::new();
+        // An unknown variant of a known architecture is a typo far more often than a platform:
+        // refuse it, unless strict matching says the user means exactly that string.
+        if let Some((p, variant)) = want.as_ref().and_then(|p| Some((p, p.unknown_variant()?))) {
+            let known = crate::platform::known_variants(&p.architecture)
+                .unwrap_or_default()
+                .join(", ");
+            let text = format!(
+                "--platform {p}: {variant:?} is not a known variant of {} (known: {known})",
+                p.architecture
+            );
+            match args.platform_match {
+                PlatformMatch::Strict => warnings.push(format!(
+                    "{text}; with --platform-match strict only index entries for exactly {p} match"
+                )),
+                PlatformMatch::Lenient => errors.push(format!(
+                    "{text}; use --platform-match strict if you mean it"
+                )),
+            }
+        }
         let platform = PlatformPolicy {
             want,
             mode: match args.platform_match {
@@ -196,10 +216,12 @@ impl Config {
             .iter()
             .filter_map(|i| Reference::parse(i).ok())
             .collect();
-        let warnings = keyring.resolve_helpers(
-            references
-                .iter()
-                .map(|r| (r.registry.as_str(), r.repository.as_str())),
+        warnings.extend(
+            keyring.resolve_helpers(
+                references
+                    .iter()
+                    .map(|r| (r.registry.as_str(), r.repository.as_str())),
+            ),
         );
 
         let allow_unauthenticated = args
@@ -398,5 +420,40 @@ mod tests {
         let e = Config::from_args(args(&["--images-file", "-"]), &mut &b"ok\n\xff\xfe"[..])
             .unwrap_err();
         assert!(e.to_string().contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_variant_is_a_usage_error_unless_strict() {
+        let e = config(&["--platform", "linux/amd64/v9", "x"], "").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("\"v9\" is not a known variant of amd64 (known: v1, v2, v3, v4)"),
+            "{text}"
+        );
+        let c = config(
+            &[
+                "--platform",
+                "linux/amd64/v9",
+                "--platform-match",
+                "strict",
+                "x",
+            ],
+            "",
+        )
+        .unwrap();
+        assert!(
+            c.warnings.iter().any(|w| w.contains("not a known variant")),
+            "{:?}",
+            c.warnings
+        );
+        for known in [
+            "linux/amd64/v3",
+            "linux/arm64/v8.2",
+            "linux/arm/v6",
+            "linux/s390x",
+            "linux/riscv64/rva23",
+        ] {
+            assert!(config(&["--platform", known, "x"], "").is_ok(), "{known}");
+        }
     }
 }

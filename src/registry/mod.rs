@@ -106,6 +106,8 @@ pub enum Fact {
         media_type: Option<String>,
         /// The index entry that matched the node's platform, when an index was checked.
         platform_digest: Option<String>,
+        /// Whether the node's platform was checked.
+        platform: PlatformSeen,
     },
     /// The manifest HEAD answered 404.
     Missing {
@@ -180,6 +182,17 @@ pub enum Fact {
         /// Whether the overall deadline (rather than one attempt's share) ran out.
         deadline: bool,
     },
+}
+
+/// Whether the platform of an image that was found was checked, and if not, why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlatformSeen {
+    /// An index entry or the image's config matched the node's platform.
+    Checked,
+    /// The user turned the check off (`--platform any`, `--platform-check off`).
+    NotAsked,
+    /// Not checked, for this reason (and how to check it).
+    Skipped(&'static str),
 }
 
 /// What one probe of one image found, and with which credentials.
@@ -529,6 +542,7 @@ impl Client {
                         .or_else(|| reference.digest.clone()),
                     media_type: header_text("content-type"),
                     platform_digest: None,
+                    platform: PlatformSeen::NotAsked,
                 };
                 return (fact, authorization);
             }

@@ -2,9 +2,11 @@
 //!
 //! The kubelet keeps at most 4096 bytes per container and 12 KiB per pod, shared by all its
 //! containers, so the message is small by design: a first line that stands alone, then one line
-//! per failing image, most important first, cut with `… and N more` (never inside a character).
+//! per failing image, most important first: the image as given, its short reason and the first
+//! clause of its hint (given once per reason: later images with the same hint leave it out). URLs
+//! and details stay in the logs and the JSON. Cut with `… and N more` (never inside a character).
 
-use super::Report;
+use super::{ImageResult, Report};
 
 /// The default size limit, in bytes.
 pub const TERMINATION_MESSAGE_MAX: usize = 1024;
@@ -13,18 +15,19 @@ pub const TERMINATION_MESSAGE_MAX: usize = 1024;
 pub fn termination_message(report: &Report, max: usize) -> String {
     let mut out = cut(&report.summary(), max);
     let problems: Vec<_> = report.images.iter().filter(|r| !r.is_ok()).collect();
+    let mut hints_given: Vec<(&str, &str)> = Vec::new();
     for (i, r) in problems.iter().enumerate() {
-        let kind = if r.fatal {
-            r.status.as_str()
-        } else {
-            "warning"
-        };
-        let line = format!("\n{kind}: {}", r.message);
+        let hint = first_clause(&r.hint);
+        let repeat = hints_given.contains(&(r.reason, hint));
+        let line = short_line(r, if repeat { "" } else { hint });
         let left = problems.len() - i - 1;
         // Keep room for the "… and N more" line unless this is the last problem.
         let reserve = if left == 0 { 0 } else { more_line(left).len() };
         if out.len() + line.len() + reserve <= max {
             out.push_str(&line);
+            if !repeat {
+                hints_given.push((r.reason, hint));
+            }
             continue;
         }
         // This line does not fit whole: shorten it if a useful part fits, then say how many
@@ -43,6 +46,45 @@ pub fn termination_message(report: &Report, max: usize) -> String {
         break;
     }
     out
+}
+
+/// `\nnot_found: IMAGE (tag_missing) — HINT`, or `warning: …` for a result that does not count.
+fn short_line(r: &ImageResult, hint: &str) -> String {
+    let kind = if r.fatal {
+        r.status.as_str()
+    } else {
+        "warning"
+    };
+    let mut line = format!("\n{kind}: {} ({})", printable(&r.image), r.reason);
+    if !hint.is_empty() {
+        line.push_str(" — ");
+        line.push_str(&printable(hint));
+    }
+    line
+}
+
+/// The hint up to its first `;` or sentence end: what to do first.
+fn first_clause(hint: &str) -> &str {
+    let end = [hint.find("; "), hint.find(". ")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(hint.len());
+    hint[..end].trim_end_matches('.')
+}
+
+/// Control characters escaped, so that one image stays on one line.
+fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 fn more_line(n: usize) -> String {
@@ -73,7 +115,7 @@ mod tests {
         let report = Report::new(vec![result("a", Status::Ok)]);
         assert_eq!(
             termination_message(&report, 1024),
-            "pullcheck: all 1 image can be pulled"
+            "pullcheck: the 1 image can be pulled"
         );
     }
 
@@ -96,8 +138,11 @@ mod tests {
     fn cut_with_and_n_more_within_the_limit_on_char_boundaries() {
         let images: Vec<_> = (0..100)
             .map(|i| {
-                let mut r = result(&format!("image-ünïcödé-{i}"), Status::NotFound);
-                r.message = format!("{} ✗ {}", r.message, "é".repeat(i % 7 * 10));
+                let mut r = result(
+                    &format!("image-ünïcödé-{i}-{}", "é".repeat(i % 7 * 10)),
+                    Status::NotFound,
+                );
+                r.hint = format!("✗ {}", "é".repeat(i % 5 * 10));
                 r
             })
             .collect();
@@ -112,11 +157,59 @@ mod tests {
 
     #[test]
     fn a_single_huge_message_is_shortened() {
-        let mut r = result("a", Status::NotFound);
+        let mut r = result(&"x".repeat(5000), Status::NotFound);
         r.message = "x".repeat(5000);
         let report = Report::new(vec![r]);
         let msg = termination_message(&report, 1024);
         assert!(msg.len() <= 1024);
         assert!(msg.ends_with('…'));
+    }
+
+    #[test]
+    fn image_reason_and_first_clause_of_the_hint_once_per_reason_without_urls() {
+        let mut a = result("reg.io/a:v2", Status::NotFound);
+        let mut b = result("reg.io/b:v2", Status::NotFound);
+        let mut c = result("reg.io/c:v1", Status::Unreachable);
+        for r in [&mut a, &mut b] {
+            r.reason = "tag_missing";
+            r.message = "HEAD https://reg.io/v2/x/manifests/v2 answered 404".into();
+            r.hint = "Check the tag for a typo, or push the image; list the tags with `crane ls`."
+                .into();
+        }
+        c.reason = "connect";
+        c.hint = "Check the host name. It must resolve.".into();
+        let report = Report::new(vec![a, b, c]);
+        let msg = termination_message(&report, 1024);
+        assert_eq!(
+            msg,
+            "pullcheck: 3 of 3 images cannot be pulled\n\
+             not_found: reg.io/a:v2 (tag_missing) — Check the tag for a typo, or push the image\n\
+             not_found: reg.io/b:v2 (tag_missing)\n\
+             unreachable: reg.io/c:v1 (connect) — Check the host name"
+        );
+    }
+
+    #[test]
+    fn first_clauses() {
+        let cases = [
+            ("Do this; then that.", "Do this"),
+            ("Do this. Then that.", "Do this"),
+            (
+                "Renew it: the secret expired.",
+                "Renew it: the secret expired",
+            ),
+            ("", ""),
+        ];
+        for (hint, want) in cases {
+            assert_eq!(first_clause(hint), want, "{hint:?}");
+        }
+    }
+
+    #[test]
+    fn control_characters_stay_on_one_line() {
+        let r = result("bad\nname", Status::InvalidReference);
+        let msg = termination_message(&Report::new(vec![r]), 1024);
+        assert_eq!(msg.lines().count(), 2, "{msg}");
+        assert!(msg.contains("bad\\nname"), "{msg}");
     }
 }

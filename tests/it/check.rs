@@ -419,7 +419,7 @@ fn termination_message_is_small_and_cut_cleanly() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
-        "pullcheck: all 1 image can be pulled"
+        "pullcheck: the 1 image can be pulled"
     );
 }
 
