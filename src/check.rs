@@ -3,6 +3,7 @@
 //! deadline (`--timeout`). Every image gets a result; nothing here returns an error.
 
 use crate::keyring::{Credential, Keyring};
+use crate::progress::Events;
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{
     self, AuthUsed, Client, ClientOptions, Fact, Outcome, PlatformSeen, Progress, Verdict,
@@ -29,6 +30,8 @@ pub struct Options {
     /// Registries (`host[:port]`, `docker.io`, or `*`) whose `unauthorized` verdicts, when no
     /// credential matched, are warnings: the node may pull with credentials of its own.
     pub allow_unauthenticated: Vec<String>,
+    /// Where progress goes while the check runs (nothing by default).
+    pub events: Events,
 }
 
 impl Default for Options {
@@ -39,6 +42,7 @@ impl Default for Options {
             client: ClientOptions::default(),
             keyring: Keyring::default(),
             allow_unauthenticated: Vec::new(),
+            events: Events::default(),
         }
     }
 }
@@ -93,6 +97,7 @@ pub async fn check_until(
     let client =
         match Client::new(&options.client) {
             Ok(mut c) => {
+                c.set_events(options.events.clone());
                 c.plan(parsed.iter().filter_map(|(_, p)| p.as_ref().ok()).map(
                     |(r, credentials)| {
                         let keys = if credentials.is_empty() {
@@ -125,10 +130,12 @@ pub async fn check_until(
     for (image, parsed) in parsed {
         match parsed {
             Err(e) => {
-                results.push(Some(ImageResult {
+                let result = ImageResult {
                     hint: "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".to_string(),
                     ..plain_result(image, Status::InvalidReference, "invalid_reference", e.to_string())
-                }));
+                };
+                options.events.verdict(&result);
+                results.push(Some(result));
                 pending.push(None);
             }
             Ok((reference, credentials)) => {
@@ -149,6 +156,7 @@ pub async fn check_until(
                     deadline,
                     attempt_cap,
                     timeout,
+                    events: options.events.clone(),
                 };
                 tasks.spawn(async move { (index, job.run().await) });
             }
@@ -163,6 +171,7 @@ pub async fn check_until(
                 // A task ends only by returning: the code on its path does not panic, and a
                 // panic would abort the release binary anyway.
                 if let Ok((index, result)) = joined {
+                    options.events.verdict(&result);
                     if let Some(slot) = results.get_mut(index) {
                         *slot = Some(result);
                     }
@@ -222,6 +231,7 @@ struct Job {
     deadline: Instant,
     attempt_cap: Duration,
     timeout: Duration,
+    events: Events,
 }
 
 impl Job {
@@ -282,6 +292,18 @@ impl Job {
                 verdict.message.push_str(&self.gave_up(attempts, start));
                 return self.result(verdict, &outcome.auth, attempts, start);
             }
+            let image = self.reference.to_string();
+            let what = verdict
+                .message
+                .strip_prefix(&format!("{image}: "))
+                .unwrap_or(&verdict.message);
+            self.events.retry(
+                &self.reference.registry,
+                attempts,
+                wait,
+                verdict.reason,
+                what,
+            );
             tokio::time::sleep(wait).await;
         }
     }

@@ -234,4 +234,10 @@ pub struct CheckArgs {
     /// Print only the images that cannot be pulled (nothing when all can).
     #[arg(short, long, env = "PULLCHECK_QUIET", value_parser = FalseyValueParser::new())]
     pub quiet: bool,
+
+    /// Show progress on stderr even when it is not a terminal (a pod's log): each verdict as it
+    /// arrives, each retry with its reason and wait, and each request's method, URL and status
+    /// (never its headers). On a terminal, verdicts and retries are shown without it.
+    #[arg(short, long, env = "PULLCHECK_VERBOSE", value_parser = FalseyValueParser::new())]
+    pub verbose: bool,
 }

@@ -259,6 +259,7 @@ impl Config {
                 },
                 keyring,
                 allow_unauthenticated,
+                events: crate::progress::Events::for_cli(args.verbose),
             },
             output: args.output,
             warnings,

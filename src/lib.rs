@@ -33,7 +33,8 @@
 //!   verdict, in one place.
 //! - [`platform`]: the node's platform and index matching, as containerd does it;
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
-//! - [`check`](mod@check): concurrency, retries with back-off, the deadline.
+//! - [`check`](mod@check): concurrency, retries with back-off, the deadline;
+//!   [`progress`]: what it is doing while it runs (verdicts, retries, `--verbose` requests).
 //! - [`report`]: results, exit codes, text, JSON and the termination message.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
 
@@ -46,6 +47,7 @@ pub mod input;
 pub mod keyring;
 pub mod platform;
 pub mod podspec;
+pub mod progress;
 pub mod reference;
 pub mod registry;
 pub mod report;

@@ -224,8 +224,8 @@ impl Client {
             self.http.get(url).header(header::ACCEPT, accept),
             authorization,
         );
-        let resp = req
-            .send()
+        let resp = self
+            .send(req, "GET", url)
             .await
             .map_err(|e| transport(Step::Platform, "GET", url, &e))?;
         let status = resp.status();
@@ -352,7 +352,7 @@ impl Client {
         authorization: Option<&str>,
     ) -> Option<(StatusCode, HeaderMap, Vec<u8>)> {
         let req = authorized(self.http.get(url), authorization);
-        let resp = req.send().await.ok()?;
+        let resp = self.send(req, "GET", url).await.ok()?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let body = read_limited(resp, TAGS_MAX_BYTES).await.ok()?;

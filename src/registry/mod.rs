@@ -25,6 +25,7 @@ pub use classify::{Verdict, classify};
 
 use crate::keyring::Credential;
 use crate::platform::{MatchMode, Platform};
+use crate::progress::Events;
 use crate::reference::Reference;
 use auth::{AuthScheme, Token};
 use reqwest::StatusCode;
@@ -255,6 +256,8 @@ impl Default for PlatformPolicy {
 /// registry.
 pub struct Client {
     http: reqwest::Client,
+    /// Where each request is reported (`--verbose`).
+    events: Events,
     plain_http: HashSet<String>,
     platform: PlatformPolicy,
     registries: Mutex<HashMap<String, Arc<RegistryState>>>,
@@ -326,7 +329,34 @@ impl Client {
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),
             registries: Mutex::new(HashMap::new()),
+            events: Events::default(),
         })
+    }
+
+    /// Reports every request to `events` (shown with `--verbose`).
+    pub fn set_events(&mut self, events: Events) {
+        self.events = events;
+    }
+
+    /// Sends a request and reports its method, URL and status (never its headers).
+    async fn send(
+        &self,
+        req: reqwest::RequestBuilder,
+        method: &str,
+        url: &str,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let answer = req.send().await;
+        if self.events.shows_requests() {
+            let shown = match &answer {
+                Ok(r) => Ok(r.status().as_u16()),
+                Err(e) => Err(match std::error::Error::source(e) {
+                    Some(cause) => error_chain(cause),
+                    None => error_chain(e),
+                }),
+            };
+            self.events.request(method, url, shown);
+        }
+        answer
     }
 
     fn state(&self, host: &str) -> Arc<RegistryState> {
@@ -525,7 +555,7 @@ impl Client {
                 self.http.head(&url).header(header::ACCEPT, MANIFEST_ACCEPT),
                 authorization.as_deref(),
             );
-            let resp = match req.send().await {
+            let resp = match self.send(req, "HEAD", &url).await {
                 Ok(r) => r,
                 Err(e) => return (transport(Step::Manifest, "HEAD", &url, &e), authorization),
             };
@@ -584,9 +614,7 @@ impl Client {
     async fn ping(&self, state: &RegistryState) -> Result<AuthScheme, Fact> {
         let url = format!("{}/v2/", state.base);
         let resp = self
-            .http
-            .get(&url)
-            .send()
+            .send(self.http.get(&url), "GET", &url)
             .await
             .map_err(|e| transport(Step::Ping, "GET", &url, &e))?;
         let status = resp.status();
@@ -722,8 +750,8 @@ impl Client {
         }
         let shown = url.to_string();
         let req = authorized(self.http.get(url), cred.map(basic_auth).as_deref());
-        let resp = req
-            .send()
+        let resp = self
+            .send(req, "GET", &shown)
             .await
             .map_err(|e| transport(Step::Token, "GET", &shown, &e))?;
         let status = resp.status();

@@ -2,8 +2,8 @@
 //!
 //! The kubelet keeps at most 4096 bytes per container and 12 KiB per pod, shared by all its
 //! containers, so the message is small by design: a first line that stands alone, then one line
-//! per failing image, most important first: the image as given, its short reason and the first
-//! clause of its hint (given once per reason: later images with the same hint leave it out). URLs
+//! per failing image, most important first: its short reason, the image as given and the first
+//! clause of its hint (given once: later images with the same hint leave it out). URLs
 //! and details stay in the logs and the JSON. Cut with `… and N more` (never inside a character).
 
 use super::{ImageResult, Report};
@@ -15,10 +15,10 @@ pub const TERMINATION_MESSAGE_MAX: usize = 1024;
 pub fn termination_message(report: &Report, max: usize) -> String {
     let mut out = cut(&report.summary(), max);
     let problems: Vec<_> = report.images.iter().filter(|r| !r.is_ok()).collect();
-    let mut hints_given: Vec<(&str, &str)> = Vec::new();
+    let mut hints_given: Vec<&str> = Vec::new();
     for (i, r) in problems.iter().enumerate() {
         let hint = first_clause(&r.hint);
-        let repeat = hints_given.contains(&(r.reason, hint));
+        let repeat = hints_given.contains(&hint);
         let line = short_line(r, if repeat { "" } else { hint });
         let left = problems.len() - i - 1;
         // Keep room for the "… and N more" line unless this is the last problem.
@@ -26,7 +26,7 @@ pub fn termination_message(report: &Report, max: usize) -> String {
         if out.len() + line.len() + reserve <= max {
             out.push_str(&line);
             if !repeat {
-                hints_given.push((r.reason, hint));
+                hints_given.push(hint);
             }
             continue;
         }
@@ -48,14 +48,11 @@ pub fn termination_message(report: &Report, max: usize) -> String {
     out
 }
 
-/// `\nnot_found: IMAGE (tag_missing) — HINT`, or `warning: …` for a result that does not count.
+/// `\ntag_missing: IMAGE — HINT`: the reason names the status too (README, "Statuses and
+/// reasons"), and a result that does not count says so.
 fn short_line(r: &ImageResult, hint: &str) -> String {
-    let kind = if r.fatal {
-        r.status.as_str()
-    } else {
-        "warning"
-    };
-    let mut line = format!("\n{kind}: {} ({})", printable(&r.image), r.reason);
+    let counted = if r.fatal { "" } else { " (not counted)" };
+    let mut line = format!("\n{}{counted}: {}", r.reason, printable(&r.image));
     if !hint.is_empty() {
         line.push_str(" — ");
         line.push_str(&printable(hint));
@@ -129,8 +126,8 @@ mod tests {
         let msg = termination_message(&report, 1024);
         let lines: Vec<_> = msg.lines().collect();
         assert_eq!(lines[0], "pullcheck: 2 of 3 images cannot be pulled");
-        assert!(lines[1].starts_with("not_found: b"), "{msg}");
-        assert!(lines[2].starts_with("unreachable: a"), "{msg}");
+        assert!(lines[1].starts_with("test: b — do something"), "{msg}");
+        assert_eq!(lines[2], "test: a");
         assert_eq!(lines.len(), 3);
     }
 
@@ -166,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn image_reason_and_first_clause_of_the_hint_once_per_reason_without_urls() {
+    fn image_reason_and_first_clause_of_the_hint_given_once_without_urls() {
         let mut a = result("reg.io/a:v2", Status::NotFound);
         let mut b = result("reg.io/b:v2", Status::NotFound);
         let mut c = result("reg.io/c:v1", Status::Unreachable);
@@ -183,9 +180,9 @@ mod tests {
         assert_eq!(
             msg,
             "pullcheck: 3 of 3 images cannot be pulled\n\
-             not_found: reg.io/a:v2 (tag_missing) — Check the tag for a typo, or push the image\n\
-             not_found: reg.io/b:v2 (tag_missing)\n\
-             unreachable: reg.io/c:v1 (connect) — Check the host name"
+             tag_missing: reg.io/a:v2 — Check the tag for a typo, or push the image\n\
+             tag_missing: reg.io/b:v2\n\
+             connect: reg.io/c:v1 — Check the host name"
         );
     }
 

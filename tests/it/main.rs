@@ -16,4 +16,5 @@ mod faults;
 mod harness;
 mod image;
 mod inject;
+mod operator;
 mod platform;
