@@ -94,6 +94,14 @@ pub async fn check_until(
             }
         })
         .collect();
+    let checked = || {
+        parsed
+            .iter()
+            .filter_map(|(_, p)| p.as_ref().ok())
+            .map(|(r, _)| (r.registry.as_str(), r.repository.as_str()))
+    };
+    let credential_sources = options.keyring.sources(checked());
+    let sources_read = Arc::new(options.keyring.describe_sources());
     let client =
         match Client::new(&options.client) {
             Ok(mut c) => {
@@ -157,6 +165,8 @@ pub async fn check_until(
                     attempt_cap,
                     timeout,
                     events: options.events.clone(),
+                    sources_read: sources_read.clone(),
+                    sources_exist: !credential_sources.is_empty(),
                 };
                 tasks.spawn(async move { (index, job.run().await) });
             }
@@ -206,6 +216,7 @@ pub async fn check_until(
     }
     let mut report = Report::new(results.into_iter().flatten().collect());
     report.stopped = stopped;
+    report.credential_sources = credential_sources;
     report.platform = match &options.client.platform.want {
         Some(p) => p.to_string(),
         None => "any".to_string(),
@@ -232,6 +243,10 @@ struct Job {
     attempt_cap: Duration,
     timeout: Duration,
     events: Events,
+    /// The credential sources read and their keys, for a `no_credentials` message.
+    sources_read: Arc<String>,
+    /// Some credential source was read (even one that gave nothing).
+    sources_exist: bool,
 }
 
 impl Job {
@@ -269,6 +284,18 @@ impl Job {
                     verdict.message.push_str(&self.gave_up(attempts, start));
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
+                if result.reason == "no_credentials" {
+                    // Which sources were read, and what they held: an empty folder, a secret for
+                    // other hosts, or a file of the wrong name all end here.
+                    result.message.push_str(&format!("; {}", self.sources_read));
+                    if self.sources_exist {
+                        // Pull secrets are mounted already: saying "mount them" would not help.
+                        result.hint = format!(
+                            "None of the credential sources read has a key for {registry}: add an entry for {registry} to the pull secret, or mount the pull secret that has one (see the warnings on stderr); if the node pulls with its own credentials, use --allow-unauthenticated.",
+                            registry = self.reference.registry
+                        );
+                    }
+                }
                 if result.status == Status::Unauthorized
                     && credentials.is_empty()
                     && self.allow_unauthenticated

@@ -223,6 +223,18 @@ impl Config {
                     .map(|r| (r.registry.as_str(), r.repository.as_str())),
             ),
         );
+        if let Some(creds) = &args.creds {
+            if let Err(e) = add_creds(&mut keyring, creds, &references) {
+                errors.push(format!("--creds: {e}"));
+            }
+        }
+        warnings.extend(
+            keyring.source_warnings(
+                references
+                    .iter()
+                    .map(|r| (r.registry.as_str(), r.repository.as_str())),
+            ),
+        );
 
         let allow_unauthenticated = args
             .allow_unauthenticated
@@ -266,6 +278,35 @@ impl Config {
             termination_log,
             quiet: args.quiet,
         })
+    }
+}
+
+/// `--creds USER:PASS`: one credential for the one registry of the images, tried first. Errors
+/// never repeat the value.
+fn add_creds(
+    keyring: &mut Keyring,
+    creds: &keyring::Secret,
+    references: &[Reference],
+) -> Result<(), String> {
+    let (user, password) = creds
+        .expose()
+        .split_once(':')
+        .filter(|(u, p)| !u.is_empty() && !p.is_empty())
+        .ok_or("expected USER:PASS, a user name and a password separated by ':' (the value is not shown)")?;
+    let mut registries: Vec<&str> = references.iter().map(|r| r.registry.as_str()).collect();
+    registries.sort_unstable();
+    registries.dedup();
+    match registries.as_slice() {
+        [] => Ok(()),
+        [registry] => {
+            keyring.add_first(registry, user, keyring::Secret::new(password), "--creds");
+            Ok(())
+        }
+        several => Err(format!(
+            "the images are on {} registries ({}), and --creds gives one credential to one registry: check them in separate runs, or use --docker-config",
+            several.len(),
+            several.join(", ")
+        )),
     }
 }
 

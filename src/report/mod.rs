@@ -11,6 +11,7 @@ mod text;
 pub use termination::{TERMINATION_MESSAGE_MAX, termination_message};
 pub use text::render_text;
 
+use crate::keyring::CredentialSource;
 use serde::Serialize;
 
 /// What happened to one image. Each status maps to exactly one exit code.
@@ -228,6 +229,9 @@ pub struct Report {
     /// What stopped the run before it finished (`SIGTERM`), if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Where credentials were looked for: each source with its keys (registry names), whether
+    /// one matches an image of the run, and what is wrong with it. Never a secret.
+    pub credential_sources: Vec<CredentialSource>,
 }
 
 impl Report {
@@ -240,6 +244,7 @@ impl Report {
             exit_code: ExitCode::for_results(&images),
             images,
             stopped: None,
+            credential_sources: Vec::new(),
         }
     }
 

@@ -446,3 +446,316 @@ fn the_termination_message_fits_many_more_failures_than_before() {
     assert!(before <= 5, "the old rule fitted {before}");
     assert_eq!(listed, 15, "{msg}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Credentials that match nothing, and the spellings crane and skopeo users type
+
+/// `pullcheck check ARGS` with `--secrets-dir SECRETS`, `HOME` in a temp dir (no workstation
+/// config), no `DOCKER_CONFIG` and no `PULLCHECK_*` variable from the test run.
+fn check_with_secrets(secrets: &std::path::Path, home: &std::path::Path, args: &[&str]) -> Run {
+    let mut cmd = pullcheck_cmd();
+    cmd.arg("check")
+        .arg("--secrets-dir")
+        .arg(secrets)
+        .args(["--termination-log", ""])
+        .args(args)
+        .env("HOME", home)
+        .env_remove("DOCKER_CONFIG");
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PULLCHECK_") {
+            cmd.env_remove(name);
+        }
+    }
+    let out = cmd.output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn dockerconfigjson(key: &str, user: &str, password: &str) -> String {
+    use base64::Engine;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!(r#"{{"auths": {{"{key}": {{"auth": "{auth}"}}}}}}"#)
+}
+
+#[test]
+fn credential_sources_that_match_nothing_are_each_named() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("private/sources", "v1");
+    let image = format!("{host}/private/sources:v1");
+    let password = crate::common::ALICE_PASSWORD;
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = dir.path().join("secrets");
+    let home = dir.path().join("home");
+    let folder = |name: &str| {
+        let d = secrets.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    // An optional secret that does not exist: an empty folder (and the atomic writer's
+    // `..data` link a real mount has would not count as a key).
+    folder("a-missing");
+    // A pull secret for other registries only.
+    std::fs::write(
+        folder("b-other-hosts").join(".dockerconfigjson"),
+        dockerconfigjson("quay.io", "bob", password),
+    )
+    .unwrap();
+    // A generic secret holding a Docker CLI `config.json`, with the right registry in it.
+    std::fs::write(
+        folder("c-config-json").join("config.json"),
+        dockerconfigjson(&host, crate::common::ALICE, password),
+    )
+    .unwrap();
+
+    let cases: [(&str, &[&str]); 3] = [
+        ("text", &[]),
+        ("json", &["-o", "json"]),
+        ("verbose", &["-v"]),
+    ];
+    for (name, extra) in cases {
+        let mut args = vec!["--ca-file", ca.as_str()];
+        args.extend_from_slice(extra);
+        args.push(&image);
+        let run = check_with_secrets(&secrets, &home, &args);
+        assert_eq!(run.code, 5, "{name}: {}{}", run.stdout, run.stderr);
+        let warnings: Vec<_> = run
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("pullcheck: warning: credential source "))
+            .collect();
+        assert_eq!(warnings.len(), 3, "{name}: {}", run.stderr);
+        assert!(
+            warnings[0].contains("secret a-missing (") && warnings[0].contains("empty folder"),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[1].contains("secret b-other-hosts (")
+                && warnings[1].contains(&format!(
+                    "holds keys for quay.io only, none for the registries checked ({host})"
+                )),
+            "{}",
+            warnings[1]
+        );
+        assert!(
+            warnings[2].contains("secret c-config-json (")
+                && warnings[2].contains("holds config.json, not .dockerconfigjson or .dockercfg"),
+            "{}",
+            warnings[2]
+        );
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert!(!all.contains(password), "{name}: {all}");
+        assert!(!all.contains("bob"), "user names are not listed: {all}");
+        if name == "json" {
+            let json = run.json();
+            let sources = json["credential_sources"].as_array().unwrap();
+            let shown: Vec<(&str, Vec<&str>, bool, bool)> = sources
+                .iter()
+                .map(|s| {
+                    (
+                        s["source"].as_str().unwrap(),
+                        s["keys"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|k| k.as_str().unwrap())
+                            .collect(),
+                        s["matches"].as_bool().unwrap(),
+                        s.get("problem").is_some(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                shown,
+                [
+                    ("secret a-missing", vec![], false, true),
+                    ("secret b-other-hosts", vec!["quay.io"], false, false),
+                    ("secret c-config-json", vec![], false, true),
+                ],
+                "{json:#}"
+            );
+            let r = run.image(&image);
+            assert_eq!(r["reason"], "no_credentials");
+            let message = r["message"].as_str().unwrap();
+            assert!(
+                message.contains("credential sources read: secret a-missing (empty folder")
+                    && message.contains("secret b-other-hosts (keys: quay.io)")
+                    && message.contains("secret c-config-json (holds config.json"),
+                "{message}"
+            );
+            let hint = r["hint"].as_str().unwrap();
+            assert!(
+                hint.starts_with(&format!(
+                    "None of the credential sources read has a key for {host}"
+                )),
+                "not 'mount the secrets' when they are mounted: {hint}"
+            );
+        }
+    }
+
+    // The right secret mounted: it matches, and no warning is given for it.
+    std::fs::write(
+        folder("d-right").join(".dockerconfigjson"),
+        dockerconfigjson(&host, crate::common::ALICE, password),
+    )
+    .unwrap();
+    let run = check_with_secrets(&secrets, &home, &["-o", "json", "--ca-file", &ca, &image]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("secret d-right"), "{}", run.stderr);
+    let json = run.json();
+    let d = json["credential_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "secret d-right")
+        .unwrap()
+        .clone();
+    assert_eq!(d["matches"], true, "{d:#}");
+    assert_eq!(d["keys"], serde_json::json!([host]), "{d:#}");
+    assert!(!run.stdout.contains(password));
+}
+
+#[test]
+fn no_credential_source_at_all_says_so() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("private/no-sources", "v1");
+    let image = format!("{host}/private/no-sources:v1");
+    let dir = tempfile::tempdir().unwrap();
+    let run = check_with_secrets(
+        &dir.path().join("none"),
+        dir.path(),
+        &["-o", "json", "--ca-file", &ca, &image],
+    );
+    assert_eq!(run.code, 5);
+    assert_eq!(run.json()["credential_sources"], serde_json::json!([]));
+    let r = run.image(&image);
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("no credential source was read"),
+        "{r:#}"
+    );
+    assert!(
+        r["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("Mount the pod's imagePullSecrets")
+    );
+    assert_eq!(run.stderr, "");
+}
+
+#[test]
+fn insecure_is_plain_http_as_an_alias() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("operator/insecure", "v1");
+    let image = format!("{host}/operator/insecure:v1");
+    let run = check(&["-o", "json", "--insecure", &host, &image]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["status"], "ok");
+    // Without it, HTTPS is spoken to the plain registry, and fails.
+    let run = check(&["-o", "json", "--timeout", "2s", &image]);
+    assert_ne!(run.code, 0);
+    let help = pullcheck_cmd().args(["check", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--insecure"), "{help}");
+    assert!(help.contains("--creds <USER:PASS>"), "{help}");
+}
+
+#[test]
+fn creds_is_one_credential_for_one_run_never_shown_never_from_the_environment() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("private/creds", "v1");
+    let image = format!("{host}/private/creds:v1");
+    let password = crate::common::ALICE_PASSWORD;
+    let good = format!("{}:{password}", crate::common::ALICE);
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = dir.path().join("none");
+
+    let run = check_with_secrets(
+        &secrets,
+        dir.path(),
+        &["-o", "json", "--ca-file", &ca, "--creds", &good, &image],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["auth"], format!("--creds, key {host}"), "{r:#}");
+    assert_eq!(
+        run.json()["credential_sources"][0]["source"],
+        "--creds",
+        "{}",
+        run.stdout
+    );
+
+    // Wrong: rejected, and neither the password nor the value is echoed anywhere.
+    for (args, code) in [
+        (vec!["--creds", "alice:wr0ng-Pa55word-x"], 5),
+        (vec!["--creds", "no-colon-Pa55word-x"], 2),
+        (vec!["--creds", "alice:wr0ng-Pa55word-x", "-v"], 5),
+    ] {
+        let mut all = vec!["--ca-file", ca.as_str()];
+        all.extend(args);
+        all.push(&image);
+        let run = check_with_secrets(&secrets, dir.path(), &all);
+        assert_eq!(run.code, code, "{}{}", run.stdout, run.stderr);
+        let out = format!("{}{}", run.stdout, run.stderr);
+        assert!(!out.contains("Pa55word-x"), "{out}");
+    }
+
+    // Two registries: one credential cannot say which, so it is a usage error.
+    let run = check_with_secrets(
+        &secrets,
+        dir.path(),
+        &[
+            "--ca-file",
+            &ca,
+            "--creds",
+            &good,
+            &image,
+            "quay.io/org/app:v1",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("--creds: the images are on 2 registries"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(password));
+
+    // No environment variable reads it: PULLCHECK_CREDS is ignored.
+    let out = pullcheck_cmd()
+        .args([
+            "check",
+            "-o",
+            "json",
+            "--termination-log",
+            "",
+            "--ca-file",
+            &ca,
+        ])
+        .arg("--secrets-dir")
+        .arg(&secrets)
+        .env("HOME", dir.path())
+        .env("PULLCHECK_CREDS", &good)
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
