@@ -94,13 +94,13 @@ pub async fn check_until(
             }
         })
         .collect();
-    let checked = || {
+    // Where credentials were looked for, for the JSON and for `no_credentials` messages.
+    let credential_sources = options.keyring.sources(
         parsed
             .iter()
             .filter_map(|(_, p)| p.as_ref().ok())
-            .map(|(r, _)| (r.registry.as_str(), r.repository.as_str()))
-    };
-    let credential_sources = options.keyring.sources(checked());
+            .map(|(r, _)| (r.registry.as_str(), r.repository.as_str())),
+    );
     let sources_read = Arc::new(options.keyring.describe_sources());
     let client =
         match Client::new(&options.client) {

@@ -1439,6 +1439,12 @@ mod tests {
         }
         // No images: nothing to warn about.
         assert!(k.source_warnings(std::iter::empty()).is_empty());
+        // A folder that cannot be read says so (as root, permissions cannot make one here).
+        assert!(
+            folder_problem(&secrets.join("gone")).starts_with("cannot read the folder: "),
+            "{}",
+            folder_problem(&secrets.join("gone"))
+        );
     }
 
     #[test]
