@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 need_registry
-cargo build --quiet --bin pullcheck
+echo "== building pullcheck (cargo build --bin pullcheck; a first build compiles its dependencies, a minute or two)"
+cargo build --bin pullcheck
 PULLCHECK=target/debug/pullcheck
 
 work=$(mktemp -d)
@@ -31,10 +32,12 @@ echo "   $REG/demo/multi     OCI index (amd64, arm64) $multi"
 failed=0
 expect() { # expect CODE ARGS... : run pullcheck, show its output, compare the exit code
   local want=$1; shift
+  # Print exactly what runs: copied while the demo registry is up, it gives the same answer.
+  local command=("$PULLCHECK" check --plain-http "$REG" --termination-log "$work/termination-log" "$@")
   echo
-  echo "\$ pullcheck check $*"
+  printf '$'; printf ' %q' "${command[@]}"; echo
   set +e
-  "$PULLCHECK" check --plain-http "$REG" --termination-log "$work/termination-log" "$@"
+  "${command[@]}"
   local got=$?
   set -e
   if [ "$got" = "$want" ]; then

@@ -1,12 +1,34 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, and integration tests against a real registry that the test
 # harness starts on 127.0.0.1 (Debian's docker-registry, installed here when missing).
+#
+# The Kubernetes examples and `inject` output are validated offline with kubernetes-validate
+# (PyPI). Debian's own Python refuses a system-wide `pip install` (externally-managed-
+# environment), so it goes into a virtual environment under target/venv, made here (with
+# Debian's python3-venv, installed by apt when missing), and target/venv/bin comes first on the
+# PATH of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 need_registry
-# The Kubernetes examples and `inject` output are validated offline against the API schemas.
-if ! command -v kubernetes-validate >/dev/null 2>&1; then
-  python3 -m pip install -q kubernetes-validate==1.37.0
+
+venv=target/venv
+validator=kubernetes-validate==1.37.0
+if ! "$venv/bin/kubernetes-validate" --version >/dev/null 2>&1; then
+  echo "== installing $validator into $venv"
+  rm -rf "$venv"
+  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+    rm -rf "$venv"
+    if [ "$(id -u)" != 0 ]; then
+      echo "python3 -m venv failed: run 'sudo apt-get install -y python3-venv' and try again" >&2
+      exit 2
+    fi
+    echo "== installing python3-venv (Debian's python3 needs it for python3 -m venv)"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/python3" -m pip install -q --disable-pip-version-check "$validator"
 fi
+export PATH="$PWD/$venv/bin:$PATH"
 cargo test --all-targets "$@"

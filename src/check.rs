@@ -5,9 +5,11 @@
 //! for whether its containers will start ([`crate::start`]), inside the same deadline.
 
 use crate::keyring::{Credential, Keyring};
+use crate::progress::Events;
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{
-    self, AuthUsed, Client, ClientOptions, ConfigRead, Fact, Outcome, Progress, Verdict,
+    self, AuthUsed, Client, ClientOptions, ConfigRead, Fact, Outcome, PlatformSeen, Progress,
+    Verdict,
 };
 use crate::report::{ContainerStart, ImageResult, Report, Status};
 use crate::start::{ContainerFacts, NotRead, StartCheck};
@@ -37,6 +39,8 @@ pub struct Options {
     pub containers: Vec<ContainerFacts>,
     /// Whether to predict that containers will not start.
     pub start_check: StartCheck,
+    /// Where progress goes while the check runs (nothing by default).
+    pub events: Events,
 }
 
 impl Default for Options {
@@ -49,6 +53,7 @@ impl Default for Options {
             allow_unauthenticated: Vec::new(),
             containers: Vec::new(),
             start_check: StartCheck::Auto,
+            events: Events::default(),
         }
     }
 }
@@ -100,9 +105,18 @@ pub async fn check_until(
             }
         })
         .collect();
+    // Where credentials were looked for, for the JSON and for `no_credentials` messages.
+    let credential_sources = options.keyring.sources(
+        parsed
+            .iter()
+            .filter_map(|(_, p)| p.as_ref().ok())
+            .map(|(r, _)| (r.registry.as_str(), r.repository.as_str())),
+    );
+    let sources_read = Arc::new(options.keyring.describe_sources());
     let client =
         match Client::new(&options.client) {
             Ok(mut c) => {
+                c.set_events(options.events.clone());
                 c.plan(parsed.iter().filter_map(|(_, p)| p.as_ref().ok()).map(
                     |(r, credentials)| {
                         let keys = if credentials.is_empty() {
@@ -142,10 +156,12 @@ pub async fn check_until(
     for (image, parsed) in parsed {
         match parsed {
             Err(e) => {
-                results.push(Some(ImageResult {
+                let result = ImageResult {
                     hint: "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".to_string(),
                     ..plain_result(image, Status::InvalidReference, "invalid_reference", e.to_string())
-                }));
+                };
+                options.events.verdict(&result);
+                results.push(Some(result));
                 pending.push(None);
             }
             Ok((reference, credentials)) => {
@@ -170,6 +186,9 @@ pub async fn check_until(
                     deadline,
                     attempt_cap,
                     timeout,
+                    events: options.events.clone(),
+                    sources_read: sources_read.clone(),
+                    sources_exist: !credential_sources.is_empty(),
                 };
                 tasks.spawn(async move { (index, job.run().await) });
             }
@@ -184,6 +203,7 @@ pub async fn check_until(
                 // A task ends only by returning: the code on its path does not panic, and a
                 // panic would abort the release binary anyway.
                 if let Ok((index, result)) = joined {
+                    options.events.verdict(&result);
                     if let Some(slot) = results.get_mut(index) {
                         *slot = Some(result);
                     }
@@ -218,6 +238,7 @@ pub async fn check_until(
     }
     let mut report = Report::new(results.into_iter().flatten().collect());
     report.stopped = stopped;
+    report.credential_sources = credential_sources;
     report.platform = match &options.client.platform.want {
         Some(p) => p.to_string(),
         None => "any".to_string(),
@@ -246,6 +267,11 @@ struct Job {
     deadline: Instant,
     attempt_cap: Duration,
     timeout: Duration,
+    events: Events,
+    /// The credential sources read and their keys, for a `no_credentials` message.
+    sources_read: Arc<String>,
+    /// Some credential source was read (even one that gave nothing).
+    sources_exist: bool,
 }
 
 impl Job {
@@ -353,6 +379,18 @@ impl Job {
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
                 result.containers = containers;
+                if result.reason == "no_credentials" {
+                    // Which sources were read, and what they held: an empty folder, a secret for
+                    // other hosts, or a file of the wrong name all end here.
+                    result.message.push_str(&format!("; {}", self.sources_read));
+                    if self.sources_exist {
+                        // Pull secrets are mounted already: saying "mount them" would not help.
+                        result.hint = format!(
+                            "None of the credential sources read has a key for {registry}: add an entry for {registry} to the pull secret, or mount the pull secret that has one (see the warnings on stderr); if the node pulls with its own credentials, use --allow-unauthenticated.",
+                            registry = self.reference.registry
+                        );
+                    }
+                }
                 if result.status == Status::Unauthorized
                     && credentials.is_empty()
                     && self.allow_unauthenticated
@@ -360,6 +398,11 @@ impl Job {
                     result.fatal = false;
                     result.message.push_str(
                         "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
+                    );
+                    // The usual hint recommends the flag that is already given.
+                    result.hint = format!(
+                        "Not verified: make sure the nodes have credentials for {} (a credential provider or a node config.json), or give pullcheck the pod's pull secret to check it.",
+                        self.reference.registry
                     );
                 }
                 return result;
@@ -371,6 +414,18 @@ impl Job {
                 verdict.message.push_str(&self.gave_up(attempts, start));
                 return self.result(verdict, &outcome.auth, attempts, start);
             }
+            let image = self.reference.to_string();
+            let what = verdict
+                .message
+                .strip_prefix(&format!("{image}: "))
+                .unwrap_or(&verdict.message);
+            self.events.retry(
+                &self.reference.registry,
+                attempts,
+                wait,
+                verdict.reason,
+                what,
+            );
             tokio::time::sleep(wait).await;
         }
     }
@@ -408,6 +463,11 @@ impl Job {
             reason: v.reason,
             digest: v.digest,
             platform_digest: v.platform_digest,
+            platform_checked: v.platform.map(|p| p == PlatformSeen::Checked),
+            platform_note: match v.platform {
+                Some(PlatformSeen::Skipped(why)) => Some(why),
+                _ => None,
+            },
             available_platforms: v.available_platforms,
             suggestions: v.suggestions,
             containers: Vec::new(),
@@ -439,6 +499,8 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         reason,
         digest: None,
         platform_digest: None,
+        platform_checked: None,
+        platform_note: None,
         available_platforms: Vec::new(),
         suggestions: Vec::new(),
         containers: Vec::new(),

@@ -1,6 +1,7 @@
 //! The command line, as clap derive types only: every flag also reads an environment variable,
 //! and `--help` text comes from these doc comments. No logic lives here; `config` validates.
 
+use crate::keyring::Secret;
 use crate::registry::PlatformCheck;
 use crate::report::EXIT_CODES_HELP;
 use crate::start::StartCheck;
@@ -133,14 +134,23 @@ pub struct CheckArgs {
     pub secrets_dir: PathBuf,
 
     /// Speak plain HTTP to this registry (the only way to). Repeatable; the environment
-    /// variable takes a comma-separated list.
+    /// variable takes a comma-separated list. `--insecure HOST` (crane's word) is the same:
+    /// plain HTTP; certificate checks are never turned off (trust a CA with --ca-file).
     #[arg(
         long,
+        visible_alias = "insecure",
         value_name = "HOST[:PORT]",
         env = "PULLCHECK_PLAIN_HTTP",
         value_delimiter = ','
     )]
     pub plain_http: Vec<String>,
+
+    /// One credential for one run, as skopeo's --creds: for the registry of the images (they
+    /// must all be on one registry), tried before every other source. For a person at a
+    /// workstation: there is no environment variable, so that a password is never put in a
+    /// pod spec (use a pull secret there). The value is never shown.
+    #[arg(long, value_name = "USER:PASS", value_parser = secret_value)]
+    pub creds: Option<Secret>,
 
     /// Registries whose nodes pull with their own credentials (ECR, GCR, ACR credential
     /// providers, a node config.json): `unauthorized` with no pod credentials for them is a
@@ -258,4 +268,15 @@ pub struct CheckArgs {
     /// Print only the images that cannot be pulled (nothing when all can).
     #[arg(short, long, env = "PULLCHECK_QUIET", value_parser = FalseyValueParser::new())]
     pub quiet: bool,
+
+    /// Show progress on stderr even when it is not a terminal (a pod's log): each verdict as it
+    /// arrives, each retry with its reason and wait, and each request's method, URL and status
+    /// (never its headers). On a terminal, verdicts and retries are shown without it.
+    #[arg(short, long, env = "PULLCHECK_VERBOSE", value_parser = FalseyValueParser::new())]
+    pub verbose: bool,
+}
+
+/// Wraps a secret value at once, so that no `Debug` of the arguments shows it.
+fn secret_value(s: &str) -> Result<Secret, String> {
+    Ok(Secret::new(s))
 }

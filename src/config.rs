@@ -181,6 +181,26 @@ impl Config {
                 }
             },
         };
+        let mut warnings = Vec::new();
+        // An unknown variant of a known architecture is a typo far more often than a platform:
+        // refuse it, unless strict matching says the user means exactly that string.
+        if let Some((p, variant)) = want.as_ref().and_then(|p| Some((p, p.unknown_variant()?))) {
+            let known = crate::platform::known_variants(&p.architecture)
+                .unwrap_or_default()
+                .join(", ");
+            let text = format!(
+                "--platform {p}: {variant:?} is not a known variant of {} (known: {known})",
+                p.architecture
+            );
+            match args.platform_match {
+                PlatformMatch::Strict => warnings.push(format!(
+                    "{text}; with --platform-match strict only index entries for exactly {p} match"
+                )),
+                PlatformMatch::Lenient => errors.push(format!(
+                    "{text}; use --platform-match strict if you mean it"
+                )),
+            }
+        }
         let platform = PlatformPolicy {
             want,
             mode: match args.platform_match {
@@ -214,10 +234,24 @@ impl Config {
             .iter()
             .filter_map(|i| Reference::parse(i).ok())
             .collect();
-        let warnings = keyring.resolve_helpers(
-            references
-                .iter()
-                .map(|r| (r.registry.as_str(), r.repository.as_str())),
+        warnings.extend(
+            keyring.resolve_helpers(
+                references
+                    .iter()
+                    .map(|r| (r.registry.as_str(), r.repository.as_str())),
+            ),
+        );
+        if let Some(creds) = &args.creds {
+            if let Err(e) = add_creds(&mut keyring, creds, &references) {
+                errors.push(format!("--creds: {e}"));
+            }
+        }
+        warnings.extend(
+            keyring.source_warnings(
+                references
+                    .iter()
+                    .map(|r| (r.registry.as_str(), r.repository.as_str())),
+            ),
         );
 
         let allow_unauthenticated = args
@@ -257,12 +291,42 @@ impl Config {
                 allow_unauthenticated,
                 containers,
                 start_check: args.start_check,
+                events: crate::progress::Events::for_cli(args.verbose),
             },
             output: args.output,
             warnings,
             termination_log,
             quiet: args.quiet,
         })
+    }
+}
+
+/// `--creds USER:PASS`: one credential for the one registry of the images, tried first. Errors
+/// never repeat the value.
+fn add_creds(
+    keyring: &mut Keyring,
+    creds: &keyring::Secret,
+    references: &[Reference],
+) -> Result<(), String> {
+    let (user, password) = creds
+        .expose()
+        .split_once(':')
+        .filter(|(u, p)| !u.is_empty() && !p.is_empty())
+        .ok_or("expected USER:PASS, a user name and a password separated by ':' (the value is not shown)")?;
+    let mut registries: Vec<&str> = references.iter().map(|r| r.registry.as_str()).collect();
+    registries.sort_unstable();
+    registries.dedup();
+    match registries.as_slice() {
+        [] => Ok(()),
+        [registry] => {
+            keyring.add_first(registry, user, keyring::Secret::new(password), "--creds");
+            Ok(())
+        }
+        several => Err(format!(
+            "the images are on {} registries ({}), and --creds gives one credential to one registry: check them in separate runs, or use --docker-config",
+            several.len(),
+            several.join(", ")
+        )),
     }
 }
 
@@ -435,5 +499,40 @@ mod tests {
         let e = Config::from_args(args(&["--images-file", "-"]), &mut &b"ok\n\xff\xfe"[..])
             .unwrap_err();
         assert!(e.to_string().contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_variant_is_a_usage_error_unless_strict() {
+        let e = config(&["--platform", "linux/amd64/v9", "x"], "").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("\"v9\" is not a known variant of amd64 (known: v1, v2, v3, v4)"),
+            "{text}"
+        );
+        let c = config(
+            &[
+                "--platform",
+                "linux/amd64/v9",
+                "--platform-match",
+                "strict",
+                "x",
+            ],
+            "",
+        )
+        .unwrap();
+        assert!(
+            c.warnings.iter().any(|w| w.contains("not a known variant")),
+            "{:?}",
+            c.warnings
+        );
+        for known in [
+            "linux/amd64/v3",
+            "linux/arm64/v8.2",
+            "linux/arm/v6",
+            "linux/s390x",
+            "linux/riscv64/rva23",
+        ] {
+            assert!(config(&["--platform", known, "x"], "").is_ok(), "{known}");
+        }
     }
 }

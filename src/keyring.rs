@@ -102,6 +102,43 @@ pub struct Keyring {
     entries: Vec<Entry>,
     /// Not asked yet: see [`Keyring::resolve_helpers`].
     helpers: Vec<HelperEntry>,
+    /// Every place credentials were looked for, with the keys it held, in priority order: what
+    /// a user needs to see when no credential matches (see [`Keyring::sources`]).
+    sources: Vec<SourceRecord>,
+}
+
+/// One place credentials were read from, as shown to a person and in JSON
+/// (`"credential_sources"`): its name, the keys it holds (registry names), and what is wrong
+/// with it. Never a user name, password or token.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CredentialSource {
+    /// `secret regcred`, `file /path/config.json`, `docker config ~/.docker/config.json`,
+    /// `--creds`.
+    pub source: String,
+    /// The file or folder read, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The keys it holds, normalised as the kubelet matches them (`quay.io`, `*.gcr.io`,
+    /// `index.docker.io`), including servers whose secret a credential helper keeps.
+    pub keys: Vec<String>,
+    /// Whether one of its keys matches an image of this run.
+    pub matches: bool,
+    /// Why it gave no credentials, when that is known: an empty folder, a file of the wrong
+    /// name, a folder that cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// A source as loaded: what is shown, and the keys to match.
+#[derive(Debug, Clone)]
+struct SourceRecord {
+    source: String,
+    path: Option<String>,
+    keys: Vec<(String, KeyPattern)>,
+    problem: Option<String>,
+    /// The workstation's own config: read for a person, not pointed at; it is not warned about
+    /// when its keys are for other registries (a person's config names many).
+    implicit: bool,
 }
 
 /// The Docker CLI's config of a person: `$DOCKER_CONFIG/config.json`, else
@@ -132,7 +169,7 @@ impl Keyring {
             match find_config_in(path) {
                 Ok(file) => {
                     let label = format!("file {}", file.display());
-                    if let Err(e) = keyring.add_file(&file, &label, false) {
+                    if let Err(e) = keyring.add_source_file(&file, &label, false) {
                         errors.push(e);
                     }
                 }
@@ -143,15 +180,24 @@ impl Keyring {
             match secret_folders(dir) {
                 Ok(folders) => {
                     for (name, folder) in folders {
-                        // A mounted optional secret that does not exist is an empty folder: skip it.
+                        let label = format!("secret {name}");
+                        // A mounted optional secret that does not exist is an empty folder: it
+                        // gives nothing, and says so (see `folder_problem`).
                         let Some(file) = CONFIG_FILE_NAMES[..2]
                             .iter()
                             .map(|n| folder.join(n))
                             .find(|p| p.is_file())
                         else {
+                            keyring.sources.push(SourceRecord {
+                                source: label,
+                                path: Some(folder.display().to_string()),
+                                keys: Vec::new(),
+                                problem: Some(folder_problem(&folder)),
+                                implicit: false,
+                            });
                             continue;
                         };
-                        if let Err(e) = keyring.add_file(&file, &format!("secret {name}"), false) {
+                        if let Err(e) = keyring.add_source_file(&file, &label, false) {
                             errors.push(e);
                         }
                     }
@@ -161,8 +207,11 @@ impl Keyring {
         }
         if let Some(file) = workstation.filter(|f| f.is_file()) {
             let label = format!("docker config {}", file.display());
-            if let Err(e) = keyring.add_file(file, &label, true) {
+            if let Err(e) = keyring.add_source_file(file, &label, true) {
                 errors.push(e);
+            }
+            if let Some(source) = keyring.sources.last_mut() {
+                source.implicit = true;
             }
         }
         if errors.is_empty() {
@@ -291,6 +340,165 @@ impl Keyring {
             return Err(err("empty file".to_string()));
         }
         self.add_config(file, label, &text, helpers)
+    }
+
+    /// [`Keyring::add_file`], recording the source and the keys it added.
+    fn add_source_file(
+        &mut self,
+        file: &Path,
+        label: &str,
+        helpers: bool,
+    ) -> Result<(), KeyringError> {
+        let (entries, helper_entries) = (self.entries.len(), self.helpers.len());
+        self.add_file(file, label, helpers)?;
+        let mut keys: Vec<(String, KeyPattern)> = Vec::new();
+        let added = self.entries[entries..]
+            .iter()
+            .map(|e| (e.key.clone(), e.pattern.clone()))
+            .chain(
+                self.helpers[helper_entries..]
+                    .iter()
+                    .map(|h| (h.pattern.key(), h.pattern.clone())),
+            );
+        for (key, pattern) in added {
+            if !keys.iter().any(|(k, _)| *k == key) {
+                keys.push((printable(&key), pattern));
+            }
+        }
+        self.sources.push(SourceRecord {
+            source: label.to_string(),
+            path: Some(file.display().to_string()),
+            keys,
+            problem: None,
+            implicit: false,
+        });
+        Ok(())
+    }
+
+    /// Adds one credential for `registry` (`host[:port]`, or `docker.io`), before every other
+    /// source: `--creds USER:PASS`, given for one run by a person on the command line.
+    pub fn add_first(&mut self, registry: &str, username: &str, password: Secret, label: &str) {
+        let Some(pattern) = KeyPattern::parse(registry) else {
+            return;
+        };
+        let key = pattern.key();
+        self.entries.insert(
+            0,
+            Entry {
+                key: key.clone(),
+                pattern: pattern.clone(),
+                credential: Credential {
+                    username: username.to_string(),
+                    password,
+                    source: format!("{label}, key {}", printable(&key)),
+                },
+            },
+        );
+        self.sources.insert(
+            0,
+            SourceRecord {
+                source: label.to_string(),
+                path: None,
+                keys: vec![(printable(&key), pattern)],
+                problem: None,
+                implicit: false,
+            },
+        );
+    }
+
+    /// The sources read, in priority order, each with its keys and whether one of them matches
+    /// an image of `images` (`(registry, repository)` pairs).
+    pub fn sources<'a>(
+        &self,
+        images: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
+    ) -> Vec<CredentialSource> {
+        self.sources
+            .iter()
+            .map(|s| CredentialSource {
+                source: s.source.clone(),
+                path: s.path.clone(),
+                keys: s.keys.iter().map(|(k, _)| k.clone()).collect(),
+                matches: images.clone().into_iter().any(|(registry, repository)| {
+                    let target = format!("{registry}/{repository}");
+                    s.keys.iter().any(|(_, p)| {
+                        p.matches(&target)
+                            || (is_default_registry_match(registry)
+                                && p.key() == DEFAULT_REGISTRY_KEY)
+                    })
+                }),
+                problem: s.problem.clone(),
+            })
+            .collect()
+    }
+
+    /// One warning per source that gives nothing to this run: empty, of the wrong shape, or
+    /// holding keys for other registries only. The workstation's own config is warned about
+    /// only when something is wrong with it, not for naming other registries.
+    pub fn source_warnings<'a>(
+        &self,
+        images: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
+    ) -> Vec<String> {
+        let registries: Vec<&str> = {
+            let mut r: Vec<&str> = images.clone().into_iter().map(|(reg, _)| reg).collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        };
+        if registries.is_empty() {
+            return Vec::new();
+        }
+        let checked = registries.join(", ");
+        self.sources(images)
+            .into_iter()
+            .zip(&self.sources)
+            .filter_map(|(shown, record)| {
+                let name = match &shown.path {
+                    Some(p) => format!("{} ({p})", shown.source),
+                    None => shown.source.clone(),
+                };
+                if let Some(problem) = &shown.problem {
+                    return Some(format!("credential source {name}: {problem}; no credentials from it"));
+                }
+                if shown.matches || record.implicit {
+                    return None;
+                }
+                if shown.keys.is_empty() {
+                    return Some(format!(
+                        "credential source {name} holds no credentials (no entry with a user name or password)"
+                    ));
+                }
+                Some(format!(
+                    "credential source {name} holds keys for {} only, none for the registries checked ({checked}): its credentials are not used",
+                    shown.keys.join(", ")
+                ))
+            })
+            .collect()
+    }
+
+    /// The sources, in words for a `no_credentials` message: `secret a (keys: quay.io), secret b
+    /// (empty folder…)`, or that none was read.
+    pub fn describe_sources(&self) -> String {
+        if self.sources.is_empty() {
+            return "no credential source was read (no --docker-config, no pull secret under --secrets-dir)".to_string();
+        }
+        let each: Vec<String> = self
+            .sources
+            .iter()
+            .map(|s| match (&s.problem, s.keys.is_empty()) {
+                (Some(p), _) => format!("{} ({p})", s.source),
+                (None, true) => format!("{} (no keys)", s.source),
+                (None, false) => format!(
+                    "{} (keys: {})",
+                    s.source,
+                    s.keys
+                        .iter()
+                        .map(|(k, _)| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+            .collect();
+        format!("credential sources read: {}", each.join("; "))
     }
 
     fn add_helper(&mut self, server: &str, label: &str) {
@@ -690,6 +898,37 @@ fn find_config_in(path: &Path) -> Result<PathBuf, KeyringError> {
             path: path.to_path_buf(),
             what: format!("folder holds none of {}", CONFIG_FILE_NAMES.join(", ")),
         })
+}
+
+/// Why a mounted secret's folder gave no credentials file: empty (an `optional: true` volume of
+/// a Secret that does not exist), files of other names (a Secret with `config.json`), or not
+/// readable.
+fn folder_problem(folder: &Path) -> String {
+    let entries = match std::fs::read_dir(folder) {
+        Ok(e) => e,
+        Err(e) => return format!("cannot read the folder: {e}"),
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        // Kubernetes' atomic-writer entries (`..data`, `..2024_…`) are not keys of the Secret.
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with(".."))
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return "empty folder: the Secret does not exist in the namespace (an optional volume mounts it empty) or has no keys".to_string();
+    }
+    let shown: Vec<String> = names.iter().take(5).map(|n| printable(n)).collect();
+    let more = if names.len() > 5 { ", …" } else { "" };
+    let advice = if names.iter().any(|n| n == "config.json") {
+        "; a pull secret is of type kubernetes.io/dockerconfigjson with the key .dockerconfigjson: recreate it with `kubectl create secret docker-registry` or `--from-file=.dockerconfigjson=config.json`"
+    } else {
+        ""
+    };
+    format!(
+        "holds {}{more}, not .dockerconfigjson or .dockercfg{advice}",
+        shown.join(", ")
+    )
 }
 
 /// The sub-folders of the secrets folder, by name. A missing folder means no secrets.
@@ -1116,5 +1355,111 @@ mod tests {
         let dbg = format!("{k:?}");
         assert!(!dbg.contains("s3cret"), "{dbg}");
         assert!(dbg.contains("<redacted>"));
+    }
+
+    #[test]
+    fn sources_name_their_keys_and_whether_they_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let secrets = dir.path().join("secrets");
+        for name in ["a-empty", "b-quay", "c-config-json", "d-hub"] {
+            std::fs::create_dir_all(secrets.join(name)).unwrap();
+        }
+        std::fs::create_dir_all(secrets.join("a-empty/..data")).unwrap();
+        let entry = |key: &str| {
+            format!(
+                r#"{{"auths": {{"https://user:pw@{key}/v1/": {{"auth": "{}"}}}}}}"#,
+                b64("u:p")
+            )
+        };
+        std::fs::write(secrets.join("b-quay/.dockerconfigjson"), entry("quay.io")).unwrap();
+        std::fs::write(secrets.join("c-config-json/config.json"), entry("r.io")).unwrap();
+        std::fs::write(
+            secrets.join("d-hub/.dockerconfigjson"),
+            entry("index.docker.io"),
+        )
+        .unwrap();
+        let k = Keyring::load(&[], Some(&secrets), None).unwrap();
+        let images = [("docker.io", "library/nginx")];
+        let sources = k.sources(images);
+        let shown: Vec<_> = sources
+            .iter()
+            .map(|s| {
+                (
+                    s.source.as_str(),
+                    s.keys.clone(),
+                    s.matches,
+                    s.problem.is_some(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("secret a-empty", vec![], false, true),
+                ("secret b-quay", vec!["quay.io".to_string()], false, false),
+                ("secret c-config-json", vec![], false, true),
+                (
+                    "secret d-hub",
+                    vec!["index.docker.io".to_string()],
+                    true,
+                    false
+                ),
+            ]
+        );
+        assert!(
+            sources[0]
+                .problem
+                .as_deref()
+                .unwrap()
+                .starts_with("empty folder")
+        );
+        assert!(
+            sources[2]
+                .problem
+                .as_deref()
+                .unwrap()
+                .starts_with("holds config.json, not .dockerconfigjson")
+        );
+        let warnings = k.source_warnings(images);
+        assert_eq!(warnings.len(), 3, "{warnings:#?}");
+        assert!(
+            warnings[1].contains(
+                "holds keys for quay.io only, none for the registries checked (docker.io)"
+            )
+        );
+        let described = k.describe_sources();
+        assert!(
+            described.contains("secret b-quay (keys: quay.io)"),
+            "{described}"
+        );
+        // Names only: no user info of a key, no user name, no secret.
+        let all = format!("{sources:?}{warnings:?}{described}");
+        for hidden in ["user:pw", "user@", "dTpw"] {
+            assert!(!all.contains(hidden), "{hidden}: {all}");
+        }
+        // No images: nothing to warn about.
+        assert!(k.source_warnings(std::iter::empty()).is_empty());
+        // A folder that cannot be read says so (as root, permissions cannot make one here).
+        assert!(
+            folder_problem(&secrets.join("gone")).starts_with("cannot read the folder: "),
+            "{}",
+            folder_problem(&secrets.join("gone"))
+        );
+    }
+
+    #[test]
+    fn creds_come_first() {
+        let mut k = keyring(&format!(
+            r#"{{"auths": {{"r.io": {{"auth": "{}"}}}}}}"#,
+            b64("a:b")
+        ));
+        k.add_first("r.io", "c", Secret::new("d"), "--creds");
+        let found: Vec<_> = k
+            .lookup("r.io", "x")
+            .iter()
+            .map(|c| c.username.clone())
+            .collect();
+        assert_eq!(found, ["c", "a"]);
+        assert_eq!(k.sources([("r.io", "x")])[0].source, "--creds");
     }
 }

@@ -35,7 +35,8 @@
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
 //! - [`start`]: will each container start once pulled? The kubelet's and the runtimes' rules
 //!   (`runAsNonRoot`, the image's user, the command), over the pod spec and the image's config.
-//! - [`check`](mod@check): concurrency, retries with back-off, the deadline.
+//! - [`check`](mod@check): concurrency, retries with back-off, the deadline;
+//!   [`progress`]: what it is doing while it runs (verdicts, retries, `--verbose` requests).
 //! - [`report`]: results, exit codes, text, JSON and the termination message.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
 
@@ -48,6 +49,7 @@ pub mod input;
 pub mod keyring;
 pub mod platform;
 pub mod podspec;
+pub mod progress;
 pub mod reference;
 pub mod registry;
 pub mod report;

@@ -251,6 +251,28 @@ impl fmt::Display for Platform {
     }
 }
 
+/// The variants a known architecture has (after normalisation), or `None` for an architecture
+/// without a list of its own (any variant is taken as given). `amd64` v1 is written without a
+/// variant; `386` has none.
+pub fn known_variants(architecture: &str) -> Option<Vec<&'static str>> {
+    match architecture {
+        "amd64" => Some(vec!["v1", "v2", "v3", "v4"]),
+        "arm64" => Some(ARM64_VERSIONS.iter().map(|(v, _)| *v).collect()),
+        "arm" => Some(vec!["v5", "v6", "v7", "v8"]),
+        _ => None,
+    }
+}
+
+impl Platform {
+    /// The variant, when the architecture has a list of known variants and the variant is not
+    /// one of them (`linux/amd64/v9`): no runtime reports it, so no index entry will match.
+    pub fn unknown_variant(&self) -> Option<&str> {
+        let variant = self.variant.as_deref()?;
+        let known = known_variants(&self.architecture)?;
+        (!known.contains(&variant)).then_some(variant)
+    }
+}
+
 /// How an image index is resolved for a node; the runtime decides (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MatchMode {

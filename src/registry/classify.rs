@@ -6,7 +6,7 @@
 //! inside the deadline; permanent ones (404, 401, 403, certificate errors) never are, because
 //! waiting will not change them.
 
-use super::{AuthUsed, Fact, Outcome, Step};
+use super::{AuthUsed, Fact, Outcome, PlatformSeen, Step};
 use crate::reference::Reference;
 use crate::report::{ContainerStart, StartStatus, Status};
 use std::time::Duration;
@@ -28,6 +28,8 @@ pub struct Verdict {
     pub digest: Option<String>,
     /// The index entry for the node's platform, when an index was checked.
     pub platform_digest: Option<String>,
+    /// On a found image: whether its platform was checked, and if not, why.
+    pub platform: Option<PlatformSeen>,
     /// The platforms an image has, when none fits the node.
     pub available_platforms: Vec<String>,
     /// Close tags or repositories, when one is missing.
@@ -44,6 +46,7 @@ impl Verdict {
             retry: None,
             digest: None,
             platform_digest: None,
+            platform: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
         }
@@ -71,6 +74,7 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
         Fact::Found {
             digest,
             platform_digest,
+            platform,
             ..
         } => {
             let mut v = Verdict::new(
@@ -84,6 +88,7 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             );
             v.digest = digest.clone();
             v.platform_digest = platform_digest.clone();
+            v.platform = Some(*platform);
             v
         }
         Fact::WrongPlatform {
@@ -435,6 +440,7 @@ mod tests {
                     digest: Some("sha256:1".into()),
                     media_type: None,
                     platform_digest: None,
+                    platform: PlatformSeen::Checked,
                 },
                 AuthUsed::Anonymous,
                 Status::Ok,
@@ -712,6 +718,7 @@ mod tests {
             digest: Some("sha256:1".into()),
             media_type: None,
             platform_digest: None,
+            platform: PlatformSeen::Checked,
         };
         let r = reference("r.io/x");
         let ok = classify(&r, &outcome(found, AuthUsed::Anonymous));

@@ -10,8 +10,8 @@
 //! not start, so that is a verdict of its own.
 
 use super::{
-    Client, Fact, MANIFEST_ACCEPT, PlatformCheck, Progress, RegistryState, Step, authorized,
-    read_limited, transport,
+    Client, Fact, MANIFEST_ACCEPT, PlatformCheck, PlatformSeen, Progress, RegistryState, Step,
+    authorized, read_limited, transport,
 };
 use crate::platform::{self, Platform};
 use crate::reference::{DOCKER_HUB, Reference};
@@ -101,14 +101,15 @@ impl Client {
         authorization: Option<&str>,
         progress: &Progress,
     ) -> Fact {
-        let found = |platform_digest: Option<String>| Fact::Found {
+        let found = |platform_digest: Option<String>, platform: PlatformSeen| Fact::Found {
             digest: digest.clone(),
             media_type: media_type.clone(),
             platform_digest,
+            platform,
         };
         let policy = &self.platform;
         let Some(want) = &policy.want else {
-            return found(None);
+            return found(None, PlatformSeen::NotAsked);
         };
         let is_index = media_type
             .as_deref()
@@ -122,7 +123,16 @@ impl Client {
             (PlatformCheck::Full, _) => true,
         };
         if !wanted {
-            return found(None);
+            let seen = match (policy.check, is_index) {
+                (PlatformCheck::Off, _) => PlatformSeen::NotAsked,
+                (_, true) => PlatformSeen::Skipped(
+                    "Docker Hub index; --platform-check full checks it, as one counted pull",
+                ),
+                (_, false) => {
+                    PlatformSeen::Skipped("single manifest; --platform-check full checks it")
+                }
+            };
+            return found(None, seen);
         }
         // By digest when the HEAD gave one: the same manifest the HEAD saw.
         let manifest_ref = digest.as_deref().unwrap_or(reference.manifest_ref());
@@ -138,14 +148,17 @@ impl Client {
         if is_index {
             // An index we cannot read says nothing against the image: never block on it.
             let Some(entries) = index_entries(&body) else {
-                return found(None);
+                return found(None, PlatformSeen::Skipped("the index could not be read"));
             };
             if entries.is_empty() {
-                return found(None);
+                return found(None, PlatformSeen::Skipped("the index names no platform"));
             }
             let platforms: Vec<Platform> = entries.iter().map(|(p, _)| p.clone()).collect();
             return match platform::best_match(want, &platforms, policy.mode) {
-                Some(i) => found(entries.get(i).and_then(|(_, d)| d.clone())),
+                Some(i) => found(
+                    entries.get(i).and_then(|(_, d)| d.clone()),
+                    PlatformSeen::Checked,
+                ),
                 None => Fact::WrongPlatform {
                     digest,
                     wanted: want.to_string(),
@@ -158,7 +171,7 @@ impl Client {
             .ok()
             .and_then(|m| m.config)
         else {
-            return found(None);
+            return found(None, PlatformSeen::Skipped("the manifest names no config"));
         };
         let url = format!(
             "{}/v2/{}/blobs/{}",
@@ -174,16 +187,18 @@ impl Client {
             self.remember_config(d, super::image_config::parse_config(&body));
         }
         let Ok(config) = serde_json::from_slice::<ImageConfig>(&body) else {
-            return found(None);
+            return found(None, PlatformSeen::Skipped("the config could not be read"));
         };
         match platform_of(&config.os, &config.architecture, config.variant.as_deref()) {
-            Some(have) if platform::matches(want, &have, policy.mode) => found(None),
+            Some(have) if platform::matches(want, &have, policy.mode) => {
+                found(None, PlatformSeen::Checked)
+            }
             Some(have) => Fact::WrongPlatform {
                 digest,
                 wanted: want.to_string(),
                 available: vec![have.to_string()],
             },
-            None => found(None),
+            None => found(None, PlatformSeen::Skipped("the config names no platform")),
         }
     }
 
@@ -198,8 +213,8 @@ impl Client {
             self.http.get(url).header(header::ACCEPT, accept),
             authorization,
         );
-        let resp = req
-            .send()
+        let resp = self
+            .send(req, "GET", url)
             .await
             .map_err(|e| transport(Step::Platform, "GET", url, &e))?;
         let status = resp.status();
@@ -326,7 +341,7 @@ impl Client {
         authorization: Option<&str>,
     ) -> Option<(StatusCode, HeaderMap, Vec<u8>)> {
         let req = authorized(self.http.get(url), authorization);
-        let resp = req.send().await.ok()?;
+        let resp = self.send(req, "GET", url).await.ok()?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let body = read_limited(resp, TAGS_MAX_BYTES).await.ok()?;

@@ -29,6 +29,7 @@ pub use image_config::ConfigRead;
 
 use crate::keyring::Credential;
 use crate::platform::{MatchMode, Platform};
+use crate::progress::Events;
 use crate::reference::Reference;
 use auth::{AuthScheme, Token};
 use reqwest::StatusCode;
@@ -110,6 +111,8 @@ pub enum Fact {
         media_type: Option<String>,
         /// The index entry that matched the node's platform, when an index was checked.
         platform_digest: Option<String>,
+        /// Whether the node's platform was checked.
+        platform: PlatformSeen,
     },
     /// The manifest HEAD answered 404.
     Missing {
@@ -186,6 +189,17 @@ pub enum Fact {
     },
 }
 
+/// Whether the platform of an image that was found was checked, and if not, why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlatformSeen {
+    /// An index entry or the image's config matched the node's platform.
+    Checked,
+    /// The user turned the check off (`--platform any`, `--platform-check off`).
+    NotAsked,
+    /// Not checked, for this reason (and how to check it).
+    Skipped(&'static str),
+}
+
 /// What one probe of one image found, and with which credentials.
 #[derive(Debug)]
 pub struct Outcome {
@@ -246,6 +260,8 @@ impl Default for PlatformPolicy {
 /// registry.
 pub struct Client {
     http: reqwest::Client,
+    /// Where each request is reported (`--verbose`).
+    events: Events,
     plain_http: HashSet<String>,
     platform: PlatformPolicy,
     registries: Mutex<HashMap<String, Arc<RegistryState>>>,
@@ -321,7 +337,34 @@ impl Client {
                 .collect(),
             registries: Mutex::new(HashMap::new()),
             configs: Mutex::new(HashMap::new()),
+            events: Events::default(),
         })
+    }
+
+    /// Reports every request to `events` (shown with `--verbose`).
+    pub fn set_events(&mut self, events: Events) {
+        self.events = events;
+    }
+
+    /// Sends a request and reports its method, URL and status (never its headers).
+    async fn send(
+        &self,
+        req: reqwest::RequestBuilder,
+        method: &str,
+        url: &str,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let answer = req.send().await;
+        if self.events.shows_requests() {
+            let shown = match &answer {
+                Ok(r) => Ok(r.status().as_u16()),
+                Err(e) => Err(match std::error::Error::source(e) {
+                    Some(cause) => error_chain(cause),
+                    None => error_chain(e),
+                }),
+            };
+            self.events.request(method, url, shown);
+        }
+        answer
     }
 
     fn state(&self, host: &str) -> Arc<RegistryState> {
@@ -502,7 +545,7 @@ impl Client {
                 self.http.head(&url).header(header::ACCEPT, MANIFEST_ACCEPT),
                 authorization.as_deref(),
             );
-            let resp = match req.send().await {
+            let resp = match self.send(req, "HEAD", &url).await {
                 Ok(r) => r,
                 Err(e) => return (transport(Step::Manifest, "HEAD", &url, &e), authorization),
             };
@@ -519,6 +562,7 @@ impl Client {
                         .or_else(|| reference.digest.clone()),
                     media_type: header_text("content-type"),
                     platform_digest: None,
+                    platform: PlatformSeen::NotAsked,
                 };
                 return (fact, authorization);
             }
@@ -592,9 +636,7 @@ impl Client {
     async fn ping(&self, state: &RegistryState) -> Result<AuthScheme, Fact> {
         let url = format!("{}/v2/", state.base);
         let resp = self
-            .http
-            .get(&url)
-            .send()
+            .send(self.http.get(&url), "GET", &url)
             .await
             .map_err(|e| transport(Step::Ping, "GET", &url, &e))?;
         let status = resp.status();
@@ -730,8 +772,8 @@ impl Client {
         }
         let shown = url.to_string();
         let req = authorized(self.http.get(url), cred.map(basic_auth).as_deref());
-        let resp = req
-            .send()
+        let resp = self
+            .send(req, "GET", &shown)
             .await
             .map_err(|e| transport(Step::Token, "GET", &shown, &e))?;
         let status = resp.status();

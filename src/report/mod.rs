@@ -11,6 +11,7 @@ mod text;
 pub use termination::{TERMINATION_MESSAGE_MAX, termination_message};
 pub use text::render_text;
 
+use crate::keyring::CredentialSource;
 use serde::Serialize;
 
 /// What happened to one image. Each status maps to exactly one exit code.
@@ -124,7 +125,9 @@ Exit codes:
 When images fail differently, the lowest code of 3-7 wins.";
 
 /// The verdict for one image. A failed image is data, not an error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// Serialised by hand (below) so that `fatal` appears on failures only.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageResult {
     /// The reference exactly as given.
     pub image: String,
@@ -138,7 +141,6 @@ pub struct ImageResult {
     /// `repository_missing`, `credentials_rejected`, `timeout`.
     pub reason: &'static str,
     /// The manifest digest, when the image exists and the registry said it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
     /// What was found, naming the image, the registry and what was tried.
     pub message: String,
@@ -146,24 +148,27 @@ pub struct ImageResult {
     pub hint: String,
     /// Which credential was used: `anonymous`, or where it came from (never its content).
     pub auth: String,
-    /// Whether this result counts towards the exit code.
+    /// Whether this result counts towards the exit code. Meaningful for failures only: JSON
+    /// leaves it out on `ok` images.
     pub fatal: bool,
     /// Requests for the manifest, counting retries.
     pub attempts: u32,
     /// Time spent on this image.
     pub elapsed_ms: u64,
     /// The digest of the index entry that matches the node's platform, when an index was checked.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub platform_digest: Option<String>,
+    /// On `ok` images: whether the node's platform was checked (an index entry or a config
+    /// matched); `None` on failures.
+    pub platform_checked: Option<bool>,
+    /// On `ok` images whose platform was not checked although a platform was wanted: why, and
+    /// how to check it (for the text report).
+    pub platform_note: Option<&'static str>,
     /// The platforms the image has, when none matches the node (`wrong_platform`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub available_platforms: Vec<String>,
     /// Close tags or repositories, when the image is `not_found` (best effort).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
     /// Will each container using this image start? One entry per container of the pod spec
     /// (`--containers`, `PULLCHECK_CONTAINERS`); empty, and left out of JSON, without them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<ContainerStart>,
 }
 
@@ -197,6 +202,46 @@ pub struct ContainerStart {
     pub hint: String,
 }
 
+impl Serialize for ImageResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ImageResult", 17)?;
+        st.serialize_field("image", &self.image)?;
+        st.serialize_field("reference", &self.reference)?;
+        st.serialize_field("registry", &self.registry)?;
+        st.serialize_field("status", &self.status)?;
+        st.serialize_field("reason", self.reason)?;
+        if let Some(d) = &self.digest {
+            st.serialize_field("digest", d)?;
+        }
+        st.serialize_field("message", &self.message)?;
+        st.serialize_field("hint", &self.hint)?;
+        st.serialize_field("auth", &self.auth)?;
+        // `fatal` belongs to failures: an image that can be pulled is neither fatal nor not.
+        if !self.is_ok() {
+            st.serialize_field("fatal", &self.fatal)?;
+        }
+        st.serialize_field("attempts", &self.attempts)?;
+        st.serialize_field("elapsed_ms", &self.elapsed_ms)?;
+        if let Some(d) = &self.platform_digest {
+            st.serialize_field("platform_digest", d)?;
+        }
+        if let Some(checked) = self.platform_checked {
+            st.serialize_field("platform_checked", &checked)?;
+        }
+        if !self.available_platforms.is_empty() {
+            st.serialize_field("available_platforms", &self.available_platforms)?;
+        }
+        if !self.suggestions.is_empty() {
+            st.serialize_field("suggestions", &self.suggestions)?;
+        }
+        if !self.containers.is_empty() {
+            st.serialize_field("containers", &self.containers)?;
+        }
+        st.end()
+    }
+}
+
 impl ImageResult {
     /// Whether the image can be pulled.
     pub fn is_ok(&self) -> bool {
@@ -228,6 +273,9 @@ pub struct Report {
     /// What stopped the run before it finished (`SIGTERM`), if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Where credentials were looked for: each source with its keys (registry names), whether
+    /// one matches an image of the run, and what is wrong with it. Never a secret.
+    pub credential_sources: Vec<CredentialSource>,
 }
 
 impl Report {
@@ -240,6 +288,7 @@ impl Report {
             exit_code: ExitCode::for_results(&images),
             images,
             stopped: None,
+            credential_sources: Vec::new(),
         }
     }
 
@@ -261,19 +310,24 @@ impl Report {
         })
     }
 
-    /// The one-line summary that opens the termination message and ends the text report.
+    /// The one-line summary that opens the termination message and ends the text report. True
+    /// for its case, in the singular and the plural: `the 1 image can be pulled`, `all 3 images
+    /// can be pulled`, `1 of 3 images can be pulled; 2 not verified (…)`.
     pub fn summary(&self) -> String {
         let total = self.images.len();
         let failing = self.failures().count();
-        let warnings = self
+        let unverified = self
             .images
             .iter()
             .filter(|r| !r.is_ok() && !r.fatal)
             .count();
+        let pullable = self.images.iter().filter(|r| r.is_ok()).count();
+        let images = |n: usize| if n == 1 { "image" } else { "images" };
         if let Some(why) = &self.stopped {
             let unfinished = self.images.iter().filter(|r| r.reason == "stopped").count();
             return format!(
-                "pullcheck: stopped by {why} before the check finished ({unfinished} of {total} images not checked)"
+                "pullcheck: stopped by {why} before the check finished ({unfinished} of {total} {} not checked)",
+                images(total)
             );
         }
         let wont_start = self
@@ -284,23 +338,65 @@ impl Report {
         let noun = if total == 1 { "image" } else { "images" };
         let mut s = if total == 0 {
             "pullcheck: no images to check".to_string()
-        } else if failing == 0 {
-            format!("pullcheck: all {total} {noun} can be pulled")
-        } else if wont_start == 0 {
-            format!("pullcheck: {failing} of {total} {noun} cannot be pulled")
-        } else if not_pulled == 0 {
+        } else if failing > 0 && wont_start == 0 {
+            if total == 1 {
+                "pullcheck: the 1 image cannot be pulled".to_string()
+            } else {
+                format!("pullcheck: {failing} of {total} images cannot be pulled")
+            }
+        } else if failing > 0 && not_pulled == 0 {
+            let all = if unverified == 0 {
+                if total == 1 {
+                    "the 1 image".to_string()
+                } else {
+                    format!("all {total} images")
+                }
+            } else {
+                format!("{} of {total} images", total - unverified)
+            };
             format!(
-                "pullcheck: all {total} {noun} can be pulled, but a container of {wont_start} will not start"
+                "pullcheck: {all} can be pulled, but {}",
+                containers_will_not_start(wont_start, total == 1)
             )
+        } else if failing > 0 {
+            format!(
+                "pullcheck: {not_pulled} of {total} {noun} cannot be pulled, and {} more {}",
+                wont_start,
+                if wont_start == 1 {
+                    "has a container that will not start"
+                } else {
+                    "have containers that will not start"
+                }
+            )
+        } else if pullable == total {
+            if total == 1 {
+                "pullcheck: the 1 image can be pulled".to_string()
+            } else {
+                format!("pullcheck: all {total} images can be pulled")
+            }
+        } else if pullable == 0 {
+            // Only unverified images: nothing failed, and nothing was shown to be pullable.
+            "pullcheck: no image failed".to_string()
         } else {
-            format!(
-                "pullcheck: {not_pulled} of {total} {noun} cannot be pulled, and a container of {wont_start} more will not start"
-            )
+            format!("pullcheck: {pullable} of {total} images can be pulled")
         };
-        if warnings > 0 {
-            s.push_str(&format!(" ({warnings} not verified, not counted)"));
+        if unverified > 0 {
+            s.push_str(&format!(
+                "; {unverified} {} not verified (no credentials; not counted: --allow-unauthenticated)",
+                images(unverified)
+            ));
         }
         s
+    }
+}
+
+/// "1 has a container that will not start", "2 have containers…"; for a single image, "a
+/// container using it will not start".
+fn containers_will_not_start(images: usize, single: bool) -> String {
+    match (single, images) {
+        (true, _) => "a container using it will not start".to_string(),
+        (false, 1) => "1 has a container that will not start".to_string(),
+        (false, n) => format!("{n} have containers that will not start"),
     }
 }
 
@@ -317,6 +413,8 @@ pub(crate) mod tests {
             reason: "test",
             digest: None,
             platform_digest: None,
+            platform_checked: None,
+            platform_note: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
             containers: Vec::new(),
@@ -389,7 +487,7 @@ pub(crate) mod tests {
         assert_eq!(report.exit_code.code(), 7);
         assert_eq!(
             report.summary(),
-            "pullcheck: all 2 images can be pulled, but a container of 1 will not start"
+            "pullcheck: all 2 images can be pulled, but 1 has a container that will not start"
         );
         let report = Report::new(vec![
             result("a", Status::NotFound),
@@ -397,7 +495,7 @@ pub(crate) mod tests {
         ]);
         assert_eq!(
             report.summary(),
-            "pullcheck: 1 of 2 images cannot be pulled, and a container of 1 more will not start"
+            "pullcheck: 1 of 2 images cannot be pulled, and 1 more has a container that will not start"
         );
     }
 
@@ -451,5 +549,81 @@ pub(crate) mod tests {
         assert_eq!(first["status"], "not_found");
         assert!(first.get("digest").is_none());
         assert_eq!(v["images"][1]["digest"], "sha256:00");
+    }
+
+    #[test]
+    fn summaries_are_true_for_their_case() {
+        let warn = |image: &str| {
+            let mut r = result(image, Status::Unauthorized);
+            r.fatal = false;
+            r
+        };
+        let cases: Vec<(&str, Vec<ImageResult>, &str)> = vec![
+            ("none", vec![], "pullcheck: no images to check"),
+            (
+                "one ok",
+                vec![result("a", Status::Ok)],
+                "pullcheck: the 1 image can be pulled",
+            ),
+            (
+                "two ok",
+                vec![result("a", Status::Ok), result("b", Status::Ok)],
+                "pullcheck: all 2 images can be pulled",
+            ),
+            (
+                "one failing",
+                vec![result("a", Status::NotFound)],
+                "pullcheck: the 1 image cannot be pulled",
+            ),
+            (
+                "only unverified",
+                vec![warn("a"), warn("b")],
+                "pullcheck: no image failed; 2 images not verified (no credentials; not counted: --allow-unauthenticated)",
+            ),
+            (
+                "ok and unverified",
+                vec![result("a", Status::Ok), warn("b")],
+                "pullcheck: 1 of 2 images can be pulled; 1 image not verified (no credentials; not counted: --allow-unauthenticated)",
+            ),
+            (
+                "failing and unverified",
+                vec![
+                    result("a", Status::NotFound),
+                    warn("b"),
+                    result("c", Status::Ok),
+                ],
+                "pullcheck: 1 of 3 images cannot be pulled; 1 image not verified (no credentials; not counted: --allow-unauthenticated)",
+            ),
+        ];
+        for (name, images, want) in cases {
+            assert_eq!(Report::new(images).summary(), want, "{name}");
+        }
+        let mut stopped = Report::new(vec![result("a", Status::Unreachable)]);
+        stopped.images[0].reason = "stopped";
+        stopped.stopped = Some("SIGTERM".into());
+        assert_eq!(
+            stopped.summary(),
+            "pullcheck: stopped by SIGTERM before the check finished (1 of 1 image not checked)"
+        );
+    }
+
+    #[test]
+    fn fatal_only_on_failures() {
+        let mut warning = result("w", Status::Unauthorized);
+        warning.fatal = false;
+        let mut ok = result("a", Status::Ok);
+        ok.platform_checked = Some(false);
+        let report = Report::new(vec![ok, result("b", Status::NotFound), warning]);
+        let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        for image in v["images"].as_array().unwrap() {
+            match image["status"].as_str().unwrap() {
+                "ok" => {
+                    assert!(image.get("fatal").is_none(), "{image}");
+                    assert_eq!(image["platform_checked"], false, "{image}");
+                }
+                "not_found" => assert_eq!(image["fatal"], true, "{image}"),
+                _ => assert_eq!(image["fatal"], false, "{image}"),
+            }
+        }
     }
 }

@@ -2,9 +2,11 @@
 //!
 //! The kubelet keeps at most 4096 bytes per container and 12 KiB per pod, shared by all its
 //! containers, so the message is small by design: a first line that stands alone, then one line
-//! per failing image, most important first, cut with `… and N more` (never inside a character).
+//! per failing image, most important first: its short reason, the image as given (with the
+//! containers that will not start, for `wont_start`) and the first clause of its hint (given once: later images with the same hint leave it out). URLs
+//! and details stay in the logs and the JSON. Cut with `… and N more` (never inside a character).
 
-use super::Report;
+use super::{ImageResult, Report};
 
 /// The default size limit, in bytes.
 pub const TERMINATION_MESSAGE_MAX: usize = 1024;
@@ -13,18 +15,19 @@ pub const TERMINATION_MESSAGE_MAX: usize = 1024;
 pub fn termination_message(report: &Report, max: usize) -> String {
     let mut out = cut(&report.summary(), max);
     let problems: Vec<_> = report.images.iter().filter(|r| !r.is_ok()).collect();
+    let mut hints_given: Vec<&str> = Vec::new();
     for (i, r) in problems.iter().enumerate() {
-        let kind = if r.fatal {
-            r.status.as_str()
-        } else {
-            "warning"
-        };
-        let line = format!("\n{kind}: {}", r.message);
+        let hint = first_clause(&r.hint);
+        let repeat = hints_given.contains(&hint);
+        let line = short_line(r, if repeat { "" } else { hint });
         let left = problems.len() - i - 1;
         // Keep room for the "… and N more" line unless this is the last problem.
         let reserve = if left == 0 { 0 } else { more_line(left).len() };
         if out.len() + line.len() + reserve <= max {
             out.push_str(&line);
+            if !repeat {
+                hints_given.push(hint);
+            }
             continue;
         }
         // This line does not fit whole: shorten it if a useful part fits, then say how many
@@ -43,6 +46,52 @@ pub fn termination_message(report: &Report, max: usize) -> String {
         break;
     }
     out
+}
+
+/// `\ntag_missing: IMAGE — HINT`: the reason names the status too (README, "Statuses and
+/// reasons"), and a result that does not count says so.
+fn short_line(r: &ImageResult, hint: &str) -> String {
+    let counted = if r.fatal { "" } else { " (not counted)" };
+    let mut line = format!("\n{}{counted}: {}", r.reason, printable(&r.image));
+    // A container that will not start is named: the image alone does not say which to fix.
+    let refused: Vec<String> = r
+        .containers
+        .iter()
+        .filter(|c| c.start == super::StartStatus::WontStart)
+        .map(|c| format!("{:?}", printable(&c.name)))
+        .collect();
+    if !refused.is_empty() {
+        line.push_str(&format!(" (container {})", refused.join(", ")));
+    }
+    if !hint.is_empty() {
+        line.push_str(" — ");
+        line.push_str(&printable(hint));
+    }
+    line
+}
+
+/// The hint up to its first `;` or sentence end: what to do first.
+fn first_clause(hint: &str) -> &str {
+    let end = [hint.find("; "), hint.find(". ")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(hint.len());
+    hint[..end].trim_end_matches('.')
+}
+
+/// Control characters escaped, so that one image stays on one line.
+fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 fn more_line(n: usize) -> String {
@@ -73,7 +122,7 @@ mod tests {
         let report = Report::new(vec![result("a", Status::Ok)]);
         assert_eq!(
             termination_message(&report, 1024),
-            "pullcheck: all 1 image can be pulled"
+            "pullcheck: the 1 image can be pulled"
         );
     }
 
@@ -87,8 +136,8 @@ mod tests {
         let msg = termination_message(&report, 1024);
         let lines: Vec<_> = msg.lines().collect();
         assert_eq!(lines[0], "pullcheck: 2 of 3 images cannot be pulled");
-        assert!(lines[1].starts_with("not_found: b"), "{msg}");
-        assert!(lines[2].starts_with("unreachable: a"), "{msg}");
+        assert!(lines[1].starts_with("test: b — do something"), "{msg}");
+        assert_eq!(lines[2], "test: a");
         assert_eq!(lines.len(), 3);
     }
 
@@ -96,8 +145,11 @@ mod tests {
     fn cut_with_and_n_more_within_the_limit_on_char_boundaries() {
         let images: Vec<_> = (0..100)
             .map(|i| {
-                let mut r = result(&format!("image-ünïcödé-{i}"), Status::NotFound);
-                r.message = format!("{} ✗ {}", r.message, "é".repeat(i % 7 * 10));
+                let mut r = result(
+                    &format!("image-ünïcödé-{i}-{}", "é".repeat(i % 7 * 10)),
+                    Status::NotFound,
+                );
+                r.hint = format!("✗ {}", "é".repeat(i % 5 * 10));
                 r
             })
             .collect();
@@ -112,11 +164,59 @@ mod tests {
 
     #[test]
     fn a_single_huge_message_is_shortened() {
-        let mut r = result("a", Status::NotFound);
+        let mut r = result(&"x".repeat(5000), Status::NotFound);
         r.message = "x".repeat(5000);
         let report = Report::new(vec![r]);
         let msg = termination_message(&report, 1024);
         assert!(msg.len() <= 1024);
         assert!(msg.ends_with('…'));
+    }
+
+    #[test]
+    fn image_reason_and_first_clause_of_the_hint_given_once_without_urls() {
+        let mut a = result("reg.io/a:v2", Status::NotFound);
+        let mut b = result("reg.io/b:v2", Status::NotFound);
+        let mut c = result("reg.io/c:v1", Status::Unreachable);
+        for r in [&mut a, &mut b] {
+            r.reason = "tag_missing";
+            r.message = "HEAD https://reg.io/v2/x/manifests/v2 answered 404".into();
+            r.hint = "Check the tag for a typo, or push the image; list the tags with `crane ls`."
+                .into();
+        }
+        c.reason = "connect";
+        c.hint = "Check the host name. It must resolve.".into();
+        let report = Report::new(vec![a, b, c]);
+        let msg = termination_message(&report, 1024);
+        assert_eq!(
+            msg,
+            "pullcheck: 3 of 3 images cannot be pulled\n\
+             tag_missing: reg.io/a:v2 — Check the tag for a typo, or push the image\n\
+             tag_missing: reg.io/b:v2\n\
+             connect: reg.io/c:v1 — Check the host name"
+        );
+    }
+
+    #[test]
+    fn first_clauses() {
+        let cases = [
+            ("Do this; then that.", "Do this"),
+            ("Do this. Then that.", "Do this"),
+            (
+                "Renew it: the secret expired.",
+                "Renew it: the secret expired",
+            ),
+            ("", ""),
+        ];
+        for (hint, want) in cases {
+            assert_eq!(first_clause(hint), want, "{hint:?}");
+        }
+    }
+
+    #[test]
+    fn control_characters_stay_on_one_line() {
+        let r = result("bad\nname", Status::InvalidReference);
+        let msg = termination_message(&Report::new(vec![r]), 1024);
+        assert_eq!(msg.lines().count(), 2, "{msg}");
+        assert!(msg.contains("bad\\nname"), "{msg}");
     }
 }

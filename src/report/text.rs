@@ -29,7 +29,11 @@ fn line(out: &mut String, r: &ImageResult) {
     // Writing to a String cannot fail.
     if r.is_ok() {
         let digest = r.digest.as_deref().unwrap_or("(digest not reported)");
-        let _ = writeln!(out, "{status:<17} {} {digest}", r.reference);
+        let _ = write!(out, "{status:<17} {} {digest}", r.reference);
+        if let Some(why) = r.platform_note {
+            let _ = write!(out, " platform not checked ({why})");
+        }
+        out.push('\n');
     } else {
         let _ = write!(out, "{status:<17} {}", r.message);
         if !r.hint.is_empty() {

@@ -829,7 +829,7 @@ exec setpriv --reuid=65532 --regid=65532 --clear-groups -- "$@""#,
     assert_eq!(names(&log_dir), [OsStr::from_bytes(b"termination-log")]);
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
-        "pullcheck: all 1 image can be pulled"
+        "pullcheck: the 1 image can be pulled"
     );
     assert!(names(&cwd).is_empty(), "{:?}", names(&cwd));
     assert!(names(&tmp).is_empty(), "{:?}", names(&tmp));

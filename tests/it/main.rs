@@ -17,5 +17,6 @@ mod faults;
 mod harness;
 mod image;
 mod inject;
+mod operator;
 mod platform;
 mod start;

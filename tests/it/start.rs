@@ -724,14 +724,14 @@ fn text_report_and_termination_message_name_the_container_and_the_fix() {
     assert!(first.contains("Hint: Set runAsUser: 1000"), "{text}");
     assert_eq!(
         text.lines().last().unwrap(),
-        "pullcheck: all 1 image can be pulled, but a container of 1 will not start"
+        "pullcheck: the 1 image can be pulled, but a container using it will not start"
     );
     let message = std::fs::read_to_string(&log).unwrap();
     assert!(
-        message.starts_with("pullcheck: all 1 image can be pulled, but"),
+        message.starts_with("pullcheck: the 1 image can be pulled, but"),
         "{message}"
     );
-    assert!(message.contains("\nwont_start: "), "{message}");
+    assert!(message.contains("\nruns_as_root: "), "{message}");
     assert!(message.contains("\"trainer\""), "{message}");
 }
 
