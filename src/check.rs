@@ -3,6 +3,8 @@
 //! deadline (`--timeout`). Every image gets a result; nothing here returns an error.
 
 use crate::keyring::{Credential, Keyring};
+use crate::node::{self, NodeLookup, NodeOptions};
+use crate::pull_policy::PullPolicy;
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
 use crate::report::{ImageResult, Report, Status};
@@ -27,6 +29,12 @@ pub struct Options {
     /// Registries (`host[:port]`, `docker.io`, or `*`) whose `unauthorized` verdicts, when no
     /// credential matched, are warnings: the node may pull with credentials of its own.
     pub allow_unauthenticated: Vec<String>,
+    /// Images (as given among the images checked) whose pull policy is `IfNotPresent`: the
+    /// node's own list is read first, and those it holds are not asked of their registry. The
+    /// other images are `Always`. See [`pull_policy::to_check`](crate::pull_policy::to_check).
+    pub if_not_present: Vec<String>,
+    /// Where to read the node's images from.
+    pub node: NodeOptions,
 }
 
 impl Default for Options {
@@ -37,6 +45,8 @@ impl Default for Options {
             client: ClientOptions::default(),
             keyring: Keyring::default(),
             allow_unauthenticated: Vec::new(),
+            if_not_present: Vec::new(),
+            node: NodeOptions::default(),
         }
     }
 }
@@ -114,6 +124,17 @@ pub async fn check_until(
         };
     let attempt_cap = (timeout / 4).max(ATTEMPT_MIN).min(timeout);
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    tokio::pin!(stop);
+    let mut stopped = None;
+    // The node's images, read once before any registry request when an image may be on it.
+    let policies = Policies::new(&options.if_not_present);
+    let node = tokio::select! {
+        node = node_images(options, &policies, &parsed, (Instant::now() + attempt_cap).min(deadline)) => node,
+        why = &mut stop => {
+            stopped = Some(why);
+            NodeLookup::NotNeeded
+        }
+    };
 
     // `results[i]` is filled as jobs end; `pending[i]` names the image of a job, for the
     // report of a run that is stopped.
@@ -127,6 +148,13 @@ pub async fn check_until(
                     hint: "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".to_string(),
                     ..plain_result(image, Status::InvalidReference, "invalid_reference", e.to_string())
                 }));
+                pending.push(None);
+            }
+            Ok((reference, _))
+                if node.presence(&reference) == Some(true)
+                    && policies.of(image, &reference.to_string()) == PullPolicy::IfNotPresent =>
+            {
+                results.push(Some(node.present_result(image, &reference)));
                 pending.push(None);
             }
             Ok((reference, credentials)) => {
@@ -148,13 +176,13 @@ pub async fn check_until(
                     attempt_cap,
                     timeout,
                 };
-                tasks.spawn(async move { (index, job.run().await) });
+                if stopped.is_none() {
+                    tasks.spawn(async move { (index, job.run().await) });
+                }
             }
         }
     }
-    tokio::pin!(stop);
-    let mut stopped = None;
-    loop {
+    while stopped.is_none() {
         tokio::select! {
             joined = tasks.join_next() => {
                 let Some(joined) = joined else { break };
@@ -193,13 +221,68 @@ pub async fn check_until(
             }
         }
     }
-    let mut report = Report::new(results.into_iter().flatten().collect());
+    let mut results: Vec<ImageResult> = results.into_iter().flatten().collect();
+    for result in &mut results {
+        node.annotate(result, policies.of(&result.image, &result.reference));
+    }
+    let mut report = Report::new(results);
     report.stopped = stopped;
+    report.warnings.extend(node.warning());
     report.platform = match &options.client.platform.want {
         Some(p) => p.to_string(),
         None => "any".to_string(),
     };
     report
+}
+
+/// Which images are `IfNotPresent` (by normalised reference, or as given when invalid).
+struct Policies(HashSet<String>);
+
+impl Policies {
+    fn new(if_not_present: &[String]) -> Policies {
+        let keys = if_not_present.iter().flat_map(|i| {
+            let normalised = Reference::parse(i).ok().map(|r| r.to_string());
+            [Some(i.clone()), normalised].into_iter().flatten()
+        });
+        Policies(keys.collect())
+    }
+
+    /// The policy of an image, by its normalised reference (`reference`, empty when invalid)
+    /// or else as given.
+    fn of(&self, image: &str, reference: &str) -> PullPolicy {
+        let key = if reference.is_empty() {
+            image
+        } else {
+            reference
+        };
+        if self.0.contains(key) {
+            PullPolicy::IfNotPresent
+        } else {
+            PullPolicy::Always
+        }
+    }
+}
+
+/// Reads the node's images when an `IfNotPresent` image is to be checked, by `until`.
+async fn node_images(
+    options: &Options,
+    policies: &Policies,
+    parsed: &[Parsed<'_>],
+    until: Instant,
+) -> NodeLookup {
+    let needed = parsed.iter().any(|(image, p)| {
+        p.as_ref()
+            .is_ok_and(|(r, _)| policies.of(image, &r.to_string()) == PullPolicy::IfNotPresent)
+    });
+    if !needed {
+        return NodeLookup::NotNeeded;
+    }
+    let started = Instant::now();
+    match tokio::time::timeout_at(until, node::lookup(&options.node)).await {
+        Ok(Ok(images)) => NodeLookup::Found(images),
+        Ok(Err(e)) => NodeLookup::Failed(e),
+        Err(_) => NodeLookup::Failed(node::NodeError::TimedOut(started.elapsed())),
+    }
 }
 
 /// An image as given, and its reference with the credentials to try, or why it is invalid.
@@ -320,6 +403,8 @@ impl Job {
             fatal: true,
             attempts,
             elapsed_ms: start.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
+            pull_policy: PullPolicy::Always,
+            present_on_node: None,
         }
     }
 }
@@ -350,6 +435,8 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         fatal: true,
         attempts: 0,
         elapsed_ms: 0,
+        pull_policy: PullPolicy::Always,
+        present_on_node: None,
     }
 }
 

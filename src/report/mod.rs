@@ -11,6 +11,7 @@ mod text;
 pub use termination::{TERMINATION_MESSAGE_MAX, termination_message};
 pub use text::render_text;
 
+use crate::pull_policy::PullPolicy;
 use serde::Serialize;
 
 /// What happened to one image. Each status maps to exactly one exit code.
@@ -153,6 +154,12 @@ pub struct ImageResult {
     /// Close tags or repositories, when the image is `not_found` (best effort).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
+    /// The image's pull policy: `Always` is checked at the registry, `IfNotPresent` on the
+    /// node first.
+    pub pull_policy: PullPolicy,
+    /// Whether the node lists the image; `null` when its images were not looked up, or its
+    /// list is truncated and does not name it.
+    pub present_on_node: Option<bool>,
 }
 
 impl ImageResult {
@@ -186,6 +193,9 @@ pub struct Report {
     /// What stopped the run before it finished (`SIGTERM`), if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Notes for stderr about the run as a whole (the node's images not looked up).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -198,6 +208,7 @@ impl Report {
             exit_code: ExitCode::for_results(&images),
             images,
             stopped: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -275,6 +286,8 @@ pub(crate) mod tests {
             fatal: true,
             attempts: 1,
             elapsed_ms: 1,
+            pull_policy: PullPolicy::Always,
+            present_on_node: None,
         }
     }
 
@@ -359,10 +372,14 @@ pub(crate) mod tests {
             "elapsed_ms",
             "fatal",
             "auth",
+            "pull_policy",
+            "present_on_node",
         ] {
             assert!(first.get(key).is_some(), "missing {key}");
         }
         assert_eq!(first["status"], "not_found");
+        assert_eq!(first["pull_policy"], "Always");
+        assert!(first["present_on_node"].is_null());
         assert!(first.get("digest").is_none());
         assert_eq!(v["images"][1]["digest"], "sha256:00");
     }
