@@ -155,7 +155,11 @@ mod tests {
                 format!("nginx:latest@{DIGEST}"),
                 Always,
             ),
-            ("an upper-case first part is a registry", "UPPER/case".into(), Always),
+            (
+                "an upper-case first part is a registry",
+                "UPPER/case".into(),
+                Always,
+            ),
             ("unparseable: no tag", "team/UPPER".into(), IfNotPresent),
             ("unparseable tag: no tag", "app:-x".into(), IfNotPresent),
             ("empty: no tag", String::new(), IfNotPresent),

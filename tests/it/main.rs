@@ -5,6 +5,7 @@
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
+//! - `node`: `IfNotPresent` images and the node's own image list, from an API server stand-in.
 
 #![allow(clippy::unwrap_used)]
 
@@ -16,4 +17,5 @@ mod faults;
 mod harness;
 mod image;
 mod inject;
+mod node;
 mod platform;
