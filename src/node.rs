@@ -187,8 +187,9 @@ impl NodeImages {
         body: &[u8],
         max_images: Option<usize>,
     ) -> Result<NodeImages, NodeError> {
-        let parsed: Node =
-            serde_json::from_slice(body).map_err(|e| NodeError::NotANode(e.to_string()))?;
+        // serde's message may quote the answer (escaped): keep it short.
+        let parsed: Node = serde_json::from_slice(body)
+            .map_err(|e| NodeError::NotANode(e.to_string().chars().take(160).collect()))?;
         if let Some(kind) = parsed.kind.as_deref().filter(|k| *k != "Node") {
             return Err(NodeError::NotANode(format!(
                 "kind is {:?}",
@@ -379,6 +380,13 @@ pub async fn lookup(options: &NodeOptions) -> Result<NodeImages, NodeError> {
         403 => return Err(NodeError::Forbidden(name.to_string())),
         404 => return Err(NodeError::NoSuchNode(name.to_string())),
         status => return Err(NodeError::Status { url, status }),
+    }
+    // A stated length says at once what the read below would find out at its end.
+    if resp
+        .content_length()
+        .is_some_and(|n| n > MAX_NODE_BYTES as u64)
+    {
+        return Err(NodeError::TooLarge);
     }
     let mut body = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(unreachable)? {

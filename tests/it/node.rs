@@ -30,8 +30,9 @@ fn run_against(endpoint: Option<(String, String, std::path::PathBuf)>, args: &[&
     let mut cmd = pullcheck_cmd();
     cmd.arg("check")
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
-        .args(["--termination-log", "", "-o", "json", "--timeout", "20s"])
+        .args(["--termination-log", "", "-o", "json"])
         .args(args)
+        .env("PULLCHECK_TIMEOUT", "20s")
         .env_remove("DOCKER_CONFIG")
         .env_remove("PULLCHECK_NODE_NAME")
         .env("HTTPS_PROXY", "http://127.0.0.1:9")
@@ -326,6 +327,101 @@ fn policies_default_as_the_api_server_does_latest_no_tag_and_digest() {
     assert_eq!(reg.requests_for("node-default/digest"), []);
     assert_eq!(reg.requests_for("node-default/tagged"), []);
     assert!(!reg.requests_for("node-default/notag").is_empty());
+}
+
+#[test]
+fn an_api_server_that_never_answers_costs_a_share_of_the_deadline_only() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node-hang/app", "v1");
+    let image = format!("{host}/node-hang/app:v1");
+    let api = ApiServer::start(Mode::Hang);
+    api.add_node(&kind_node(NODE, &[&[&image]]));
+    let started = std::time::Instant::now();
+    let run = run(
+        Some(&api),
+        &[
+            "--plain-http",
+            &host,
+            "--if-not-present",
+            &image,
+            "--node",
+            NODE,
+            "--timeout",
+            "4s",
+        ],
+    );
+    let wall = started.elapsed();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(wall < Duration::from_secs(5), "{wall:?}");
+    assert_eq!(run.image(&image)["reason"], "found");
+    assert!(
+        run.stderr
+            .contains("the API server did not answer within 2.0s"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+}
+
+#[test]
+fn sigterm_while_the_node_is_looked_up_stops_at_once() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let image = format!("{host}/node-sigterm/app:v1");
+    let api = ApiServer::start(Mode::Hang);
+    let mut child = pullcheck_cmd()
+        .arg("check")
+        .args([
+            "--secrets-dir",
+            "/nonexistent",
+            "--termination-log",
+            "",
+            "-o",
+            "json",
+        ])
+        .args(["--timeout", "60s", "--plain-http", &host, "--node", NODE])
+        .args(["--if-not-present", &image])
+        .env("KUBERNETES_SERVICE_HOST", api.host())
+        .env("KUBERNETES_SERVICE_PORT", api.port())
+        .env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The lookup is under way (its cap is 15 s of the 60 s) when the signal comes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while api.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the node was never asked"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = std::time::Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(sent.elapsed() < Duration::from_secs(5), "did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "stopped after {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(6));
+    let out = child.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["stopped"], "SIGTERM");
+    assert_eq!(json["images"][0]["reason"], "stopped", "{json:#}");
+    assert_eq!(reg.requests_for("node-sigterm/app"), []);
 }
 
 /// A way the lookup fails: its name, a run, and what stderr must say.

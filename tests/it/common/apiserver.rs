@@ -42,6 +42,8 @@ pub enum Mode {
     Unauthorized,
     /// 403, as for a service account without `get` on `nodes`.
     Forbidden,
+    /// Reads the request and never answers (an API server under a partition).
+    Hang,
 }
 
 /// One request, as the stand-in saw and answered it.
@@ -254,6 +256,11 @@ fn serve_connection(stream: TcpStream, config: Arc<ServerConfig>, state: &State)
     };
     let head = String::from_utf8_lossy(&head[..end]).into_owned();
     let (status, body) = answer(&head, state);
+    if state.mode == Mode::Hang {
+        // Hold the connection open without a word, longer than any test's deadline.
+        std::thread::sleep(Duration::from_secs(60));
+        return;
+    }
     let reason = match status {
         200 => "OK",
         401 => "Unauthorized",
@@ -305,7 +312,7 @@ fn answer(head: &str, state: &State) -> (u16, Vec<u8>) {
                 Some(&name),
             ),
         ),
-        (true, Mode::Serve, Some(name)) if method == "GET" => {
+        (true, Mode::Serve | Mode::Hang, Some(name)) if method == "GET" => {
             let nodes = state.nodes.lock().unwrap_or_else(PoisonError::into_inner);
             match nodes.get(&name) {
                 Some(body) => (200, body.clone()),
