@@ -536,3 +536,35 @@ fn without_the_node_list_the_registry_decides_and_stderr_says_why_once() {
     }
     assert_eq!(no_token.requests(), []);
 }
+
+#[test]
+fn the_rbac_example_grants_get_on_nodes_and_validates() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/node-images-rbac.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0]["kind"], "ClusterRole");
+    let rules = docs[0]["rules"].as_sequence().unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0]["resources"][0], "nodes");
+    assert_eq!(rules[0]["verbs"].as_sequence().unwrap().len(), 1);
+    assert_eq!(rules[0]["verbs"][0], "get");
+    assert_eq!(docs[1]["kind"], "ClusterRoleBinding");
+    assert_eq!(docs[1]["roleRef"]["name"], docs[0]["metadata"]["name"]);
+    assert_eq!(docs[1]["subjects"][0]["kind"], "ServiceAccount");
+
+    let command =
+        std::env::var("KUBERNETES_VALIDATE").unwrap_or_else(|_| "kubernetes-validate".to_string());
+    let out = std::process::Command::new(&command)
+        .args(["--strict", "-k", "1.31.0"])
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command} ({e}): install kubernetes-validate (PyPI) or set KUBERNETES_VALIDATE"));
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report.matches("passed for resource").count(), 2, "{report}");
+}
