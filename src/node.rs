@@ -382,13 +382,12 @@ pub async fn lookup(options: &NodeOptions) -> Result<NodeImages, NodeError> {
         status => return Err(NodeError::Status { url, status }),
     }
     // A stated length says at once what the read below would find out at its end.
-    if resp
-        .content_length()
-        .is_some_and(|n| n > MAX_NODE_BYTES as u64)
-    {
+    let stated = resp.content_length().unwrap_or(0);
+    if stated > MAX_NODE_BYTES as u64 {
         return Err(NodeError::TooLarge);
     }
-    let mut body = Vec::new();
+    // One allocation of the stated size rather than doublings past it.
+    let mut body = Vec::with_capacity(usize::try_from(stated).unwrap_or(0));
     while let Some(chunk) = resp.chunk().await.map_err(unreachable)? {
         if body.len() + chunk.len() > MAX_NODE_BYTES {
             return Err(NodeError::TooLarge);

@@ -568,3 +568,89 @@ fn the_rbac_example_grants_get_on_nodes_and_validates() {
     assert!(out.status.success(), "{report}");
     assert_eq!(report.matches("passed for resource").count(), 2, "{report}");
 }
+
+/// Wall time and peak memory of one run with the node lookup, printed (not asserted beyond
+/// generous bounds): `PULLCHECK_MEASURE_BIN=target/release/pullcheck cargo test --test it
+/// node::measure -- --ignored --nocapture`. Needs `/usr/bin/time`.
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn measure_node_lookup_time_and_memory() {
+    let bin = std::env::var("PULLCHECK_MEASURE_BIN")
+        .unwrap_or_else(|_| crate::common::PULLCHECK_BIN.to_string());
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node-measure/app", "v1");
+    let pulled = format!("{host}/node-measure/app:v1");
+    let loaded = "docker.io/library/app:v1.0";
+    let api = ApiServer::start(Mode::Serve);
+    let mut full = kind_node("full", &[&[loaded]]);
+    pad_images(&mut full, 50);
+    full["metadata"]["name"] = "full".into();
+    api.add_node(&full);
+    // The largest Node accepted: 50 images and annotations up to just under 4 MiB.
+    let mut large = full.clone();
+    large["metadata"]["name"] = "large".into();
+    let size = serde_json::to_vec(&large).unwrap().len();
+    large["metadata"]["annotations"]["padding"] = "x".repeat((4 << 20) - size - 100).into();
+    api.add_node(&large);
+    let mut huge = full.clone();
+    huge["metadata"]["name"] = "huge".into();
+    huge["metadata"]["annotations"]["padding"] = "x".repeat(16 << 20).into();
+    api.add_node(&huge);
+    for (label, node, images) in [
+        (
+            "no node, 1 image at the registry",
+            None,
+            vec![pulled.as_str()],
+        ),
+        ("50-image node, 1 preloaded", Some("full"), vec![loaded]),
+        (
+            "50-image node, 1 preloaded + 1 at the registry",
+            Some("full"),
+            vec![loaded, pulled.as_str()],
+        ),
+        ("4 MiB node, 1 preloaded", Some("large"), vec![loaded]),
+        (
+            "16 MiB node (refused), 1 at the registry",
+            Some("huge"),
+            vec![pulled.as_str()],
+        ),
+    ] {
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let mut cmd = std::process::Command::new("/usr/bin/time");
+            cmd.args([
+                "-f",
+                "%e %M",
+                bin.as_str(),
+                "check",
+                "-q",
+                "--termination-log",
+                "",
+            ])
+            .args(["--secrets-dir", "/nonexistent", "--plain-http", &host])
+            .env("KUBERNETES_SERVICE_HOST", api.host())
+            .env("KUBERNETES_SERVICE_PORT", api.port())
+            .env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1");
+            if let Some(node) = node {
+                cmd.args(["--node", node, "--if-not-present", &images.join(",")]);
+            } else {
+                cmd.args(&images);
+            }
+            let started = std::time::Instant::now();
+            let out = cmd.output().unwrap();
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr.lines().last().unwrap_or_default().to_string();
+            let kib: f64 = last.split_once(' ').unwrap().1.parse().unwrap();
+            assert!(kib < 24.0 * 1024.0, "{label}: {kib} KiB");
+            runs.push((ms, kib / 1024.0));
+        }
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ms, _) = runs[runs.len() / 2];
+        let peak = runs.iter().map(|r| r.1).fold(0.0, f64::max);
+        println!("{label}: median {ms:.0} ms wall, peak RSS {peak:.1} MiB (5 runs)");
+    }
+}
