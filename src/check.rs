@@ -4,7 +4,7 @@
 
 use crate::keyring::{Credential, Keyring};
 use crate::node::{self, NodeLookup, NodeOptions};
-use crate::pull_policy::PullPolicy;
+use crate::pull_policy::{Policies, PullPolicy};
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
 use crate::report::{ImageResult, Report, Status};
@@ -128,8 +128,13 @@ pub async fn check_until(
     let mut stopped = None;
     // The node's images, read once before any registry request when an image may be on it.
     let policies = Policies::new(&options.if_not_present);
+    let needed = parsed.iter().any(|(image, p)| {
+        p.as_ref()
+            .is_ok_and(|(r, _)| policies.of(image, &r.to_string()) == PullPolicy::IfNotPresent)
+    });
+    let until = (Instant::now() + attempt_cap).min(deadline);
     let node = tokio::select! {
-        node = node_images(options, &policies, &parsed, (Instant::now() + attempt_cap).min(deadline)) => node,
+        node = node::lookup_until(&options.node, needed, until) => node,
         why = &mut stop => {
             stopped = Some(why);
             NodeLookup::NotNeeded
@@ -233,59 +238,6 @@ pub async fn check_until(
         None => "any".to_string(),
     };
     report
-}
-
-/// Which images are `IfNotPresent` (by normalised reference, or as given when invalid).
-struct Policies(HashSet<String>);
-
-impl Policies {
-    fn new(if_not_present: &[String]) -> Policies {
-        let keys = if_not_present.iter().flat_map(|i| {
-            let normalised = Reference::parse(i).ok().map(|r| r.to_string());
-            [Some(i.clone()), normalised].into_iter().flatten()
-        });
-        Policies(keys.collect())
-    }
-
-    /// The policy of an image, by its normalised reference (`reference`, empty when invalid)
-    /// or else as given.
-    fn of(&self, image: &str, reference: &str) -> PullPolicy {
-        let key = if reference.is_empty() {
-            image
-        } else {
-            reference
-        };
-        if self.0.contains(key) {
-            PullPolicy::IfNotPresent
-        } else {
-            PullPolicy::Always
-        }
-    }
-}
-
-/// Reads the node's images when an `IfNotPresent` image is to be checked, by `until`.
-async fn node_images(
-    options: &Options,
-    policies: &Policies,
-    parsed: &[Parsed<'_>],
-    until: Instant,
-) -> NodeLookup {
-    let needed = parsed.iter().any(|(image, p)| {
-        p.as_ref()
-            .is_ok_and(|(r, _)| policies.of(image, &r.to_string()) == PullPolicy::IfNotPresent)
-    });
-    if !needed {
-        return NodeLookup::NotNeeded;
-    }
-    let started = Instant::now();
-    match tokio::time::timeout_at(until, node::lookup(&options.node)).await {
-        Ok(Ok(images)) => NodeLookup::Found(images),
-        Ok(Err(e)) => NodeLookup::Failed(e),
-        // The time it was given, not the time measured: the same words on every run.
-        Err(_) => NodeLookup::Failed(node::NodeError::TimedOut(
-            until.saturating_duration_since(started),
-        )),
-    }
 }
 
 /// An image as given, and its reference with the credentials to try, or why it is invalid.

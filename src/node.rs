@@ -22,6 +22,7 @@ use serde::Deserialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tokio::time::Instant;
 
 /// Where Kubernetes mounts the pod's service-account token, namespace and cluster CA.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -324,6 +325,23 @@ impl NodeLookup {
             }
             _ => {}
         }
+    }
+}
+
+/// What the run knows about the node by `until`: nothing asked when no image `needed` it, else
+/// the node's list, or why there is none.
+pub async fn lookup_until(options: &NodeOptions, needed: bool, until: Instant) -> NodeLookup {
+    if !needed {
+        return NodeLookup::NotNeeded;
+    }
+    let started = Instant::now();
+    match tokio::time::timeout_at(until, lookup(options)).await {
+        Ok(Ok(images)) => NodeLookup::Found(images),
+        Ok(Err(e)) => NodeLookup::Failed(e),
+        // The time it was given, not the time measured: the same words on every run.
+        Err(_) => NodeLookup::Failed(NodeError::TimedOut(
+            until.saturating_duration_since(started),
+        )),
     }
 }
 

@@ -108,6 +108,36 @@ pub fn to_check(images: impl IntoIterator<Item = (String, PullPolicy)>) -> ToChe
     out
 }
 
+/// Which images of a run are `IfNotPresent`, by normalised reference (or as given, for an
+/// invalid one); every other image is `Always`.
+pub(crate) struct Policies(HashSet<String>);
+
+impl Policies {
+    /// From [`Options::if_not_present`](crate::Options::if_not_present).
+    pub(crate) fn new(if_not_present: &[String]) -> Policies {
+        let keys = if_not_present.iter().flat_map(|i| {
+            let normalised = Reference::parse(i).ok().map(|r| r.to_string());
+            [Some(i.clone()), normalised].into_iter().flatten()
+        });
+        Policies(keys.collect())
+    }
+
+    /// The policy of an image, by its normalised reference (`reference`, empty when invalid)
+    /// or else as given.
+    pub(crate) fn of(&self, image: &str, reference: &str) -> PullPolicy {
+        let key = if reference.is_empty() {
+            image
+        } else {
+            reference
+        };
+        if self.0.contains(key) {
+            PullPolicy::IfNotPresent
+        } else {
+            PullPolicy::Always
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
