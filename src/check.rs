@@ -128,10 +128,11 @@ pub async fn check_until(
     let mut stopped = None;
     // The node's images, read once before any registry request when an image may be on it.
     let policies = Policies::new(&options.if_not_present);
-    let needed = parsed.iter().any(|(image, p)| {
-        p.as_ref()
-            .is_ok_and(|(r, _)| policies.of(image, &r.to_string()) == PullPolicy::IfNotPresent)
-    });
+    let needed = !policies.all_always()
+        && parsed.iter().any(|(image, p)| {
+            p.as_ref()
+                .is_ok_and(|(r, _)| policies.of(image, &r.to_string()) == PullPolicy::IfNotPresent)
+        });
     let until = (Instant::now() + attempt_cap).min(deadline);
     let node = tokio::select! {
         node = node::lookup_until(&options.node, needed, until) => node,

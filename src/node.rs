@@ -295,13 +295,14 @@ impl NodeLookup {
     /// pod without pulling).
     pub fn annotate(&self, result: &mut ImageResult, policy: PullPolicy) {
         result.pull_policy = policy;
+        // Without a list there is nothing to add (and nothing to parse again).
+        let NodeLookup::Found(images) = self else {
+            return;
+        };
         let Ok(reference) = Reference::parse(&result.reference) else {
             return;
         };
         result.present_on_node = self.presence(&reference);
-        let NodeLookup::Found(images) = self else {
-            return;
-        };
         let cap = images.max_images.unwrap_or(images.listed);
         match (policy, result.present_on_node, result.status) {
             (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal => {

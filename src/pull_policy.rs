@@ -86,20 +86,24 @@ pub fn to_check(images: impl IntoIterator<Item = (String, PullPolicy)>) -> ToChe
         |image: &str| Reference::parse(image).map_or_else(|_| image.to_string(), |r| r.to_string());
     let mut out = ToCheck::default();
     let mut seen = HashSet::new();
-    let mut always = HashSet::new();
+    let mut always = Vec::new();
     let mut maybe_present = Vec::new();
     for (image, policy) in images {
         match policy {
             PullPolicy::Never => continue,
-            PullPolicy::Always => {
-                always.insert(key(&image));
-            }
+            PullPolicy::Always => always.push(image.clone()),
             PullPolicy::IfNotPresent => maybe_present.push(image.clone()),
         }
         if seen.insert(image.clone()) {
             out.images.push(image);
         }
     }
+    // References are normalised only when both policies occur: a run of thousands of `Always`
+    // images parses none here.
+    if maybe_present.is_empty() {
+        return out;
+    }
+    let always: HashSet<String> = always.iter().map(|i| key(i)).collect();
     let mut listed = HashSet::new();
     out.if_not_present = maybe_present
         .into_iter()
@@ -120,6 +124,11 @@ impl Policies {
             [Some(i.clone()), normalised].into_iter().flatten()
         });
         Policies(keys.collect())
+    }
+
+    /// Whether no image is `IfNotPresent`.
+    pub(crate) fn all_always(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// The policy of an image, by its normalised reference (`reference`, empty when invalid)
