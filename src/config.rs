@@ -113,7 +113,9 @@ impl Config {
                 )),
             }
         }
-        let if_not_present_at = images.len()..images.len() + if_not_present.len();
+        // Where in `images` the `IfNotPresent` ones are; every other image is `Always`.
+        let if_not_present_at: std::collections::HashSet<usize> =
+            (images.len()..images.len() + if_not_present.len()).collect();
         images.extend(if_not_present);
         if let Some(path) = &args.images_file {
             match read_input(path, stdin) {
