@@ -36,7 +36,7 @@ fn run_against(endpoint: Option<(String, String, std::path::PathBuf)>, args: &[&
         .env_remove("DOCKER_CONFIG")
         .env_remove("PULLCHECK_NODE_NAME")
         .env("HTTPS_PROXY", "http://127.0.0.1:9")
-        .env("NO_PROXY", "127.0.0.1,localhost");
+        .env("NO_PROXY", "127.0.0.1,localhost,::1");
     match endpoint {
         Some((host, port, dir)) => cmd
             .env("KUBERNETES_SERVICE_HOST", host)
@@ -91,6 +91,21 @@ fn preloaded_image_needs_no_registry_at_all() {
     for out in [&run.stdout, &run.stderr] {
         assert!(!out.contains(api.token()), "the token leaked: {out}");
     }
+}
+
+#[test]
+fn an_ipv6_api_server_address_is_put_in_brackets() {
+    // An IPv6 cluster sets KUBERNETES_SERVICE_HOST to a bare address, e.g. `fd00:10:96::1`.
+    let api = ApiServer::start_on("[::1]:0", Mode::Serve);
+    api.add_node(&kind_node(NODE, &[&["docker.io/library/app:v1.0"]]));
+    assert_eq!(api.host(), "::1");
+    let run = run(
+        Some(&api),
+        &["--if-not-present", "app:v1.0", "--node", NODE],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.image("app:v1.0")["reason"], "present_on_node");
+    assert_one_node_request(&api);
 }
 
 #[test]

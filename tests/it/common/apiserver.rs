@@ -78,6 +78,11 @@ pub struct ApiServer {
 impl ApiServer {
     /// Starts a stand-in on `127.0.0.1:0` answering as `mode`, with a fresh CA and token.
     pub fn start(mode: Mode) -> ApiServer {
+        ApiServer::start_on("127.0.0.1:0", mode)
+    }
+
+    /// [`ApiServer::start`] on another loopback address (`[::1]:0`).
+    pub fn start_on(bind: &str, mode: Mode) -> ApiServer {
         let pki = TestPki::generate();
         let dir = tempfile::tempdir().expect("service-account dir");
         let token = format!("eyJhbGciOiJSUzI1NiJ9.sa-token-{}", std::process::id());
@@ -105,7 +110,7 @@ impl ApiServer {
             nodes: Mutex::new(HashMap::new()),
             log: Mutex::new(Vec::new()),
         });
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind API server");
+        let listener = TcpListener::bind(bind).expect("bind API server");
         let addr = listener.local_addr().expect("API server address");
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -140,7 +145,7 @@ impl ApiServer {
             .insert(name.to_string(), body);
     }
 
-    /// `KUBERNETES_SERVICE_HOST`.
+    /// `KUBERNETES_SERVICE_HOST`: an IPv6 address without brackets, as Kubernetes sets it.
     pub fn host(&self) -> String {
         self.addr.ip().to_string()
     }
