@@ -104,9 +104,9 @@ pub struct CheckArgs {
     pub images_list: Option<std::ffi::OsString>,
 
     /// Images whose pull policy is `IfNotPresent`: with --node, those the node already holds
-    /// are `ok` without asking their registry (the others given here are `Always`, checked at
-    /// the registry). Repeatable; each value, like the environment variable, is separated by
-    /// whitespace or commas.
+    /// are `ok` without asking their registry (images given in other ways are `Always`:
+    /// checked at the registry). Repeatable; each value, like the environment variable, is
+    /// separated by whitespace or commas.
     #[arg(
         long = "if-not-present",
         value_name = "IMAGE",
