@@ -596,6 +596,124 @@ mod tests {
         assert_eq!(NodeLookup::NotNeeded.warning(), None);
     }
 
+    /// (name, lookup, image, policy, registry status) -> (fatal, present_on_node, message part).
+    type Case<'a> = (
+        &'a str,
+        &'a NodeLookup,
+        &'a str,
+        PullPolicy,
+        Status,
+        bool,
+        Option<bool>,
+        &'a str,
+    );
+
+    #[test]
+    fn registry_verdicts_completed_with_what_the_node_says() {
+        use crate::report::tests::result;
+        let complete =
+            NodeLookup::Found(NodeImages::from_json("n1", KIND_NODE.as_bytes(), Some(50)).unwrap());
+        let truncated =
+            NodeLookup::Found(NodeImages::from_json("n1", KIND_NODE.as_bytes(), Some(6)).unwrap());
+        let failed = NodeLookup::Failed(NodeError::Forbidden("n1".into()));
+        let cases: &[Case<'_>] = &[
+            (
+                "missing everywhere",
+                &complete,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::NotFound,
+                true,
+                Some(false),
+                "does not hold it either (its list of 6 images is complete)",
+            ),
+            (
+                "truncated list",
+                &truncated,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::NotFound,
+                false,
+                None,
+                "lists only its 6 largest images (--node-status-max-images 6)",
+            ),
+            (
+                "truncated, but Always",
+                &truncated,
+                "app:v9",
+                PullPolicy::Always,
+                Status::NotFound,
+                true,
+                None,
+                "",
+            ),
+            (
+                "truncated, unauthorized stays",
+                &truncated,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::Unauthorized,
+                true,
+                None,
+                "",
+            ),
+            (
+                "Always on the node",
+                &complete,
+                "app:v1.0",
+                PullPolicy::Always,
+                Status::NotFound,
+                true,
+                Some(true),
+                "imagePullPolicy Always makes the kubelet pull it",
+            ),
+            (
+                "no list",
+                &failed,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::NotFound,
+                true,
+                None,
+                "",
+            ),
+            (
+                "not needed",
+                &NodeLookup::NotNeeded,
+                "app:v9",
+                PullPolicy::Always,
+                Status::Ok,
+                true,
+                None,
+                "",
+            ),
+        ];
+        for (name, lookup, image, policy, status, fatal, present, part) in cases {
+            let mut r = result(image, *status);
+            r.reference = Reference::parse(image).unwrap().to_string();
+            let before = r.message.clone();
+            lookup.annotate(&mut r, *policy);
+            assert_eq!(r.pull_policy, *policy, "{name}");
+            assert_eq!((r.fatal, r.present_on_node), (*fatal, *present), "{name}");
+            if part.is_empty() {
+                assert_eq!(r.message, before, "{name}");
+            } else {
+                assert!(r.message.contains(part), "{name}: {}", r.message);
+            }
+        }
+        let present = complete.present_result("app:v1.0", &r("app:v1.0"));
+        assert_eq!(
+            (present.status, present.reason),
+            (Status::Ok, "present_on_node")
+        );
+        assert_eq!(present.attempts, 0);
+        assert!(
+            present.message.contains("node n1 holds it"),
+            "{}",
+            present.message
+        );
+    }
+
     #[test]
     fn other_objects_are_refused() {
         for (body, want) in [
