@@ -96,6 +96,9 @@ fn run_check(args: CheckArgs) -> ExitCode {
         }
     };
     let report = runtime.block_on(check_until(&config.images, &config.options, stop_signal()));
+    for w in &report.warnings {
+        eprintln!("pullcheck: warning: {w}");
+    }
     write_outputs(&config, &report);
     report.exit_code
 }

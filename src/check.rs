@@ -5,7 +5,9 @@
 //! for whether its containers will start ([`crate::start`]), inside the same deadline.
 
 use crate::keyring::{Credential, Keyring};
+use crate::node::{self, NodeLookup, NodeOptions};
 use crate::progress::Events;
+use crate::pull_policy::{Policies, PullPolicy};
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{
     self, AuthUsed, Client, ClientOptions, ConfigRead, Fact, Outcome, PlatformSeen, Progress,
@@ -41,6 +43,12 @@ pub struct Options {
     pub start_check: StartCheck,
     /// Where progress goes while the check runs (nothing by default).
     pub events: Events,
+    /// Images (as given among the images checked) whose pull policy is `IfNotPresent`: the
+    /// node's own list is read first, and those it holds are not asked of their registry. The
+    /// other images are `Always`. See [`pull_policy::to_check`](crate::pull_policy::to_check).
+    pub if_not_present: Vec<String>,
+    /// Where to read the node's images from.
+    pub node: NodeOptions,
 }
 
 impl Default for Options {
@@ -54,6 +62,8 @@ impl Default for Options {
             containers: Vec::new(),
             start_check: StartCheck::Auto,
             events: Events::default(),
+            if_not_present: Vec::new(),
+            node: NodeOptions::default(),
         }
     }
 }
@@ -147,6 +157,23 @@ pub async fn check_until(
     }
     let attempt_cap = (timeout / 4).max(ATTEMPT_MIN).min(timeout);
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    tokio::pin!(stop);
+    let mut stopped = None;
+    // The node's images, read once before any registry request when an image may be on it.
+    let policies = Policies::new(&options.if_not_present);
+    let needed = !policies.all_always()
+        && parsed.iter().any(|(image, p)| {
+            p.as_ref()
+                .is_ok_and(|(r, _)| policies.of(image, &r.to_string()) == PullPolicy::IfNotPresent)
+        });
+    let until = (Instant::now() + attempt_cap).min(deadline);
+    let node = tokio::select! {
+        node = node::lookup_until(&options.node, needed, until) => node,
+        why = &mut stop => {
+            stopped = Some(why);
+            NodeLookup::NotNeeded
+        }
+    };
 
     // `results[i]` is filled as jobs end; `pending[i]` names the image of a job, for the
     // report of a run that is stopped.
@@ -160,6 +187,31 @@ pub async fn check_until(
                     hint: "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".to_string(),
                     ..plain_result(image, Status::InvalidReference, "invalid_reference", e.to_string())
                 };
+                options.events.verdict(&result);
+                results.push(Some(result));
+                pending.push(None);
+            }
+            Ok((reference, _))
+                if node.presence(&reference) == Some(true)
+                    && policies.of(image, &reference.to_string()) == PullPolicy::IfNotPresent =>
+            {
+                let mut result = node.present_result(image, &reference);
+                if let Some(facts) = containers.get(&reference.to_string()) {
+                    // No registry request for an image the node holds: its config is not read,
+                    // but what the containers' specs alone decide still holds.
+                    let why = NotRead::Failed(
+                        "the image is on the node; its registry was not asked".to_string(),
+                    );
+                    result.containers = facts.iter().map(|c| c.evaluate(Err(&why))).collect();
+                    if let Some((reason, message, hint)) =
+                        registry::wont_start(&reference, &result.containers)
+                    {
+                        result.status = Status::WontStart;
+                        result.reason = reason;
+                        result.message = message;
+                        result.hint = hint;
+                    }
+                }
                 options.events.verdict(&result);
                 results.push(Some(result));
                 pending.push(None);
@@ -190,13 +242,13 @@ pub async fn check_until(
                     sources_read: sources_read.clone(),
                     sources_exist: !credential_sources.is_empty(),
                 };
-                tasks.spawn(async move { (index, job.run().await) });
+                if stopped.is_none() {
+                    tasks.spawn(async move { (index, job.run().await) });
+                }
             }
         }
     }
-    tokio::pin!(stop);
-    let mut stopped = None;
-    loop {
+    while stopped.is_none() {
         tokio::select! {
             joined = tasks.join_next() => {
                 let Some(joined) = joined else { break };
@@ -236,9 +288,14 @@ pub async fn check_until(
             }
         }
     }
-    let mut report = Report::new(results.into_iter().flatten().collect());
+    let mut results: Vec<ImageResult> = results.into_iter().flatten().collect();
+    for result in &mut results {
+        node.annotate(result, policies.of(&result.image, &result.reference));
+    }
+    let mut report = Report::new(results);
     report.stopped = stopped;
     report.credential_sources = credential_sources;
+    report.warnings.extend(node.warning());
     report.platform = match &options.client.platform.want {
         Some(p) => p.to_string(),
         None => "any".to_string(),
@@ -477,6 +534,8 @@ impl Job {
             fatal: true,
             attempts,
             elapsed_ms: start.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
+            pull_policy: PullPolicy::Always,
+            present_on_node: None,
         }
     }
 }
@@ -510,6 +569,8 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         fatal: true,
         attempts: 0,
         elapsed_ms: 0,
+        pull_policy: PullPolicy::Always,
+        present_on_node: None,
     }
 }
 

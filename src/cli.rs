@@ -105,6 +105,45 @@ pub struct CheckArgs {
     )]
     pub images_list: Option<std::ffi::OsString>,
 
+    /// Images whose pull policy is `IfNotPresent`: with --node, those the node already holds
+    /// are `ok` without asking their registry (images given in other ways are `Always`:
+    /// checked at the registry). Repeatable; each value, like the environment variable, is
+    /// separated by whitespace or commas.
+    #[arg(
+        long = "if-not-present",
+        value_name = "IMAGE",
+        env = "PULLCHECK_IMAGES_IF_NOT_PRESENT",
+        value_parser = clap::builder::OsStringValueParser::new()
+    )]
+    pub if_not_present: Vec<std::ffi::OsString>,
+
+    /// The node the pod runs on (from the downward API's `spec.nodeName`): its image list is
+    /// read from the API server, with the pod's service-account token, for the
+    /// --if-not-present images.
+    #[arg(long, value_name = "NAME", env = "PULLCHECK_NODE_NAME")]
+    pub node: Option<String>,
+
+    /// The kubelet's `nodeStatusMaxImages`: a node that lists this many images may hold more,
+    /// so its list proves nothing about the others; -1: the kubelet lists all.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "PULLCHECK_NODE_STATUS_MAX_IMAGES",
+        default_value = "50",
+        allow_hyphen_values = true
+    )]
+    pub node_status_max_images: String,
+
+    /// The service-account directory holding `token` and `ca.crt` (for tests).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PULLCHECK_SERVICE_ACCOUNT_DIR",
+        default_value = crate::node::SERVICE_ACCOUNT_DIR,
+        hide = true
+    )]
+    pub service_account_dir: PathBuf,
+
     /// A file of images, one per line, `#` starts a comment; `-` reads stdin.
     #[arg(long, value_name = "PATH", env = "PULLCHECK_IMAGES_FILE")]
     pub images_file: Option<PathBuf>,

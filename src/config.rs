@@ -5,8 +5,10 @@ use crate::check::Options;
 use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
 use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
+use crate::node::{self, NodeOptions};
 use crate::platform::{MatchMode, Platform};
 use crate::podspec;
+use crate::pull_policy::{self, PullPolicy};
 use crate::reference::{DOCKER_HUB, Reference};
 use crate::registry::{ClientOptions, PlatformPolicy};
 use crate::start::ContainerFacts;
@@ -100,6 +102,22 @@ impl Config {
                 )),
             }
         }
+        // `IfNotPresent` images: also checked, and looked up on the node first.
+        let mut if_not_present = Vec::new();
+        for list in &args.if_not_present {
+            use std::os::unix::ffi::OsStrExt;
+            match std::str::from_utf8(list.as_bytes()) {
+                Ok(text) => if_not_present.extend(split_list(text)),
+                Err(e) => errors.push(format!(
+                    "--if-not-present / PULLCHECK_IMAGES_IF_NOT_PRESENT: not UTF-8 text (invalid byte at offset {})",
+                    e.valid_up_to()
+                )),
+            }
+        }
+        // Where in `images` the `IfNotPresent` ones are; every other image is `Always`.
+        let if_not_present_at: std::collections::HashSet<usize> =
+            (images.len()..images.len() + if_not_present.len()).collect();
+        images.extend(if_not_present);
         if let Some(path) = &args.images_file {
             match read_input(path, stdin) {
                 Ok(text) => images.extend(images_file_lines(&text)),
@@ -139,16 +157,26 @@ impl Config {
         let any_source = !args.images.is_empty()
             || args.containers.is_some()
             || args.images_list.is_some()
+            || !args.if_not_present.is_empty()
             || args.images_file.is_some()
             || args.pod_spec.is_some();
         if !any_source {
             errors.push(
-                "no images to check: give IMAGE arguments, --images (PULLCHECK_IMAGES), --images-file, --pod-spec or --containers (PULLCHECK_CONTAINERS)"
+                "no images to check: give IMAGE arguments, --images (PULLCHECK_IMAGES), --if-not-present, --images-file, --pod-spec or --containers (PULLCHECK_CONTAINERS)"
                     .to_string(),
             );
         }
-        let mut seen = std::collections::HashSet::new();
-        images.retain(|i| seen.insert(i.clone()));
+        // Every image is `Always` unless it is only ever given as `IfNotPresent`.
+        let to_check = pull_policy::to_check(images.into_iter().enumerate().map(|(at, i)| {
+            let policy = if if_not_present_at.contains(&at) {
+                PullPolicy::IfNotPresent
+            } else {
+                PullPolicy::Always
+            };
+            (i, policy)
+        }));
+        let images = to_check.images;
+        let if_not_present = to_check.if_not_present;
         if images.len() > MAX_IMAGES {
             errors.push(format!(
                 "{} images given; at most {MAX_IMAGES} are checked in one run",
@@ -265,6 +293,37 @@ impl Config {
             })
             .collect::<Vec<_>>();
 
+        let node_name = args
+            .node
+            .as_deref()
+            .map(str::trim)
+            .filter(|n| !n.is_empty());
+        if let Some(name) = node_name {
+            if !node::is_node_name(name) {
+                errors.push(format!(
+                    "--node {name:?}: expected a node name (lower-case letters, digits, '-' and '.', as spec.nodeName gives)"
+                ));
+            }
+        }
+        let max_images = match args.node_status_max_images.trim().parse::<i64>() {
+            Ok(-1) => None,
+            Ok(n) if (0..=1_000_000).contains(&n) => usize::try_from(n).ok(),
+            _ => {
+                errors.push(format!(
+                    "--node-status-max-images {:?}: expected the kubelet's nodeStatusMaxImages, a whole number from -1 (no cap) to 1000000",
+                    args.node_status_max_images
+                ));
+                None
+            }
+        };
+        let node = NodeOptions {
+            name: node_name.map(str::to_string),
+            max_images,
+            service_account_dir: args.service_account_dir.clone(),
+            api_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
+            api_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
+        };
+
         let termination_log = match &args.termination_log {
             Some(p) if p.is_empty() => None,
             Some(p) => Some(PathBuf::from(p)),
@@ -292,6 +351,8 @@ impl Config {
                 containers,
                 start_check: args.start_check,
                 events: crate::progress::Events::for_cli(args.verbose),
+                if_not_present,
+                node,
             },
             output: args.output,
             warnings,
@@ -492,6 +553,53 @@ mod tests {
                 .contains("--containers / PULLCHECK_CONTAINERS"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn if_not_present_images_are_checked_and_always_wins() {
+        let c = config(
+            &[
+                "a:1",
+                "--if-not-present",
+                "a:1, b:2",
+                "--if-not-present",
+                "docker.io/library/c:3 b:2",
+                "--images",
+                "c:3",
+            ],
+            "",
+        )
+        .unwrap();
+        assert_eq!(c.images, ["a:1", "c:3", "b:2", "docker.io/library/c:3"]);
+        // a:1 and c:3 are also given as Always: the kubelet would pull them.
+        assert_eq!(c.options.if_not_present, ["b:2"]);
+        let only = config(&["--if-not-present", "x:1"], "").unwrap();
+        assert_eq!(only.images, ["x:1"]);
+        assert_eq!(only.options.if_not_present, ["x:1"]);
+    }
+
+    #[test]
+    fn node_flags() {
+        let c = config(&["x", "--node", " kind-worker "], "").unwrap();
+        assert_eq!(c.options.node.name.as_deref(), Some("kind-worker"));
+        assert_eq!(c.options.node.max_images, Some(50));
+        let c = config(&["x", "--node", "", "--node-status-max-images", "-1"], "").unwrap();
+        assert_eq!(c.options.node.name, None);
+        assert_eq!(c.options.node.max_images, None);
+        let c = config(&["x", "--node-status-max-images", "0"], "").unwrap();
+        assert_eq!(c.options.node.max_images, Some(0));
+        let e = config(
+            &["x", "--node", "Node/../x", "--node-status-max-images", "-2"],
+            "",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--node \"Node/../x\""), "{e}");
+        assert!(e.contains("--node-status-max-images \"-2\""), "{e}");
+        for bad in ["many", "1000001", "1.5"] {
+            let e = config(&["x", "--node-status-max-images", bad], "").unwrap_err();
+            assert!(e.to_string().contains("--node-status-max-images"), "{bad}");
+        }
     }
 
     #[test]

@@ -29,6 +29,8 @@
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the container runtime does it.
 //! - [`podspec`]: the images of Pods, workloads and Lists.
 //! - [`keyring`]: pull-secret files and the kubelet's credential matching.
+//! - [`pull_policy`]: when the kubelet pulls, and so what is checked; [`node`]: the images the
+//!   node already holds, from its Node object.
 //! - [`registry`]: all HTTP to registries; [`registry::classify`](fn@registry::classify) turns what it found into a
 //!   verdict, in one place.
 //! - [`platform`]: the node's platform and index matching, as containerd does it;
@@ -47,9 +49,11 @@ pub mod config;
 pub mod inject;
 pub mod input;
 pub mod keyring;
+pub mod node;
 pub mod platform;
 pub mod podspec;
 pub mod progress;
+pub mod pull_policy;
 pub mod reference;
 pub mod registry;
 pub mod report;

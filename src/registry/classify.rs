@@ -336,13 +336,29 @@ pub fn classify_start(
     if verdict.status != Status::Ok {
         return verdict;
     }
+    match wont_start(reference, containers) {
+        Some((reason, message, hint)) => Verdict {
+            status: Status::WontStart,
+            reason,
+            message,
+            hint,
+            ..verdict
+        },
+        None => verdict,
+    }
+}
+
+/// The reason, message and hint of an image that can be pulled (or is on the node) but has a
+/// container that will not start; `None` when every container starts or is unknown.
+pub fn wont_start(
+    reference: &Reference,
+    containers: &[ContainerStart],
+) -> Option<(&'static str, String, String)> {
     let refused: Vec<&ContainerStart> = containers
         .iter()
         .filter(|c| c.start == StartStatus::WontStart)
         .collect();
-    let Some(first) = refused.first() else {
-        return verdict;
-    };
+    let first = refused.first()?;
     let mut hints: Vec<&str> = Vec::new();
     for c in &refused {
         if !hints.contains(&c.hint.as_str()) {
@@ -350,16 +366,14 @@ pub fn classify_start(
         }
     }
     let reasons: Vec<&str> = refused.iter().map(|c| c.message.as_str()).collect();
-    Verdict {
-        status: Status::WontStart,
-        reason: first.reason,
-        message: format!(
+    Some((
+        first.reason,
+        format!(
             "{reference}: can be pulled, but will not start: {}; the kubelet retries such a container for ever and the pod never fails",
             reasons.join("; ")
         ),
-        hint: hints.join(" "),
-        ..verdict
-    }
+        hints.join(" "),
+    ))
 }
 
 /// Adds "did you mean …" to a not-found verdict.

@@ -24,7 +24,7 @@ pub mod classify;
 mod image_config;
 mod inspect;
 
-pub use classify::{Verdict, classify, classify_start};
+pub use classify::{Verdict, classify, classify_start, wont_start};
 pub use image_config::ConfigRead;
 
 use crate::keyring::Credential;

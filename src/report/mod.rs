@@ -12,6 +12,7 @@ pub use termination::{TERMINATION_MESSAGE_MAX, termination_message};
 pub use text::render_text;
 
 use crate::keyring::CredentialSource;
+use crate::pull_policy::PullPolicy;
 use serde::Serialize;
 
 /// What happened to one image. Each status maps to exactly one exit code.
@@ -167,6 +168,12 @@ pub struct ImageResult {
     pub available_platforms: Vec<String>,
     /// Close tags or repositories, when the image is `not_found` (best effort).
     pub suggestions: Vec<String>,
+    /// The image's pull policy: `Always` is checked at the registry, `IfNotPresent` on the
+    /// node first.
+    pub pull_policy: PullPolicy,
+    /// Whether the node lists the image; `null` when its images were not looked up, or its
+    /// list is truncated and does not name it.
+    pub present_on_node: Option<bool>,
     /// Will each container using this image start? One entry per container of the pod spec
     /// (`--containers`, `PULLCHECK_CONTAINERS`); empty, and left out of JSON, without them.
     pub containers: Vec<ContainerStart>,
@@ -205,7 +212,7 @@ pub struct ContainerStart {
 impl Serialize for ImageResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("ImageResult", 17)?;
+        let mut st = s.serialize_struct("ImageResult", 19)?;
         st.serialize_field("image", &self.image)?;
         st.serialize_field("reference", &self.reference)?;
         st.serialize_field("registry", &self.registry)?;
@@ -235,6 +242,8 @@ impl Serialize for ImageResult {
         if !self.suggestions.is_empty() {
             st.serialize_field("suggestions", &self.suggestions)?;
         }
+        st.serialize_field("pull_policy", &self.pull_policy)?;
+        st.serialize_field("present_on_node", &self.present_on_node)?;
         if !self.containers.is_empty() {
             st.serialize_field("containers", &self.containers)?;
         }
@@ -276,6 +285,9 @@ pub struct Report {
     /// Where credentials were looked for: each source with its keys (registry names), whether
     /// one matches an image of the run, and what is wrong with it. Never a secret.
     pub credential_sources: Vec<CredentialSource>,
+    /// Notes for stderr about the run as a whole (the node's images not looked up).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -289,6 +301,7 @@ impl Report {
             images,
             stopped: None,
             credential_sources: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -428,6 +441,8 @@ pub(crate) mod tests {
             fatal: true,
             attempts: 1,
             elapsed_ms: 1,
+            pull_policy: PullPolicy::Always,
+            present_on_node: None,
         }
     }
 
@@ -543,10 +558,14 @@ pub(crate) mod tests {
             "elapsed_ms",
             "fatal",
             "auth",
+            "pull_policy",
+            "present_on_node",
         ] {
             assert!(first.get(key).is_some(), "missing {key}");
         }
         assert_eq!(first["status"], "not_found");
+        assert_eq!(first["pull_policy"], "Always");
+        assert!(first["present_on_node"].is_null());
         assert!(first.get("digest").is_none());
         assert_eq!(v["images"][1]["digest"], "sha256:00");
     }

@@ -28,7 +28,11 @@ fn line(out: &mut String, r: &ImageResult) {
     };
     // Writing to a String cannot fail.
     if r.is_ok() {
-        let digest = r.digest.as_deref().unwrap_or("(digest not reported)");
+        let digest = match (r.reason, r.digest.as_deref()) {
+            ("present_on_node", _) => "(on the node; its registry was not asked)",
+            (_, Some(digest)) => digest,
+            (_, None) => "(digest not reported)",
+        };
         let _ = write!(out, "{status:<17} {} {digest}", r.reference);
         if let Some(why) = r.platform_note {
             let _ = write!(out, " platform not checked ({why})");
@@ -62,6 +66,19 @@ mod tests {
         assert!(lines[1].starts_with("ok "), "{text}");
         assert!(lines[1].ends_with("sha256:ab"), "{text}");
         assert_eq!(lines[2], "pullcheck: 1 of 2 images cannot be pulled");
+    }
+
+    #[test]
+    fn an_image_on_the_node_says_so() {
+        let mut r = result("a", Status::Ok);
+        r.reason = "present_on_node";
+        let text = render_text(&Report::new(vec![r]), false);
+        assert!(
+            text.starts_with(
+                "ok                docker.io/library/a (on the node; its registry was not asked)\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
 //! - `start`: predicting containers that will not start, from image configs pushed by the tests.
+//! - `node`: `IfNotPresent` images and the node's own image list, from an API server stand-in.
 
 #![allow(clippy::unwrap_used)]
 
@@ -17,6 +18,7 @@ mod faults;
 mod harness;
 mod image;
 mod inject;
+mod node;
 mod operator;
 mod platform;
 mod start;

@@ -10,6 +10,7 @@
 //! [`TokenServer::requests_for`] for token requests).
 #![allow(dead_code, unused_imports)]
 
+pub mod apiserver;
 pub mod pki;
 pub mod proxy;
 pub mod registry;

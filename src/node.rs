@@ -1,0 +1,804 @@
+//! What the node already holds: the images the kubelet lists in its Node object
+//! (`status.images[].names`), read from the API server in-cluster, once per run, so that an
+//! `IfNotPresent` image the node has is `ok` without asking its registry, as the kubelet would
+//! start it without pulling.
+//!
+//! The request is `GET /api/v1/nodes/NAME` to `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`
+//! with the pod's service-account token (read afresh each run: the kubelet rotates it) and the
+//! cluster CA from the service-account directory, trusting that CA alone. The answer is read up
+//! to [`MAX_NODE_BYTES`] and only the image names are kept. Whatever goes wrong (no token, 401,
+//! 403, no API server) is a [`NodeError`]: the run then says so once and asks the registries as
+//! it would without a node.
+
+use crate::input::{LimitedReadError, read_limited_file};
+use crate::pull_policy::PullPolicy;
+use crate::reference::Reference;
+use crate::registry::error_chain;
+use crate::report::{ImageResult, Status};
+use reqwest::header::{self, HeaderValue};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// Where Kubernetes mounts the pod's service-account token, namespace and cluster CA.
+pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+/// The kubelet's default `nodeStatusMaxImages`: it lists at most this many images, largest
+/// first.
+pub const DEFAULT_MAX_IMAGES: usize = 50;
+/// The largest Node object read. A node listing 50 images with a few names each is tens of
+/// KiB; an object is at most ~1.5 MiB in etcd.
+pub const MAX_NODE_BYTES: usize = 4 * 1024 * 1024;
+/// The largest token file read (a projected token is about 1 KiB).
+const MAX_TOKEN_BYTES: u64 = 64 * 1024;
+/// The largest CA file read.
+const MAX_CA_BYTES: u64 = 1024 * 1024;
+/// The longest node name (a DNS subdomain).
+const MAX_NODE_NAME: usize = 253;
+
+/// Where and how to read the node's images.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeOptions {
+    /// The node's name (`--node`, from the downward API's `spec.nodeName`); `None`: not given,
+    /// nothing is looked up.
+    pub name: Option<String>,
+    /// The kubelet's `nodeStatusMaxImages`; `None`: no cap (`-1`).
+    pub max_images: Option<usize>,
+    /// The service-account directory holding `token` and `ca.crt`.
+    pub service_account_dir: PathBuf,
+    /// `KUBERNETES_SERVICE_HOST`: an IP address (IPv6 without brackets) or a name.
+    pub api_host: Option<String>,
+    /// `KUBERNETES_SERVICE_PORT`.
+    pub api_port: Option<String>,
+}
+
+impl Default for NodeOptions {
+    fn default() -> NodeOptions {
+        NodeOptions {
+            name: None,
+            max_images: Some(DEFAULT_MAX_IMAGES),
+            service_account_dir: PathBuf::from(SERVICE_ACCOUNT_DIR),
+            api_host: None,
+            api_port: None,
+        }
+    }
+}
+
+/// Why the node's images were not looked up. Each message says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeError {
+    /// No `--node`.
+    #[error(
+        "no node name (give --node NAME or PULLCHECK_NODE_NAME, from the downward API's spec.nodeName)"
+    )]
+    NoNode,
+    /// A name that is not a DNS subdomain.
+    #[error("{0:?} is not a node name (a DNS subdomain: lower-case letters, digits, '-' and '.')")]
+    BadName(String),
+    /// No `KUBERNETES_SERVICE_HOST` or `KUBERNETES_SERVICE_PORT`.
+    #[error(
+        "not running in a cluster (KUBERNETES_SERVICE_HOST or KUBERNETES_SERVICE_PORT is not set)"
+    )]
+    NotInCluster,
+    /// The API address does not make a URL.
+    #[error("KUBERNETES_SERVICE_HOST/PORT {0:?} is not a usable address")]
+    BadAddress(String),
+    /// The token file is missing or unusable.
+    #[error(
+        "no service-account token at {path}: {why} (keep automountServiceAccountToken on for the pod)"
+    )]
+    Token {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The CA file is missing or unusable.
+    #[error("no cluster CA at {path}: {why}")]
+    Ca {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(String),
+    /// No answer: DNS, connect, TLS, reset.
+    #[error("cannot reach the API server at {url}: {detail}")]
+    Unreachable {
+        /// The request's URL.
+        url: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// No answer in time.
+    #[error("the API server did not answer within {:.1}s", .0.as_secs_f64())]
+    TimedOut(std::time::Duration),
+    /// 401: the token was refused.
+    #[error("the API server refused the service-account token (401 Unauthorized)")]
+    Unauthorized,
+    /// 403: the service account may not read the node.
+    #[error(
+        "the service account may not get node {0} (403 Forbidden): bind a ClusterRole with get on nodes to it (see examples/node-images-rbac.yaml)"
+    )]
+    Forbidden(String),
+    /// 404.
+    #[error("node {0} does not exist (404)")]
+    NoSuchNode(String),
+    /// Any other status.
+    #[error("GET {url} answered {status}")]
+    Status {
+        /// The request's URL.
+        url: String,
+        /// The status code.
+        status: u16,
+    },
+    /// The answer is larger than [`MAX_NODE_BYTES`].
+    #[error("the Node object is larger than {} MiB", MAX_NODE_BYTES >> 20)]
+    TooLarge,
+    /// The answer is not a Node object.
+    #[error("the answer is not a Node object: {0}")]
+    NotANode(String),
+}
+
+/// The images a node holds, as its Node object lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeImages {
+    /// The node's name.
+    pub node: String,
+    /// Every listed name, normalised (`docker.io/library/nginx:1.27`, `…@sha256:…`).
+    names: HashSet<String>,
+    /// How many images the node lists.
+    pub listed: usize,
+    /// The node lists as many images as the kubelet reports at most: it may hold more.
+    pub truncated: bool,
+    /// The cap the list was read against, for messages.
+    max_images: Option<usize>,
+}
+
+/// The part of a Node object that is read; serde skips the rest without keeping it.
+#[derive(Deserialize)]
+struct Node {
+    kind: Option<String>,
+    #[serde(default)]
+    status: NodeStatus,
+}
+
+#[derive(Deserialize, Default)]
+struct NodeStatus {
+    #[serde(default)]
+    images: Option<Vec<ContainerImage>>,
+}
+
+#[derive(Deserialize)]
+struct ContainerImage {
+    #[serde(default)]
+    names: Option<Vec<String>>,
+}
+
+impl NodeImages {
+    /// Reads a Node object (JSON). Names that do not parse as references (none should) are
+    /// skipped.
+    pub fn from_json(
+        node: &str,
+        body: &[u8],
+        max_images: Option<usize>,
+    ) -> Result<NodeImages, NodeError> {
+        // serde's message may quote the answer (escaped): keep it short.
+        let parsed: Node = serde_json::from_slice(body)
+            .map_err(|e| NodeError::NotANode(e.to_string().chars().take(160).collect()))?;
+        if let Some(kind) = parsed.kind.as_deref().filter(|k| *k != "Node") {
+            return Err(NodeError::NotANode(format!(
+                "kind is {:?}",
+                kind.chars().take(40).collect::<String>()
+            )));
+        }
+        let images = parsed.status.images.unwrap_or_default();
+        let listed = images.len();
+        let names = images
+            .into_iter()
+            .flat_map(|i| i.names.unwrap_or_default())
+            .filter_map(|n| Reference::parse(&n).ok())
+            .map(|r| r.to_string())
+            .collect();
+        Ok(NodeImages {
+            node: node.to_string(),
+            names,
+            listed,
+            truncated: max_images.is_some_and(|max| listed >= max),
+            max_images,
+        })
+    }
+
+    /// Whether the node lists this image: its normalised reference is among the names, or,
+    /// for a reference with a digest, the same repository at that digest (the runtime
+    /// resolves `app:v1@sha256:…` by the digest alone).
+    pub fn has(&self, reference: &Reference) -> bool {
+        self.names.contains(&reference.to_string())
+            || reference.digest.as_ref().is_some_and(|digest| {
+                self.names.contains(&format!(
+                    "{}/{}@{digest}",
+                    reference.registry, reference.repository
+                ))
+            })
+    }
+}
+
+/// What a run knows about the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeLookup {
+    /// No `IfNotPresent` image: nothing was asked.
+    NotNeeded,
+    /// The node's list.
+    Found(NodeImages),
+    /// The lookup failed; the registries are asked instead.
+    Failed(NodeError),
+}
+
+impl NodeLookup {
+    /// `Some(true)` when the node lists the image; `Some(false)` when its complete list does
+    /// not; `None` when unknown (not looked up, or a truncated list without it).
+    pub fn presence(&self, reference: &Reference) -> Option<bool> {
+        match self {
+            NodeLookup::Found(images) if images.has(reference) => Some(true),
+            NodeLookup::Found(images) if !images.truncated => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The one line for stderr when the lookup failed.
+    pub fn warning(&self) -> Option<String> {
+        match self {
+            NodeLookup::Failed(e) => Some(format!(
+                "node images not looked up: {e}; every image is checked at its registry"
+            )),
+            _ => None,
+        }
+    }
+
+    /// The result of an `IfNotPresent` image the node lists: no registry request is made.
+    pub fn present_result(&self, image: &str, reference: &Reference) -> ImageResult {
+        let node = match self {
+            NodeLookup::Found(images) => images.node.as_str(),
+            _ => "",
+        };
+        ImageResult {
+            image: image.to_string(),
+            reference: reference.to_string(),
+            registry: reference.registry.clone(),
+            status: Status::Ok,
+            reason: "present_on_node",
+            digest: reference.digest.clone(),
+            message: format!(
+                "{reference}: node {node} holds it and imagePullPolicy is IfNotPresent, so the kubelet will not pull it; its registry was not asked"
+            ),
+            hint: String::new(),
+            auth: "anonymous".to_string(),
+            fatal: true,
+            attempts: 0,
+            elapsed_ms: 0,
+            platform_digest: None,
+            available_platforms: Vec::new(),
+            suggestions: Vec::new(),
+            platform_checked: Some(false),
+            platform_note: None,
+            containers: Vec::new(),
+            pull_policy: PullPolicy::IfNotPresent,
+            present_on_node: Some(true),
+        }
+    }
+
+    /// Completes a registry result with the image's policy and what the node says: an
+    /// `IfNotPresent` image missing at its registry is only a warning when the node's list is
+    /// truncated (the node may hold it beyond the list, and the kubelet would then start the
+    /// pod without pulling).
+    pub fn annotate(&self, result: &mut ImageResult, policy: PullPolicy) {
+        result.pull_policy = policy;
+        // Without a list there is nothing to add (and nothing to parse again).
+        let NodeLookup::Found(images) = self else {
+            return;
+        };
+        let Ok(reference) = Reference::parse(&result.reference) else {
+            return;
+        };
+        result.present_on_node = self.presence(&reference);
+        let cap = images.max_images.unwrap_or(images.listed);
+        match (policy, result.present_on_node, result.status) {
+            (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal => {
+                result.fatal = false;
+                result.message.push_str(&format!(
+                    "; not counted: imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
+                    images.node
+                ));
+            }
+            (PullPolicy::IfNotPresent, Some(false), Status::NotFound) => {
+                result.message.push_str(&format!(
+                    "; node {} does not hold it either (its list of {} images is complete)",
+                    images.node, images.listed
+                ));
+            }
+            (PullPolicy::Always, Some(true), s) if s != Status::Ok => {
+                result.message.push_str(&format!(
+                    "; node {} holds it, but imagePullPolicy Always makes the kubelet pull it",
+                    images.node
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What the run knows about the node by `until`: nothing asked when no image `needed` it, else
+/// the node's list, or why there is none.
+pub async fn lookup_until(options: &NodeOptions, needed: bool, until: Instant) -> NodeLookup {
+    if !needed {
+        return NodeLookup::NotNeeded;
+    }
+    let started = Instant::now();
+    match tokio::time::timeout_at(until, lookup(options)).await {
+        Ok(Ok(images)) => NodeLookup::Found(images),
+        Ok(Err(e)) => NodeLookup::Failed(e),
+        // The time it was given, not the time measured: the same words on every run.
+        Err(_) => NodeLookup::Failed(NodeError::TimedOut(
+            until.saturating_duration_since(started),
+        )),
+    }
+}
+
+/// Reads the node's images from the API server: one request. Bound its time from outside.
+pub async fn lookup(options: &NodeOptions) -> Result<NodeImages, NodeError> {
+    let name = options.name.as_deref().ok_or(NodeError::NoNode)?;
+    if !is_node_name(name) {
+        return Err(NodeError::BadName(name.chars().take(80).collect()));
+    }
+    let (Some(host), Some(port)) = (
+        options
+            .api_host
+            .as_deref()
+            .map(str::trim)
+            .filter(|h| !h.is_empty()),
+        options
+            .api_port
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty()),
+    ) else {
+        return Err(NodeError::NotInCluster);
+    };
+    let base = api_base(host, port)?;
+    let dir = &options.service_account_dir;
+    let token = read_token(&dir.join("token"))?;
+    let ca = read_ca(&dir.join("ca.crt"))?;
+    let client = http_client(ca)?;
+
+    let url = format!("{base}/api/v1/nodes/{name}");
+    let mut bearer =
+        HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| NodeError::Token {
+            path: dir.join("token").display().to_string(),
+            why: "not a valid token".to_string(),
+        })?;
+    bearer.set_sensitive(true);
+    let unreachable = |e: reqwest::Error| NodeError::Unreachable {
+        url: url.clone(),
+        detail: match std::error::Error::source(&e) {
+            Some(cause) => error_chain(cause),
+            None => error_chain(&e),
+        },
+    };
+    let mut resp = client
+        .get(&url)
+        .header(header::AUTHORIZATION, bearer)
+        .header(header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(unreachable)?;
+    match resp.status().as_u16() {
+        200 => {}
+        401 => return Err(NodeError::Unauthorized),
+        403 => return Err(NodeError::Forbidden(name.to_string())),
+        404 => return Err(NodeError::NoSuchNode(name.to_string())),
+        status => return Err(NodeError::Status { url, status }),
+    }
+    // A stated length says at once what the read below would find out at its end.
+    let stated = resp.content_length().unwrap_or(0);
+    if stated > MAX_NODE_BYTES as u64 {
+        return Err(NodeError::TooLarge);
+    }
+    // One allocation of the stated size rather than doublings past it.
+    let mut body = Vec::with_capacity(usize::try_from(stated).unwrap_or(0));
+    while let Some(chunk) = resp.chunk().await.map_err(unreachable)? {
+        if body.len() + chunk.len() > MAX_NODE_BYTES {
+            return Err(NodeError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    NodeImages::from_json(name, &body, options.max_images)
+}
+
+/// `https://HOST:PORT`, with an IPv6 address in brackets.
+fn api_base(host: &str, port: &str) -> Result<String, NodeError> {
+    let bad = || NodeError::BadAddress(format!("{host}:{port}").chars().take(80).collect());
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    let base = format!("https://{host}:{port}");
+    match reqwest::Url::parse(&base) {
+        Ok(url) if url.path() == "/" && url.query().is_none() && url.username().is_empty() => {
+            Ok(base)
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// A node name as the API server accepts it (a DNS-1123 subdomain): it becomes a URL path
+/// segment, so nothing else may pass.
+pub fn is_node_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NODE_NAME
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+fn read_token(path: &Path) -> Result<String, NodeError> {
+    let err = |why: String| NodeError::Token {
+        path: path.display().to_string(),
+        why,
+    };
+    let bytes = read_limited_file(path, MAX_TOKEN_BYTES).map_err(|e| match e {
+        LimitedReadError::TooLarge => err(format!("larger than {} KiB", MAX_TOKEN_BYTES >> 10)),
+        LimitedReadError::Io(e) => err(e.to_string()),
+    })?;
+    let token = String::from_utf8(bytes).map_err(|_| err("not text".to_string()))?;
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(err("empty".to_string()));
+    }
+    Ok(token.to_string())
+}
+
+fn read_ca(path: &Path) -> Result<Vec<CertificateDer<'static>>, NodeError> {
+    let err = |why: String| NodeError::Ca {
+        path: path.display().to_string(),
+        why,
+    };
+    let bytes = read_limited_file(path, MAX_CA_BYTES).map_err(|e| match e {
+        LimitedReadError::TooLarge => err(format!("larger than {} MiB", MAX_CA_BYTES >> 20)),
+        LimitedReadError::Io(e) => err(e.to_string()),
+    })?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err(format!("not a valid PEM file: {e}")))?;
+    if certs.is_empty() {
+        return Err(err("holds no PEM certificate".to_string()));
+    }
+    Ok(certs)
+}
+
+/// A client that trusts the cluster CA alone and follows no redirect (the token is for the
+/// API server only).
+fn http_client(ca: Vec<CertificateDer<'static>>) -> Result<reqwest::Client, NodeError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in ca {
+        roots
+            .add(cert)
+            .map_err(|e| NodeError::Client(format!("cluster CA not usable: {e}")))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| NodeError::Client(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| NodeError::Client(error_chain(&e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Node as `kubectl get node -o json` shows a kind node (abridged), with two images
+    /// loaded by `kind load docker-image`.
+    const KIND_NODE: &str = r#"{
+  "apiVersion": "v1",
+  "kind": "Node",
+  "metadata": {"name": "ci-control-plane", "labels": {"kubernetes.io/hostname": "ci-control-plane"}},
+  "spec": {"podCIDR": "10.244.0.0/24", "providerID": "kind://docker/ci/ci-control-plane"},
+  "status": {
+    "images": [
+      {"names": ["registry.k8s.io/etcd:3.5.15-0"], "sizeBytes": 56909194},
+      {"names": ["docker.io/library/app:v1.0"], "sizeBytes": 7820000},
+      {"names": ["docker.io/library/tool@sha256:1111111111111111111111111111111111111111111111111111111111111111", "docker.io/library/tool:2"], "sizeBytes": 512000},
+      {"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320368},
+      {"sizeBytes": 1},
+      {"names": null, "sizeBytes": 1}
+    ],
+    "nodeInfo": {"kubeletVersion": "v1.31.0", "containerRuntimeVersion": "containerd://1.7.18"}
+  }
+}"#;
+
+    fn r(s: &str) -> Reference {
+        Reference::parse(s).unwrap()
+    }
+
+    #[test]
+    fn names_are_normalised_and_matched_by_reference_or_digest() {
+        let node =
+            NodeImages::from_json("ci-control-plane", KIND_NODE.as_bytes(), Some(50)).unwrap();
+        assert_eq!(node.listed, 6);
+        assert!(!node.truncated);
+        let d = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+        let cases: &[(&str, String, bool)] = &[
+            ("short name as loaded by kind", "app:v1.0".into(), true),
+            ("full name", "docker.io/library/app:v1.0".into(), true),
+            (
+                "registry-1.docker.io alias",
+                "registry-1.docker.io/library/app:v1.0".into(),
+                true,
+            ),
+            ("another tag", "app:v1.1".into(), false),
+            ("no tag is latest", "app".into(), false),
+            ("by digest", format!("tool@{d}"), true),
+            (
+                "tag and digest: the digest decides",
+                format!("tool:9@{d}"),
+                true,
+            ),
+            ("digest of another repository", format!("app@{d}"), false),
+            (
+                "another registry",
+                "registry.k8s.io/pause:3.10".into(),
+                true,
+            ),
+            ("not there", "quay.io/x/y:1".into(), false),
+        ];
+        for (name, image, want) in cases {
+            assert_eq!(node.has(&r(image)), *want, "{name}: {image}");
+        }
+    }
+
+    #[test]
+    fn a_full_list_is_truncated_and_proves_nothing() {
+        let cases: &[(Option<usize>, bool)] = &[
+            (Some(50), false),
+            (Some(6), true),
+            (Some(5), true),
+            (Some(7), false),
+            (None, false),
+            (Some(0), true),
+        ];
+        for (max, truncated) in cases {
+            let node = NodeImages::from_json("n", KIND_NODE.as_bytes(), *max).unwrap();
+            assert_eq!(node.truncated, *truncated, "{max:?}");
+            let lookup = NodeLookup::Found(node);
+            assert_eq!(lookup.presence(&r("app:v1.0")), Some(true));
+            let absent = if *truncated { None } else { Some(false) };
+            assert_eq!(lookup.presence(&r("app:v9")), absent, "{max:?}");
+        }
+        let failed = NodeLookup::Failed(NodeError::Unauthorized);
+        assert_eq!(failed.presence(&r("app:v1.0")), None);
+        assert!(failed.warning().unwrap().contains("401"));
+        assert_eq!(NodeLookup::NotNeeded.warning(), None);
+    }
+
+    /// (name, lookup, image, policy, registry status) -> (fatal, present_on_node, message part).
+    type Case<'a> = (
+        &'a str,
+        &'a NodeLookup,
+        &'a str,
+        PullPolicy,
+        Status,
+        bool,
+        Option<bool>,
+        &'a str,
+    );
+
+    #[test]
+    fn registry_verdicts_completed_with_what_the_node_says() {
+        use crate::report::tests::result;
+        let complete =
+            NodeLookup::Found(NodeImages::from_json("n1", KIND_NODE.as_bytes(), Some(50)).unwrap());
+        let truncated =
+            NodeLookup::Found(NodeImages::from_json("n1", KIND_NODE.as_bytes(), Some(6)).unwrap());
+        let failed = NodeLookup::Failed(NodeError::Forbidden("n1".into()));
+        let cases: &[Case<'_>] = &[
+            (
+                "missing everywhere",
+                &complete,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::NotFound,
+                true,
+                Some(false),
+                "does not hold it either (its list of 6 images is complete)",
+            ),
+            (
+                "truncated list",
+                &truncated,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::NotFound,
+                false,
+                None,
+                "lists only its 6 largest images (--node-status-max-images 6)",
+            ),
+            (
+                "truncated, but Always",
+                &truncated,
+                "app:v9",
+                PullPolicy::Always,
+                Status::NotFound,
+                true,
+                None,
+                "",
+            ),
+            (
+                "truncated, unauthorized stays",
+                &truncated,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::Unauthorized,
+                true,
+                None,
+                "",
+            ),
+            (
+                "Always on the node",
+                &complete,
+                "app:v1.0",
+                PullPolicy::Always,
+                Status::NotFound,
+                true,
+                Some(true),
+                "imagePullPolicy Always makes the kubelet pull it",
+            ),
+            (
+                "no list",
+                &failed,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::NotFound,
+                true,
+                None,
+                "",
+            ),
+            (
+                "not needed",
+                &NodeLookup::NotNeeded,
+                "app:v9",
+                PullPolicy::Always,
+                Status::Ok,
+                true,
+                None,
+                "",
+            ),
+        ];
+        for (name, lookup, image, policy, status, fatal, present, part) in cases {
+            let mut r = result(image, *status);
+            r.reference = Reference::parse(image).unwrap().to_string();
+            let before = r.message.clone();
+            lookup.annotate(&mut r, *policy);
+            assert_eq!(r.pull_policy, *policy, "{name}");
+            assert_eq!((r.fatal, r.present_on_node), (*fatal, *present), "{name}");
+            if part.is_empty() {
+                assert_eq!(r.message, before, "{name}");
+            } else {
+                assert!(r.message.contains(part), "{name}: {}", r.message);
+            }
+        }
+        let present = complete.present_result("app:v1.0", &r("app:v1.0"));
+        assert_eq!(
+            (present.status, present.reason),
+            (Status::Ok, "present_on_node")
+        );
+        assert_eq!(present.attempts, 0);
+        assert!(
+            present.message.contains("node n1 holds it"),
+            "{}",
+            present.message
+        );
+    }
+
+    #[test]
+    fn other_objects_are_refused() {
+        for (body, want) in [
+            (r#"{"kind":"Status","status":"Failure"}"#, "not a Node"),
+            (r#"{"kind":"Status","status":{}}"#, "kind is \"Status\""),
+            ("not json", "not a Node"),
+            ("[]", "not a Node"),
+        ] {
+            let e = NodeImages::from_json("n", body.as_bytes(), Some(50)).unwrap_err();
+            assert!(e.to_string().contains(want), "{body}: {e}");
+        }
+        let empty =
+            NodeImages::from_json("n", br#"{"kind":"Node","status":{}}"#, Some(50)).unwrap();
+        assert_eq!(empty.listed, 0);
+    }
+
+    #[test]
+    fn node_names() {
+        for ok in ["kind-worker", "ip-10-0-1-2.ec2.internal", "a", "n1"] {
+            assert!(is_node_name(ok), "{ok}");
+        }
+        let long = "a".repeat(254);
+        for bad in [
+            "",
+            "Kind",
+            "a/b",
+            "a?b",
+            "-a",
+            "a-",
+            "a..b",
+            "..",
+            "a b",
+            "ä",
+            long.as_str(),
+        ] {
+            assert!(!is_node_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn api_addresses() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("10.96.0.1", "443", Some("https://10.96.0.1:443")),
+            ("fd00:10:96::1", "443", Some("https://[fd00:10:96::1]:443")),
+            ("[::1]", "6443", Some("https://[::1]:6443")),
+            (
+                "kubernetes.default.svc",
+                "443",
+                Some("https://kubernetes.default.svc:443"),
+            ),
+            ("10.96.0.1", "https", None),
+            ("10.96.0.1", "70000", None),
+            ("evil.example/x?", "443", None),
+            ("user@host", "443", None),
+        ];
+        for (host, port, want) in cases {
+            assert_eq!(api_base(host, port).ok().as_deref(), *want, "{host} {port}");
+        }
+    }
+
+    #[tokio::test]
+    async fn what_is_missing_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = NodeOptions {
+            service_account_dir: dir.path().to_path_buf(),
+            ..NodeOptions::default()
+        };
+        assert_eq!(lookup(&options).await, Err(NodeError::NoNode));
+        options.name = Some("Bad/Name".into());
+        assert!(matches!(lookup(&options).await, Err(NodeError::BadName(_))));
+        options.name = Some("kind-worker".into());
+        assert_eq!(lookup(&options).await, Err(NodeError::NotInCluster));
+        options.api_host = Some("127.0.0.1".into());
+        options.api_port = Some("1".into());
+        assert!(matches!(
+            lookup(&options).await,
+            Err(NodeError::Token { .. })
+        ));
+        std::fs::write(dir.path().join("token"), "\n").unwrap();
+        let e = lookup(&options).await.unwrap_err();
+        assert!(e.to_string().contains("empty"), "{e}");
+        std::fs::write(dir.path().join("token"), "t0ken\n").unwrap();
+        assert!(matches!(lookup(&options).await, Err(NodeError::Ca { .. })));
+    }
+}

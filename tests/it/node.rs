@@ -1,0 +1,674 @@
+//! `IfNotPresent` images and the node's own image list: pullcheck reads the Node object from an
+//! API server stand-in (TLS, bearer token, the API's shapes) and asks the real registry only
+//! about what the node's list does not settle.
+
+use crate::check::Run;
+use crate::common::apiserver::{ApiServer, Mode, kind_node, pad_images};
+use crate::common::{block_on, plain_registry, pullcheck_cmd};
+use pullcheck::node::NodeOptions;
+use pullcheck::pull_policy::{self, PullPolicy};
+use pullcheck::registry::ClientOptions;
+use pullcheck::{Options, Status};
+use std::time::Duration;
+
+const NODE: &str = "ci-control-plane";
+/// A digest no registry here holds.
+const DIGEST: &str = "sha256:9d0e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f";
+
+/// Runs `pullcheck check -o json ARGS` in the pod's place: in-cluster environment pointing at
+/// `api` (or at nothing), no credentials from the machine, and a proxy on a closed loopback
+/// port for everything but 127.0.0.1, so that a request for a Docker Hub image fails here
+/// instead of leaving the machine.
+fn run(api: Option<&ApiServer>, args: &[&str]) -> Run {
+    let endpoint = api.map(|a| (a.host(), a.port(), a.service_account_dir().to_path_buf()));
+    run_against(endpoint, args)
+}
+
+/// [`run`] with `KUBERNETES_SERVICE_HOST`, `KUBERNETES_SERVICE_PORT` and the service-account
+/// directory given (or none of them).
+fn run_against(endpoint: Option<(String, String, std::path::PathBuf)>, args: &[&str]) -> Run {
+    let mut cmd = pullcheck_cmd();
+    cmd.arg("check")
+        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+        .args(["--termination-log", "", "-o", "json"])
+        .args(args)
+        .env("PULLCHECK_TIMEOUT", "20s")
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("PULLCHECK_NODE_NAME")
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost,::1");
+    match endpoint {
+        Some((host, port, dir)) => cmd
+            .env("KUBERNETES_SERVICE_HOST", host)
+            .env("KUBERNETES_SERVICE_PORT", port)
+            .env("PULLCHECK_SERVICE_ACCOUNT_DIR", dir),
+        None => cmd
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBERNETES_SERVICE_PORT"),
+    };
+    let out = cmd.output().expect("run pullcheck");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A stand-in serving the kind node with `loaded` images.
+fn api_with(loaded: &[&[&str]]) -> ApiServer {
+    let api = ApiServer::start(Mode::Serve);
+    api.add_node(&kind_node(NODE, loaded));
+    api
+}
+
+/// The stand-in was asked exactly once, for the node, with the token.
+fn assert_one_node_request(api: &ApiServer) {
+    let requests = api.requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert_eq!(requests[0].method, "GET");
+    assert_eq!(requests[0].path, format!("/api/v1/nodes/{NODE}"));
+    assert!(requests[0].bearer_ok, "{requests:#?}");
+}
+
+#[test]
+fn preloaded_image_needs_no_registry_at_all() {
+    // What `kind load docker-image app:v1.0` leaves on the node; nothing serves docker.io here.
+    let api = api_with(&[&["docker.io/library/app:v1.0"]]);
+    let run = run(
+        Some(&api),
+        &["--if-not-present", "app:v1.0", "--node", NODE],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let app = run.image("app:v1.0");
+    assert_eq!(app["status"], "ok");
+    assert_eq!(app["reason"], "present_on_node");
+    assert_eq!(app["pull_policy"], "IfNotPresent");
+    assert_eq!(app["present_on_node"], true);
+    assert_eq!(app["attempts"], 0);
+    assert!(
+        app.get("fatal").is_none(),
+        "fatal is for failures only: {app}"
+    );
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    assert_one_node_request(&api);
+    for out in [&run.stdout, &run.stderr] {
+        assert!(!out.contains(api.token()), "the token leaked: {out}");
+    }
+}
+
+#[test]
+fn an_ipv6_api_server_address_is_put_in_brackets() {
+    // An IPv6 cluster sets KUBERNETES_SERVICE_HOST to a bare address, e.g. `fd00:10:96::1`.
+    let api = ApiServer::start_on("[::1]:0", Mode::Serve);
+    api.add_node(&kind_node(NODE, &[&["docker.io/library/app:v1.0"]]));
+    assert_eq!(api.host(), "::1");
+    let run = run(
+        Some(&api),
+        &["--if-not-present", "app:v1.0", "--node", NODE],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.image("app:v1.0")["reason"], "present_on_node");
+    assert_one_node_request(&api);
+}
+
+#[test]
+fn preloaded_image_is_not_asked_of_its_registry() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node-pre/pulled", "v1");
+    let loaded = format!("{host}/node-pre/loaded:v1");
+    let by_digest = format!("{host}/node-pre/pinned@{DIGEST}");
+    let api = api_with(&[&[&loaded], &[&by_digest]]);
+    let pulled = format!("{host}/node-pre/pulled:v1");
+    // The tag beside the digest does not matter: the runtime resolves the digest.
+    let pinned = format!("{host}/node-pre/pinned:v9@{DIGEST}");
+    let list = format!("{loaded} {pulled},{pinned}");
+    let run = run(
+        Some(&api),
+        &[
+            "--plain-http",
+            &host,
+            "--if-not-present",
+            &list,
+            "--node",
+            NODE,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    for image in [&loaded, &pinned] {
+        let r = run.image(image);
+        assert_eq!(r["reason"], "present_on_node", "{r:#}");
+        assert_eq!(r["present_on_node"], true);
+    }
+    let p = run.image(&pulled);
+    assert_eq!(p["status"], "ok");
+    assert_eq!(p["present_on_node"], false, "{p:#}");
+    // The image not on the node was asked; the two on it were not.
+    assert!(!reg.requests_for("node-pre/pulled").is_empty());
+    assert_eq!(reg.requests_for("node-pre/loaded"), []);
+    assert_eq!(reg.requests_for("node-pre/pinned"), []);
+    assert_one_node_request(&api);
+}
+
+#[test]
+fn image_neither_on_the_node_nor_at_the_registry_fails() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let api = api_with(&[&["docker.io/library/other:1"]]);
+    let image = format!("{host}/node-missing/app:v1");
+    let run = run(
+        Some(&api),
+        &[
+            "--plain-http",
+            &host,
+            "--if-not-present",
+            &image,
+            "--node",
+            NODE,
+        ],
+    );
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "not_found");
+    assert_eq!(r["fatal"], true);
+    assert_eq!(r["pull_policy"], "IfNotPresent");
+    assert_eq!(r["present_on_node"], false);
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains("does not hold it either"), "{message}");
+    assert!(!reg.requests_for("node-missing/app").is_empty());
+}
+
+#[test]
+fn truncated_node_list_makes_a_missing_image_a_warning() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let mut node = kind_node(NODE, &[]);
+    pad_images(&mut node, 50);
+    let api = ApiServer::start(Mode::Serve);
+    api.add_node(&node);
+    let image = format!("{host}/node-truncated/app:v1");
+    let run = run(
+        Some(&api),
+        &[
+            "--plain-http",
+            &host,
+            "--if-not-present",
+            &image,
+            "--node",
+            NODE,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "not_found");
+    assert_eq!(r["reason"], "repository_missing");
+    assert_eq!(r["fatal"], false);
+    assert!(r["present_on_node"].is_null(), "{r:#}");
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("lists only its 50 largest images"),
+        "{message}"
+    );
+    // The registry was asked: the list proves nothing.
+    assert!(!reg.requests_for("node-truncated/app").is_empty());
+
+    // With the kubelet's cap raised, the same list of 50 is complete: a failure.
+    let run = self::run(
+        Some(&api),
+        &[
+            "--plain-http",
+            &host,
+            "--if-not-present",
+            &image,
+            "--node",
+            NODE,
+            "--node-status-max-images",
+            "-1",
+        ],
+    );
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["present_on_node"], false);
+}
+
+#[test]
+fn always_image_on_the_node_is_still_checked_at_the_registry() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let image = format!("{host}/node-always/app:v1");
+    let companion = format!("{host}/node-always/cache:v1");
+    let api = api_with(&[&[&image], &[&companion]]);
+    // Given without --if-not-present: Always, as the kubelet would pull it, node or not.
+    let run = run(
+        Some(&api),
+        &[
+            "--plain-http",
+            &host,
+            &image,
+            "--if-not-present",
+            &companion,
+            "--node",
+            NODE,
+        ],
+    );
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "not_found");
+    assert_eq!(r["fatal"], true);
+    assert_eq!(r["pull_policy"], "Always");
+    assert_eq!(r["present_on_node"], true);
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("imagePullPolicy Always makes the kubelet pull it"),
+        "{message}"
+    );
+    assert!(!reg.requests_for("node-always/app").is_empty());
+    assert_eq!(run.image(&companion)["reason"], "present_on_node");
+    assert_one_node_request(&api);
+
+    // With no IfNotPresent image the node is not even asked.
+    let alone = ApiServer::start(Mode::Serve);
+    let run = self::run(
+        Some(&alone),
+        &["--plain-http", &host, &image, "--node", NODE],
+    );
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.image(&image)["present_on_node"].is_null());
+    assert_eq!(alone.requests(), []);
+}
+
+#[test]
+fn policies_default_as_the_api_server_does_latest_no_tag_and_digest() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let latest = format!("{host}/node-default/latest:latest");
+    let no_tag = format!("{host}/node-default/notag");
+    let digest = format!("{host}/node-default/digest@{DIGEST}");
+    let tagged = format!("{host}/node-default/tagged:v1");
+    let latest_digest = format!("{host}/node-default/pinned:latest@{DIGEST}");
+    // The node holds every one of them; the registry none.
+    let api = api_with(&[
+        &[&latest],
+        &[&format!("{host}/node-default/notag:latest")],
+        &[&digest],
+        &[&tagged],
+        &[&format!("{host}/node-default/pinned@{DIGEST}")],
+    ]);
+    // As a pod spec gives them: no imagePullPolicy written.
+    let images = [&latest, &no_tag, &digest, &tagged, &latest_digest];
+    let to_check = pull_policy::to_check(
+        images
+            .iter()
+            .map(|i| (i.to_string(), PullPolicy::resolve(i, None))),
+    );
+    assert_eq!(to_check.if_not_present, [digest.clone(), tagged.clone()]);
+    let options = Options {
+        timeout: Duration::from_secs(20),
+        client: ClientOptions {
+            plain_http: vec![host.clone()],
+            ..Default::default()
+        },
+        if_not_present: to_check.if_not_present,
+        node: NodeOptions {
+            name: Some(NODE.to_string()),
+            service_account_dir: api.service_account_dir().to_path_buf(),
+            api_host: Some(api.host()),
+            api_port: Some(api.port()),
+            ..NodeOptions::default()
+        },
+        ..Default::default()
+    };
+    let report = block_on(pullcheck::check(&to_check.images, &options));
+    let by_image = |image: &str| {
+        report
+            .images
+            .iter()
+            .find(|r| r.image == image)
+            .unwrap_or_else(|| panic!("no result for {image}: {report:#?}"))
+    };
+    for (image, policy, status) in [
+        (&latest, PullPolicy::Always, Status::NotFound),
+        (&no_tag, PullPolicy::Always, Status::NotFound),
+        (&latest_digest, PullPolicy::Always, Status::NotFound),
+        (&digest, PullPolicy::IfNotPresent, Status::Ok),
+        (&tagged, PullPolicy::IfNotPresent, Status::Ok),
+    ] {
+        let r = by_image(image);
+        assert_eq!(
+            (r.pull_policy, r.status),
+            (policy, status),
+            "{image}: {r:#?}"
+        );
+        assert_eq!(r.present_on_node, Some(true), "{image}");
+    }
+    assert_eq!(report.exit_code.code(), 3);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert_eq!(reg.requests_for("node-default/digest"), []);
+    assert_eq!(reg.requests_for("node-default/tagged"), []);
+    assert!(!reg.requests_for("node-default/notag").is_empty());
+}
+
+#[test]
+fn an_api_server_that_never_answers_costs_a_share_of_the_deadline_only() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node-hang/app", "v1");
+    let image = format!("{host}/node-hang/app:v1");
+    let api = ApiServer::start(Mode::Hang);
+    api.add_node(&kind_node(NODE, &[&[&image]]));
+    let started = std::time::Instant::now();
+    let run = run(
+        Some(&api),
+        &[
+            "--plain-http",
+            &host,
+            "--if-not-present",
+            &image,
+            "--node",
+            NODE,
+            "--timeout",
+            "4s",
+        ],
+    );
+    let wall = started.elapsed();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(wall < Duration::from_secs(5), "{wall:?}");
+    assert_eq!(run.image(&image)["reason"], "found");
+    assert!(
+        run.stderr
+            .contains("the API server did not answer within 2.0s"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+}
+
+#[test]
+fn sigterm_while_the_node_is_looked_up_stops_at_once() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let image = format!("{host}/node-sigterm/app:v1");
+    let api = ApiServer::start(Mode::Hang);
+    let mut child = pullcheck_cmd()
+        .arg("check")
+        .args([
+            "--secrets-dir",
+            "/nonexistent",
+            "--termination-log",
+            "",
+            "-o",
+            "json",
+        ])
+        .args(["--timeout", "60s", "--plain-http", &host, "--node", NODE])
+        .args(["--if-not-present", &image])
+        .env("KUBERNETES_SERVICE_HOST", api.host())
+        .env("KUBERNETES_SERVICE_PORT", api.port())
+        .env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The lookup is under way (its cap is 15 s of the 60 s) when the signal comes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while api.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the node was never asked"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = std::time::Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(sent.elapsed() < Duration::from_secs(5), "did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "stopped after {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(6));
+    let out = child.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["stopped"], "SIGTERM");
+    assert_eq!(json["images"][0]["reason"], "stopped", "{json:#}");
+    assert_eq!(reg.requests_for("node-sigterm/app"), []);
+}
+
+/// A way the lookup fails: its name, a run, and what stderr must say.
+type Case<'a> = (&'static str, Box<dyn Fn() -> Run + 'a>, &'static str);
+
+#[test]
+fn without_the_node_list_the_registry_decides_and_stderr_says_why_once() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node-fallback/app", "v1");
+    let present = format!("{host}/node-fallback/app:v1");
+    let missing = format!("{host}/node-fallback/gone:v1");
+    let list = format!("{present},{missing}");
+    let args = [
+        "--plain-http",
+        &host,
+        "--if-not-present",
+        &list,
+        "--node",
+        NODE,
+    ];
+
+    let serving = api_with(&[&[&present], &[&missing]]);
+    let unauthorized = ApiServer::start(Mode::Unauthorized);
+    let forbidden = ApiServer::start(Mode::Forbidden);
+    let too_large = ApiServer::start(Mode::Serve);
+    let mut huge = kind_node(NODE, &[&[&missing]]);
+    huge["metadata"]["annotations"]["padding"] = "x".repeat(5 << 20).into();
+    too_large.add_node(&huge);
+    // A port that was just free: nothing answers there.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port().to_string()
+    };
+    let no_token = api_with(&[&[&missing]]);
+    std::fs::remove_file(no_token.service_account_dir().join("token")).unwrap();
+    let wrong_node = api_with(&[&[&missing]]);
+
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "401",
+            Box::new(|| run(Some(&unauthorized), &args)),
+            "refused the service-account token (401",
+        ),
+        (
+            "403",
+            Box::new(|| run(Some(&forbidden), &args)),
+            "may not get node ci-control-plane (403 Forbidden)",
+        ),
+        (
+            "unreachable",
+            Box::new(|| {
+                let dir = serving.service_account_dir().to_path_buf();
+                run_against(Some(("127.0.0.1".into(), closed.clone(), dir)), &args)
+            }),
+            "cannot reach the API server at https://127.0.0.1:",
+        ),
+        (
+            "not in a cluster",
+            Box::new(|| run(None, &args)),
+            "not running in a cluster",
+        ),
+        (
+            "no token",
+            Box::new(|| run(Some(&no_token), &args)),
+            "no service-account token at",
+        ),
+        (
+            "no --node",
+            Box::new(|| run(Some(&serving), &args[..4])),
+            "no node name (give --node NAME or PULLCHECK_NODE_NAME",
+        ),
+        (
+            "another node",
+            Box::new(|| run(Some(&wrong_node), &[&args[..5], &["other-node"]].concat())),
+            "node other-node does not exist (404)",
+        ),
+        (
+            "Node object too large",
+            Box::new(|| run(Some(&too_large), &args)),
+            "the Node object is larger than 4 MiB",
+        ),
+    ];
+    for (name, run, why) in cases {
+        let run = run();
+        // The registry decides, as without a node: the missing image fails.
+        assert_eq!(run.code, 3, "{name}: {}\n{}", run.stdout, run.stderr);
+        let ok = run.image(&present);
+        assert_eq!(ok["status"], "ok", "{name}");
+        assert_eq!(ok["reason"], "found", "{name}: {ok:#}");
+        assert!(ok["present_on_node"].is_null(), "{name}");
+        let gone = run.image(&missing);
+        assert_eq!(
+            (gone["status"].as_str(), gone["fatal"].as_bool()),
+            (Some("not_found"), Some(true)),
+            "{name}"
+        );
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{name}: {}", run.stderr);
+        assert!(
+            lines[0].starts_with("pullcheck: warning: node images not looked up: ")
+                && lines[0].contains(why)
+                && lines[0].ends_with("; every image is checked at its registry"),
+            "{name}: {}",
+            lines[0]
+        );
+    }
+    for api in [&unauthorized, &forbidden] {
+        let requests = api.requests();
+        assert_eq!(requests.len(), 1, "{requests:#?}");
+        assert!(requests[0].bearer_ok);
+    }
+    assert_eq!(no_token.requests(), []);
+}
+
+#[test]
+fn the_rbac_example_grants_get_on_nodes_and_validates() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/node-images-rbac.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0]["kind"], "ClusterRole");
+    let rules = docs[0]["rules"].as_sequence().unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0]["resources"][0], "nodes");
+    assert_eq!(rules[0]["verbs"].as_sequence().unwrap().len(), 1);
+    assert_eq!(rules[0]["verbs"][0], "get");
+    assert_eq!(docs[1]["kind"], "ClusterRoleBinding");
+    assert_eq!(docs[1]["roleRef"]["name"], docs[0]["metadata"]["name"]);
+    assert_eq!(docs[1]["subjects"][0]["kind"], "ServiceAccount");
+
+    let command =
+        std::env::var("KUBERNETES_VALIDATE").unwrap_or_else(|_| "kubernetes-validate".to_string());
+    let out = std::process::Command::new(&command)
+        .args(["--strict", "-k", "1.31.0"])
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command} ({e}): install kubernetes-validate (PyPI) or set KUBERNETES_VALIDATE"));
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report.matches("passed for resource").count(), 2, "{report}");
+}
+
+/// Wall time and peak memory of one run with the node lookup, printed (not asserted beyond
+/// generous bounds): `PULLCHECK_MEASURE_BIN=target/release/pullcheck cargo test --test it
+/// node::measure -- --ignored --nocapture`. Needs `/usr/bin/time`.
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn measure_node_lookup_time_and_memory() {
+    let bin = std::env::var("PULLCHECK_MEASURE_BIN")
+        .unwrap_or_else(|_| crate::common::PULLCHECK_BIN.to_string());
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node-measure/app", "v1");
+    let pulled = format!("{host}/node-measure/app:v1");
+    let loaded = "docker.io/library/app:v1.0";
+    let api = ApiServer::start(Mode::Serve);
+    let mut full = kind_node("full", &[&[loaded]]);
+    pad_images(&mut full, 50);
+    full["metadata"]["name"] = "full".into();
+    api.add_node(&full);
+    // The largest Node accepted: 50 images and annotations up to just under 4 MiB.
+    let mut large = full.clone();
+    large["metadata"]["name"] = "large".into();
+    let size = serde_json::to_vec(&large).unwrap().len();
+    large["metadata"]["annotations"]["padding"] = "x".repeat((4 << 20) - size - 100).into();
+    api.add_node(&large);
+    let mut huge = full.clone();
+    huge["metadata"]["name"] = "huge".into();
+    huge["metadata"]["annotations"]["padding"] = "x".repeat(16 << 20).into();
+    api.add_node(&huge);
+    for (label, node, images) in [
+        (
+            "no node, 1 image at the registry",
+            None,
+            vec![pulled.as_str()],
+        ),
+        ("50-image node, 1 preloaded", Some("full"), vec![loaded]),
+        (
+            "50-image node, 1 preloaded + 1 at the registry",
+            Some("full"),
+            vec![loaded, pulled.as_str()],
+        ),
+        ("4 MiB node, 1 preloaded", Some("large"), vec![loaded]),
+        (
+            "16 MiB node (refused), 1 at the registry",
+            Some("huge"),
+            vec![pulled.as_str()],
+        ),
+    ] {
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let mut cmd = std::process::Command::new("/usr/bin/time");
+            cmd.args([
+                "-f",
+                "%e %M",
+                bin.as_str(),
+                "check",
+                "-q",
+                "--termination-log",
+                "",
+            ])
+            .args(["--secrets-dir", "/nonexistent", "--plain-http", &host])
+            .env("KUBERNETES_SERVICE_HOST", api.host())
+            .env("KUBERNETES_SERVICE_PORT", api.port())
+            .env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1");
+            if let Some(node) = node {
+                cmd.args(["--node", node, "--if-not-present", &images.join(",")]);
+            } else {
+                cmd.args(&images);
+            }
+            let started = std::time::Instant::now();
+            let out = cmd.output().unwrap();
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr.lines().last().unwrap_or_default().to_string();
+            let kib: f64 = last.split_once(' ').unwrap().1.parse().unwrap();
+            assert!(kib < 24.0 * 1024.0, "{label}: {kib} KiB");
+            runs.push((ms, kib / 1024.0));
+        }
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ms, _) = runs[runs.len() / 2];
+        let peak = runs.iter().map(|r| r.1).fold(0.0, f64::max);
+        println!("{label}: median {ms:.0} ms wall, peak RSS {peak:.1} MiB (5 runs)");
+    }
+}
