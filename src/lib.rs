@@ -33,7 +33,10 @@
 //!   verdict, in one place.
 //! - [`platform`]: the node's platform and index matching, as containerd does it;
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
-//! - [`check`](mod@check): concurrency, retries with back-off, the deadline.
+//! - [`route`]: where a pull goes: the node runtime's registry configuration (containerd's
+//!   hosts directory, registries.conf) as the ordered endpoints of one reference.
+//! - [`check`](mod@check): concurrency, retries with back-off, the deadline, and the walk over
+//!   a route's endpoints.
 //! - [`report`]: results, exit codes, text, JSON and the termination message.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
 
@@ -49,6 +52,7 @@ pub mod podspec;
 pub mod reference;
 pub mod registry;
 pub mod report;
+pub mod route;
 pub mod suggest;
 
 pub use check::{Options, check, check_until};
