@@ -6,6 +6,7 @@ use crate::keyring::{Credential, Keyring};
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
 use crate::report::{ImageResult, Report, Status};
+use crate::route::{Endpoint, Route, Router};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,20 @@ pub struct Options {
     /// Registries (`host[:port]`, `docker.io`, or `*`) whose `unauthorized` verdicts, when no
     /// credential matched, are warnings: the node may pull with credentials of its own.
     pub allow_unauthenticated: Vec<String>,
+    /// The node's registry configuration: where each image is asked.
+    pub router: Arc<Router>,
+    /// Whether `unreachable` fails the run (`--on-unreachable`).
+    pub on_unreachable: OnUnreachable,
+}
+
+/// What an image that ends `unreachable` means (`--on-unreachable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnUnreachable {
+    /// It fails the run (exit 6).
+    #[default]
+    Fail,
+    /// It is a warning: the pod's network may not reach registries that its node can.
+    Warn,
 }
 
 impl Default for Options {
@@ -37,6 +52,8 @@ impl Default for Options {
             client: ClientOptions::default(),
             keyring: Keyring::default(),
             allow_unauthenticated: Vec::new(),
+            router: Arc::new(Router::default()),
+            on_unreachable: OnUnreachable::Fail,
         }
     }
 }
@@ -137,7 +154,14 @@ pub async fn check_until(
                     .allow_unauthenticated
                     .iter()
                     .any(|h| h == "*" || *h == reference.registry);
+                // Without a node configuration the image's own registry is asked, as always.
+                let route = options
+                    .router
+                    .configured()
+                    .then(|| options.router.route(image, &reference));
                 let job = Job {
+                    route,
+                    on_unreachable: options.on_unreachable,
                     allow_unauthenticated: allowed,
                     client: client.clone(),
                     credentials,
@@ -209,6 +233,11 @@ type Parsed<'a> = (
 );
 
 struct Job {
+    /// The node's route for this image, when a node configuration is in use (an error: the
+    /// configuration cannot be used for it).
+    route: Option<Result<Route, String>>,
+    /// `--on-unreachable`.
+    on_unreachable: OnUnreachable,
     /// `--allow-unauthenticated` names this image's registry.
     allow_unauthenticated: bool,
     client: Arc<Client>,
@@ -237,26 +266,36 @@ impl Job {
             attempts += 1;
             let progress = Progress::default();
             let attempt_deadline = (Instant::now() + self.attempt_cap).min(self.deadline);
-            let probe =
-                self.client
-                    .probe(&self.reference, &credentials, &progress, attempt_deadline);
-            let outcome = match tokio::time::timeout_at(attempt_deadline, probe).await {
-                Ok(outcome) => outcome,
-                Err(_) => Outcome {
-                    fact: Fact::TimedOut {
-                        waiting_for: progress.get(),
-                        deadline: attempt_deadline >= self.deadline,
-                    },
-                    auth: AuthUsed::Anonymous,
-                    tried: Vec::new(),
-                },
+            let (outcome, mut verdict, endpoint) = match &self.route {
+                Some(route) => self.walk(route, &credentials, attempt_deadline).await,
+                None => {
+                    let probe = self.client.probe(
+                        &self.reference,
+                        &credentials,
+                        &progress,
+                        attempt_deadline,
+                    );
+                    let outcome = match tokio::time::timeout_at(attempt_deadline, probe).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => Outcome {
+                            fact: Fact::TimedOut {
+                                waiting_for: progress.get(),
+                                deadline: attempt_deadline >= self.deadline,
+                            },
+                            auth: AuthUsed::Anonymous,
+                            tried: Vec::new(),
+                        },
+                    };
+                    let verdict = registry::classify(&self.reference, &outcome);
+                    (outcome, verdict, None)
+                }
             };
-            let mut verdict = registry::classify(&self.reference, &outcome);
             let Some(asked) = verdict.retry else {
                 if matches!(outcome.fact, Fact::TimedOut { deadline: true, .. }) {
                     verdict.message.push_str(&self.gave_up(attempts, start));
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
+                self.place(&mut result, endpoint.as_ref());
                 if result.status == Status::Unauthorized
                     && credentials.is_empty()
                     && self.allow_unauthenticated
@@ -266,6 +305,7 @@ impl Job {
                         "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
                     );
                 }
+                self.maybe_warn(&mut result);
                 return result;
             };
             // A registry asking for no wait (`Retry-After: 0`, or a date in the past) still gets
@@ -273,7 +313,10 @@ impl Job {
             let wait = asked.map_or_else(|| backoff(attempts), |a| a.max(backoff(attempts)));
             if Instant::now() + wait >= self.deadline {
                 verdict.message.push_str(&self.gave_up(attempts, start));
-                return self.result(verdict, &outcome.auth, attempts, start);
+                let mut result = self.result(verdict, &outcome.auth, attempts, start);
+                self.place(&mut result, endpoint.as_ref());
+                self.maybe_warn(&mut result);
+                return result;
             }
             tokio::time::sleep(wait).await;
         }
@@ -291,7 +334,222 @@ impl Job {
         };
         let mut verdict = registry::classify(&self.reference, &outcome);
         verdict.message.push_str(&self.gave_up(attempts, start));
-        self.result(verdict, &outcome.auth, attempts, start)
+        let mut result = self.result(verdict, &outcome.auth, attempts, start);
+        self.maybe_warn(&mut result);
+        result
+    }
+
+    /// `--on-unreachable warn`: an unreachable image is reported, not counted.
+    fn maybe_warn(&self, result: &mut ImageResult) {
+        if result.status == Status::Unreachable
+            && result.fatal
+            && self.on_unreachable == OnUnreachable::Warn
+        {
+            result.fatal = false;
+            result.message.push_str(
+                "; not counted: --on-unreachable warn (the node may reach registries that this pod cannot)",
+            );
+        }
+    }
+
+    /// Names the endpoint that gave the verdict, when a node configuration was in use.
+    fn place(&self, result: &mut ImageResult, endpoint: Option<&(String, Option<String>)>) {
+        if let Some((url, mirror_of)) = endpoint {
+            result.endpoint = Some(url.clone());
+            result.mirror_of = mirror_of.clone();
+        }
+    }
+
+    /// One attempt over the node's route, as the runtime walks it: endpoints in order, the
+    /// first that has the image (or has it without the node's platform) decides. Otherwise
+    /// the verdict is `unreachable` if any endpoint could not be reached, else a refusal if
+    /// any refused, else `not_found`, and its message names every endpoint and its answer.
+    ///
+    /// Credentials go only to endpoints that may have them ([`Endpoint::credentials`]); a
+    /// mirror elsewhere is asked anonymously.
+    async fn walk(
+        &self,
+        route: &Result<Route, String>,
+        credentials: &[&Credential],
+        attempt_deadline: Instant,
+    ) -> (Outcome, Verdict, Option<(String, Option<String>)>) {
+        let anonymous = |fact| Outcome {
+            fact,
+            auth: AuthUsed::Anonymous,
+            tried: Vec::new(),
+        };
+        let route = match route {
+            Ok(r) => r,
+            Err(e) => {
+                let verdict = route_verdict(
+                    Status::Unreachable,
+                    "node_configuration",
+                    format!(
+                        "{}: the node's registry configuration cannot be used: {e}",
+                        self.reference
+                    ),
+                    "Fix the file named; the node's runtime cannot use it either.",
+                );
+                let outcome = anonymous(Fact::UnsupportedAuth {
+                    scheme: String::new(),
+                });
+                return (outcome, verdict, None);
+            }
+        };
+        let mut answers: Vec<(&Endpoint, String, Outcome, Verdict)> = Vec::new();
+        let count = route.endpoints.len();
+        for (i, endpoint) in route.endpoints.iter().enumerate() {
+            if let Some(file) = &endpoint.blocked {
+                let verdict = route_verdict(
+                    Status::Denied,
+                    "blocked",
+                    format!(
+                        "{}: blocked by {file}: the node's runtime refuses to pull it (no request sent)",
+                        endpoint.reference
+                    ),
+                    "Pull from an allowed registry, or change the blocked entry in the node's registries.conf.",
+                );
+                let url = format!("{} (blocked)", endpoint.host);
+                answers.push((
+                    endpoint,
+                    url,
+                    anonymous(Fact::UnsupportedAuth {
+                        scheme: String::new(),
+                    }),
+                    verdict,
+                ));
+                continue;
+            }
+            // A fair share of what is left, so that one endpoint that hangs leaves time for
+            // the next, as the runtime's per-host timeouts do.
+            let now = Instant::now();
+            let left = attempt_deadline.saturating_duration_since(now);
+            let share = left / u32::try_from(count - i).unwrap_or(1).max(1);
+            let endpoint_deadline = (now + share.max(ATTEMPT_MIN.min(left))).min(attempt_deadline);
+            let creds: &[&Credential] = if endpoint.credentials {
+                credentials
+            } else {
+                &[]
+            };
+            let mut outcome = self
+                .probe_endpoint(endpoint, creds, endpoint_deadline)
+                .await;
+            let unreachable_ping = matches!(
+                outcome.fact,
+                Fact::Transport {
+                    step: registry::Step::Ping,
+                    ..
+                }
+            );
+            let mut url = endpoint.url();
+            if endpoint.http_fallback && unreachable_ping {
+                let plain = endpoint.plain();
+                outcome = self.probe_endpoint(&plain, creds, endpoint_deadline).await;
+                url = plain.url();
+            }
+            let mut verdict = registry::classify(&endpoint.reference, &outcome);
+            if matches!(verdict.status, Status::Unauthorized | Status::Denied)
+                && !endpoint.credentials
+                && !credentials.is_empty()
+            {
+                verdict.message.push_str(&format!(
+                    " (asked anonymously: the pod's credentials for {} are not sent to a mirror on another host)",
+                    self.reference.registry
+                ));
+            }
+            let decisive = matches!(verdict.status, Status::Ok | Status::WrongPlatform);
+            answers.push((endpoint, url, outcome, verdict));
+            if decisive {
+                break;
+            }
+        }
+        let pick = answers
+            .iter()
+            .position(|(_, _, _, v)| matches!(v.status, Status::Ok | Status::WrongPlatform))
+            .or_else(|| {
+                answers
+                    .iter()
+                    .position(|(_, _, _, v)| v.status == Status::Unreachable)
+            })
+            .or_else(|| {
+                answers.iter().position(|(_, _, _, v)| {
+                    matches!(v.status, Status::Unauthorized | Status::Denied)
+                })
+            })
+            .or_else(|| (!answers.is_empty()).then_some(0));
+        let trail: Vec<String> = answers
+            .iter()
+            .map(|(e, url, _, v)| {
+                let anonymous = !e.credentials
+                    && !credentials.is_empty()
+                    && matches!(v.status, Status::Unauthorized | Status::Denied);
+                let note = if anonymous {
+                    " (asked anonymously)"
+                } else {
+                    ""
+                };
+                format!("{url}: {} ({}){note}", v.status.as_str(), v.reason)
+            })
+            .collect();
+        let Some(index) = pick else {
+            let mut message = format!(
+                "{}: the node's configuration leaves no host to ask",
+                self.reference
+            );
+            for n in &route.notes {
+                message.push_str("; ");
+                message.push_str(n);
+            }
+            let verdict = route_verdict(
+                Status::NotFound,
+                "no_endpoint",
+                message,
+                "Give a host the needed capabilities (a tag needs pull and resolve) in the node's configuration.",
+            );
+            let outcome = anonymous(Fact::UnsupportedAuth {
+                scheme: String::new(),
+            });
+            return (outcome, verdict, None);
+        };
+        let (endpoint, url, outcome, mut verdict) = answers.swap_remove(index);
+        if trail.len() > 1 || endpoint.mirror_of.is_some() {
+            verdict
+                .message
+                .push_str(&format!("; hosts tried: {}", trail.join(", ")));
+        }
+        for n in &route.notes {
+            verdict.message.push_str("; ");
+            verdict.message.push_str(n);
+        }
+        let place = if endpoint.blocked.is_some() {
+            None
+        } else {
+            Some((url, endpoint.mirror_of.clone()))
+        };
+        (outcome, verdict, place)
+    }
+
+    async fn probe_endpoint(
+        &self,
+        endpoint: &Endpoint,
+        credentials: &[&Credential],
+        deadline: Instant,
+    ) -> Outcome {
+        let progress = Progress::default();
+        let probe = self
+            .client
+            .probe_at(endpoint, credentials, &progress, deadline);
+        match tokio::time::timeout_at(deadline, probe).await {
+            Ok(outcome) => outcome,
+            Err(_) => Outcome {
+                fact: Fact::TimedOut {
+                    waiting_for: progress.get(),
+                    deadline: deadline >= self.deadline,
+                },
+                auth: AuthUsed::Anonymous,
+                tried: Vec::new(),
+            },
+        }
     }
 
     fn gave_up(&self, attempts: u32, start: Instant) -> String {
@@ -320,7 +578,24 @@ impl Job {
             fatal: true,
             attempts,
             elapsed_ms: start.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
+            endpoint: None,
+            mirror_of: None,
         }
+    }
+}
+
+/// A verdict the route itself gives (blocked, nothing to ask, a configuration not usable).
+fn route_verdict(status: Status, reason: &'static str, message: String, hint: &str) -> Verdict {
+    Verdict {
+        status,
+        reason,
+        message,
+        hint: hint.to_string(),
+        retry: None,
+        digest: None,
+        platform_digest: None,
+        available_platforms: Vec::new(),
+        suggestions: Vec::new(),
     }
 }
 
@@ -350,6 +625,8 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         fatal: true,
         attempts: 0,
         elapsed_ms: 0,
+        endpoint: None,
+        mirror_of: None,
     }
 }
 

@@ -9,6 +9,9 @@ use crate::platform::{MatchMode, Platform};
 use crate::podspec;
 use crate::reference::{DOCKER_HUB, Reference};
 use crate::registry::{ClientOptions, PlatformPolicy};
+use crate::route::Router;
+use crate::route::conf::RegistriesConf;
+use crate::route::hosts::HostsDirs;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use std::io::Read;
@@ -196,7 +199,7 @@ impl Config {
             .iter()
             .filter_map(|i| Reference::parse(i).ok())
             .collect();
-        let warnings = keyring.resolve_helpers(
+        let mut warnings = keyring.resolve_helpers(
             references
                 .iter()
                 .map(|r| (r.registry.as_str(), r.repository.as_str())),
@@ -212,6 +215,53 @@ impl Config {
                 h => h.to_string(),
             })
             .collect::<Vec<_>>();
+
+        // The node's registry configuration, read before any request so that a file the
+        // runtime could not use either stops the run here (exit 2), naming it.
+        let mut router = Router {
+            plain_http: plain_http.clone(),
+            ..Router::default()
+        };
+        let hosts_dirs: Vec<PathBuf> = args
+            .hosts_dir
+            .iter()
+            .filter(|p| !p.as_os_str().is_empty())
+            .cloned()
+            .collect();
+        if !hosts_dirs.is_empty() && args.registries_conf.is_some() {
+            errors.push(
+                "--hosts-dir (containerd) and --registries-conf (CRI-O, Podman) describe different runtimes: give one"
+                    .to_string(),
+            );
+        }
+        if !hosts_dirs.is_empty() {
+            for dir in &hosts_dirs {
+                if !dir.is_dir() {
+                    warnings.push(format!(
+                        "--hosts-dir {}: not a directory; containerd skips it, and so does pullcheck",
+                        dir.display()
+                    ));
+                }
+            }
+            let hosts = HostsDirs::new(hosts_dirs);
+            let mut registries: Vec<&str> =
+                references.iter().map(|r| r.registry.as_str()).collect();
+            registries.sort_unstable();
+            registries.dedup();
+            for registry in registries {
+                match hosts.load(registry) {
+                    Ok(w) => warnings.extend(w.into_iter().map(|w| format!("--hosts-dir: {w}"))),
+                    Err(e) => errors.push(format!("--hosts-dir: {e}")),
+                }
+            }
+            router.hosts = Some(hosts);
+        }
+        if let Some(path) = &args.registries_conf {
+            match RegistriesConf::load(path) {
+                Ok(c) => router.conf = Some(c),
+                Err(e) => errors.push(format!("--registries-conf {e}")),
+            }
+        }
 
         let termination_log = match &args.termination_log {
             Some(p) if p.is_empty() => None,
@@ -237,6 +287,8 @@ impl Config {
                 },
                 keyring,
                 allow_unauthenticated,
+                router: std::sync::Arc::new(router),
+                on_unreachable: args.on_unreachable,
             },
             output: args.output,
             warnings,

@@ -131,7 +131,10 @@ impl Client {
             state.base, state.root, reference.repository
         );
         progress.set(format!("GET {url}"));
-        let body = match self.get_json(&state.http, &url, MANIFEST_ACCEPT, authorization).await {
+        let body = match self
+            .get_json(&state.http, &url, MANIFEST_ACCEPT, authorization)
+            .await
+        {
             Ok(b) => b,
             Err(fact) => return fact,
         };
@@ -206,10 +209,7 @@ impl Client {
         accept: &str,
         authorization: Option<&str>,
     ) -> Result<Vec<u8>, Fact> {
-        let req = authorized(
-            http.get(url).header(header::ACCEPT, accept),
-            authorization,
-        );
+        let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
         let resp = req
             .send()
             .await
@@ -258,7 +258,10 @@ impl Client {
             }
             pages += 1;
             progress.set(format!("GET {page_url}"));
-            let page = tokio::time::timeout_at(suggest_by, self.get_page(&state.http, &page_url, authorization));
+            let page = tokio::time::timeout_at(
+                suggest_by,
+                self.get_page(&state.http, &page_url, authorization),
+            );
             let Ok(Some((status, headers, body))) = page.await else {
                 break;
             };
@@ -314,7 +317,9 @@ impl Client {
     ) -> Vec<String> {
         let url = format!("{}{}/_catalog?n=1000", state.base, state.root);
         progress.set(format!("GET {url}"));
-        let page = tokio::time::timeout_at(suggest_by, self.get_page(&state.http, &url, authorization)).await;
+        let page =
+            tokio::time::timeout_at(suggest_by, self.get_page(&state.http, &url, authorization))
+                .await;
         let Ok(Some((status, _, body))) = page else {
             return Vec::new();
         };

@@ -604,7 +604,10 @@ impl Client {
             };
             progress.set(format!("HEAD {url}"));
             let req = authorized(
-                state.http.head(&url).header(header::ACCEPT, MANIFEST_ACCEPT),
+                state
+                    .http
+                    .head(&url)
+                    .header(header::ACCEPT, MANIFEST_ACCEPT),
                 authorization.as_deref(),
             );
             let resp = match req.send().await {
@@ -671,7 +674,9 @@ impl Client {
             .await
             .map_err(|e| transport(Step::Ping, "GET", &url, &e))?;
         let status = resp.status();
-        if status.is_success() {
+        // A node configuration's own API root (`override_path`, a proxy project's path) need
+        // not answer the version check: the runtime never sends one, it asks for the manifest.
+        if status.is_success() || (status == StatusCode::NOT_FOUND && state.root != "/v2") {
             return Ok(AuthScheme::None);
         }
         if status == StatusCode::UNAUTHORIZED {

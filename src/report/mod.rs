@@ -153,6 +153,14 @@ pub struct ImageResult {
     /// Close tags or repositories, when the image is `not_found` (best effort).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
+    /// With a node configuration (`--hosts-dir`, `--registries-conf`): the API root URL of
+    /// the endpoint that gave the verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The registry that endpoint stands in for, when it is a mirror (or a rewritten
+    /// location on another host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mirror_of: Option<String>,
 }
 
 impl ImageResult {
@@ -265,6 +273,8 @@ pub(crate) mod tests {
             platform_digest: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            endpoint: None,
+            mirror_of: None,
             message: format!("{image} is {}", status.as_str()),
             hint: if status == Status::Ok {
                 String::new()

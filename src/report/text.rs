@@ -29,7 +29,14 @@ fn line(out: &mut String, r: &ImageResult) {
     // Writing to a String cannot fail.
     if r.is_ok() {
         let digest = r.digest.as_deref().unwrap_or("(digest not reported)");
-        let _ = writeln!(out, "{status:<17} {} {digest}", r.reference);
+        match (&r.mirror_of, &r.endpoint) {
+            (Some(_), Some(endpoint)) => {
+                let _ = writeln!(out, "{status:<17} {} {digest} via {endpoint}", r.reference);
+            }
+            _ => {
+                let _ = writeln!(out, "{status:<17} {} {digest}", r.reference);
+            }
+        }
     } else {
         let _ = write!(out, "{status:<17} {}", r.message);
         if !r.hint.is_empty() {

@@ -134,9 +134,7 @@ impl RegistriesConf {
                 .map_err(|e| format!("{}: cannot read: {e}", path.display()))?
                 .filter_map(Result::ok)
                 .map(|e| e.path())
-                .filter(|p| {
-                    p.is_file() && p.extension().is_some_and(|e| e == "conf") && *p != main
-                })
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "conf") && *p != main)
                 .collect();
             dropins.sort();
             if main.is_file() {
@@ -541,10 +539,7 @@ pull-from-mirror = "digest-only"
         );
         assert_eq!(
             urls(&c, "reg.corp/app:1"),
-            [
-                "https://mirror.corp:5000/v2/app",
-                "https://reg.corp/v2/app"
-            ]
+            ["https://mirror.corp:5000/v2/app", "https://reg.corp/v2/app"]
         );
         assert_eq!(
             urls(&c, "reg.corp/team/app:1"),
@@ -609,7 +604,10 @@ blocked = true
                 "[[registry]]\nprefix=\"a.corp/x\"\nlocation=\"a.corp\"\nblocked=true\n[[registry]]\nlocation=\"a.corp\"\n",
                 "conflicting 'blocked'",
             ),
-            ("[[registry]]\nlocation = \"https://a.corp\"\n", "URI schemes"),
+            (
+                "[[registry]]\nlocation = \"https://a.corp\"\n",
+                "URI schemes",
+            ),
             ("[[registry]]\nprefix = \"a.corp\"\n", "location is unset"),
             ("[registries.search]\nregistries = [\"a\"]\n", "version 1"),
             ("[[registry]\n", ""),

@@ -361,16 +361,20 @@ pub fn parse_hosts(text: &str, base: &Path, file: &Path) -> Result<Vec<HostEntry
             .ok_or_else(|| ParseError::Syntax("\"host\" must be a table".to_string()))?;
         // The table keeps the order written: containerd tries hosts in that order.
         for (url, config) in h {
-            let config = config.as_table().ok_or_else(|| {
-                ParseError::Syntax(format!("[host.{url:?}] must be a table"))
-            })?;
+            let config = config
+                .as_table()
+                .ok_or_else(|| ParseError::Syntax(format!("[host.{url:?}] must be a table")))?;
             hosts.push(host_entry(url, base, config)?);
         }
     }
     let server = match table.get("server") {
         None => String::new(),
         Some(toml::Value::String(s)) => s.clone(),
-        Some(_) => return Err(ParseError::Syntax("\"server\" must be a string".to_string())),
+        Some(_) => {
+            return Err(ParseError::Syntax(
+                "\"server\" must be a string".to_string(),
+            ));
+        }
     };
     hosts.push(host_entry(&server, base, &table)?);
     Ok(hosts)
@@ -441,10 +445,9 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
     let ca: Vec<PathBuf> = match config.get("ca") {
         None => Vec::new(),
         Some(toml::Value::String(s)) => vec![abs(s, base)],
-        Some(toml::Value::Array(items)) => strings(items, "ca")?
-            .iter()
-            .map(|s| abs(s, base))
-            .collect(),
+        Some(toml::Value::Array(items)) => {
+            strings(items, "ca")?.iter().map(|s| abs(s, base)).collect()
+        }
         Some(v) => return Err(syntax(format!("invalid type {} for \"ca\"", v.type_str()))),
     };
     let mut client = Vec::new();
@@ -462,11 +465,21 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
                         };
                         client.push((abs(cert, base), Some(abs(key, base))));
                     }
-                    v => return Err(syntax(format!("invalid type {} for \"client\"", v.type_str()))),
+                    v => {
+                        return Err(syntax(format!(
+                            "invalid type {} for \"client\"",
+                            v.type_str()
+                        )));
+                    }
                 }
             }
         }
-        Some(v) => return Err(syntax(format!("invalid type {} for \"client\"", v.type_str()))),
+        Some(v) => {
+            return Err(syntax(format!(
+                "invalid type {} for \"client\"",
+                v.type_str()
+            )));
+        }
     }
     let mut headers = Vec::new();
     match config.get("header") {
@@ -480,7 +493,12 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
                             headers.push((name.clone(), s));
                         }
                     }
-                    v => return Err(syntax(format!("invalid type {} for header {name:?}", v.type_str()))),
+                    v => {
+                        return Err(syntax(format!(
+                            "invalid type {} for header {name:?}",
+                            v.type_str()
+                        )));
+                    }
                 }
             }
         }
@@ -507,9 +525,9 @@ fn strings(items: &[toml::Value], what: &str) -> Result<Vec<String>, ParseError>
     items
         .iter()
         .map(|v| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| ParseError::Syntax(format!("unable to cast {v:?} to string in {what}")))
+            v.as_str().map(str::to_string).ok_or_else(|| {
+                ParseError::Syntax(format!("unable to cast {v:?} to string in {what}"))
+            })
         })
         .collect()
 }
@@ -604,8 +622,12 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Vec<HostEntry> {
-        parse_hosts(text, Path::new("/etc/containerd/certs.d/x"), Path::new("hosts.toml"))
-            .unwrap()
+        parse_hosts(
+            text,
+            Path::new("/etc/containerd/certs.d/x"),
+            Path::new("hosts.toml"),
+        )
+        .unwrap()
     }
 
     fn urls(route: &Route) -> Vec<String> {
@@ -665,7 +687,11 @@ server = "https://registry-1.docker.io"
         for (text, want) in cases {
             let hosts = parse(text);
             let h = &hosts[0];
-            assert_eq!(format!("{}://{}{}", h.scheme, h.host, h.path), *want, "{text}");
+            assert_eq!(
+                format!("{}://{}{}", h.scheme, h.host, h.path),
+                *want,
+                "{text}"
+            );
         }
     }
 
@@ -681,7 +707,11 @@ server = "https://registry-1.docker.io"
         let route = route_from(Some(&c), &digest, &[]);
         assert_eq!(
             urls(&route),
-            ["https://pull-only/v2", "https://both/v2", "https://reg.corp/v2"]
+            [
+                "https://pull-only/v2",
+                "https://both/v2",
+                "https://reg.corp/v2"
+            ]
         );
     }
 
@@ -700,8 +730,12 @@ server = "https://registry-1.docker.io"
 
     #[test]
     fn missing_ca_file_is_a_files_error_with_its_absolute_path() {
-        let e = parse_hosts("ca = \"ca.pem\"", Path::new("/nonexistent/dir"), Path::new("h"))
-            .unwrap_err();
+        let e = parse_hosts(
+            "ca = \"ca.pem\"",
+            Path::new("/nonexistent/dir"),
+            Path::new("h"),
+        )
+        .unwrap_err();
         let ParseError::Files(m) = e else {
             panic!("{e:?}")
         };
@@ -748,10 +782,7 @@ server = "https://registry-1.docker.io"
         let warnings = hd.load("reg.corp").unwrap();
         assert!(warnings[0].contains("ignored"), "{warnings:?}");
         let r = Reference::parse("reg.corp/a:1").unwrap();
-        assert_eq!(
-            urls(&hd.route(&r, &[]).unwrap()),
-            ["https://reg.corp/v2"]
-        );
+        assert_eq!(urls(&hd.route(&r, &[]).unwrap()), ["https://reg.corp/v2"]);
     }
 
     #[test]

@@ -54,7 +54,8 @@ pub fn additions(choices: &RouteMounts) -> Additions {
             "mountPath": HOSTS_MOUNT,
             "readOnly": true,
         }));
-        out.args.extend(["--hosts-dir".to_string(), HOSTS_MOUNT.to_string()]);
+        out.args
+            .extend(["--hosts-dir".to_string(), HOSTS_MOUNT.to_string()]);
     }
     if let Some(path) = &choices.hosts_from_node {
         let path = if path.is_empty() {
@@ -94,8 +95,10 @@ pub fn additions(choices: &RouteMounts) -> Additions {
             "mountPath": REGISTRIES_MOUNT,
             "readOnly": true,
         }));
-        out.args
-            .extend(["--registries-conf".to_string(), REGISTRIES_MOUNT.to_string()]);
+        out.args.extend([
+            "--registries-conf".to_string(),
+            REGISTRIES_MOUNT.to_string(),
+        ]);
     }
     out
 }

@@ -5,6 +5,7 @@
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
+//! - `route`: the node's registry configuration, compared with containerd and containers/image.
 
 #![allow(clippy::unwrap_used)]
 
@@ -17,3 +18,4 @@ mod harness;
 mod image;
 mod inject;
 mod platform;
+mod route;
