@@ -728,3 +728,75 @@ fn hosts_dir_pins_credentials_and_trusts_each_hosts_own_ca() {
     assert!(message.contains("asked anonymously"), "{message}");
     assert_eq!(alice_seen(), pushed_as_alice, "{}", secure_mirror.logs());
 }
+
+/// The cost of one mirror hop: `bench/mirror-hop.sh` runs this with the release binary and
+/// prints the ratios. Ignored in the normal run (it is a measurement, not a check).
+#[test]
+#[ignore = "a measurement: run by bench/mirror-hop.sh"]
+fn mirror_hop_cost() {
+    let upstream = Registry::start(RegistryOptions::plain());
+    let mirror = Registry::start(RegistryOptions::plain());
+    let (u, m) = (upstream.host(), mirror.host());
+    const IMAGES: usize = 20;
+    for i in 0..IMAGES {
+        upstream.push_oci_manifest(&format!("hop/app{i}"), "v1");
+        mirror.push_oci_manifest(&format!("hop/app{i}"), "v1");
+    }
+    upstream.push_oci_manifest("hop/onlyup", "v1");
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join(&u).join("hosts.toml"),
+        &format!(
+            "server = \"http://{u}\"\n[host.\"http://{m}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+        ),
+    );
+    let hosts = tmp.path().display().to_string();
+    let runs: usize = std::env::var("PULLCHECK_HOP_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let median = |args: &[&str]| {
+        let mut times: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                let run = check(args);
+                assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        times[times.len() / 2]
+    };
+    let one = format!("{u}/hop/app0:v1");
+    let many: Vec<String> = (0..IMAGES).map(|i| format!("{u}/hop/app{i}:v1")).collect();
+    let many_list = many.join(",");
+    let only_up = format!("{u}/hop/onlyup:v1");
+    let cases: [(&str, Vec<&str>, Vec<&str>); 3] = [
+        (
+            "1 image, the mirror has it",
+            vec!["--plain-http", &u, &one],
+            vec!["--hosts-dir", &hosts, &one],
+        ),
+        (
+            "20 images, the mirror has them",
+            vec!["--plain-http", &u, "--images", &many_list],
+            vec!["--hosts-dir", &hosts, "--images", &many_list],
+        ),
+        (
+            "1 image, the mirror lacks it (404, then the upstream)",
+            vec!["--plain-http", &u, &only_up],
+            vec!["--hosts-dir", &hosts, &only_up],
+        ),
+    ];
+    println!("median of {runs} runs of the pullcheck binary, loopback registries");
+    for (name, direct, via) in cases {
+        let d = median(&direct);
+        let v = median(&via);
+        println!(
+            "{name}: direct {:.1} ms, through the mirror {:.1} ms, ratio {:.2}",
+            d.as_secs_f64() * 1000.0,
+            v.as_secs_f64() * 1000.0,
+            v.as_secs_f64() / d.as_secs_f64()
+        );
+    }
+}
