@@ -426,13 +426,14 @@ impl Job {
             let left = attempt_deadline.saturating_duration_since(now);
             let share = left / u32::try_from(count - i).unwrap_or(1).max(1);
             let endpoint_deadline = (now + share.max(ATTEMPT_MIN.min(left))).min(attempt_deadline);
+            let last = i + 1 == count;
             let creds: &[&Credential] = if endpoint.credentials {
                 credentials
             } else {
                 &[]
             };
             let mut outcome = self
-                .probe_endpoint(endpoint, creds, endpoint_deadline)
+                .probe_endpoint(endpoint, creds, endpoint_deadline, last)
                 .await;
             let unreachable_ping = matches!(
                 outcome.fact,
@@ -444,7 +445,9 @@ impl Job {
             let mut url = endpoint.url();
             if endpoint.http_fallback && unreachable_ping {
                 let plain = endpoint.plain();
-                outcome = self.probe_endpoint(&plain, creds, endpoint_deadline).await;
+                outcome = self
+                    .probe_endpoint(&plain, creds, endpoint_deadline, last)
+                    .await;
                 url = plain.url();
             }
             let mut verdict = registry::classify(&endpoint.reference, &outcome);
@@ -476,7 +479,8 @@ impl Job {
                     matches!(v.status, Status::Unauthorized | Status::Denied)
                 })
             })
-            .or_else(|| (!answers.is_empty()).then_some(0));
+            // Every host said 404: the last one was asked to explain (tags, suggestions).
+            .or_else(|| answers.len().checked_sub(1));
         let trail: Vec<String> = answers
             .iter()
             .map(|(e, url, _, v)| {
@@ -534,11 +538,12 @@ impl Job {
         endpoint: &Endpoint,
         credentials: &[&Credential],
         deadline: Instant,
+        explain: bool,
     ) -> Outcome {
         let progress = Progress::default();
         let probe = self
             .client
-            .probe_at(endpoint, credentials, &progress, deadline);
+            .probe_at(endpoint, credentials, &progress, deadline, explain);
         match tokio::time::timeout_at(deadline, probe).await {
             Ok(outcome) => outcome,
             Err(_) => Outcome {

@@ -390,19 +390,21 @@ impl Client {
         deadline: Instant,
     ) -> Outcome {
         let state = self.state(reference.api_host());
-        self.probe_state(&state, reference, credentials, progress, deadline)
+        self.probe_state(&state, reference, credentials, progress, deadline, true)
             .await
     }
 
     /// [`probe`](Self::probe) at one endpoint of a node's route: its own URL, TLS settings and
     /// headers, and the reference as asked there. The caller decides which credentials the
-    /// endpoint may be sent.
+    /// endpoint may be sent. `explain`: after a 404, learn why and what is close (`tags/list`);
+    /// not needed when another endpoint will be asked next.
     pub async fn probe_at(
         &self,
         endpoint: &Endpoint,
         credentials: &[&Credential],
         progress: &Progress,
         deadline: Instant,
+        explain: bool,
     ) -> Outcome {
         let state = match self.endpoint_state(endpoint) {
             Ok(s) => s,
@@ -422,8 +424,15 @@ impl Client {
                 };
             }
         };
-        self.probe_state(&state, &endpoint.reference, credentials, progress, deadline)
-            .await
+        self.probe_state(
+            &state,
+            &endpoint.reference,
+            credentials,
+            progress,
+            deadline,
+            explain,
+        )
+        .await
     }
 
     /// The state of an endpoint: the registry's own when the endpoint is the one pullcheck
@@ -481,6 +490,7 @@ impl Client {
         credentials: &[&Credential],
         progress: &Progress,
         deadline: Instant,
+        explain: bool,
     ) -> Outcome {
         let state = state.clone();
         progress.set(format!("GET {}{}/", state.base, state.root));
@@ -548,6 +558,13 @@ impl Client {
                 )
                 .await
             }
+            // A host that is not the last of a route only needs to say "not here": the next
+            // one is asked, and the last one explains a miss.
+            Fact::Missing { url, .. } if !explain => Fact::Missing {
+                url,
+                repository_missing: None,
+                suggestions: Vec::new(),
+            },
             Fact::Missing { url, .. } => {
                 let suggest_by = deadline
                     .checked_sub(SUGGESTION_MARGIN)
