@@ -697,6 +697,22 @@ fn hosts_dir_pins_credentials_and_trusts_each_hosts_own_ca() {
     );
     assert_eq!(alice_seen(), pushed_as_alice, "{}", secure_mirror.logs());
 
+    // The mirror refuses (anonymous), the upstream has no such tag: a refusal outranks a 404,
+    // as containerd reports its first non-404 error.
+    let image = format!("{su}/route/hostspin:missing");
+    let run = check(&[
+        "-o",
+        "json",
+        "--hosts-dir",
+        &hosts_arg,
+        "--docker-config",
+        &docker_arg,
+        &image,
+    ]);
+    assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["status"], "unauthorized");
+    assert_eq!(only(&run)["mirror_of"], su);
+
     // With the upstream gone, the mirror's refusal says why it was asked anonymously.
     let dead = dead_host();
     let dir = tmp.path().join("certs.d").join(&dead);
