@@ -1130,6 +1130,26 @@ mod tests {
     }
 
     #[test]
+    fn endpoint_clients_build_with_their_own_settings() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["client".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let key_der = rustls_pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+        let tls = crate::route::Tls {
+            ca: vec![cert.der().clone()],
+            identity: Some((vec![cert.der().clone()], key_der)),
+            skip_verify: true,
+            files: Vec::new(),
+        };
+        let headers = [("x-mirror-token".to_string(), "abc".to_string())];
+        assert!(build_http(rustls::RootCertStore::empty(), Some(&tls), &headers).is_ok());
+        let bad = [("bad header".to_string(), "x".to_string())];
+        assert!(build_http(rustls::RootCertStore::empty(), None, &bad).is_err());
+    }
+
+    #[test]
     fn basic_auth_header_is_sensitive() {
         let v = sensitive("Basic c2VjcmV0");
         assert!(v.is_sensitive());

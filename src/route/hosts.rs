@@ -786,6 +786,46 @@ server = "https://registry-1.docker.io"
     }
 
     #[test]
+    fn client_certificate_pair_and_single_file_load_and_never_show_the_key() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["client".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c.pem"), cert.pem()).unwrap();
+        std::fs::write(dir.path().join("k.pem"), key.serialize_pem()).unwrap();
+        std::fs::write(
+            dir.path().join("both.pem"),
+            format!("{}{}", cert.pem(), key.serialize_pem()),
+        )
+        .unwrap();
+        for text in [
+            "[host.\"https://m\"]\nclient = [[\"c.pem\", \"k.pem\"]]",
+            "[host.\"https://m\"]\nclient = \"both.pem\"",
+        ] {
+            let hosts = parse_hosts(text, dir.path(), Path::new("h")).unwrap();
+            let tls = hosts[0].tls.as_ref().unwrap();
+            assert!(tls.identity.is_some(), "{text}");
+            let shown = format!("{tls:?}");
+            assert!(
+                shown.contains("<redacted>") && !shown.contains("PRIVATE"),
+                "{shown}"
+            );
+        }
+        let e = parse_hosts(
+            "[host.\"https://m\"]\nclient = \"c.pem\"",
+            dir.path(),
+            Path::new("h"),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, ParseError::Files(_)),
+            "a certificate without its key: {e:?}"
+        );
+    }
+
+    #[test]
     fn http_host_with_tls_settings_tries_https_first() {
         let c = config("[host.\"http://m:5000\"]\nskip_verify = true\n");
         let r = Reference::parse("reg.corp/a:1").unwrap();
