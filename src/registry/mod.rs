@@ -888,8 +888,10 @@ fn build_http(
     for (name, value) in headers {
         let name = header::HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| ClientError(format!("header name {name:?} not usable")))?;
-        let value = HeaderValue::from_str(value)
+        let mut value = HeaderValue::from_str(value)
             .map_err(|_| ClientError(format!("header {name} value not usable")))?;
+        // A mirror's header may carry its own token: never shown in a Debug of a request.
+        value.set_sensitive(true);
         default_headers.append(name, value);
     }
     reqwest::Client::builder()

@@ -46,6 +46,27 @@ impl fmt::Debug for Tls {
     }
 }
 
+/// Extra request headers of a host (hosts.toml `header`): their values may be secrets (a
+/// mirror's own token), so `Debug` shows the names only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl std::ops::Deref for Headers {
+    type Target = Vec<(String, String)>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Headers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| format!("{name}: <redacted>")))
+            .finish()
+    }
+}
+
 /// One place a reference is asked at.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
@@ -61,7 +82,7 @@ pub struct Endpoint {
     /// TLS settings of its own, else the run's.
     pub tls: Option<Arc<Tls>>,
     /// Extra request headers (hosts.toml `header`).
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
     /// Whether the pod's credentials for the image's registry may be sent here.
     pub credentials: bool,
     /// The registry this endpoint stands in for, when it is not that registry itself.
@@ -85,7 +106,7 @@ impl Endpoint {
             root: "/v2".to_string(),
             http_fallback: false,
             tls: None,
-            headers: Vec::new(),
+            headers: Headers::default(),
             credentials: true,
             mirror_of: None,
             reference: reference.clone(),
@@ -111,7 +132,7 @@ impl Endpoint {
     /// each).
     pub fn key(&self) -> String {
         let files = self.tls.as_ref().map(|t| (t.files.clone(), t.skip_verify));
-        format!("{} {:?} {:?}", self.url(), files, self.headers)
+        format!("{} {:?} {:?}", self.url(), files, self.headers.0)
     }
 
     /// The same endpoint over plain HTTP, for `http_fallback`.
