@@ -361,10 +361,37 @@ fn routes_agree_with_containerd_and_containers_image() {
         tally.compare(name, "containerd", &run, containerd.pull(&hosts, &image));
     }
 
+    // 8. containerd: `_default` serves a host without a directory of its own; its server left
+    // unset is the registry itself.
+    let hosts = tmp.path().join("hosts-default");
+    write(
+        &hosts.join("_default").join("hosts.toml"),
+        &format!("[host.\"http://{m}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"),
+    );
+    let image = format!("{dead}/route/one:v1");
+    let hosts_arg = hosts.display().to_string();
+    let run = check(&[
+        "-o",
+        "json",
+        "--timeout",
+        "10s",
+        "--hosts-dir",
+        &hosts_arg,
+        &image,
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["mirror_of"], dead);
+    tally.compare(
+        "_default mirror for any host",
+        "containerd",
+        &run,
+        containerd.pull(&hosts, &image),
+    );
+
     // registries.conf: the same questions to containers/image (skopeo, buildah).
     let insecure = |host: &str| format!("[[registry]]\nlocation = \"{host}\"\ninsecure = true\n");
 
-    // 7. a mirror has it, the location cannot be reached.
+    // 9. a mirror has it, the location cannot be reached.
     let conf = write(
         &tmp.path().join("r1.conf"),
         &format!(
@@ -391,7 +418,7 @@ fn routes_agree_with_containerd_and_containers_image() {
         skopeo(&conf, &home, &image, &[]),
     );
 
-    // 8. a remapped prefix.
+    // 10. a remapped prefix.
     upstream.push_oci_manifest("route/new/app", "v1");
     let conf = write(
         &tmp.path().join("r2.conf"),
@@ -411,7 +438,7 @@ fn routes_agree_with_containerd_and_containers_image() {
         skopeo(&conf, &home, &image, &[]),
     );
 
-    // 9. a blocked prefix: refused without a request.
+    // 11. a blocked prefix: refused without a request.
     upstream.push_oci_manifest("route/blocked", "v1");
     let conf = write(
         &tmp.path().join("r3.conf"),
@@ -435,7 +462,7 @@ fn routes_agree_with_containerd_and_containers_image() {
         skopeo(&conf, &home, &image, &[]),
     );
 
-    // 10, 11. pull-from-mirror = digest-only: a tag skips the mirror, a digest uses it.
+    // 12, 13. pull-from-mirror = digest-only: a tag skips the mirror, a digest uses it.
     let digest = mirror.push_oci_manifest("route/digestonly", "v1");
     let conf = write(
         &tmp.path().join("r4.conf"),
@@ -469,7 +496,7 @@ fn routes_agree_with_containerd_and_containers_image() {
         tally.compare(name, "skopeo", &run, skopeo(&conf, &home, &image, &[]));
     }
 
-    // 12. short names: each unqualified-search registry in order, the first that has it.
+    // 14. short names: each unqualified-search registry in order, the first that has it.
     upstream.push_oci_manifest("routeshort", "v1");
     let conf = write(
         &tmp.path().join("r5.conf"),
@@ -497,7 +524,7 @@ fn routes_agree_with_containerd_and_containers_image() {
         buildah_pull(&conf, &home, "routeshort:v1"),
     );
 
-    // 13. a pod credential never reaches a mirror on another host: the mirror (with Basic
+    // 15. a pod credential never reaches a mirror on another host: the mirror (with Basic
     // auth, and the image) is asked anonymously, refuses, and the upstream answers.
     let secure_up = tls_basic_registry();
     let secure_mirror = Registry::start(RegistryOptions::tls_basic(ALICE, ALICE_PASSWORD));
