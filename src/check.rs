@@ -427,11 +427,8 @@ impl Job {
             let share = left / u32::try_from(count - i).unwrap_or(1).max(1);
             let endpoint_deadline = (now + share.max(ATTEMPT_MIN.min(left))).min(attempt_deadline);
             let last = i + 1 == count;
-            let creds: &[&Credential] = if endpoint.credentials {
-                credentials
-            } else {
-                &[]
-            };
+            let pinned = self.may_send_credentials(endpoint);
+            let creds: &[&Credential] = if pinned { credentials } else { &[] };
             let mut outcome = self
                 .probe_endpoint(endpoint, creds, endpoint_deadline, last)
                 .await;
@@ -452,7 +449,7 @@ impl Job {
             }
             let mut verdict = registry::classify(&endpoint.reference, &outcome);
             if matches!(verdict.status, Status::Unauthorized | Status::Denied)
-                && !endpoint.credentials
+                && !pinned
                 && !credentials.is_empty()
             {
                 verdict.message.push_str(&format!(
@@ -484,7 +481,7 @@ impl Job {
         let trail: Vec<String> = answers
             .iter()
             .map(|(e, url, _, v)| {
-                let anonymous = !e.credentials
+                let anonymous = !self.may_send_credentials(e)
                     && !credentials.is_empty()
                     && matches!(v.status, Status::Unauthorized | Status::Denied);
                 let note = if anonymous {
@@ -531,6 +528,13 @@ impl Job {
             Some((url, endpoint.mirror_of.clone()))
         };
         (outcome, verdict, place)
+    }
+
+    /// The pod's credentials were chosen for the image's own registry: they go to an endpoint
+    /// only when the route allows it and the endpoint is that registry's host (a short name's
+    /// search registry is another host, and is asked anonymously).
+    fn may_send_credentials(&self, endpoint: &Endpoint) -> bool {
+        endpoint.credentials && crate::route::is_upstream(&endpoint.host, &self.reference.registry)
     }
 
     async fn probe_endpoint(

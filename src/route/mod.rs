@@ -147,7 +147,7 @@ impl Endpoint {
 }
 
 /// Whether `host` is `registry`'s own host (for Docker Hub, its API host too).
-pub(crate) fn is_upstream(host: &str, registry: &str) -> bool {
+pub fn is_upstream(host: &str, registry: &str) -> bool {
     host.eq_ignore_ascii_case(registry)
         || (registry == DOCKER_HUB
             && (host.eq_ignore_ascii_case(DOCKER_HUB_API) || host == "index.docker.io"))

@@ -843,3 +843,39 @@ fn mirror_hop_cost() {
         );
     }
 }
+
+#[test]
+fn a_short_names_search_registry_never_gets_docker_hub_credentials() {
+    let search = Registry::start(RegistryOptions::tls_basic(ALICE, ALICE_PASSWORD));
+    search.push_oci_manifest("routesearch", "v1");
+    let alice_seen = || search.logs().matches("auth.user.name=alice").count();
+    let pushed_as_alice = alice_seen();
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = write(
+        &tmp.path().join("registries.conf"),
+        &format!("unqualified-search-registries = [\"{}\"]\n", search.host()),
+    );
+    // The pod's credential is for Docker Hub, where the short name would go without the
+    // configuration: the search registry is another host.
+    let docker = docker_config(
+        tmp.path(),
+        "pod.json",
+        "https://index.docker.io/v1/",
+        ALICE,
+        ALICE_PASSWORD,
+    );
+    let run = check(&[
+        "-o",
+        "json",
+        "--registries-conf",
+        &conf.display().to_string(),
+        "--ca-file",
+        &search.ca_pem_path().unwrap().display().to_string(),
+        "--docker-config",
+        &docker.display().to_string(),
+        "routesearch:v1",
+    ]);
+    assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["status"], "unauthorized");
+    assert_eq!(alice_seen(), pushed_as_alice, "{}", search.logs());
+}
