@@ -14,6 +14,7 @@ use crate::registry::{
     Verdict,
 };
 use crate::report::{ContainerStart, ImageResult, Report, Status};
+use crate::route::{Endpoint, Route, Router};
 use crate::start::{ContainerFacts, NotRead, StartCheck};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -49,6 +50,20 @@ pub struct Options {
     pub if_not_present: Vec<String>,
     /// Where to read the node's images from.
     pub node: NodeOptions,
+    /// The node's registry configuration: where each image is asked.
+    pub router: Arc<Router>,
+    /// Whether `unreachable` fails the run (`--on-unreachable`).
+    pub on_unreachable: OnUnreachable,
+}
+
+/// What an image that ends `unreachable` means (`--on-unreachable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnUnreachable {
+    /// It fails the run (exit 6).
+    #[default]
+    Fail,
+    /// It is a warning: the pod's network may not reach registries that its node can.
+    Warn,
 }
 
 impl Default for Options {
@@ -64,6 +79,8 @@ impl Default for Options {
             events: Events::default(),
             if_not_present: Vec::new(),
             node: NodeOptions::default(),
+            router: Arc::new(Router::default()),
+            on_unreachable: OnUnreachable::Fail,
         }
     }
 }
@@ -224,11 +241,18 @@ pub async fn check_until(
                     .allow_unauthenticated
                     .iter()
                     .any(|h| h == "*" || *h == reference.registry);
+                // Without a node configuration the image's own registry is asked, as always.
+                let route = options
+                    .router
+                    .configured()
+                    .then(|| options.router.route(image, &reference));
                 let job = Job {
                     containers: containers
                         .remove(&reference.to_string())
                         .unwrap_or_default(),
                     start_check: options.start_check,
+                    route,
+                    on_unreachable: options.on_unreachable,
                     allow_unauthenticated: allowed,
                     client: client.clone(),
                     credentials,
@@ -313,6 +337,11 @@ struct Job {
     /// The containers of the pod spec that use this image.
     containers: Vec<ContainerFacts>,
     start_check: StartCheck,
+    /// The node's route for this image, when a node configuration is in use (an error: the
+    /// configuration cannot be used for it).
+    route: Option<Result<Route, String>>,
+    /// `--on-unreachable`.
+    on_unreachable: OnUnreachable,
     /// `--allow-unauthenticated` names this image's registry.
     allow_unauthenticated: bool,
     client: Arc<Client>,
@@ -352,7 +381,11 @@ impl Job {
 
     /// Predicts whether each container using this image starts, after its probe found it:
     /// the config is read (once) only when some container's spec leaves the answer to it.
-    async fn predict_start(&self, outcome: &Outcome) -> Vec<ContainerStart> {
+    async fn predict_start(
+        &self,
+        outcome: &Outcome,
+        endpoint: Option<&Endpoint>,
+    ) -> Vec<ContainerStart> {
         if self.start_check == StartCheck::Off {
             return self
                 .containers
@@ -373,9 +406,13 @@ impl Job {
                     .find(|c| c.source == *source && c.username == *username),
             };
             let progress = Progress::default();
-            let read =
-                self.client
-                    .image_config(&self.reference, &outcome.fact, credential, &progress);
+            let read = self.client.image_config(
+                &self.reference,
+                &outcome.fact,
+                credential,
+                endpoint,
+                &progress,
+            );
             match tokio::time::timeout_at(self.deadline, read).await {
                 Ok(ConfigRead::Read(config)) => Ok(config),
                 Ok(ConfigRead::NotLinux(os)) => Err(NotRead::NotLinux(os)),
@@ -410,28 +447,37 @@ impl Job {
             attempts += 1;
             let progress = Progress::default();
             let attempt_deadline = (Instant::now() + self.attempt_cap).min(self.deadline);
-            let probe =
-                self.client
-                    .probe(&self.reference, &credentials, &progress, attempt_deadline);
-            let outcome = match tokio::time::timeout_at(attempt_deadline, probe).await {
-                Ok(outcome) => outcome,
-                Err(_) => Outcome {
-                    fact: Fact::TimedOut {
-                        waiting_for: progress.get(),
-                        deadline: attempt_deadline >= self.deadline,
-                    },
-                    auth: AuthUsed::Anonymous,
-                    tried: Vec::new(),
-                },
+            let (outcome, mut verdict, endpoint, asked) = match &self.route {
+                Some(route) => self.walk(route, &credentials, attempt_deadline).await,
+                None => {
+                    let probe = self.client.probe(
+                        &self.reference,
+                        &credentials,
+                        &progress,
+                        attempt_deadline,
+                    );
+                    let outcome = match tokio::time::timeout_at(attempt_deadline, probe).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => Outcome {
+                            fact: Fact::TimedOut {
+                                waiting_for: progress.get(),
+                                deadline: attempt_deadline >= self.deadline,
+                            },
+                            auth: AuthUsed::Anonymous,
+                            tried: Vec::new(),
+                        },
+                    };
+                    let verdict = registry::classify(&self.reference, &outcome);
+                    (outcome, verdict, None, None)
+                }
             };
-            let mut verdict = registry::classify(&self.reference, &outcome);
             let Some(asked) = verdict.retry else {
                 if matches!(outcome.fact, Fact::TimedOut { deadline: true, .. }) {
                     verdict.message.push_str(&self.gave_up(attempts, start));
                 }
                 let mut containers = Vec::new();
                 if verdict.status == Status::Ok && !self.containers.is_empty() {
-                    containers = self.predict_start(&outcome).await;
+                    containers = self.predict_start(&outcome, asked.as_ref()).await;
                     verdict = registry::classify_start(&self.reference, verdict, &containers);
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
@@ -448,6 +494,7 @@ impl Job {
                         );
                     }
                 }
+                self.place(&mut result, endpoint.as_ref());
                 if result.status == Status::Unauthorized
                     && credentials.is_empty()
                     && self.allow_unauthenticated
@@ -462,6 +509,7 @@ impl Job {
                         self.reference.registry
                     );
                 }
+                self.maybe_warn(&mut result);
                 return result;
             };
             // A registry asking for no wait (`Retry-After: 0`, or a date in the past) still gets
@@ -469,7 +517,10 @@ impl Job {
             let wait = asked.map_or_else(|| backoff(attempts), |a| a.max(backoff(attempts)));
             if Instant::now() + wait >= self.deadline {
                 verdict.message.push_str(&self.gave_up(attempts, start));
-                return self.result(verdict, &outcome.auth, attempts, start);
+                let mut result = self.result(verdict, &outcome.auth, attempts, start);
+                self.place(&mut result, endpoint.as_ref());
+                self.maybe_warn(&mut result);
+                return result;
             }
             let image = self.reference.to_string();
             let what = verdict
@@ -499,7 +550,243 @@ impl Job {
         };
         let mut verdict = registry::classify(&self.reference, &outcome);
         verdict.message.push_str(&self.gave_up(attempts, start));
-        self.result(verdict, &outcome.auth, attempts, start)
+        let mut result = self.result(verdict, &outcome.auth, attempts, start);
+        self.maybe_warn(&mut result);
+        result
+    }
+
+    /// `--on-unreachable warn`: an unreachable image is reported, not counted.
+    fn maybe_warn(&self, result: &mut ImageResult) {
+        if result.status == Status::Unreachable
+            && result.fatal
+            && self.on_unreachable == OnUnreachable::Warn
+        {
+            result.fatal = false;
+            result.message.push_str(
+                "; not counted: --on-unreachable warn (the node may reach registries that this pod cannot)",
+            );
+        }
+    }
+
+    /// Names the endpoint that gave the verdict, when a node configuration was in use.
+    fn place(&self, result: &mut ImageResult, endpoint: Option<&(String, Option<String>)>) {
+        if let Some((url, mirror_of)) = endpoint {
+            result.endpoint = Some(url.clone());
+            result.mirror_of = mirror_of.clone();
+        }
+    }
+
+    /// One attempt over the node's route, as the runtime walks it: endpoints in order, the
+    /// first that has the image (or has it without the node's platform) decides. Otherwise
+    /// the verdict is `unreachable` if any endpoint could not be reached, else a refusal if
+    /// any refused, else `not_found`, and its message names every endpoint and its answer.
+    ///
+    /// Credentials go only to endpoints that may have them ([`Endpoint::credentials`]); a
+    /// mirror elsewhere is asked anonymously.
+    async fn walk(
+        &self,
+        route: &Result<Route, String>,
+        credentials: &[&Credential],
+        attempt_deadline: Instant,
+    ) -> (
+        Outcome,
+        Verdict,
+        Option<(String, Option<String>)>,
+        Option<Endpoint>,
+    ) {
+        let anonymous = |fact| Outcome {
+            fact,
+            auth: AuthUsed::Anonymous,
+            tried: Vec::new(),
+        };
+        let route = match route {
+            Ok(r) => r,
+            Err(e) => {
+                let verdict = route_verdict(
+                    Status::Unreachable,
+                    "node_configuration",
+                    format!(
+                        "{}: the node's registry configuration cannot be used: {e}",
+                        self.reference
+                    ),
+                    "Fix the file named; the node's runtime cannot use it either.",
+                );
+                let outcome = anonymous(Fact::UnsupportedAuth {
+                    scheme: String::new(),
+                });
+                return (outcome, verdict, None, None);
+            }
+        };
+        let mut answers: Vec<(&Endpoint, String, Outcome, Verdict)> = Vec::new();
+        let count = route.endpoints.len();
+        for (i, endpoint) in route.endpoints.iter().enumerate() {
+            if let Some(file) = &endpoint.blocked {
+                let verdict = route_verdict(
+                    Status::Denied,
+                    "blocked",
+                    format!(
+                        "{}: blocked by {file}: the node's runtime refuses to pull it (no request sent)",
+                        endpoint.reference
+                    ),
+                    "Pull from an allowed registry, or change the blocked entry in the node's registries.conf.",
+                );
+                let url = format!("{} (blocked)", endpoint.host);
+                answers.push((
+                    endpoint,
+                    url,
+                    anonymous(Fact::UnsupportedAuth {
+                        scheme: String::new(),
+                    }),
+                    verdict,
+                ));
+                continue;
+            }
+            // A fair share of what is left, so that one endpoint that hangs leaves time for
+            // the next, as the runtime's per-host timeouts do.
+            let now = Instant::now();
+            let left = attempt_deadline.saturating_duration_since(now);
+            let share = left / u32::try_from(count - i).unwrap_or(1).max(1);
+            let endpoint_deadline = (now + share.max(ATTEMPT_MIN.min(left))).min(attempt_deadline);
+            let last = i + 1 == count;
+            let pinned = self.may_send_credentials(endpoint);
+            let creds: &[&Credential] = if pinned { credentials } else { &[] };
+            let mut outcome = self
+                .probe_endpoint(endpoint, creds, endpoint_deadline, last)
+                .await;
+            let unreachable_ping = matches!(
+                outcome.fact,
+                Fact::Transport {
+                    step: registry::Step::Ping,
+                    ..
+                }
+            );
+            let mut url = endpoint.url();
+            if endpoint.http_fallback && unreachable_ping {
+                let plain = endpoint.plain();
+                outcome = self
+                    .probe_endpoint(&plain, creds, endpoint_deadline, last)
+                    .await;
+                url = plain.url();
+            }
+            let mut verdict = registry::classify(&endpoint.reference, &outcome);
+            if matches!(verdict.status, Status::Unauthorized | Status::Denied)
+                && !pinned
+                && !credentials.is_empty()
+            {
+                verdict.message.push_str(&format!(
+                    " (asked anonymously: the pod's credentials for {} are not sent to a mirror on another host)",
+                    self.reference.registry
+                ));
+            }
+            let decisive = matches!(verdict.status, Status::Ok | Status::WrongPlatform);
+            answers.push((endpoint, url, outcome, verdict));
+            if decisive {
+                break;
+            }
+        }
+        let pick = answers
+            .iter()
+            .position(|(_, _, _, v)| matches!(v.status, Status::Ok | Status::WrongPlatform))
+            .or_else(|| {
+                answers
+                    .iter()
+                    .position(|(_, _, _, v)| v.status == Status::Unreachable)
+            })
+            .or_else(|| {
+                answers.iter().position(|(_, _, _, v)| {
+                    matches!(v.status, Status::Unauthorized | Status::Denied)
+                })
+            })
+            // Every host said 404: the last one was asked to explain (tags, suggestions).
+            .or_else(|| answers.len().checked_sub(1));
+        let trail: Vec<String> = answers
+            .iter()
+            .map(|(e, url, _, v)| {
+                let anonymous = !self.may_send_credentials(e)
+                    && !credentials.is_empty()
+                    && matches!(v.status, Status::Unauthorized | Status::Denied);
+                let note = if anonymous {
+                    " (asked anonymously)"
+                } else {
+                    ""
+                };
+                format!("{url}: {} ({}){note}", v.status.as_str(), v.reason)
+            })
+            .collect();
+        let Some(index) = pick else {
+            let mut message = format!(
+                "{}: the node's configuration leaves no host to ask",
+                self.reference
+            );
+            for n in &route.notes {
+                message.push_str("; ");
+                message.push_str(n);
+            }
+            let verdict = route_verdict(
+                Status::NotFound,
+                "no_endpoint",
+                message,
+                "Give a host the needed capabilities (a tag needs pull and resolve) in the node's configuration.",
+            );
+            let outcome = anonymous(Fact::UnsupportedAuth {
+                scheme: String::new(),
+            });
+            return (outcome, verdict, None, None);
+        };
+        let (endpoint, url, outcome, mut verdict) = answers.swap_remove(index);
+        // The endpoint as it was asked (plain HTTP when the HTTPS attempt fell back), for the
+        // requests that follow a verdict (the start check's config read).
+        let asked = if endpoint.http_fallback && url.starts_with("http://") {
+            endpoint.plain()
+        } else {
+            endpoint.clone()
+        };
+        if trail.len() > 1 || endpoint.mirror_of.is_some() {
+            verdict
+                .message
+                .push_str(&format!("; hosts tried: {}", trail.join(", ")));
+        }
+        for n in &route.notes {
+            verdict.message.push_str("; ");
+            verdict.message.push_str(n);
+        }
+        let place = if endpoint.blocked.is_some() {
+            None
+        } else {
+            Some((url, endpoint.mirror_of.clone()))
+        };
+        (outcome, verdict, place, Some(asked))
+    }
+
+    /// The pod's credentials were chosen for the image's own registry: they go to an endpoint
+    /// only when the route allows it and the endpoint is that registry's host (a short name's
+    /// search registry is another host, and is asked anonymously).
+    fn may_send_credentials(&self, endpoint: &Endpoint) -> bool {
+        endpoint.credentials && crate::route::is_upstream(&endpoint.host, &self.reference.registry)
+    }
+
+    async fn probe_endpoint(
+        &self,
+        endpoint: &Endpoint,
+        credentials: &[&Credential],
+        deadline: Instant,
+        explain: bool,
+    ) -> Outcome {
+        let progress = Progress::default();
+        let probe = self
+            .client
+            .probe_at(endpoint, credentials, &progress, deadline, explain);
+        match tokio::time::timeout_at(deadline, probe).await {
+            Ok(outcome) => outcome,
+            Err(_) => Outcome {
+                fact: Fact::TimedOut {
+                    waiting_for: progress.get(),
+                    deadline: deadline >= self.deadline,
+                },
+                auth: AuthUsed::Anonymous,
+                tried: Vec::new(),
+            },
+        }
     }
 
     fn gave_up(&self, attempts: u32, start: Instant) -> String {
@@ -536,8 +823,15 @@ impl Job {
             elapsed_ms: start.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
             pull_policy: PullPolicy::Always,
             present_on_node: None,
+            endpoint: None,
+            mirror_of: None,
         }
     }
+}
+
+/// A verdict the route itself gives (blocked, nothing to ask, a configuration not usable).
+fn route_verdict(status: Status, reason: &'static str, message: String, hint: &str) -> Verdict {
+    Verdict::new(status, reason, message, hint)
 }
 
 /// Exponential back-off with "equal jitter": half the step fixed, half random, so that many
@@ -571,6 +865,8 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         elapsed_ms: 0,
         pull_policy: PullPolicy::Always,
         present_on_node: None,
+        endpoint: None,
+        mirror_of: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The command line, as clap derive types only: every flag also reads an environment variable,
 //! and `--help` text comes from these doc comments. No logic lives here; `config` validates.
 
+use crate::check::OnUnreachable;
 use crate::keyring::Secret;
 use crate::registry::PlatformCheck;
 use crate::report::EXIT_CODES_HELP;
@@ -212,6 +213,35 @@ pub struct CheckArgs {
         value_delimiter = ':'
     )]
     pub ca_file: Vec<PathBuf>,
+
+    /// containerd's hosts directory (its `config_path`, e.g. /etc/containerd/certs.d): images
+    /// are asked where the node would pull them, mirrors first. `DIR/<host>/hosts.toml`, or the
+    /// flat ConfigMap layout `DIR/<host>.toml` (`<host>_<port>.toml`). Repeatable; the
+    /// environment variable takes a `:`-separated list (the first directory with an entry
+    /// for a host wins).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PULLCHECK_HOSTS_DIR",
+        value_delimiter = ':'
+    )]
+    pub hosts_dir: Vec<PathBuf>,
+
+    /// CRI-O's and Podman's registries.conf (version 2), or a folder holding `registries.conf`
+    /// and `*.conf` drop-ins: mirrors, rewritten and blocked prefixes, short names.
+    #[arg(long, value_name = "PATH", env = "PULLCHECK_REGISTRIES_CONF")]
+    pub registries_conf: Option<PathBuf>,
+
+    /// What an image that stays `unreachable` means: `fail` (exit 6), or `warn` for pods whose
+    /// network cannot reach registries that their nodes can (reported, not counted).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        env = "PULLCHECK_ON_UNREACHABLE",
+        default_value = "fail"
+    )]
+    pub on_unreachable: OnUnreachable,
 
     /// The node's platform, `OS/ARCH[/VARIANT]` [default: this machine's, e.g. linux/amd64];
     /// `any` turns the platform check off.

@@ -11,6 +11,9 @@ use crate::podspec;
 use crate::pull_policy::{self, PullPolicy};
 use crate::reference::{DOCKER_HUB, Reference};
 use crate::registry::{ClientOptions, PlatformPolicy};
+use crate::route::Router;
+use crate::route::conf::RegistriesConf;
+use crate::route::hosts::HostsDirs;
 use crate::start::ContainerFacts;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -323,6 +326,52 @@ impl Config {
             api_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
             api_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
         };
+        // The node's registry configuration, read before any request so that a file the
+        // runtime could not use either stops the run here (exit 2), naming it.
+        let mut router = Router {
+            plain_http: plain_http.clone(),
+            ..Router::default()
+        };
+        let hosts_dirs: Vec<PathBuf> = args
+            .hosts_dir
+            .iter()
+            .filter(|p| !p.as_os_str().is_empty())
+            .cloned()
+            .collect();
+        if !hosts_dirs.is_empty() && args.registries_conf.is_some() {
+            errors.push(
+                "--hosts-dir (containerd) and --registries-conf (CRI-O, Podman) describe different runtimes: give one"
+                    .to_string(),
+            );
+        }
+        if !hosts_dirs.is_empty() {
+            for dir in &hosts_dirs {
+                if !dir.is_dir() {
+                    warnings.push(format!(
+                        "--hosts-dir {}: not a directory; containerd skips it, and so does pullcheck",
+                        dir.display()
+                    ));
+                }
+            }
+            let hosts = HostsDirs::new(hosts_dirs);
+            let mut registries: Vec<&str> =
+                references.iter().map(|r| r.registry.as_str()).collect();
+            registries.sort_unstable();
+            registries.dedup();
+            for registry in registries {
+                match hosts.load(registry) {
+                    Ok(w) => warnings.extend(w.into_iter().map(|w| format!("--hosts-dir: {w}"))),
+                    Err(e) => errors.push(format!("--hosts-dir: {e}")),
+                }
+            }
+            router.hosts = Some(hosts);
+        }
+        if let Some(path) = &args.registries_conf {
+            match RegistriesConf::load(path) {
+                Ok(c) => router.conf = Some(c),
+                Err(e) => errors.push(format!("--registries-conf {e}")),
+            }
+        }
 
         let termination_log = match &args.termination_log {
             Some(p) if p.is_empty() => None,
@@ -353,6 +402,8 @@ impl Config {
                 events: crate::progress::Events::for_cli(args.verbose),
                 if_not_present,
                 node,
+                router: std::sync::Arc::new(router),
+                on_unreachable: args.on_unreachable,
             },
             output: args.output,
             warnings,

@@ -35,10 +35,13 @@
 //!   verdict, in one place.
 //! - [`platform`]: the node's platform and index matching, as containerd does it;
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
+//! - [`route`]: where a pull goes: the node runtime's registry configuration (containerd's
+//!   hosts directory, registries.conf) as the ordered endpoints of one reference.
 //! - [`start`]: will each container start once pulled? The kubelet's and the runtimes' rules
 //!   (`runAsNonRoot`, the image's user, the command), over the pod spec and the image's config.
-//! - [`check`](mod@check): concurrency, retries with back-off, the deadline;
-//!   [`progress`]: what it is doing while it runs (verdicts, retries, `--verbose` requests).
+//! - [`check`](mod@check): concurrency, retries with back-off, the deadline, and the walk over
+//!   a route's endpoints; [`progress`]: what it is doing while it runs (verdicts, retries,
+//!   `--verbose` requests).
 //! - [`report`]: results, exit codes, text, JSON and the termination message.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
 
@@ -57,6 +60,7 @@ pub mod pull_policy;
 pub mod reference;
 pub mod registry;
 pub mod report;
+pub mod route;
 pub mod start;
 pub mod suggest;
 

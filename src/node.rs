@@ -287,6 +287,8 @@ impl NodeLookup {
             platform_checked: Some(false),
             platform_note: None,
             containers: Vec::new(),
+            endpoint: None,
+            mirror_of: None,
             pull_policy: PullPolicy::IfNotPresent,
             present_on_node: Some(true),
         }

@@ -37,7 +37,13 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn new(status: Status, reason: &'static str, message: String, hint: &str) -> Verdict {
+    /// A verdict that is final (no retry) and names no digest.
+    pub(crate) fn new(
+        status: Status,
+        reason: &'static str,
+        message: String,
+        hint: &str,
+    ) -> Verdict {
         Verdict {
             status,
             reason,

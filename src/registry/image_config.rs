@@ -15,6 +15,7 @@ use super::{Client, Fact, MANIFEST_ACCEPT, Progress, authorized, error_chain, re
 use crate::keyring::Credential;
 use crate::platform::{self, Platform};
 use crate::reference::Reference;
+use crate::route::Endpoint;
 use crate::start::RunConfig;
 use reqwest::header;
 use serde::Deserialize;
@@ -94,6 +95,7 @@ impl Client {
         reference: &Reference,
         found: &Fact,
         credential: Option<&Credential>,
+        endpoint: Option<&Endpoint>,
         progress: &Progress,
     ) -> ConfigRead {
         let Fact::Found {
@@ -104,7 +106,15 @@ impl Client {
         else {
             return ConfigRead::Failed("the image was not found".to_string());
         };
-        let state = self.state(reference.api_host());
+        // Where the probe found it: the image's registry, or the endpoint of the node's route
+        // (a mirror, a rewritten location) that answered, with its own root and client.
+        let (state, reference) = match endpoint {
+            Some(e) => match self.endpoint_state(e) {
+                Ok(state) => (state, &e.reference),
+                Err(e) => return ConfigRead::Failed(e.to_string()),
+            },
+            None => (self.state(reference.api_host()), reference),
+        };
         let Some(scheme) = state.ping.get().cloned() else {
             return ConfigRead::Failed("the registry was not probed".to_string());
         };
@@ -116,8 +126,12 @@ impl Client {
             Err(_) => return ConfigRead::Failed("no token for the config".to_string()),
         };
         let authorization = authorization.as_deref();
-        let manifest_url =
-            |r: &str| format!("{}/v2/{}/manifests/{r}", state.base, reference.repository);
+        let manifest_url = |r: &str| {
+            format!(
+                "{}{}/{}/manifests/{r}",
+                state.base, state.root, reference.repository
+            )
+        };
 
         let mut manifest_ref = platform_digest
             .clone()
@@ -128,6 +142,7 @@ impl Client {
         }
         let mut body = match self
             .get_limited(
+                &state.http,
                 &manifest_url(&manifest_ref),
                 MANIFEST_ACCEPT,
                 authorization,
@@ -157,6 +172,7 @@ impl Client {
             }
             body = match self
                 .get_limited(
+                    &state.http,
                     &manifest_url(&manifest_ref),
                     MANIFEST_ACCEPT,
                     authorization,
@@ -177,11 +193,18 @@ impl Client {
             return ConfigRead::Failed("the manifest names no config".to_string());
         };
         let url = format!(
-            "{}/v2/{}/blobs/{}",
-            state.base, reference.repository, config.digest
+            "{}{}/{}/blobs/{}",
+            state.base, state.root, reference.repository, config.digest
         );
         let read = match self
-            .get_limited(&url, "*/*", authorization, MAX_CONFIG, progress)
+            .get_limited(
+                &state.http,
+                &url,
+                "*/*",
+                authorization,
+                MAX_CONFIG,
+                progress,
+            )
             .await
         {
             Ok(b) => parse_config(&b),
@@ -232,6 +255,7 @@ impl Client {
     /// `GET` with a size limit: the body, or what stopped it (naming the request).
     async fn get_limited(
         &self,
+        http: &reqwest::Client,
         url: &str,
         accept: &str,
         authorization: Option<&str>,
@@ -239,10 +263,7 @@ impl Client {
         progress: &Progress,
     ) -> Result<Vec<u8>, String> {
         progress.set(format!("GET {url}"));
-        let req = authorized(
-            self.http.get(url).header(header::ACCEPT, accept),
-            authorization,
-        );
+        let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
         let too_large = || format!("GET {url}: larger than {} KiB", max / 1024);
         let resp = req.send().await.map_err(|e| {
             let cause = std::error::Error::source(&e).map_or_else(|| error_chain(&e), error_chain);

@@ -137,11 +137,14 @@ impl Client {
         // By digest when the HEAD gave one: the same manifest the HEAD saw.
         let manifest_ref = digest.as_deref().unwrap_or(reference.manifest_ref());
         let url = format!(
-            "{}/v2/{}/manifests/{manifest_ref}",
-            state.base, reference.repository
+            "{}{}/{}/manifests/{manifest_ref}",
+            state.base, state.root, reference.repository
         );
         progress.set(format!("GET {url}"));
-        let body = match self.get_json(&url, MANIFEST_ACCEPT, authorization).await {
+        let body = match self
+            .get_json(&state.http, &url, MANIFEST_ACCEPT, authorization)
+            .await
+        {
             Ok(b) => b,
             Err(fact) => return fact,
         };
@@ -174,11 +177,11 @@ impl Client {
             return found(None, PlatformSeen::Skipped("the manifest names no config"));
         };
         let url = format!(
-            "{}/v2/{}/blobs/{}",
-            state.base, reference.repository, config.digest
+            "{}{}/{}/blobs/{}",
+            state.base, state.root, reference.repository, config.digest
         );
         progress.set(format!("GET {url}"));
-        let body = match self.get_json(&url, "*/*", authorization).await {
+        let body = match self.get_json(&state.http, &url, "*/*", authorization).await {
             Ok(b) => b,
             Err(fact) => return fact,
         };
@@ -205,14 +208,12 @@ impl Client {
     /// `GET` a manifest or blob: the body, or the fact that stopped it.
     async fn get_json(
         &self,
+        http: &reqwest::Client,
         url: &str,
         accept: &str,
         authorization: Option<&str>,
     ) -> Result<Vec<u8>, Fact> {
-        let req = authorized(
-            self.http.get(url).header(header::ACCEPT, accept),
-            authorization,
-        );
+        let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
         let resp = self
             .send(req, "GET", url)
             .await
@@ -244,8 +245,8 @@ impl Client {
         suggest_by: Instant,
     ) -> Fact {
         let mut next = Some(format!(
-            "{}/v2/{}/tags/list?n={TAGS_PAGE}",
-            state.base, reference.repository
+            "{}{}/{}/tags/list?n={TAGS_PAGE}",
+            state.base, state.root, reference.repository
         ));
         let mut repository_missing = None;
         let mut tags: Vec<String> = Vec::new();
@@ -261,7 +262,10 @@ impl Client {
             }
             pages += 1;
             progress.set(format!("GET {page_url}"));
-            let page = tokio::time::timeout_at(suggest_by, self.get_page(&page_url, authorization));
+            let page = tokio::time::timeout_at(
+                suggest_by,
+                self.get_page(&state.http, &page_url, authorization),
+            );
             let Ok(Some((status, headers, body))) = page.await else {
                 break;
             };
@@ -315,9 +319,11 @@ impl Client {
         progress: &Progress,
         suggest_by: Instant,
     ) -> Vec<String> {
-        let url = format!("{}/v2/_catalog?n=1000", state.base);
+        let url = format!("{}{}/_catalog?n=1000", state.base, state.root);
         progress.set(format!("GET {url}"));
-        let page = tokio::time::timeout_at(suggest_by, self.get_page(&url, authorization)).await;
+        let page =
+            tokio::time::timeout_at(suggest_by, self.get_page(&state.http, &url, authorization))
+                .await;
         let Ok(Some((status, _, body))) = page else {
             return Vec::new();
         };
@@ -337,10 +343,11 @@ impl Client {
     /// One `GET` whose failure only means "no more to learn".
     async fn get_page(
         &self,
+        http: &reqwest::Client,
         url: &str,
         authorization: Option<&str>,
     ) -> Option<(StatusCode, HeaderMap, Vec<u8>)> {
-        let req = authorized(self.http.get(url), authorization);
+        let req = authorized(http.get(url), authorization);
         let resp = self.send(req, "GET", url).await.ok()?;
         let status = resp.status();
         let headers = resp.headers().clone();

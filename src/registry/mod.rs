@@ -31,6 +31,7 @@ use crate::keyring::Credential;
 use crate::platform::{MatchMode, Platform};
 use crate::progress::Events;
 use crate::reference::Reference;
+use crate::route::Endpoint;
 use auth::{AuthScheme, Token};
 use reqwest::StatusCode;
 use reqwest::header::{self, HeaderMap, HeaderValue};
@@ -262,6 +263,8 @@ pub struct Client {
     http: reqwest::Client,
     /// Where each request is reported (`--verbose`).
     events: Events,
+    /// The run's trusted roots, for endpoints with TLS settings of their own.
+    roots: rustls::RootCertStore,
     plain_http: HashSet<String>,
     platform: PlatformPolicy,
     registries: Mutex<HashMap<String, Arc<RegistryState>>>,
@@ -288,7 +291,15 @@ struct Refusal {
 }
 
 struct RegistryState {
+    /// `scheme://host[:port]`.
     base: String,
+    /// The API root path: `/v2`, or a node configuration's own (`override_path`).
+    root: String,
+    /// The HTTP client for this registry or endpoint (its own TLS settings and headers).
+    http: reqwest::Client,
+    /// A plain-HTTP token realm on this host may be sent credentials: the node's
+    /// configuration speaks plain HTTP to it.
+    plain_host: Option<String>,
     /// The repositories each credential ("" for anonymous) will ask tokens for, in groups of
     /// at most [`SCOPES_PER_TOKEN`]; see [`Client::plan`].
     scopes: HashMap<String, Vec<Vec<String>>>,
@@ -312,23 +323,10 @@ impl Client {
                 .add(cert.clone())
                 .map_err(|e| ClientError(format!("CA certificate not usable: {e}")))?;
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| ClientError(e.to_string()))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-
-        let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
-            .redirect(redirect_policy())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| ClientError(error_chain(&e)))?;
+        let http = build_http(roots.clone(), None, &[])?;
         Ok(Client {
             http,
+            roots,
             platform: options.platform.clone(),
             plain_http: options
                 .plain_http
@@ -381,6 +379,9 @@ impl Client {
         let scheme = if self.is_plain(host) { "http" } else { "https" };
         RegistryState {
             base: format!("{scheme}://{host}"),
+            root: "/v2".to_string(),
+            http: self.http.clone(),
+            plain_host: None,
             scopes,
             ping: OnceCell::new(),
             tokens: Mutex::new(HashMap::new()),
@@ -440,7 +441,110 @@ impl Client {
         deadline: Instant,
     ) -> Outcome {
         let state = self.state(reference.api_host());
-        progress.set(format!("GET {}/v2/", state.base));
+        self.probe_state(&state, reference, credentials, progress, deadline, true)
+            .await
+    }
+
+    /// [`probe`](Self::probe) at one endpoint of a node's route: its own URL, TLS settings and
+    /// headers, and the reference as asked there. The caller decides which credentials the
+    /// endpoint may be sent. `explain`: after a 404, learn why and what is close (`tags/list`);
+    /// not needed when another endpoint will be asked next.
+    pub async fn probe_at(
+        &self,
+        endpoint: &Endpoint,
+        credentials: &[&Credential],
+        progress: &Progress,
+        deadline: Instant,
+        explain: bool,
+    ) -> Outcome {
+        let state = match self.endpoint_state(endpoint) {
+            Ok(s) => s,
+            Err(e) => {
+                return Outcome {
+                    fact: Fact::Transport {
+                        step: Step::Ping,
+                        method: "GET",
+                        url: format!("{}/", endpoint.url()),
+                        detail: e.to_string(),
+                        tls: true,
+                        timeout: false,
+                        redirect: false,
+                    },
+                    auth: AuthUsed::Anonymous,
+                    tried: Vec::new(),
+                };
+            }
+        };
+        self.probe_state(
+            &state,
+            &endpoint.reference,
+            credentials,
+            progress,
+            deadline,
+            explain,
+        )
+        .await
+    }
+
+    /// The state of an endpoint: the registry's own when the endpoint is the one pullcheck
+    /// would ask anyway, else one per distinct endpoint (URL, TLS settings, headers).
+    fn endpoint_state(&self, endpoint: &Endpoint) -> Result<Arc<RegistryState>, ClientError> {
+        let scheme = if self.is_plain(&endpoint.host) {
+            "http"
+        } else {
+            "https"
+        };
+        if endpoint.is_default() && endpoint.origin == format!("{scheme}://{}", endpoint.host) {
+            return Ok(self.state(&endpoint.host));
+        }
+        let key = endpoint.key();
+        if let Some(s) = self
+            .registries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(s.clone());
+        }
+        let http = if endpoint.tls.is_none() && endpoint.headers.is_empty() {
+            self.http.clone()
+        } else {
+            build_http(
+                self.roots.clone(),
+                endpoint.tls.as_deref(),
+                &endpoint.headers,
+            )?
+        };
+        let state = Arc::new(RegistryState {
+            base: endpoint.origin.clone(),
+            root: endpoint.root.clone(),
+            http,
+            plain_host: endpoint
+                .origin
+                .starts_with("http://")
+                .then(|| endpoint.host.to_ascii_lowercase()),
+            scopes: HashMap::new(),
+            ping: OnceCell::new(),
+            tokens: Mutex::new(HashMap::new()),
+        });
+        let mut map = self
+            .registries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(map.entry(key).or_insert(state).clone())
+    }
+
+    async fn probe_state(
+        &self,
+        state: &Arc<RegistryState>,
+        reference: &Reference,
+        credentials: &[&Credential],
+        progress: &Progress,
+        deadline: Instant,
+        explain: bool,
+    ) -> Outcome {
+        let state = state.clone();
+        progress.set(format!("GET {}{}/", state.base, state.root));
         let scheme = match state.ping.get_or_try_init(|| self.ping(&state)).await {
             Ok(s) => s.clone(),
             Err(fact) => {
@@ -505,6 +609,13 @@ impl Client {
                 )
                 .await
             }
+            // A host that is not the last of a route only needs to say "not here": the next
+            // one is asked, and the last one explains a miss.
+            Fact::Missing { url, .. } if !explain => Fact::Missing {
+                url,
+                repository_missing: None,
+                suggestions: Vec::new(),
+            },
             Fact::Missing { url, .. } => {
                 let suggest_by = deadline
                     .checked_sub(SUGGESTION_MARGIN)
@@ -526,8 +637,9 @@ impl Client {
         progress: &Progress,
     ) -> (Fact, Option<String>) {
         let url = format!(
-            "{}/v2/{}/manifests/{}",
+            "{}{}/{}/manifests/{}",
             state.base,
+            state.root,
             reference.repository,
             reference.manifest_ref()
         );
@@ -542,7 +654,10 @@ impl Client {
             };
             progress.set(format!("HEAD {url}"));
             let req = authorized(
-                self.http.head(&url).header(header::ACCEPT, MANIFEST_ACCEPT),
+                state
+                    .http
+                    .head(&url)
+                    .header(header::ACCEPT, MANIFEST_ACCEPT),
                 authorization.as_deref(),
             );
             let resp = match self.send(req, "HEAD", &url).await {
@@ -634,13 +749,15 @@ impl Client {
     }
 
     async fn ping(&self, state: &RegistryState) -> Result<AuthScheme, Fact> {
-        let url = format!("{}/v2/", state.base);
+        let url = format!("{}{}/", state.base, state.root);
         let resp = self
-            .send(self.http.get(&url), "GET", &url)
+            .send(state.http.get(&url), "GET", &url)
             .await
             .map_err(|e| transport(Step::Ping, "GET", &url, &e))?;
         let status = resp.status();
-        if status.is_success() {
+        // A node configuration's own API root (`override_path`, a proxy project's path) need
+        // not answer the version check: the runtime never sends one, it asks for the manifest.
+        if status.is_success() || (status == StatusCode::NOT_FOUND && state.root != "/v2") {
             return Ok(AuthScheme::None);
         }
         if status == StatusCode::UNAUTHORIZED {
@@ -713,7 +830,7 @@ impl Client {
         };
         let answer = cell
             .get_or_try_init(|| async {
-                match self.fetch_token(realm, service, &scopes, cred).await {
+                match self.fetch_token(state, realm, service, &scopes, cred).await {
                     Ok(token) => {
                         // Renew a little early so a token does not expire between cache and use.
                         let life = token.lifetime.saturating_sub(Duration::from_secs(5));
@@ -744,6 +861,7 @@ impl Client {
 
     async fn fetch_token(
         &self,
+        state: &RegistryState,
         realm: &str,
         service: Option<&str>,
         scopes: &[String],
@@ -756,7 +874,9 @@ impl Client {
             Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
             None => url.host_str().unwrap_or_default().to_string(),
         };
-        if cred.is_some() && url.scheme() != "https" && !self.is_plain(&realm_host) {
+        let plain_ok = self.is_plain(&realm_host)
+            || state.plain_host.as_deref() == Some(realm_host.to_ascii_lowercase().as_str());
+        if cred.is_some() && url.scheme() != "https" && !plain_ok {
             return Err(Fact::InsecureRealm {
                 realm: realm.to_string(),
             });
@@ -771,7 +891,7 @@ impl Client {
             }
         }
         let shown = url.to_string();
-        let req = authorized(self.http.get(url), cred.map(basic_auth).as_deref());
+        let req = authorized(state.http.get(url), cred.map(basic_auth).as_deref());
         let resp = self
             .send(req, "GET", &shown)
             .await
@@ -793,6 +913,109 @@ impl Client {
         auth::parse_token_answer(&body).ok_or(Fact::BadTokenAnswer {
             realm: realm.to_string(),
         })
+    }
+}
+
+/// An HTTP client over `roots` (plus an endpoint's own CA, client certificate or
+/// `skip_verify`), sending `headers` with every request.
+fn build_http(
+    mut roots: rustls::RootCertStore,
+    tls: Option<&crate::route::Tls>,
+    headers: &[(String, String)],
+) -> Result<reqwest::Client, ClientError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    if let Some(t) = tls {
+        for cert in &t.ca {
+            roots
+                .add(cert.clone())
+                .map_err(|e| ClientError(format!("CA certificate not usable: {e}")))?;
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ClientError(e.to_string()))?;
+    let builder = if tls.is_some_and(|t| t.skip_verify) {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+    } else {
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match tls.and_then(|t| t.identity.as_ref()) {
+        Some((chain, key)) => builder
+            .with_client_auth_cert(chain.clone(), key.clone_key())
+            .map_err(|e| ClientError(format!("client certificate not usable: {e}")))?,
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let mut default_headers = HeaderMap::new();
+    for (name, value) in headers {
+        let name = header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ClientError(format!("header name {name:?} not usable")))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| ClientError(format!("header {name} value not usable")))?;
+        // A mirror's header may carry its own token: never shown in a Debug of a request.
+        value.set_sensitive(true);
+        default_headers.append(name, value);
+    }
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(config)
+        .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
+        .default_headers(default_headers)
+        .redirect(redirect_policy())
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| ClientError(error_chain(&e)))
+}
+
+/// `skip_verify` (hosts.toml) and `insecure` (registries.conf): any server certificate is
+/// accepted, as the node's runtime accepts it; signatures are still checked, so the
+/// handshake itself is sound.
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &rustls_pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
@@ -970,6 +1193,26 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert(header::RETRY_AFTER, HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn endpoint_clients_build_with_their_own_settings() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["client".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let key_der = rustls_pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+        let tls = crate::route::Tls {
+            ca: vec![cert.der().clone()],
+            identity: Some((vec![cert.der().clone()], key_der)),
+            skip_verify: true,
+            files: Vec::new(),
+        };
+        let headers = [("x-mirror-token".to_string(), "abc".to_string())];
+        assert!(build_http(rustls::RootCertStore::empty(), Some(&tls), &headers).is_ok());
+        let bad = [("bad header".to_string(), "x".to_string())];
+        assert!(build_http(rustls::RootCertStore::empty(), None, &bad).is_err());
     }
 
     #[test]

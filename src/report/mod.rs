@@ -174,6 +174,12 @@ pub struct ImageResult {
     /// Whether the node lists the image; `null` when its images were not looked up, or its
     /// list is truncated and does not name it.
     pub present_on_node: Option<bool>,
+    /// With a node configuration (`--hosts-dir`, `--registries-conf`): the API root URL of
+    /// the endpoint that gave the verdict.
+    pub endpoint: Option<String>,
+    /// The registry that endpoint stands in for, when it is a mirror (or a rewritten
+    /// location on another host).
+    pub mirror_of: Option<String>,
     /// Will each container using this image start? One entry per container of the pod spec
     /// (`--containers`, `PULLCHECK_CONTAINERS`); empty, and left out of JSON, without them.
     pub containers: Vec<ContainerStart>,
@@ -212,7 +218,7 @@ pub struct ContainerStart {
 impl Serialize for ImageResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("ImageResult", 19)?;
+        let mut st = s.serialize_struct("ImageResult", 21)?;
         st.serialize_field("image", &self.image)?;
         st.serialize_field("reference", &self.reference)?;
         st.serialize_field("registry", &self.registry)?;
@@ -241,6 +247,12 @@ impl Serialize for ImageResult {
         }
         if !self.suggestions.is_empty() {
             st.serialize_field("suggestions", &self.suggestions)?;
+        }
+        if let Some(e) = &self.endpoint {
+            st.serialize_field("endpoint", e)?;
+        }
+        if let Some(m) = &self.mirror_of {
+            st.serialize_field("mirror_of", m)?;
         }
         st.serialize_field("pull_policy", &self.pull_policy)?;
         st.serialize_field("present_on_node", &self.present_on_node)?;
@@ -431,6 +443,8 @@ pub(crate) mod tests {
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
             containers: Vec::new(),
+            endpoint: None,
+            mirror_of: None,
             message: format!("{image} is {}", status.as_str()),
             hint: if status == Status::Ok {
                 String::new()

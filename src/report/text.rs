@@ -34,6 +34,9 @@ fn line(out: &mut String, r: &ImageResult) {
             (_, None) => "(digest not reported)",
         };
         let _ = write!(out, "{status:<17} {} {digest}", r.reference);
+        if let (Some(_), Some(endpoint)) = (&r.mirror_of, &r.endpoint) {
+            let _ = write!(out, " via {endpoint}");
+        }
         if let Some(why) = r.platform_note {
             let _ = write!(out, " platform not checked ({why})");
         }

@@ -7,6 +7,7 @@
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
 //! - `start`: predicting containers that will not start, from image configs pushed by the tests.
 //! - `node`: `IfNotPresent` images and the node's own image list, from an API server stand-in.
+//! - `route`: the node's registry configuration, compared with containerd and containers/image.
 
 #![allow(clippy::unwrap_used)]
 
@@ -21,4 +22,5 @@ mod inject;
 mod node;
 mod operator;
 mod platform;
+mod route;
 mod start;

@@ -1,0 +1,660 @@
+//! containers-registries.conf(5), version 2, as containers/image (the library CRI-O and Podman
+//! pull with) reads it: `--registries-conf PATH`.
+//!
+//! - PATH is a file, or a folder: its `registries.conf` first, then its other `*.conf` files
+//!   in name order as drop-ins (as `registries.conf.d`). A drop-in replaces a `[[registry]]`
+//!   of the same prefix, and `unqualified-search-registries` when it sets it; `[aliases]`
+//!   merge, later files winning.
+//! - `[[registry]]`: `prefix` (longest match on the repository name; `*.example.com` matches
+//!   sub-domains), `location` (replaces the prefix), `insecure`, `blocked`, and
+//!   `[[registry.mirror]]` tried in order before the location, each with `insecure` and
+//!   `pull-from-mirror = all | digest-only | tag-only` (or the registry's legacy
+//!   `mirror-by-digest-only`).
+//! - Short names: an `[aliases]` entry, else each of `unqualified-search-registries` in order
+//!   (what containers/image does without a terminal); without either, `docker.io`.
+//! - What the library refuses is a configuration error naming the file and the entry: the
+//!   same location twice with conflicting `insecure` or `blocked`, an unparsable file.
+
+use super::{Endpoint, Route, Tls};
+use crate::input::{LimitedReadError, read_limited_file};
+use crate::reference::Reference;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The largest registries.conf read.
+const MAX_FILE: u64 = 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileV2 {
+    #[serde(rename = "unqualified-search-registries")]
+    unqualified_search_registries: Option<Vec<String>>,
+    #[serde(default)]
+    registry: Vec<RegistryToml>,
+    aliases: Option<BTreeMap<String, String>>,
+    #[serde(rename = "short-name-mode")]
+    _short_name_mode: Option<String>,
+    #[serde(rename = "credential-helpers")]
+    _credential_helpers: Option<Vec<String>>,
+    #[serde(rename = "additional-layer-store-auth-helper")]
+    _als: Option<String>,
+    /// The v1 format's table: refused with a clear message.
+    registries: Option<toml::Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegistryToml {
+    #[serde(default)]
+    prefix: String,
+    #[serde(default)]
+    location: String,
+    #[serde(default)]
+    insecure: bool,
+    #[serde(default)]
+    blocked: bool,
+    #[serde(rename = "mirror-by-digest-only", default)]
+    mirror_by_digest_only: bool,
+    #[serde(rename = "pull-from-mirror", default)]
+    pull_from_mirror: String,
+    #[serde(default)]
+    mirror: Vec<MirrorToml>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MirrorToml {
+    #[serde(default)]
+    location: String,
+    #[serde(default)]
+    insecure: bool,
+    #[serde(rename = "pull-from-mirror", default)]
+    pull_from_mirror: String,
+}
+
+/// Which references a mirror serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullFromMirror {
+    /// Tags and digests.
+    All,
+    /// Digests only.
+    DigestOnly,
+    /// Tags only.
+    TagOnly,
+}
+
+/// A mirror of a `[[registry]]`.
+#[derive(Debug, Clone)]
+pub struct Mirror {
+    /// Where it is (`host[:port][/path]`).
+    pub location: String,
+    /// HTTPS without verification, then plain HTTP.
+    pub insecure: bool,
+    /// Which references it serves.
+    pub pull_from_mirror: PullFromMirror,
+}
+
+/// A `[[registry]]` after validation.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    /// What it matches.
+    pub prefix: String,
+    /// Where the prefix is rewritten to; empty for a wildcard without one.
+    pub location: String,
+    /// HTTPS without verification, then plain HTTP.
+    pub insecure: bool,
+    /// The runtime refuses to pull from it.
+    pub blocked: bool,
+    /// Mirrors, in order.
+    pub mirrors: Vec<Mirror>,
+    /// The file that defined it (the last one, with drop-ins).
+    pub file: PathBuf,
+}
+
+/// registries.conf with its drop-ins, merged.
+#[derive(Debug, Default)]
+pub struct RegistriesConf {
+    /// By prefix.
+    pub registries: BTreeMap<String, Registry>,
+    /// Tried in order for short names.
+    pub unqualified_search_registries: Vec<String>,
+    /// Short name → fully qualified repository.
+    pub aliases: BTreeMap<String, String>,
+}
+
+impl RegistriesConf {
+    /// Reads PATH (a file, or a folder of `*.conf` with `registries.conf` first).
+    pub fn load(path: &Path) -> Result<RegistriesConf, String> {
+        let mut files = Vec::new();
+        if path.is_dir() {
+            let main = path.join("registries.conf");
+            let mut dropins: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "conf") && *p != main)
+                .collect();
+            dropins.sort();
+            if main.is_file() {
+                files.push(main);
+            }
+            files.extend(dropins);
+        } else {
+            files.push(path.to_path_buf());
+        }
+        let mut conf = RegistriesConf::default();
+        for file in files {
+            let bytes = read_limited_file(&file, MAX_FILE).map_err(|e| match e {
+                LimitedReadError::TooLarge => format!("{}: larger than 1 MiB", file.display()),
+                LimitedReadError::Io(e) => format!("{}: cannot read: {e}", file.display()),
+            })?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| format!("{}: not UTF-8 text", file.display()))?;
+            conf.merge(&text, &file)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+        }
+        Ok(conf)
+    }
+
+    /// Parses one file and lays it over what was read before.
+    pub fn merge(&mut self, text: &str, file: &Path) -> Result<(), String> {
+        let parsed: FileV2 = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        if parsed.registries.is_some() {
+            return Err(
+                "the version 1 format ([registries.search]) is not read: write it as version 2 ([[registry]])"
+                    .to_string(),
+            );
+        }
+        let registries = validate(&parsed.registry, file)?;
+        for r in registries {
+            self.registries.insert(r.prefix.clone(), r);
+        }
+        if let Some(search) = parsed.unqualified_search_registries {
+            let mut list = Vec::new();
+            for s in search {
+                let s = parse_location(&s)?;
+                if s.is_empty() || s.contains('/') {
+                    return Err(format!("Invalid unqualified-search-registries entry {s:?}"));
+                }
+                list.push(s);
+            }
+            self.unqualified_search_registries = list;
+        }
+        for (k, v) in parsed.aliases.unwrap_or_default() {
+            self.aliases.insert(k, v);
+        }
+        Ok(())
+    }
+
+    /// The `[[registry]]` whose prefix matches `name` (`host/repository`) longest.
+    pub fn find(&self, name: &str) -> Option<&Registry> {
+        self.registries
+            .values()
+            .filter(|r| matching_prefix(name, &r.prefix).is_some())
+            .max_by_key(|r| r.prefix.len())
+    }
+
+    /// The references a short name is tried as, in order; `None` when `input` is not short,
+    /// or when nothing in the configuration resolves it (then `docker.io`, as parsed).
+    pub fn candidates(&self, input: &str) -> Option<Vec<String>> {
+        if !is_short_name(input) {
+            return None;
+        }
+        // The name without tag or digest, for the aliases.
+        let (name_tag, digest) = match input.split_once('@') {
+            Some((n, d)) => (n, Some(d)),
+            None => (input, None),
+        };
+        let (name, tag) = match name_tag.rsplit_once(':') {
+            Some((n, t)) if !t.contains('/') => (n, Some(t)),
+            _ => (name_tag, None),
+        };
+        let suffix = match (tag, digest) {
+            (_, Some(d)) => format!("@{d}"),
+            (Some(t), None) => format!(":{t}"),
+            (None, None) => String::new(),
+        };
+        if let Some(target) = self.aliases.get(name) {
+            return Some(vec![format!("{target}{suffix}")]);
+        }
+        if self.unqualified_search_registries.is_empty() {
+            return None;
+        }
+        Some(
+            self.unqualified_search_registries
+                .iter()
+                .map(|r| format!("{r}/{name}{suffix}"))
+                .collect(),
+        )
+    }
+
+    /// The endpoints for `input`, parsed as `reference`: each short-name candidate in turn,
+    /// each with its mirrors and then its location. A blocked candidate is an endpoint that
+    /// is never asked.
+    pub fn route(&self, input: &str, reference: &Reference, plain_http: &[String]) -> Route {
+        let mut notes = Vec::new();
+        let candidates: Vec<Reference> = match self.candidates(input) {
+            Some(list) => list
+                .iter()
+                .filter_map(|c| match Reference::parse(c) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        notes.push(format!("short-name candidate skipped: {e}"));
+                        None
+                    }
+                })
+                .collect(),
+            None => vec![reference.clone()],
+        };
+        let mut endpoints = Vec::new();
+        for candidate in &candidates {
+            self.route_one(candidate, plain_http, &mut endpoints, &mut notes);
+        }
+        Route { endpoints, notes }
+    }
+
+    fn route_one(
+        &self,
+        reference: &Reference,
+        plain_http: &[String],
+        endpoints: &mut Vec<Endpoint>,
+        notes: &mut Vec<String>,
+    ) {
+        let name = format!("{}/{}", reference.registry, reference.repository);
+        let Some(reg) = self.find(&name) else {
+            endpoints.push(Endpoint::direct(reference, plain_http));
+            return;
+        };
+        if reg.blocked {
+            endpoints.push(Endpoint {
+                blocked: Some(reg.file.display().to_string()),
+                ..Endpoint::direct(reference, plain_http)
+            });
+            return;
+        }
+        let full = reference.to_string();
+        let by_digest = reference.digest.is_some();
+        for m in &reg.mirrors {
+            let serves = match m.pull_from_mirror {
+                PullFromMirror::All => true,
+                PullFromMirror::DigestOnly => by_digest,
+                PullFromMirror::TagOnly => !by_digest,
+            };
+            if !serves {
+                notes.push(format!(
+                    "mirror {} skipped (pull-from-mirror = {})",
+                    m.location,
+                    if by_digest { "tag-only" } else { "digest-only" }
+                ));
+                continue;
+            }
+            match rewrite(&full, &reg.prefix, &m.location) {
+                Ok(r) => endpoints.push(endpoint(reference, r, m.insecure, plain_http)),
+                Err(e) => notes.push(e),
+            }
+        }
+        match rewrite(&full, &reg.prefix, &reg.location) {
+            Ok(r) => endpoints.push(endpoint(reference, r, reg.insecure, plain_http)),
+            Err(e) => notes.push(e),
+        }
+    }
+}
+
+/// The endpoint of a pull source: `rewritten` on its own host, credentials only when that is
+/// the image's own registry.
+fn endpoint(
+    original: &Reference,
+    rewritten: Reference,
+    insecure: bool,
+    plain_http: &[String],
+) -> Endpoint {
+    let mut e = Endpoint::direct(&rewritten, plain_http);
+    let same = rewritten.registry == original.registry;
+    e.credentials = same;
+    e.mirror_of = (!same).then(|| original.registry.clone());
+    if insecure && e.origin.starts_with("https://") {
+        e.http_fallback = true;
+        e.tls = Some(Arc::new(Tls {
+            skip_verify: true,
+            ..Tls::default()
+        }));
+    }
+    e
+}
+
+/// containers/image's rewrite: the location replaces the matched prefix.
+fn rewrite(full: &str, prefix: &str, location: &str) -> Result<Reference, String> {
+    let Some(len) = matching_prefix(full, prefix) else {
+        return Err(format!("invalid prefix {prefix:?} for reference {full:?}"));
+    };
+    if location.is_empty() {
+        return Reference::parse(full).map_err(|e| e.to_string());
+    }
+    let rewritten = format!("{location}{}", &full[len..]);
+    Reference::parse(&rewritten).map_err(|e| format!("rewriting reference: {e}"))
+}
+
+/// How much of `reference` the prefix matches (containers/image's `refMatchingPrefix`).
+fn matching_prefix(reference: &str, prefix: &str) -> Option<usize> {
+    if let Some(domain) = prefix.strip_prefix('*') {
+        // `*.example.com` matches a sub-domain in the host part only.
+        let index = reference.find(domain)?;
+        if reference[..index].contains('/') {
+            return None;
+        }
+        let end = index + domain.len();
+        return match reference.as_bytes().get(end) {
+            None | Some(b':' | b'/' | b'@') => Some(end),
+            _ => None,
+        };
+    }
+    if reference == prefix {
+        return Some(prefix.len());
+    }
+    let rest = reference.strip_prefix(prefix)?;
+    matches!(rest.as_bytes().first(), Some(b':' | b'/' | b'@')).then_some(prefix.len())
+}
+
+fn parse_location(input: &str) -> Result<String, String> {
+    let trimmed = input.trim_end_matches('/');
+    if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
+        return Err(format!(
+            "invalid location '{input}': URI schemes are not supported"
+        ));
+    }
+    Ok(trimmed.to_string())
+}
+
+fn pull_from_mirror(value: &str, location: &str) -> Result<PullFromMirror, String> {
+    match value {
+        "" | "all" => Ok(PullFromMirror::All),
+        "digest-only" => Ok(PullFromMirror::DigestOnly),
+        "tag-only" => Ok(PullFromMirror::TagOnly),
+        v => Err(format!(
+            "unsupported pull-from-mirror value {v:?} for mirror {location:?}"
+        )),
+    }
+}
+
+/// containers/image's checks of one file, in its order.
+fn validate(entries: &[RegistryToml], file: &Path) -> Result<Vec<Registry>, String> {
+    let mut out: Vec<Registry> = Vec::new();
+    for r in entries {
+        let location = parse_location(&r.location)?;
+        let prefix = if r.prefix.is_empty() {
+            if location.is_empty() {
+                return Err("invalid condition: both location and prefix are unset".to_string());
+            }
+            location.clone()
+        } else {
+            let p = parse_location(&r.prefix)?;
+            if !p.starts_with("*.") && location.is_empty() {
+                return Err(format!(
+                    "[[registry]] prefix {p:?}: invalid condition: location is unset and prefix is not in the format: *.example.com"
+                ));
+            }
+            p
+        };
+        if !r.pull_from_mirror.is_empty() {
+            return Err(format!(
+                "pull-from-mirror must not be set for a non-mirror registry {prefix:?}"
+            ));
+        }
+        let mut mirrors = Vec::new();
+        for m in &r.mirror {
+            let loc = parse_location(&m.location)?;
+            if loc.is_empty() {
+                return Err(format!(
+                    "[[registry]] prefix {prefix:?}: invalid condition: mirror location is unset"
+                ));
+            }
+            if r.mirror_by_digest_only && !m.pull_from_mirror.is_empty() {
+                return Err(format!(
+                    "cannot set mirror usage mirror-by-digest-only for the registry ({prefix:?}) and pull-from-mirror for per-mirror ({loc:?}) at the same time"
+                ));
+            }
+            let mode = if r.mirror_by_digest_only {
+                PullFromMirror::DigestOnly
+            } else {
+                pull_from_mirror(&m.pull_from_mirror, &loc)?
+            };
+            mirrors.push(Mirror {
+                location: loc,
+                insecure: m.insecure,
+                pull_from_mirror: mode,
+            });
+        }
+        out.push(Registry {
+            prefix,
+            location,
+            insecure: r.insecure,
+            blocked: r.blocked,
+            mirrors,
+            file: file.to_path_buf(),
+        });
+    }
+    // The same location (or wildcard prefix) defined twice must agree on insecure and blocked.
+    for a in &out {
+        let key_a = if a.location.is_empty() {
+            &a.prefix
+        } else {
+            &a.location
+        };
+        for b in &out {
+            let key_b = if b.location.is_empty() {
+                &b.prefix
+            } else {
+                &b.location
+            };
+            if key_a != key_b {
+                continue;
+            }
+            if a.insecure != b.insecure {
+                return Err(format!(
+                    "registry '{key_a}' is defined multiple times with conflicting 'insecure' setting"
+                ));
+            }
+            if a.blocked != b.blocked {
+                return Err(format!(
+                    "registry '{key_a}' is defined multiple times with conflicting 'blocked' setting"
+                ));
+            }
+        }
+    }
+    // The first definition of a prefix wins within a file.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|r| seen.insert(r.prefix.clone()));
+    Ok(out)
+}
+
+/// A short name: no registry host in its first component (containers/image's test: a dot, a
+/// colon, or `localhost`).
+pub fn is_short_name(input: &str) -> bool {
+    match input.split_once('/') {
+        None => true,
+        Some((first, _)) => !(first.contains('.') || first.contains(':') || first == "localhost"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(text: &str) -> RegistriesConf {
+        let mut c = RegistriesConf::default();
+        c.merge(text, Path::new("registries.conf")).unwrap();
+        c
+    }
+
+    fn urls(c: &RegistriesConf, input: &str) -> Vec<String> {
+        let r = Reference::parse(input).unwrap();
+        c.route(input, &r, &[])
+            .endpoints
+            .iter()
+            .map(|e| {
+                if e.blocked.is_some() {
+                    "blocked".to_string()
+                } else {
+                    format!("{}/{}", e.url(), e.reference.repository)
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn prefix_matching_table() {
+        let cases: &[(&str, &str, Option<usize>)] = &[
+            ("example.com/foo/bar", "example.com/foo", Some(15)),
+            ("example.com/foobar", "example.com/foo", None),
+            ("example.com/foo", "example.com/foo", Some(15)),
+            ("example.com/foo:tag", "example.com/foo", Some(15)),
+            ("a.example.com/x", "*.example.com", Some(13)),
+            ("example.com/x", "*.example.com", None),
+            ("a.example.com.evil/x", "*.example.com", None),
+            ("evil.com/a.example.com/x", "*.example.com", None),
+        ];
+        for (r, p, want) in cases {
+            assert_eq!(matching_prefix(r, p), *want, "{r} {p}");
+        }
+    }
+
+    #[test]
+    fn mirrors_then_location_longest_prefix_wins() {
+        let c = conf(
+            r#"
+[[registry]]
+prefix = "reg.corp"
+location = "reg.corp"
+[[registry.mirror]]
+location = "mirror.corp:5000"
+[[registry]]
+prefix = "reg.corp/team"
+location = "other.corp/moved"
+[[registry.mirror]]
+location = "m2.corp/cache"
+pull-from-mirror = "digest-only"
+"#,
+        );
+        assert_eq!(
+            urls(&c, "reg.corp/app:1"),
+            ["https://mirror.corp:5000/v2/app", "https://reg.corp/v2/app"]
+        );
+        assert_eq!(
+            urls(&c, "reg.corp/team/app:1"),
+            ["https://other.corp/v2/moved/app"]
+        );
+        let d = format!("reg.corp/team/app@sha256:{}", "b".repeat(64));
+        assert_eq!(
+            urls(&c, &d),
+            [
+                "https://m2.corp/v2/cache/app",
+                "https://other.corp/v2/moved/app"
+            ]
+        );
+        let r = Reference::parse("reg.corp/app:1").unwrap();
+        let route = c.route("reg.corp/app:1", &r, &[]);
+        assert!(!route.endpoints[0].credentials && route.endpoints[1].credentials);
+        assert_eq!(route.endpoints[0].mirror_of.as_deref(), Some("reg.corp"));
+    }
+
+    #[test]
+    fn blocked_and_short_names() {
+        let c = conf(
+            r#"
+unqualified-search-registries = ["one.corp", "two.corp:5000"]
+[aliases]
+"pinned" = "three.corp/tools/pinned"
+[[registry]]
+location = "bad.corp"
+blocked = true
+"#,
+        );
+        assert_eq!(urls(&c, "bad.corp/x:1"), ["blocked"]);
+        assert_eq!(
+            urls(&c, "app:2"),
+            ["https://one.corp/v2/app", "https://two.corp:5000/v2/app"]
+        );
+        assert_eq!(urls(&c, "pinned:1"), ["https://three.corp/v2/tools/pinned"]);
+        assert_eq!(urls(&c, "quay.io/x:1"), ["https://quay.io/v2/x"]);
+    }
+
+    #[test]
+    fn legacy_digest_only_and_insecure() {
+        let c = conf(
+            "[[registry]]\nlocation = \"reg.corp\"\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = \"m.corp\"\ninsecure = true\n",
+        );
+        assert_eq!(urls(&c, "reg.corp/a:1"), ["https://reg.corp/v2/a"]);
+        let d = format!("reg.corp/a@sha256:{}", "c".repeat(64));
+        let r = Reference::parse(&d).unwrap();
+        let route = c.route(&d, &r, &[]);
+        assert!(route.endpoints[0].http_fallback);
+        assert!(route.endpoints[0].tls.as_ref().unwrap().skip_verify);
+    }
+
+    #[test]
+    fn refused_configurations() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "[[registry]]\nprefix=\"a.corp/x\"\nlocation=\"a.corp\"\n[[registry]]\nprefix=\"a.corp/y\"\nlocation=\"a.corp\"\ninsecure=true\n",
+                "conflicting 'insecure'",
+            ),
+            (
+                "[[registry]]\nprefix=\"a.corp/x\"\nlocation=\"a.corp\"\nblocked=true\n[[registry]]\nlocation=\"a.corp\"\n",
+                "conflicting 'blocked'",
+            ),
+            (
+                "[[registry]]\nlocation = \"https://a.corp\"\n",
+                "URI schemes",
+            ),
+            ("[[registry]]\nprefix = \"a.corp\"\n", "location is unset"),
+            ("[registries.search]\nregistries = [\"a\"]\n", "version 1"),
+            ("[[registry]\n", ""),
+            (
+                "[[registry]]\nlocation=\"a\"\n[[registry.mirror]]\nlocation=\"b\"\npull-from-mirror=\"never\"\n",
+                "unsupported pull-from-mirror",
+            ),
+        ];
+        for (text, want) in cases {
+            let mut c = RegistriesConf::default();
+            let e = c.merge(text, Path::new("r.conf")).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn dropins_replace_by_prefix_in_name_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("registries.conf"),
+            "unqualified-search-registries = [\"one.corp\"]\n[[registry]]\nlocation = \"a.corp\"\nblocked = true\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("50-unblock.conf"),
+            "[[registry]]\nlocation = \"a.corp\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("ignored.txt"), "not toml [").unwrap();
+        let c = RegistriesConf::load(dir.path()).unwrap();
+        assert!(!c.registries["a.corp"].blocked);
+        assert_eq!(c.unqualified_search_registries, ["one.corp"]);
+        std::fs::write(dir.path().join("60-bad.conf"), "[[registry]\n").unwrap();
+        let e = RegistriesConf::load(dir.path()).unwrap_err();
+        assert!(e.contains("60-bad.conf"), "{e}");
+    }
+
+    #[test]
+    fn short_names() {
+        for (input, short) in [
+            ("nginx", true),
+            ("library/nginx:1", true),
+            ("localhost/x", false),
+            ("reg.corp/x", false),
+            ("reg:5000/x", false),
+        ] {
+            assert_eq!(is_short_name(input), short, "{input}");
+        }
+    }
+}

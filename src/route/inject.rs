@@ -1,0 +1,156 @@
+//! What `pullcheck inject` adds to a pod so that the init container sees the node's registry
+//! configuration: volumes, read-only mounts and `check` arguments, as plain JSON values for the
+//! manifest editor to splice in.
+//!
+//! ConfigMaps are mounted as `optional` volumes, so that a missing ConfigMap never holds the
+//! pod (pullcheck then reads an empty directory and asks the registries directly, as before).
+
+use serde_json::{Value, json};
+
+/// Where the hosts directory is mounted in the init container.
+pub const HOSTS_MOUNT: &str = "/etc/pullcheck/hosts.d";
+/// Where the node's own hosts directory is mounted.
+pub const NODE_HOSTS_MOUNT: &str = "/etc/pullcheck/node-hosts.d";
+/// Where registries.conf (and its drop-ins) is mounted.
+pub const REGISTRIES_MOUNT: &str = "/etc/pullcheck/registries";
+/// containerd's usual `config_path`.
+pub const DEFAULT_NODE_HOSTS: &str = "/etc/containerd/certs.d";
+
+/// The route choices of `inject`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteMounts {
+    /// `--hosts-configmap NAME`: a ConfigMap in the flat layout (`docker.io.toml`,
+    /// `registry.corp_5000.toml`).
+    pub hosts_configmap: Option<String>,
+    /// `--registries-configmap NAME`: a ConfigMap with the key `registries.conf` (and drop-ins).
+    pub registries_configmap: Option<String>,
+    /// `--hosts-from-node [PATH]`: the node's own hosts directory, by `hostPath`.
+    pub hosts_from_node: Option<String>,
+}
+
+/// What to add to the pod.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Additions {
+    /// Pod volumes.
+    pub volumes: Vec<Value>,
+    /// The init container's `volumeMounts`.
+    pub mounts: Vec<Value>,
+    /// Arguments for `pullcheck check`.
+    pub args: Vec<String>,
+    /// Notes for stderr.
+    pub warnings: Vec<String>,
+}
+
+/// The volumes, mounts and arguments for `choices`.
+pub fn additions(choices: &RouteMounts) -> Additions {
+    let mut out = Additions::default();
+    if let Some(name) = &choices.hosts_configmap {
+        out.volumes.push(json!({
+            "name": "pullcheck-hosts",
+            "configMap": {"name": name, "optional": true},
+        }));
+        out.mounts.push(json!({
+            "name": "pullcheck-hosts",
+            "mountPath": HOSTS_MOUNT,
+            "readOnly": true,
+        }));
+        out.args
+            .extend(["--hosts-dir".to_string(), HOSTS_MOUNT.to_string()]);
+    }
+    if let Some(path) = &choices.hosts_from_node {
+        let path = if path.is_empty() {
+            DEFAULT_NODE_HOSTS
+        } else {
+            path.as_str()
+        };
+        // DirectoryOrCreate: a node without the directory still starts the pod.
+        out.volumes.push(json!({
+            "name": "pullcheck-node-hosts",
+            "hostPath": {"path": path, "type": "DirectoryOrCreate"},
+        }));
+        out.mounts.push(json!({
+            "name": "pullcheck-node-hosts",
+            "mountPath": NODE_HOSTS_MOUNT,
+            "readOnly": true,
+        }));
+        // After a ConfigMap's directory: the first directory with an entry wins.
+        if out.args.is_empty() {
+            out.args
+                .extend(["--hosts-dir".to_string(), NODE_HOSTS_MOUNT.to_string()]);
+        } else if let Some(last) = out.args.last_mut() {
+            last.push(':');
+            last.push_str(NODE_HOSTS_MOUNT);
+        }
+        out.warnings.push(format!(
+            "--hosts-from-node mounts {path} with a hostPath volume, which the `baseline` and `restricted` Pod Security levels refuse; use --hosts-configmap in such namespaces"
+        ));
+    }
+    if let Some(name) = &choices.registries_configmap {
+        out.volumes.push(json!({
+            "name": "pullcheck-registries",
+            "configMap": {"name": name, "optional": true},
+        }));
+        out.mounts.push(json!({
+            "name": "pullcheck-registries",
+            "mountPath": REGISTRIES_MOUNT,
+            "readOnly": true,
+        }));
+        out.args.extend([
+            "--registries-conf".to_string(),
+            REGISTRIES_MOUNT.to_string(),
+        ]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_chosen_adds_nothing() {
+        assert_eq!(additions(&RouteMounts::default()), Additions::default());
+    }
+
+    #[test]
+    fn configmaps_are_optional_and_read_only() {
+        let a = additions(&RouteMounts {
+            hosts_configmap: Some("node-hosts".into()),
+            registries_configmap: Some("node-registries".into()),
+            hosts_from_node: None,
+        });
+        assert_eq!(a.volumes[0]["configMap"]["optional"], true);
+        assert_eq!(a.volumes[1]["configMap"]["name"], "node-registries");
+        assert!(a.mounts.iter().all(|m| m["readOnly"] == true));
+        assert_eq!(
+            a.args,
+            [
+                "--hosts-dir",
+                HOSTS_MOUNT,
+                "--registries-conf",
+                REGISTRIES_MOUNT
+            ]
+        );
+        assert!(a.warnings.is_empty());
+    }
+
+    #[test]
+    fn node_directory_by_host_path_warns() {
+        let a = additions(&RouteMounts {
+            hosts_from_node: Some(String::new()),
+            ..Default::default()
+        });
+        assert_eq!(a.volumes[0]["hostPath"]["path"], DEFAULT_NODE_HOSTS);
+        assert_eq!(a.args, ["--hosts-dir", NODE_HOSTS_MOUNT]);
+        assert!(a.warnings[0].contains("baseline"));
+        let both = additions(&RouteMounts {
+            hosts_configmap: Some("h".into()),
+            hosts_from_node: Some("/etc/x".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            both.args,
+            ["--hosts-dir", &format!("{HOSTS_MOUNT}:{NODE_HOSTS_MOUNT}")]
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Where a pull goes: the node runtime's registry configuration turned into a plain [`Route`],
+//! the ordered endpoints one reference is asked at, each with what it may be sent.
+//!
+//! containerd reads a hosts directory ([`hosts`], `--hosts-dir`), CRI-O and Podman read
+//! `registries.conf` ([`conf`], `--registries-conf`). Both send pulls to mirrors and rewritten
+//! locations before (or instead of) the registry named in the reference. Parsing lives here and
+//! speaks no HTTP; `registry` asks each endpoint and `check` combines the answers, as the
+//! runtime would.
+//!
+//! Credentials are pinned to their host, as containerd's CRI plugin and containers/image pin
+//! them: a pod's credential for a registry goes to that registry only, never to a mirror on
+//! another host ([`Endpoint::credentials`]).
+
+pub mod conf;
+pub mod hosts;
+pub mod inject;
+
+use crate::reference::{DOCKER_HUB, DOCKER_HUB_API, Reference};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// TLS settings of one endpoint that differ from the run's defaults.
+#[derive(Default)]
+pub struct Tls {
+    /// Extra trusted roots (`ca`), added to the run's roots.
+    pub ca: Vec<CertificateDer<'static>>,
+    /// A client certificate chain and its key (`client`), for mutual TLS.
+    pub identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    /// Do not verify the server's certificate (`skip_verify`, `insecure`).
+    pub skip_verify: bool,
+    /// The files the settings came from, to tell endpoints apart and to name them.
+    pub files: Vec<PathBuf>,
+}
+
+impl fmt::Debug for Tls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The private key is never shown.
+        f.debug_struct("Tls")
+            .field("ca", &self.ca.len())
+            .field("identity", &self.identity.as_ref().map(|_| "<redacted>"))
+            .field("skip_verify", &self.skip_verify)
+            .field("files", &self.files)
+            .finish()
+    }
+}
+
+/// Extra request headers of a host (hosts.toml `header`): their values may be secrets (a
+/// mirror's own token), so `Debug` shows the names only.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl std::ops::Deref for Headers {
+    type Target = Vec<(String, String)>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Headers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| format!("{name}: <redacted>")))
+            .finish()
+    }
+}
+
+/// One place a reference is asked at.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// `https://host[:port]` or `http://host[:port]`.
+    pub origin: String,
+    /// `host[:port]` of the endpoint.
+    pub host: String,
+    /// The API root path: `/v2`, or the URL's own path with `override_path`.
+    pub root: String,
+    /// When HTTPS cannot be spoken, try plain HTTP (containerd's `http://` host with TLS
+    /// settings, registries.conf's `insecure`).
+    pub http_fallback: bool,
+    /// TLS settings of its own, else the run's.
+    pub tls: Option<Arc<Tls>>,
+    /// Extra request headers (hosts.toml `header`).
+    pub headers: Headers,
+    /// Whether the pod's credentials for the image's registry may be sent here.
+    pub credentials: bool,
+    /// The registry this endpoint stands in for, when it is not that registry itself.
+    pub mirror_of: Option<String>,
+    /// The reference as asked here (a rewritten location changes its repository).
+    pub reference: Reference,
+    /// Set when the runtime refuses this reference without asking: the file that blocks it.
+    pub blocked: Option<String>,
+}
+
+impl Endpoint {
+    /// The endpoint the reference names, as pullcheck asks it without a node configuration.
+    pub fn direct(reference: &Reference, plain_http: &[String]) -> Endpoint {
+        let host = reference.api_host().to_string();
+        let plain = plain_http
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(&reference.registry) || h.eq_ignore_ascii_case(&host));
+        Endpoint {
+            origin: format!("{}://{host}", if plain { "http" } else { "https" }),
+            host,
+            root: "/v2".to_string(),
+            http_fallback: false,
+            tls: None,
+            headers: Headers::default(),
+            credentials: true,
+            mirror_of: None,
+            reference: reference.clone(),
+            blocked: None,
+        }
+    }
+
+    /// The API root URL (`https://mirror.corp:5000/v2`).
+    pub fn url(&self) -> String {
+        format!("{}{}", self.origin, self.root)
+    }
+
+    /// Whether this is the endpoint pullcheck would ask without a node configuration: it then
+    /// shares the run's per-registry state (token plan, ping).
+    pub fn is_default(&self) -> bool {
+        self.root == "/v2"
+            && self.tls.is_none()
+            && self.headers.is_empty()
+            && self.host == self.reference.api_host()
+    }
+
+    /// Tells endpoints with different settings apart (one connection pool and token cache
+    /// each).
+    pub fn key(&self) -> String {
+        let files = self.tls.as_ref().map(|t| (t.files.clone(), t.skip_verify));
+        format!("{} {:?} {:?}", self.url(), files, self.headers.0)
+    }
+
+    /// The same endpoint over plain HTTP, for `http_fallback`.
+    pub fn plain(&self) -> Endpoint {
+        Endpoint {
+            origin: format!("http://{}", self.host),
+            http_fallback: false,
+            tls: None,
+            ..self.clone()
+        }
+    }
+}
+
+/// Whether `host` is `registry`'s own host (for Docker Hub, its API host too).
+pub fn is_upstream(host: &str, registry: &str) -> bool {
+    host.eq_ignore_ascii_case(registry)
+        || (registry == DOCKER_HUB
+            && (host.eq_ignore_ascii_case(DOCKER_HUB_API) || host == "index.docker.io"))
+}
+
+/// The ordered endpoints for one image.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// Tried in order; the first that has the image decides.
+    pub endpoints: Vec<Endpoint>,
+    /// Why the list is empty or shorter than the configuration says (hosts without the
+    /// capability, mirrors skipped by `pull-from-mirror`), for the message.
+    pub notes: Vec<String>,
+}
+
+/// The node's registry configuration for a run: none, containerd's hosts directory, or
+/// registries.conf.
+#[derive(Debug, Default)]
+pub struct Router {
+    /// containerd's hosts directories.
+    pub hosts: Option<hosts::HostsDirs>,
+    /// registries.conf, with its drop-ins.
+    pub conf: Option<conf::RegistriesConf>,
+    /// `--plain-http` registries, for endpoints that no configuration names.
+    pub plain_http: Vec<String>,
+}
+
+impl Router {
+    /// The endpoints for `input` (as given: short names matter to registries.conf), parsed as
+    /// `reference`. An error is a configuration the runtime could not use either.
+    pub fn route(&self, input: &str, reference: &Reference) -> Result<Route, String> {
+        if let Some(h) = &self.hosts {
+            return h.route(reference, &self.plain_http);
+        }
+        if let Some(c) = &self.conf {
+            return Ok(c.route(input, reference, &self.plain_http));
+        }
+        Ok(Route {
+            endpoints: vec![Endpoint::direct(reference, &self.plain_http)],
+            notes: Vec::new(),
+        })
+    }
+
+    /// Whether a node configuration is in use.
+    pub fn configured(&self) -> bool {
+        self.hosts.is_some() || self.conf.is_some()
+    }
+}
