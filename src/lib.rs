@@ -27,7 +27,8 @@
 //!   [`config::Config`]; [`app`]: the program behind `main`; [`input`]: bounded reading of
 //!   files and stdin, for `config` and `keyring` alike.
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the container runtime does it.
-//! - [`podspec`]: the images of Pods, workloads and Lists.
+//! - [`manifests`]: the one reader of pod specs (every kind, job frameworks included), for
+//!   `check --pod-spec` and `inject`, and the text splice `inject` writes with.
 //! - [`keyring`]: pull-secret files and the kubelet's credential matching.
 //! - [`registry`]: all HTTP to registries; [`registry::classify`](fn@registry::classify) turns what it found into a
 //!   verdict, in one place.
@@ -44,8 +45,8 @@ pub mod config;
 pub mod inject;
 pub mod input;
 pub mod keyring;
+pub mod manifests;
 pub mod platform;
-pub mod podspec;
 pub mod reference;
 pub mod registry;
 pub mod report;

@@ -1,0 +1,1254 @@
+//! The one reader of pod specs, for `check --pod-spec` and `inject` alike, so that the two can
+//! never disagree about which images a manifest has.
+//!
+//! Reads YAML (any number of `---` documents) or JSON (one value or several in a row, `List`s
+//! included) into a [`tree::Tree`] that keeps every node's place in the text, then finds every
+//! pod spec of every document. Kinds are matched by `apiVersion` group **and** `kind`
+//! (Volcano's `batch.volcano.sh` `Job` is not a `batch/v1` `Job`):
+//!
+//! | kind (group) | where the init container goes | images |
+//! |---|---|---|
+//! | `Pod`, `PodTemplate`, workloads, `Job`, `CronJob`, `List`s, a bare pod spec | the pod spec | its containers |
+//! | Argo `Workflow`, `WorkflowTemplate`, `ClusterWorkflowTemplate`, `CronWorkflow` (argoproj.io) | each of `templates[]` with `container` or `script`: its `initContainers` (volumes: the workflow's) | `container`/`script`, `initContainers`, `sidecars` |
+//! | Spark `SparkApplication`, `ScheduledSparkApplication` (sparkoperator.k8s.io) | `driver.initContainers`, `executor.initContainers` (volumes: the application's) | `spec.image`, `driver.image`, `executor.image`, their init containers and sidecars |
+//! | KubeRay `RayCluster`, `RayJob`, `RayService` (ray.io) | head and worker group templates, RayJob's `submitterPodTemplate` | their containers |
+//! | Kubeflow `PyTorchJob`, `TFJob`, `MPIJob`, `XGBoostJob`, `PaddleJob`, `JAXJob` (kubeflow.org) | each replica's `template.spec` | its containers |
+//! | Trainer `TrainingRuntime`, `ClusterTrainingRuntime` (trainer.kubeflow.org) | each `replicatedJobs[]` pod template | its containers |
+//! | `JobSet` (jobset.x-k8s.io) | each `replicatedJobs[].template.spec.template.spec` | its containers |
+//! | Volcano `Job` (batch.volcano.sh) | each `tasks[].template.spec` | its containers |
+//! | any other kind | each `template` whose `spec` has `containers`, not under a patch or rule (with a note) | its containers |
+//!
+//! Skipped with a note naming what and why: policy objects (Kyverno, Gatekeeper), Knative
+//! `Service`/`Configuration`/`Revision` (init containers are off by default there), Tekton
+//! runs (no init-container hook; Tekton already fails a TaskRun on `ImagePullBackOff`) and
+//! Trainer `TrainJob` (its pods come from its runtime). Documents without a pod spec (a
+//! Service, a ConfigMap) are not errors. Image volumes (`volumes[].image.reference`) count as
+//! images. The container named `pullcheck` is pullcheck itself and is left out.
+
+pub mod splice;
+pub mod tree;
+
+use std::fmt;
+use tree::{NodeId, ParseError, Tree};
+
+/// The name of pullcheck's own init container (left out of what the reader returns).
+pub const PULLCHECK: &str = "pullcheck";
+
+/// The format of the input, and so of `inject`'s output.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// One or more YAML documents.
+    #[default]
+    Yaml,
+    /// One or more JSON values.
+    Json,
+}
+
+/// Which list of the pod a [`PodContainer`] is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContainerList {
+    /// `initContainers`, run to completion one after the other before the app containers.
+    Init,
+    /// `initContainers` with `restartPolicy: Always`: a native sidecar, started in order and
+    /// kept running.
+    Sidecar,
+    /// `containers` (and the frameworks' main containers: Argo's `container`/`script`, Spark's
+    /// driver and executor, their `sidecars`).
+    App,
+    /// An image volume (`volumes[].image.reference`, Kubernetes 1.31+): pulled like a
+    /// container's image, never run. `name` is the volume's.
+    ImageVolume,
+}
+
+impl ContainerList {
+    /// The word used in origins: `initContainer`, `sidecar`, `container`, `image volume`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContainerList::Init => "initContainer",
+            ContainerList::Sidecar => "sidecar",
+            ContainerList::App => "container",
+            ContainerList::ImageVolume => "image volume",
+        }
+    }
+}
+
+/// One image a pod pulls: a container (or an image volume) as written in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodContainer {
+    /// The container's name (`#N`, 1-based in its list, when it has none).
+    pub name: String,
+    /// The list it is in.
+    pub list: ContainerList,
+    /// The image as written (Spark: `driver.image`, else `spec.image`). Never empty.
+    pub image: String,
+    /// `imagePullPolicy` as written (`pullPolicy` of an image volume); `None` when unset.
+    pub image_pull_policy: Option<String>,
+    /// Whether `command` is set (not null); always `false` for an image volume.
+    pub command_set: bool,
+    /// Whether `args` is set (not null); always `false` for an image volume.
+    pub args_set: bool,
+    /// The effective `runAsNonRoot`: the container's `securityContext`, else the pod's;
+    /// `None` when neither sets it (or for an image volume).
+    pub run_as_non_root: Option<bool>,
+    /// The effective `runAsUser`, as `run_as_non_root`.
+    pub run_as_user: Option<i64>,
+}
+
+/// Where a pod spec is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// 1-based document number in the input.
+    pub document: usize,
+    /// The object's `kind` (of a `List`'s item, for lists); empty for a bare pod spec.
+    pub kind: String,
+    /// The object's `apiVersion`.
+    pub api_version: String,
+    /// `metadata.name`, else `generateName` and `*`, else `(unnamed)`.
+    pub name: String,
+    /// Dotted path of the pod spec in the document: `spec.template.spec`,
+    /// `items[0].spec`, `spec.templates[2]`, `spec.driver`.
+    pub path: String,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.kind.is_empty() { "pod spec" } else { &self.kind };
+        write!(f, "document {}: {kind}/{} {}", self.document, self.name, self.path)
+    }
+}
+
+/// One pod spec: where it is and what it pulls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSpec {
+    /// Where it is.
+    pub origin: Origin,
+    /// Its containers and image volumes, in the kubelet's order: init containers (and native
+    /// sidecars), then app containers, then image volumes. pullcheck's own container is left
+    /// out.
+    pub containers: Vec<PodContainer>,
+}
+
+/// Everything the reader found.
+#[derive(Debug, Default)]
+pub struct Manifests {
+    /// The input's format.
+    pub format: Format,
+    /// The pod specs, in document order.
+    pub pod_specs: Vec<PodSpec>,
+    /// Things the user should know (skipped kinds and why, unknown kinds read generically,
+    /// containers without an image); for stderr.
+    pub notes: Vec<String>,
+    /// The parsed input, for `inject`.
+    pub(crate) tree: Tree,
+    /// Where `inject` edits, one per pod spec (same order as `pod_specs`).
+    pub(crate) spots: Vec<Spot>,
+}
+
+/// One image and where it is, for `check --pod-spec`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodImage {
+    /// The image as written.
+    pub image: String,
+    /// `"document 1: Job/train spec.template.spec initContainer fetch"`, for messages.
+    pub origin: String,
+}
+
+/// Input that cannot be read: exit 2. Messages name the input and the document, never values
+/// from it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ManifestError {
+    /// Not YAML or JSON.
+    #[error("{input}: document {document}: not valid {format} at line {line}, column {column}: {message}")]
+    Syntax {
+        /// The input's name.
+        input: String,
+        /// 1-based.
+        document: usize,
+        /// `YAML` or `JSON`.
+        format: &'static str,
+        /// 1-based, in the whole input.
+        line: usize,
+        /// 1-based.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// Go template syntax where YAML was expected.
+    #[error(
+        "{input}: document {document}: this looks like an unrendered Helm template (`{{{{` at line {line}): render it first, e.g. helm template RELEASE CHART | pullcheck inject"
+    )]
+    Template {
+        /// The input's name.
+        input: String,
+        /// 1-based.
+        document: usize,
+        /// 1-based line of the first `{{`.
+        line: usize,
+    },
+    /// `{{ }}` in an image.
+    #[error(
+        "{input}: {at} {list} {container}: the image is a template (`{{{{ }}}}`): render it first, e.g. helm template RELEASE CHART"
+    )]
+    TemplateImage {
+        /// The input's name.
+        input: String,
+        /// Where the pod spec is.
+        at: Origin,
+        /// Its list.
+        list: &'static str,
+        /// The container's name.
+        container: String,
+    },
+}
+
+/// Reads every pod spec of `text`; `source` names the input in messages.
+///
+/// # Errors
+///
+/// [`ManifestError`] when the text is not YAML or JSON, or holds Go template syntax.
+pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
+    let (tree, format) = parse(text, source)?;
+    let mut reader = Reader {
+        text,
+        source,
+        tree: &tree,
+        out: Vec::new(),
+        spots: Vec::new(),
+        notes: Vec::new(),
+        budget: tree.nodes.len().saturating_mul(4).saturating_add(1024),
+    };
+    for (index, doc) in tree.docs.iter().enumerate() {
+        reader.document(index, doc.root)?;
+    }
+    let Reader {
+        out, spots, notes, ..
+    } = reader;
+    Ok(Manifests {
+        format,
+        pod_specs: out,
+        notes,
+        tree,
+        spots,
+    })
+}
+
+/// Every container and image volume of every pod spec, with where it is: the reader's output
+/// flattened, for checks that look at containers one by one.
+///
+/// # Errors
+///
+/// As [`read`].
+pub fn pod_containers(
+    text: &str,
+    source: &str,
+) -> Result<Vec<(Origin, PodContainer)>, ManifestError> {
+    let manifests = read(text, source)?;
+    Ok(manifests
+        .pod_specs
+        .into_iter()
+        .flat_map(|spec| {
+            let origin = spec.origin;
+            spec.containers
+                .into_iter()
+                .map(move |c| (origin.clone(), c))
+        })
+        .collect())
+}
+
+impl Manifests {
+    /// The images a check must pull, in order (duplicates kept: the caller removes them):
+    /// every container and image volume but those with `imagePullPolicy: Never` (the node must
+    /// already have them).
+    pub fn images(&self) -> Vec<PodImage> {
+        let mut out = Vec::new();
+        for spec in &self.pod_specs {
+            for c in &spec.containers {
+                if c.image_pull_policy.as_deref() == Some("Never") {
+                    continue;
+                }
+                out.push(PodImage {
+                    image: c.image.clone(),
+                    origin: format!("{} {} {}", spec.origin, c.list.as_str(), c.name),
+                });
+            }
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+/// Whether a line of `input` is a YAML `---` document marker (never valid JSON).
+fn has_document_marker(input: &str) -> bool {
+    input.lines().any(|line| {
+        line.strip_prefix("---")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
+    })
+}
+
+fn parse(text: &str, source: &str) -> Result<(Tree, Format), ManifestError> {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let bom = text.len() - body.len();
+    if body.trim_start().starts_with(['{', '[']) {
+        match parse_json(text, bom, source) {
+            Ok(tree) => return Ok((tree, Format::Json)),
+            Err(e) if !has_document_marker(body) => return Err(e),
+            // JSON documents in a YAML stream (`{…}` `---` `{…}`) are YAML.
+            Err(_) => {}
+        }
+    }
+    if let Some(line) = flow_depth_error(body) {
+        return Err(ManifestError::Syntax {
+            input: source.to_string(),
+            document: 1,
+            format: "YAML",
+            line,
+            column: 1,
+            message: format!("`[`/`{{` nested more than {} levels deep", tree::MAX_DEPTH),
+        });
+    }
+    let mut tree = Tree::default();
+    match tree.parse_yaml(body, bom) {
+        Ok(()) => Ok((tree, Format::Yaml)),
+        Err(e) => Err(syntax_or_template(text, source, "YAML", e)),
+    }
+}
+
+/// A parse error, or the Helm hint when the text has Go template syntax (`{{` outside
+/// comments).
+fn syntax_or_template(text: &str, source: &str, format: &'static str, e: ParseError) -> ManifestError {
+    if let Some(line) = template_line(text) {
+        return ManifestError::Template {
+            input: source.to_string(),
+            document: e.document,
+            line,
+        };
+    }
+    ManifestError::Syntax {
+        input: source.to_string(),
+        document: e.document,
+        format,
+        line: e.line,
+        column: e.column,
+        message: e.message,
+    }
+}
+
+/// The first line with `{{` outside a comment.
+fn template_line(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let code = match l.find(" #") {
+                Some(i) => &l[..i],
+                None if l.trim_start().starts_with('#') => "",
+                None => l,
+            };
+            code.contains("{{") || code.contains("{%")
+        })
+        .map(|i| i + 1)
+}
+
+/// Flow collections nested deeper than the tree allows, counted cheaply before the parser
+/// sees them (deep `[[[[` costs a YAML scanner time for every level). Brackets inside quotes
+/// and comments are counted too: an over-estimate, so the limit is generous.
+fn flow_depth_error(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut line = 1;
+    for c in text.chars() {
+        match c {
+            '[' | '{' => {
+                depth += 1;
+                if depth > 2 * tree::MAX_DEPTH {
+                    return Some(line);
+                }
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            '\n' => line += 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+fn parse_json(text: &str, bom: usize, source: &str) -> Result<Tree, ManifestError> {
+    let mut tree = Tree::default();
+    let body = &text[bom..];
+    let mut stream = serde_json::Deserializer::from_str(body).into_iter::<serde::de::IgnoredAny>();
+    let mut start = 0;
+    let mut document = 0;
+    while let Some(next) = stream.next() {
+        document += 1;
+        let end = stream.byte_offset();
+        if let Err(e) = next {
+            return Err(ManifestError::Syntax {
+                input: source.to_string(),
+                document,
+                format: "JSON",
+                line: e.line(),
+                column: e.column(),
+                message: json_message(&e),
+            });
+        }
+        let piece = &body[start..end];
+        let skip = piece.len() - piece.trim_start().len();
+        if let Err(e) = tree.parse_yaml(piece.trim_start(), bom + start + skip) {
+            return Err(ManifestError::Syntax {
+                input: source.to_string(),
+                document,
+                format: "JSON",
+                line: e.line,
+                column: e.column,
+                message: e.message,
+            });
+        }
+        start = end;
+    }
+    Ok(tree)
+}
+
+/// serde_json's message without its position (given apart) and anything quoted.
+fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let text = match text.find(" at line ") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    match text.find('`') {
+        Some(i) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding pod specs
+
+/// Where `inject` edits one pod spec.
+#[derive(Debug, Clone)]
+pub(crate) struct Spot {
+    /// Index of the public [`PodSpec`] in `pod_specs`.
+    pub spec: usize,
+    /// The mapping that holds (or gets) `initContainers`.
+    pub holder: NodeId,
+    /// New keys go before the first of these keys found in `holder` (else before its first).
+    pub before: &'static [&'static str],
+    /// The mapping that holds (or gets) `volumes` (the pod spec; a workflow's or a Spark
+    /// application's spec, shared by several spots).
+    pub volumes: NodeId,
+    /// The pod spec proper, when the spot is one (restartPolicy, os, QoS).
+    pub pod: Option<NodeId>,
+    /// The `batch/v1` Job spec this pod spec belongs to.
+    pub job: Option<NodeId>,
+    /// The pull secrets' names (pod `imagePullSecrets`, Spark's list of names).
+    pub secrets: Vec<String>,
+    /// `imagePullSecrets` entries that are not Secret names.
+    pub bad_secrets: Vec<String>,
+    /// The restartPolicy an operator sets on the pods (Kubeflow's replica restartPolicy).
+    pub operator_policy: Option<String>,
+    /// The restartPolicy the framework gives its pods when it is not written.
+    pub default_policy: Option<&'static str>,
+    /// Every container node (init, app, sidecars), pullcheck's own left out, for mounts and
+    /// QoS.
+    pub container_nodes: Vec<NodeId>,
+    /// An app container is already named `pullcheck`.
+    pub name_taken: bool,
+    /// Fields that must be lists and are not.
+    pub not_lists: Vec<&'static str>,
+    /// The pod runs on Windows.
+    pub windows: bool,
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    source: &'a str,
+    tree: &'a Tree,
+    out: Vec<PodSpec>,
+    spots: Vec<Spot>,
+    notes: Vec<String>,
+    /// Nodes the generic search may still visit (aliases can make a walk revisit nodes).
+    budget: usize,
+}
+
+/// The object being read, for origins.
+#[derive(Clone)]
+struct Owner {
+    document: usize,
+    kind: String,
+    api_version: String,
+    name: String,
+}
+
+/// What a spot's pod spec is, besides the common fields.
+struct SpotShape {
+    holder: NodeId,
+    before: &'static [&'static str],
+    volumes: NodeId,
+    pod: Option<NodeId>,
+    job: Option<NodeId>,
+    operator_policy: Option<String>,
+    default_policy: Option<&'static str>,
+}
+
+/// Keys under which a pod template is a piece of a policy or patch, never a pod of its own.
+const PATCH_KEYS: [&str; 10] = [
+    "patch",
+    "patches",
+    "patchStrategicMerge",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "jsonPatch",
+    "rules",
+    "mutate",
+    "overlay",
+    "match",
+];
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+impl Reader<'_> {
+    fn note(&mut self, message: String) {
+        self.notes.push(format!("{}: {message}", self.source));
+    }
+
+    fn document(&mut self, index: usize, root: NodeId) -> Result<(), ManifestError> {
+        let t = self.tree;
+        let root = t.resolve(root);
+        if t.is_seq(root) {
+            // A bare JSON/YAML array of objects.
+            for (i, &item) in t.items(root).iter().enumerate() {
+                self.object(index, t.resolve(item), &format!("[{i}]"))?;
+            }
+            return Ok(());
+        }
+        self.object(index, root, "")
+    }
+
+    fn object(&mut self, doc: usize, node: NodeId, path: &str) -> Result<(), ManifestError> {
+        let t = self.tree;
+        if !t.is_map(node) {
+            return Ok(());
+        }
+        let kind = t.str_at(node, "kind").unwrap_or("").to_string();
+        let api_version = t.str_at(node, "apiVersion").unwrap_or("").to_string();
+        let metadata = t.get(node, "metadata");
+        let name = match (
+            metadata.and_then(|m| t.str_at(m, "name")),
+            metadata.and_then(|m| t.str_at(m, "generateName")),
+        ) {
+            (Some(n), _) if !n.is_empty() => clip(n),
+            (_, Some(g)) if !g.is_empty() => format!("{}*", clip(g)),
+            _ => "(unnamed)".to_string(),
+        };
+        let owner = Owner {
+            document: doc + 1,
+            kind: clip(&kind),
+            api_version: clip(&api_version),
+            name,
+        };
+        let group = match api_version.split_once('/') {
+            Some((group, _)) => group,
+            None => "",
+        };
+        let at = |p: &str| join(path, p);
+        let describe = format!(
+            "document {}: {}/{} ({})",
+            owner.document, owner.kind, owner.name, owner.api_version
+        );
+
+        if kind.is_empty() {
+            if t.get(node, "containers").is_some_and(|c| t.is_seq(c)) {
+                return self.pod_spec(&owner, node, &at(""), None, None, None);
+            }
+            return Ok(());
+        }
+        if kind.len() > 4 && kind.ends_with("List") || kind == "List" {
+            if let Some(items) = t.get(node, "items") {
+                for (i, &item) in t.items(items).iter().enumerate() {
+                    self.object(doc, t.resolve(item), &at(&format!("items[{i}]")))?;
+                }
+            }
+            return Ok(());
+        }
+        let spec = t.get(node, "spec");
+        match (group, kind.as_str()) {
+            ("", "Pod") => {
+                if let Some(s) = spec {
+                    self.pod_spec(&owner, s, &at("spec"), None, None, None)?;
+                }
+            }
+            ("", "PodTemplate") => {
+                if let Some(s) = t.get(node, "template").and_then(|tp| t.get(tp, "spec")) {
+                    self.pod_spec(&owner, s, &at("template.spec"), None, None, None)?;
+                }
+            }
+            ("", "ReplicationController")
+            | ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet") => {
+                if let Some(s) = spec {
+                    self.template(&owner, s, &at("spec"), None, Some("Always"))?;
+                }
+            }
+            ("batch", "Job") => {
+                if let Some(s) = spec {
+                    self.job(&owner, s, &at("spec"))?;
+                }
+            }
+            ("batch", "CronJob") => {
+                if let Some(js) = spec
+                    .and_then(|s| t.get(s, "jobTemplate"))
+                    .and_then(|j| t.get(j, "spec"))
+                {
+                    self.job(&owner, js, &at("spec.jobTemplate.spec"))?;
+                }
+            }
+            (
+                "argoproj.io",
+                "Workflow" | "WorkflowTemplate" | "ClusterWorkflowTemplate" | "CronWorkflow",
+            ) => {
+                let (wf, wf_path) = if kind == "CronWorkflow" {
+                    (spec.and_then(|s| t.get(s, "workflowSpec")), "spec.workflowSpec")
+                } else {
+                    (spec, "spec")
+                };
+                if let Some(wf) = wf {
+                    self.argo(&owner, wf, &at(wf_path))?;
+                }
+            }
+            ("sparkoperator.k8s.io", "SparkApplication" | "ScheduledSparkApplication") => {
+                let (app, app_path) = if kind == "ScheduledSparkApplication" {
+                    (spec.and_then(|s| t.get(s, "template")), "spec.template")
+                } else {
+                    (spec, "spec")
+                };
+                if let Some(app) = app {
+                    self.spark(&owner, app, &at(app_path))?;
+                }
+            }
+            ("ray.io", "RayCluster" | "RayJob" | "RayService") => {
+                let Some(spec) = spec else { return Ok(()) };
+                let (cluster, cluster_path) = match kind.as_str() {
+                    "RayCluster" => (Some(spec), "spec"),
+                    "RayJob" => (t.get(spec, "rayClusterSpec"), "spec.rayClusterSpec"),
+                    _ => (t.get(spec, "rayClusterConfig"), "spec.rayClusterConfig"),
+                };
+                if let Some(c) = cluster {
+                    if let Some(head) = t.get(c, "headGroupSpec") {
+                        self.template(&owner, head, &at(&format!("{cluster_path}.headGroupSpec")), None, None)?;
+                    }
+                    if let Some(groups) = t.get(c, "workerGroupSpecs") {
+                        for (i, &g) in t.items(groups).iter().enumerate() {
+                            let p = at(&format!("{cluster_path}.workerGroupSpecs[{i}]"));
+                            self.template(&owner, t.resolve(g), &p, None, None)?;
+                        }
+                    }
+                }
+                if kind == "RayJob"
+                    && let Some(sub) = t.get(spec, "submitterPodTemplate")
+                    && let Some(s) = t.get(sub, "spec")
+                {
+                    self.pod_spec(&owner, s, &at("spec.submitterPodTemplate.spec"), None, None, Some("Never"))?;
+                }
+            }
+            (
+                "kubeflow.org",
+                "PyTorchJob" | "TFJob" | "MPIJob" | "XGBoostJob" | "PaddleJob" | "JAXJob",
+            ) => {
+                let Some(spec) = spec else { return Ok(()) };
+                for &(k, v) in t.entries(spec) {
+                    let Some(key) = t.scalar(k) else { continue };
+                    if !key.ends_with("ReplicaSpecs") {
+                        continue;
+                    }
+                    for &(rk, rv) in t.entries(v) {
+                        let replica = t.scalar(rk).unwrap_or("");
+                        let rv = t.resolve(rv);
+                        let policy = t.str_at(rv, "restartPolicy").map(str::to_string);
+                        // The training operator (kubeflow.org/v1) sets the replica's policy on
+                        // the pods, OnFailure when unset.
+                        let default = (api_version == "kubeflow.org/v1").then_some("OnFailure");
+                        let p = at(&format!("spec.{key}.{replica}"));
+                        self.template_with(&owner, rv, &p, policy, default)?;
+                    }
+                }
+            }
+            ("trainer.kubeflow.org", "TrainingRuntime" | "ClusterTrainingRuntime") => {
+                if let Some(js) = spec
+                    .and_then(|s| t.get(s, "template"))
+                    .and_then(|tp| t.get(tp, "spec"))
+                {
+                    self.jobset(&owner, js, &at("spec.template.spec"))?;
+                }
+            }
+            ("trainer.kubeflow.org", "TrainJob") => self.note(format!(
+                "{describe}: skipped: a TrainJob's pods come from its runtime; inject into the \
+                 TrainingRuntime or ClusterTrainingRuntime instead"
+            )),
+            ("jobset.x-k8s.io", "JobSet") => {
+                if let Some(s) = spec {
+                    self.jobset(&owner, s, &at("spec"))?;
+                }
+            }
+            ("batch.volcano.sh", "Job") => {
+                if let Some(tasks) = spec.and_then(|s| t.get(s, "tasks")) {
+                    for (i, &task) in t.items(tasks).iter().enumerate() {
+                        let p = at(&format!("spec.tasks[{i}]"));
+                        self.template(&owner, t.resolve(task), &p, None, None)?;
+                    }
+                }
+            }
+            ("tekton.dev", _) => self.note(format!(
+                "{describe}: skipped: Tekton has no init-container hook for its steps; Tekton \
+                 already fails a TaskRun whose step image cannot be pulled (ImagePullBackOff)"
+            )),
+            ("kyverno.io", _)
+            | (
+                "templates.gatekeeper.sh"
+                | "mutations.gatekeeper.sh"
+                | "constraints.gatekeeper.sh"
+                | "expansion.gatekeeper.sh"
+                | "config.gatekeeper.sh"
+                | "admissionregistration.k8s.io",
+                _,
+            ) => self.note(format!(
+                "{describe}: skipped: a policy object; pod specs inside it are patterns or \
+                 patches, not pods"
+            )),
+            ("serving.knative.dev", "Service" | "Configuration" | "Revision") => {
+                self.note(format!(
+                    "{describe}: skipped: Knative Serving does not allow init containers \
+                     unless its `kubernetes.podspec-init-containers` feature flag is on"
+                ))
+            }
+            _ => {
+                let before = self.out.len();
+                self.generic(&owner, node, path, 0)?;
+                if self.out.len() > before {
+                    let paths: Vec<String> = self.out[before..]
+                        .iter()
+                        .map(|s| s.origin.path.clone())
+                        .collect();
+                    self.note(format!(
+                        "{describe}: not a kind pullcheck knows; read the pod template(s) at {}",
+                        paths.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A Job spec: its pod template, with the Job for `--job-failure-policy`.
+    fn job(&mut self, owner: &Owner, spec: NodeId, path: &str) -> Result<(), ManifestError> {
+        let t = self.tree;
+        if let Some(s) = t.get(spec, "template").and_then(|tp| t.get(tp, "spec")) {
+            self.pod_spec(owner, s, &join(path, "template.spec"), None, Some(spec), None)?;
+        }
+        Ok(())
+    }
+
+    /// `X.template.spec`.
+    fn template(
+        &mut self,
+        owner: &Owner,
+        node: NodeId,
+        path: &str,
+        operator_policy: Option<String>,
+        default: Option<&'static str>,
+    ) -> Result<(), ManifestError> {
+        self.template_with(owner, node, path, operator_policy, default)
+    }
+
+    fn template_with(
+        &mut self,
+        owner: &Owner,
+        node: NodeId,
+        path: &str,
+        operator_policy: Option<String>,
+        default: Option<&'static str>,
+    ) -> Result<(), ManifestError> {
+        let t = self.tree;
+        if let Some(s) = t.get(node, "template").and_then(|tp| t.get(tp, "spec")) {
+            let shape = SpotShape {
+                holder: s,
+                before: &["containers"],
+                volumes: s,
+                pod: Some(s),
+                job: None,
+                operator_policy,
+                default_policy: default,
+            };
+            self.pod_spec_shaped(owner, s, &join(path, "template.spec"), shape)?;
+        }
+        Ok(())
+    }
+
+    /// A JobSet spec (also a Trainer runtime's template): each replicated Job's pod template.
+    fn jobset(&mut self, owner: &Owner, spec: NodeId, path: &str) -> Result<(), ManifestError> {
+        let t = self.tree;
+        if let Some(jobs) = t.get(spec, "replicatedJobs") {
+            for (i, &rj) in t.items(jobs).iter().enumerate() {
+                let js = t.get(t.resolve(rj), "template").and_then(|tp| t.get(tp, "spec"));
+                if let Some(js) = js
+                    && let Some(s) = t.get(js, "template").and_then(|tp| t.get(tp, "spec"))
+                {
+                    let p = join(path, &format!("replicatedJobs[{i}].template.spec.template.spec"));
+                    self.pod_spec(owner, s, &p, None, None, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn pod_spec(
+        &mut self,
+        owner: &Owner,
+        spec: NodeId,
+        path: &str,
+        operator_policy: Option<String>,
+        job: Option<NodeId>,
+        default: Option<&'static str>,
+    ) -> Result<(), ManifestError> {
+        let shape = SpotShape {
+            holder: spec,
+            before: &["containers"],
+            volumes: spec,
+            pod: Some(spec),
+            job,
+            operator_policy,
+            default_policy: default,
+        };
+        self.pod_spec_shaped(owner, spec, path, shape)
+    }
+
+    /// A real pod spec (`containers`, `initContainers`, `volumes`, `imagePullSecrets`).
+    fn pod_spec_shaped(
+        &mut self,
+        owner: &Owner,
+        spec: NodeId,
+        path: &str,
+        shape: SpotShape,
+    ) -> Result<(), ManifestError> {
+        let t = self.tree;
+        if !t.is_map(spec) {
+            return Ok(());
+        }
+        let origin = self.origin(owner, path);
+        let pod_security = t.get(spec, "securityContext");
+        let mut containers = Vec::new();
+        let mut nodes = Vec::new();
+        let mut name_taken = false;
+        let mut not_lists = Vec::new();
+        for key in ["initContainers", "volumes", "imagePullSecrets", "containers"] {
+            if let Some(v) = t.get(spec, key)
+                && !t.is_seq(v)
+                && !t.is_null(v)
+            {
+                not_lists.push(key);
+            }
+        }
+        for (key, list) in [("initContainers", ContainerList::Init), ("containers", ContainerList::App)] {
+            let Some(l) = t.get(spec, key) else { continue };
+            for (i, &c) in t.items(l).iter().enumerate() {
+                let c = t.resolve(c);
+                if t.str_at(c, "name") == Some(PULLCHECK) {
+                    name_taken |= list == ContainerList::App;
+                    continue;
+                }
+                nodes.push(c);
+                let list = if list == ContainerList::Init && t.str_at(c, "restartPolicy") == Some("Always") {
+                    ContainerList::Sidecar
+                } else {
+                    list
+                };
+                if let Some(pc) = self.container(&origin, c, i, list, pod_security, None)? {
+                    containers.push(pc);
+                }
+            }
+        }
+        self.image_volumes(&origin, spec, &mut containers);
+        let (secrets, bad_secrets) = self.pull_secrets(t.get(spec, "imagePullSecrets"));
+        let windows = t
+            .get(spec, "os")
+            .and_then(|o| t.str_at(o, "name"))
+            == Some("windows");
+        self.push(origin, containers, shape, secrets, bad_secrets, nodes, name_taken, not_lists, windows);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        origin: Origin,
+        containers: Vec<PodContainer>,
+        shape: SpotShape,
+        secrets: Vec<String>,
+        bad_secrets: Vec<String>,
+        container_nodes: Vec<NodeId>,
+        name_taken: bool,
+        not_lists: Vec<&'static str>,
+        windows: bool,
+    ) {
+        self.spots.push(Spot {
+            spec: self.out.len(),
+            holder: shape.holder,
+            before: shape.before,
+            volumes: shape.volumes,
+            pod: shape.pod,
+            job: shape.job,
+            secrets,
+            bad_secrets,
+            operator_policy: shape.operator_policy,
+            default_policy: shape.default_policy,
+            container_nodes,
+            name_taken,
+            not_lists,
+            windows,
+        });
+        self.out.push(PodSpec { origin, containers });
+    }
+
+    fn origin(&self, owner: &Owner, path: &str) -> Origin {
+        Origin {
+            document: owner.document,
+            kind: owner.kind.clone(),
+            api_version: owner.api_version.clone(),
+            name: owner.name.clone(),
+            path: if path.is_empty() { ".".to_string() } else { path.to_string() },
+        }
+    }
+
+    /// Image volumes of a pod spec's `volumes`.
+    fn image_volumes(&mut self, origin: &Origin, spec: NodeId, out: &mut Vec<PodContainer>) {
+        let t = self.tree;
+        let Some(volumes) = t.get(spec, "volumes") else { return };
+        for (i, &v) in t.items(volumes).iter().enumerate() {
+            let v = t.resolve(v);
+            let Some(image) = t.get(v, "image") else { continue };
+            let name = t.str_at(v, "name").map_or_else(|| format!("#{}", i + 1), clip);
+            match t.str_at(image, "reference") {
+                Some(r) if !r.trim().is_empty() => out.push(PodContainer {
+                    name,
+                    list: ContainerList::ImageVolume,
+                    image: r.to_string(),
+                    image_pull_policy: t.str_at(image, "pullPolicy").map(str::to_string),
+                    command_set: false,
+                    args_set: false,
+                    run_as_non_root: None,
+                    run_as_user: None,
+                }),
+                _ => self.note(format!("{origin}: image volume {name} has no reference; not checked")),
+            }
+        }
+    }
+
+    /// Pull secret names: a list of `{name: …}` or (Spark) of strings.
+    fn pull_secrets(&self, list: Option<NodeId>) -> (Vec<String>, Vec<String>) {
+        let t = self.tree;
+        let (mut good, mut bad) = (Vec::new(), Vec::new());
+        let Some(list) = list else { return (good, bad) };
+        for &e in t.items(list) {
+            let e = t.resolve(e);
+            let name = if t.is_map(e) { t.str_at(e, "name") } else { t.scalar(e) };
+            let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { continue };
+            if !crate::inject::is_dns_subdomain(name) {
+                bad.push(clip(name));
+            } else if !good.iter().any(|g| g == name) {
+                good.push(name.to_string());
+            }
+        }
+        (good, bad)
+    }
+
+    /// One container. `image_default` is Spark's `spec.image` for the driver and executor.
+    fn container(
+        &mut self,
+        origin: &Origin,
+        c: NodeId,
+        index: usize,
+        list: ContainerList,
+        pod_security: Option<NodeId>,
+        image_default: Option<&str>,
+    ) -> Result<Option<PodContainer>, ManifestError> {
+        let t = self.tree;
+        let name = t
+            .str_at(c, "name")
+            .filter(|n| !n.is_empty())
+            .map_or_else(|| format!("#{}", index + 1), clip);
+        let image_node = t.get(c, "image");
+        let image = match image_node {
+            Some(n) => match t.scalar(n) {
+                Some(s) => Some(s.to_string()),
+                None if t.is_null(n) => None,
+                None => {
+                    // `image: {{ .Values.image }}` unquoted reads as a mapping.
+                    if template_line(self.text).is_some() {
+                        return Err(ManifestError::TemplateImage {
+                            input: self.source.to_string(),
+                            at: origin.clone(),
+                            list: list.as_str(),
+                            container: name,
+                        });
+                    }
+                    self.note(format!("{origin} {} {name}: the image is not a string; not checked", list.as_str()));
+                    return Ok(None);
+                }
+            },
+            None => None,
+        };
+        let Some(image) = image.or_else(|| image_default.map(str::to_string)) else {
+            self.note(format!("{origin} {} {name}: no image; not checked", list.as_str()));
+            return Ok(None);
+        };
+        if image.trim().is_empty() {
+            self.note(format!("{origin} {} {name}: an empty image; not checked", list.as_str()));
+            return Ok(None);
+        }
+        if image.contains("{{") {
+            if origin.api_version.starts_with("argoproj.io/") {
+                // Argo fills `{{inputs.parameters.image}}` in at run time.
+                self.note(format!(
+                    "{origin} {} {name}: the image is an Argo parameter, known only at run time; not checked",
+                    list.as_str()
+                ));
+                return Ok(None);
+            }
+            return Err(ManifestError::TemplateImage {
+                input: self.source.to_string(),
+                at: origin.clone(),
+                list: list.as_str(),
+                container: name,
+            });
+        }
+        let security = t.get(c, "securityContext");
+        let effective_bool = |key: &str| {
+            security
+                .and_then(|s| t.get(s, key))
+                .and_then(|v| t.as_bool(v))
+                .or_else(|| pod_security.and_then(|s| t.get(s, key)).and_then(|v| t.as_bool(v)))
+        };
+        let effective_int = |key: &str| {
+            security
+                .and_then(|s| t.get(s, key))
+                .and_then(|v| t.as_i64(v))
+                .or_else(|| pod_security.and_then(|s| t.get(s, key)).and_then(|v| t.as_i64(v)))
+        };
+        let set = |key: &str| t.get(c, key).is_some_and(|v| !t.is_null(v));
+        Ok(Some(PodContainer {
+            name,
+            list,
+            image,
+            image_pull_policy: t.str_at(c, "imagePullPolicy").map(str::to_string),
+            command_set: set("command"),
+            args_set: set("args"),
+            run_as_non_root: effective_bool("runAsNonRoot"),
+            run_as_user: effective_int("runAsUser"),
+        }))
+    }
+
+    /// An Argo workflow spec: each template that runs a container or script.
+    fn argo(&mut self, owner: &Owner, wf: NodeId, path: &str) -> Result<(), ManifestError> {
+        let t = self.tree;
+        let Some(templates) = t.get(wf, "templates") else { return Ok(()) };
+        let pod_security = t.get(wf, "securityContext");
+        let (secrets, bad_secrets) = self.pull_secrets(t.get(wf, "imagePullSecrets"));
+        for (i, &tpl) in t.items(templates).iter().enumerate() {
+            let tpl = t.resolve(tpl);
+            let main_key = if t.get(tpl, "container").is_some() {
+                "container"
+            } else if t.get(tpl, "script").is_some() {
+                "script"
+            } else {
+                continue;
+            };
+            let origin = self.origin(owner, &join(path, &format!("templates[{i}]")));
+            let mut containers = Vec::new();
+            let mut nodes = Vec::new();
+            let mut name_taken = false;
+            let mut not_lists = Vec::new();
+            for key in ["initContainers", "sidecars"] {
+                if let Some(v) = t.get(tpl, key)
+                    && !t.is_seq(v)
+                    && !t.is_null(v)
+                {
+                    not_lists.push(key);
+                }
+            }
+            if let Some(v) = t.get(wf, "volumes")
+                && !t.is_seq(v)
+                && !t.is_null(v)
+            {
+                not_lists.push("volumes");
+            }
+            if let Some(inits) = t.get(tpl, "initContainers") {
+                for (j, &c) in t.items(inits).iter().enumerate() {
+                    let c = t.resolve(c);
+                    if t.str_at(c, "name") == Some(PULLCHECK) {
+                        continue;
+                    }
+                    nodes.push(c);
+                    if let Some(pc) = self.container(&origin, c, j, ContainerList::Init, pod_security, None)? {
+                        containers.push(pc);
+                    }
+                }
+            }
+            if let Some(main) = t.get(tpl, main_key) {
+                nodes.push(main);
+                let mut pc = self.container(&origin, main, 0, ContainerList::App, pod_security, None)?;
+                if let Some(pc) = &mut pc
+                    && t.str_at(main, "name").is_none()
+                {
+                    pc.name = "main".to_string();
+                }
+                containers.extend(pc);
+            }
+            if let Some(sidecars) = t.get(tpl, "sidecars") {
+                for (j, &c) in t.items(sidecars).iter().enumerate() {
+                    let c = t.resolve(c);
+                    name_taken |= t.str_at(c, "name") == Some(PULLCHECK);
+                    nodes.push(c);
+                    if let Some(pc) = self.container(&origin, c, j, ContainerList::App, pod_security, None)? {
+                        containers.push(pc);
+                    }
+                }
+            }
+            let shape = SpotShape {
+                holder: tpl,
+                before: &["container", "script"],
+                volumes: wf,
+                pod: None,
+                job: None,
+                operator_policy: None,
+                // Argo runs each step's pod with restartPolicy Never unless a retryStrategy
+                // says otherwise.
+                default_policy: Some("Never"),
+            };
+            self.push(origin, containers, shape, secrets.clone(), bad_secrets.clone(), nodes, name_taken, not_lists, false);
+        }
+        Ok(())
+    }
+
+    /// A Spark application spec: the driver and the executor.
+    fn spark(&mut self, owner: &Owner, app: NodeId, path: &str) -> Result<(), ManifestError> {
+        let t = self.tree;
+        let (secrets, bad_secrets) = self.pull_secrets(t.get(app, "imagePullSecrets"));
+        let app_image = t.str_at(app, "image").map(str::to_string);
+        let app_policy = t.str_at(app, "imagePullPolicy").map(str::to_string);
+        for role in ["driver", "executor"] {
+            let Some(r) = t.get(app, role) else { continue };
+            if !t.is_map(r) {
+                continue;
+            }
+            let origin = self.origin(owner, &join(path, role));
+            let mut containers = Vec::new();
+            let mut nodes = Vec::new();
+            let mut name_taken = false;
+            let mut not_lists = Vec::new();
+            for key in ["initContainers", "sidecars"] {
+                if let Some(v) = t.get(r, key)
+                    && !t.is_seq(v)
+                    && !t.is_null(v)
+                {
+                    not_lists.push(key);
+                }
+            }
+            if let Some(inits) = t.get(r, "initContainers") {
+                for (j, &c) in t.items(inits).iter().enumerate() {
+                    let c = t.resolve(c);
+                    if t.str_at(c, "name") == Some(PULLCHECK) {
+                        continue;
+                    }
+                    nodes.push(c);
+                    if let Some(pc) = self.container(&origin, c, j, ContainerList::Init, None, None)? {
+                        containers.push(pc);
+                    }
+                }
+            }
+            // The driver or executor container itself: its image, else the application's.
+            if let Some(mut pc) = self.container(&origin, r, 0, ContainerList::App, None, app_image.as_deref())? {
+                pc.name = format!("spark-kubernetes-{role}");
+                if pc.image_pull_policy.is_none() {
+                    pc.image_pull_policy.clone_from(&app_policy);
+                }
+                containers.push(pc);
+            }
+            if let Some(sidecars) = t.get(r, "sidecars") {
+                for (j, &c) in t.items(sidecars).iter().enumerate() {
+                    let c = t.resolve(c);
+                    name_taken |= t.str_at(c, "name") == Some(PULLCHECK);
+                    nodes.push(c);
+                    if let Some(pc) = self.container(&origin, c, j, ContainerList::App, None, None)? {
+                        containers.push(pc);
+                    }
+                }
+            }
+            let shape = SpotShape {
+                holder: r,
+                before: &[],
+                volumes: app,
+                pod: None,
+                job: None,
+                operator_policy: None,
+                default_policy: Some("Never"),
+            };
+            self.push(origin, containers, shape, secrets.clone(), bad_secrets.clone(), nodes, name_taken, not_lists, false);
+        }
+        Ok(())
+    }
+
+    /// An unknown kind: every `template` whose `spec` has `containers`, not under a patch or
+    /// rule, nor inside another object's pod spec.
+    fn generic(&mut self, owner: &Owner, node: NodeId, path: &str, depth: usize) -> Result<(), ManifestError> {
+        let t = self.tree;
+        if depth > tree::MAX_DEPTH || self.budget == 0 {
+            return Ok(());
+        }
+        self.budget -= 1;
+        let node = t.resolve(node);
+        if t.is_seq(node) {
+            for (i, &item) in t.items(node).iter().enumerate() {
+                self.generic(owner, item, &format!("{path}[{i}]"), depth + 1)?;
+            }
+            return Ok(());
+        }
+        // A whole object nested in another (CodeFlare's AppWrapper): read it as its own kind.
+        if depth > 0 && t.str_at(node, "kind").is_some() && t.str_at(node, "apiVersion").is_some() {
+            return self.object(owner.document - 1, node, path);
+        }
+        let operator_policy = t.str_at(node, "restartPolicy").map(str::to_string);
+        for &(k, v) in t.entries(node) {
+            let Some(key) = t.scalar(k) else { continue };
+            if PATCH_KEYS.contains(&key) {
+                continue;
+            }
+            let p = join(path, key);
+            if key == "template"
+                && let Some(s) = t.get(v, "spec")
+                && t.get(s, "containers").is_some_and(|c| t.is_seq(c))
+            {
+                let policy = operator_policy.clone().filter(|_| t.get(node, "template").is_some() && depth > 0 && t.get(s, "restartPolicy").is_none() || operator_policy.is_some());
+                self.pod_spec(owner, s, &join(&p, "spec"), policy, None, None)?;
+                continue;
+            }
+            self.generic(owner, v, &p, depth + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// At most 64 characters of a name from the document, control characters replaced.
+fn clip(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i == 64 {
+            out.push('…');
+            break;
+        }
+        out.push(if c.is_control() { ' ' } else { c });
+    }
+    out
+}
