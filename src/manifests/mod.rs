@@ -590,7 +590,7 @@ impl Reader<'_> {
             ("", "ReplicationController")
             | ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet") => {
                 if let Some(s) = spec {
-                    self.template(&owner, s, &at("spec"), None, Some("Always"))?;
+                    self.template(&owner, s, &at("spec"), None, None)?;
                 }
             }
             ("batch", "Job") => {

@@ -224,6 +224,19 @@ impl Tree {
                 Event::SequenceEnd | Event::MappingEnd => {
                     let Some((id, _)) = stack.pop() else { continue };
                     keys.pop();
+                    // A block collection can start where its first child does (`- {a: 1}` in
+                    // an indentless sequence starts at the `{`): a flow one never does.
+                    let first = match &self.nodes[id].kind {
+                        Kind::Seq { items, .. } => items.first().copied(),
+                        Kind::Map { entries, .. } => entries.first().map(|(k, _)| *k),
+                        _ => None,
+                    };
+                    if first.is_some_and(|f| self.nodes[f].start == self.nodes[id].start) {
+                        match &mut self.nodes[id].kind {
+                            Kind::Seq { flow, .. } | Kind::Map { flow, .. } => *flow = false,
+                            _ => {}
+                        }
+                    }
                     let flow = matches!(
                         self.nodes[id].kind,
                         Kind::Seq { flow: true, .. } | Kind::Map { flow: true, .. }
