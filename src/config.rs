@@ -5,8 +5,8 @@ use crate::check::Options;
 use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
 use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
-use crate::platform::{MatchMode, Platform};
 use crate::manifests;
+use crate::platform::{MatchMode, Platform};
 use crate::reference::{DOCKER_HUB, Reference};
 use crate::registry::{ClientOptions, PlatformPolicy};
 use rustls_pki_types::CertificateDer;
@@ -207,11 +207,13 @@ impl Config {
             .filter_map(|i| Reference::parse(i).ok())
             .collect();
         let mut warnings = pod_spec_notes;
-        warnings.extend(keyring.resolve_helpers(
-            references
-                .iter()
-                .map(|r| (r.registry.as_str(), r.repository.as_str())),
-        ));
+        warnings.extend(
+            keyring.resolve_helpers(
+                references
+                    .iter()
+                    .map(|r| (r.registry.as_str(), r.repository.as_str())),
+            ),
+        );
 
         let allow_unauthenticated = args
             .allow_unauthenticated

@@ -190,11 +190,17 @@ pub fn init_container(
             Y::map([
                 (
                     "requests",
-                    flow(Y::map([("cpu", Y::s(cpu_request)), ("memory", Y::s(memory_request))])),
+                    flow(Y::map([
+                        ("cpu", Y::s(cpu_request)),
+                        ("memory", Y::s(memory_request)),
+                    ])),
                 ),
                 (
                     "limits",
-                    flow(Y::map([("cpu", Y::s(CPU_LIMIT)), ("memory", Y::s(MEMORY_LIMIT))])),
+                    flow(Y::map([
+                        ("cpu", Y::s(CPU_LIMIT)),
+                        ("memory", Y::s(MEMORY_LIMIT)),
+                    ])),
                 ),
             ]),
         ),
@@ -202,14 +208,20 @@ pub fn init_container(
             "securityContext".to_string(),
             Y::map([
                 ("allowPrivilegeEscalation", Y::Bool(false)),
-                ("capabilities", Y::map([("drop", flow(Y::Seq(vec![Y::s("ALL")])))])),
+                (
+                    "capabilities",
+                    Y::map([("drop", flow(Y::Seq(vec![Y::s("ALL")])))]),
+                ),
                 ("readOnlyRootFilesystem", Y::Bool(true)),
                 ("runAsNonRoot", Y::Bool(true)),
                 ("runAsUser", Y::Int(RUN_AS_USER as i64)),
                 ("seccompProfile", Y::map([("type", Y::s("RuntimeDefault"))])),
             ]),
         ),
-        ("terminationMessagePolicy".to_string(), Y::s("FallbackToLogsOnError")),
+        (
+            "terminationMessagePolicy".to_string(),
+            Y::s("FallbackToLogsOnError"),
+        ),
     ];
     if !mounts.is_empty() {
         c.push(("volumeMounts".to_string(), Y::Seq(mounts.to_vec())));
@@ -248,7 +260,11 @@ fn validate_options(options: &InjectOptions) -> Result<Vec<String>, InjectError>
         .chain(options.check_args.iter().cloned());
     if let Err(e) = <crate::cli::Cli as clap::Parser>::try_parse_from(argv) {
         let message = e.render().to_string();
-        let first = message.lines().next().unwrap_or("").trim_start_matches("error: ");
+        let first = message
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
         return Err(InjectError(format!(
             "the arguments after -- are for `pullcheck check`, which refuses them: {first}"
         )));
@@ -273,7 +289,9 @@ fn validate_options(options: &InjectOptions) -> Result<Vec<String>, InjectError>
         .collect();
     if let Some(name) = &options.ca_configmap {
         if !is_dns_subdomain(name) {
-            return Err(InjectError(format!("--ca-configmap {name:?}: not a ConfigMap name")));
+            return Err(InjectError(format!(
+                "--ca-configmap {name:?}: not a ConfigMap name"
+            )));
         }
         if ca_files.is_empty() {
             return Err(InjectError(
@@ -349,7 +367,10 @@ impl Run<'_> {
             ));
             return;
         }
-        for (node, what) in [(spot.holder, "the pod spec"), (spot.volumes, "the volumes' holder")] {
+        for (node, what) in [
+            (spot.holder, "the pod spec"),
+            (spot.volumes, "the volumes' holder"),
+        ] {
             if t.is_aliased(node) || t.has_merge(node) {
                 self.warn(format!(
                     "{at}: {what} is shared through a YAML anchor or merge key; left unchanged \
@@ -430,7 +451,9 @@ impl Run<'_> {
             is_guaranteed(t, &spot.container_nodes),
         );
         if let Err(why) = self.init_containers(spot, &container) {
-            self.warn(format!("{at}: cannot edit initContainers ({why}); left unchanged"));
+            self.warn(format!(
+                "{at}: cannot edit initContainers ({why}); left unchanged"
+            ));
             return;
         }
         if self.options.job_failure_policy
@@ -447,12 +470,16 @@ impl Run<'_> {
         let t = self.tree;
         let Some((key, list)) = t.own_entry(spot.holder, "initContainers") else {
             let value = Y::Seq(vec![container.clone()]);
-            let e = self.splicer.insert_key(spot.holder, spot.before, "initContainers", &value)?;
+            let e = self
+                .splicer
+                .insert_key(spot.holder, spot.before, "initContainers", &value)?;
             self.edits.push(e);
             return Ok(());
         };
         if t.is_null(list) {
-            let e = self.splicer.set_null(key, list, &Y::Seq(vec![container.clone()]))?;
+            let e = self
+                .splicer
+                .set_null(key, list, &Y::Seq(vec![container.clone()]))?;
             self.edits.push(e);
             return Ok(());
         }
@@ -465,30 +492,45 @@ impl Run<'_> {
             .position(|&c| t.str_at(c, "name") == Some(CONTAINER_NAME));
         match ours {
             Some(0) if t.to_json(t.items(list)[0]) == Some(container.to_json()) => {}
-            Some(0) => self.edits.push(self.splicer.replace_item(list, 0, container)?),
+            Some(0) => self
+                .edits
+                .push(self.splicer.replace_item(list, 0, container)?),
             Some(i) => {
                 let remove = self.splicer.remove_item(list, i)?;
-                let add = self.splicer.prepend(list, std::slice::from_ref(container))?;
+                let add = self
+                    .splicer
+                    .prepend(list, std::slice::from_ref(container))?;
                 self.edits.push(add);
                 self.edits.push(remove);
             }
-            None => self
-                .edits
-                .push(self.splicer.prepend(list, std::slice::from_ref(container))?),
+            None => self.edits.push(
+                self.splicer
+                    .prepend(list, std::slice::from_ref(container))?,
+            ),
         }
         Ok(())
     }
 
     /// Makes the volumes' holder have exactly the volumes this run wants (once per holder);
     /// returns (secret, volume name) pairs, `None` (with a warning) when it cannot be edited.
-    fn volumes(&mut self, spot: &Spot, secrets: &[String], at: &str) -> Option<Vec<(String, String)>> {
+    fn volumes(
+        &mut self,
+        spot: &Spot,
+        secrets: &[String],
+        at: &str,
+    ) -> Option<Vec<(String, String)>> {
         if let Some(done) = self.volumes_done.get(&spot.volumes) {
             return Some(done.clone());
         }
         let t = self.tree;
         // Volumes any container but ours mounts are the user's, whatever their name.
         let mut mounted_by_others = HashSet::new();
-        for spot2 in self.manifests.spots.iter().filter(|s| s.volumes == spot.volumes) {
+        for spot2 in self
+            .manifests
+            .spots
+            .iter()
+            .filter(|s| s.volumes == spot.volumes)
+        {
             for &c in &spot2.container_nodes {
                 for key in ["volumeMounts", "volumeDevices"] {
                     if let Some(list) = t.get(c, key) {
@@ -523,7 +565,13 @@ impl Run<'_> {
             taken.insert(volume.clone());
             wanted.push(Y::map([
                 ("name", Y::s(&volume)),
-                ("secret", Y::Flow(Box::new(Y::map([("secretName", Y::s(secret)), ("optional", Y::Bool(true))])))),
+                (
+                    "secret",
+                    Y::Flow(Box::new(Y::map([
+                        ("secretName", Y::s(secret)),
+                        ("optional", Y::Bool(true)),
+                    ]))),
+                ),
             ]));
             names.push((secret.clone(), volume));
         }
@@ -539,8 +587,17 @@ impl Run<'_> {
             let mut edits = Vec::new();
             let Some((key, list)) = entry else {
                 if !wanted.is_empty() {
-                    let before: &[&str] = if spot.pod.is_some() { &["containers"] } else { &[] };
-                    edits.push(self.splicer.insert_key(spot.volumes, before, "volumes", &Y::Seq(wanted))?);
+                    let before: &[&str] = if spot.pod.is_some() {
+                        &["containers"]
+                    } else {
+                        &[]
+                    };
+                    edits.push(self.splicer.insert_key(
+                        spot.volumes,
+                        before,
+                        "volumes",
+                        &Y::Seq(wanted),
+                    )?);
                 }
                 return Ok(edits);
             };
@@ -612,12 +669,18 @@ impl Run<'_> {
                     Y::map([
                         ("containerName", Y::s(CONTAINER_NAME)),
                         ("operator", Y::s("In")),
-                        ("values", Y::Flow(Box::new(Y::Seq(codes.iter().map(|c| Y::Int(*c)).collect())))),
+                        (
+                            "values",
+                            Y::Flow(Box::new(Y::Seq(codes.iter().map(|c| Y::Int(*c)).collect()))),
+                        ),
                     ]),
                 ),
             ])
         };
-        let rules = vec![rule("FailJob", &FAIL_JOB_EXIT_CODES), rule("Ignore", &IGNORE_EXIT_CODES)];
+        let rules = vec![
+            rule("FailJob", &FAIL_JOB_EXIT_CODES),
+            rule("Ignore", &IGNORE_EXIT_CODES),
+        ];
         let result = (|| -> Result<Vec<Edit>, &'static str> {
             let mut edits = Vec::new();
             match t.own_entry(job, "podFailurePolicy") {
@@ -628,7 +691,9 @@ impl Run<'_> {
                     &Y::map([("rules", Y::Seq(rules))]),
                 )?),
                 Some((_, policy)) => {
-                    let existing = t.get(policy, "rules").ok_or("podFailurePolicy has no rules")?;
+                    let existing = t
+                        .get(policy, "rules")
+                        .ok_or("podFailurePolicy has no rules")?;
                     let ours = t.items(existing).iter().any(|&r| {
                         t.get(r, "onExitCodes")
                             .and_then(|o| t.str_at(o, "containerName"))
@@ -644,7 +709,12 @@ impl Run<'_> {
                 }
             }
             if restart.is_none() {
-                edits.push(self.splicer.insert_key(pod, &["containers"], "restartPolicy", &Y::s("Never"))?);
+                edits.push(self.splicer.insert_key(
+                    pod,
+                    &["containers"],
+                    "restartPolicy",
+                    &Y::s("Never"),
+                )?);
             }
             Ok(edits)
         })();
@@ -761,7 +831,6 @@ pub fn volume_name(secret: &str, taken: &HashSet<String>) -> String {
     }
 }
 
-
 /// An RFC 1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
 fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
@@ -786,7 +855,6 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     }
     h
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -112,8 +112,16 @@ pub struct Origin {
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = if self.kind.is_empty() { "pod spec" } else { &self.kind };
-        write!(f, "document {}: {kind}/{} {}", self.document, self.name, self.path)
+        let kind = if self.kind.is_empty() {
+            "pod spec"
+        } else {
+            &self.kind
+        };
+        write!(
+            f,
+            "document {}: {kind}/{} {}",
+            self.document, self.name, self.path
+        )
     }
 }
 
@@ -158,7 +166,9 @@ pub struct PodImage {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ManifestError {
     /// Not YAML or JSON.
-    #[error("{input}: document {document}: not valid {format} at line {line}, column {column}: {message}")]
+    #[error(
+        "{input}: document {document}: not valid {format} at line {line}, column {column}: {message}"
+    )]
     Syntax {
         /// The input's name.
         input: String,
@@ -175,7 +185,7 @@ pub enum ManifestError {
     },
     /// Go template syntax where YAML was expected.
     #[error(
-        "{input}: document {document}: this looks like an unrendered Helm template (`{{{{` at line {line}): render it first, e.g. helm template RELEASE CHART | pullcheck inject"
+        "{input}: document {document}: this looks like an unrendered Helm template: render it first, e.g. helm template RELEASE CHART, and read its output (`{{{{` at line {line})"
     )]
     Template {
         /// The input's name.
@@ -293,6 +303,13 @@ fn parse(text: &str, source: &str) -> Result<(Tree, Format), ManifestError> {
     if body.trim_start().starts_with(['{', '[']) {
         match parse_json(text, bom, source) {
             Ok(tree) => return Ok((tree, Format::Json)),
+            Err(ManifestError::Syntax { document, .. }) if template_line(body).is_some() => {
+                return Err(ManifestError::Template {
+                    input: source.to_string(),
+                    document,
+                    line: template_line(body).unwrap_or(1),
+                });
+            }
             Err(e) if !has_document_marker(body) => return Err(e),
             // JSON documents in a YAML stream (`{…}` `---` `{…}`) are YAML.
             Err(_) => {}
@@ -317,7 +334,12 @@ fn parse(text: &str, source: &str) -> Result<(Tree, Format), ManifestError> {
 
 /// A parse error, or the Helm hint when the text has Go template syntax (`{{` outside
 /// comments).
-fn syntax_or_template(text: &str, source: &str, format: &'static str, e: ParseError) -> ManifestError {
+fn syntax_or_template(
+    text: &str,
+    source: &str,
+    format: &'static str,
+    e: ParseError,
+) -> ManifestError {
     if let Some(line) = template_line(text) {
         return ManifestError::Template {
             input: source.to_string(),
@@ -611,7 +633,10 @@ impl Reader<'_> {
                 "Workflow" | "WorkflowTemplate" | "ClusterWorkflowTemplate" | "CronWorkflow",
             ) => {
                 let (wf, wf_path) = if kind == "CronWorkflow" {
-                    (spec.and_then(|s| t.get(s, "workflowSpec")), "spec.workflowSpec")
+                    (
+                        spec.and_then(|s| t.get(s, "workflowSpec")),
+                        "spec.workflowSpec",
+                    )
                 } else {
                     (spec, "spec")
                 };
@@ -638,7 +663,13 @@ impl Reader<'_> {
                 };
                 if let Some(c) = cluster {
                     if let Some(head) = t.get(c, "headGroupSpec") {
-                        self.template(&owner, head, &at(&format!("{cluster_path}.headGroupSpec")), None, None)?;
+                        self.template(
+                            &owner,
+                            head,
+                            &at(&format!("{cluster_path}.headGroupSpec")),
+                            None,
+                            None,
+                        )?;
                     }
                     if let Some(groups) = t.get(c, "workerGroupSpecs") {
                         for (i, &g) in t.items(groups).iter().enumerate() {
@@ -651,7 +682,14 @@ impl Reader<'_> {
                     && let Some(sub) = t.get(spec, "submitterPodTemplate")
                     && let Some(s) = t.get(sub, "spec")
                 {
-                    self.pod_spec(&owner, s, &at("spec.submitterPodTemplate.spec"), None, None, Some("Never"))?;
+                    self.pod_spec(
+                        &owner,
+                        s,
+                        &at("spec.submitterPodTemplate.spec"),
+                        None,
+                        None,
+                        Some("Never"),
+                    )?;
                 }
             }
             (
@@ -746,7 +784,14 @@ impl Reader<'_> {
     fn job(&mut self, owner: &Owner, spec: NodeId, path: &str) -> Result<(), ManifestError> {
         let t = self.tree;
         if let Some(s) = t.get(spec, "template").and_then(|tp| t.get(tp, "spec")) {
-            self.pod_spec(owner, s, &join(path, "template.spec"), None, Some(spec), None)?;
+            self.pod_spec(
+                owner,
+                s,
+                &join(path, "template.spec"),
+                None,
+                Some(spec),
+                None,
+            )?;
         }
         Ok(())
     }
@@ -792,11 +837,16 @@ impl Reader<'_> {
         let t = self.tree;
         if let Some(jobs) = t.get(spec, "replicatedJobs") {
             for (i, &rj) in t.items(jobs).iter().enumerate() {
-                let js = t.get(t.resolve(rj), "template").and_then(|tp| t.get(tp, "spec"));
+                let js = t
+                    .get(t.resolve(rj), "template")
+                    .and_then(|tp| t.get(tp, "spec"));
                 if let Some(js) = js
                     && let Some(s) = t.get(js, "template").and_then(|tp| t.get(tp, "spec"))
                 {
-                    let p = join(path, &format!("replicatedJobs[{i}].template.spec.template.spec"));
+                    let p = join(
+                        path,
+                        &format!("replicatedJobs[{i}].template.spec.template.spec"),
+                    );
                     self.pod_spec(owner, s, &p, None, None, None)?;
                 }
             }
@@ -843,7 +893,12 @@ impl Reader<'_> {
         let mut nodes = Vec::new();
         let mut name_taken = false;
         let mut not_lists = Vec::new();
-        for key in ["initContainers", "volumes", "imagePullSecrets", "containers"] {
+        for key in [
+            "initContainers",
+            "volumes",
+            "imagePullSecrets",
+            "containers",
+        ] {
             if let Some(v) = t.get(spec, key)
                 && !t.is_seq(v)
                 && !t.is_null(v)
@@ -851,7 +906,10 @@ impl Reader<'_> {
                 not_lists.push(key);
             }
         }
-        for (key, list) in [("initContainers", ContainerList::Init), ("containers", ContainerList::App)] {
+        for (key, list) in [
+            ("initContainers", ContainerList::Init),
+            ("containers", ContainerList::App),
+        ] {
             let Some(l) = t.get(spec, key) else { continue };
             for (i, &c) in t.items(l).iter().enumerate() {
                 let c = t.resolve(c);
@@ -860,7 +918,9 @@ impl Reader<'_> {
                     continue;
                 }
                 nodes.push(c);
-                let list = if list == ContainerList::Init && t.str_at(c, "restartPolicy") == Some("Always") {
+                let list = if list == ContainerList::Init
+                    && t.str_at(c, "restartPolicy") == Some("Always")
+                {
                     ContainerList::Sidecar
                 } else {
                     list
@@ -872,11 +932,18 @@ impl Reader<'_> {
         }
         self.image_volumes(&origin, spec, &mut containers);
         let (secrets, bad_secrets) = self.pull_secrets(t.get(spec, "imagePullSecrets"));
-        let windows = t
-            .get(spec, "os")
-            .and_then(|o| t.str_at(o, "name"))
-            == Some("windows");
-        self.push(origin, containers, shape, secrets, bad_secrets, nodes, name_taken, not_lists, windows);
+        let windows = t.get(spec, "os").and_then(|o| t.str_at(o, "name")) == Some("windows");
+        self.push(
+            origin,
+            containers,
+            shape,
+            secrets,
+            bad_secrets,
+            nodes,
+            name_taken,
+            not_lists,
+            windows,
+        );
         Ok(())
     }
 
@@ -918,18 +985,28 @@ impl Reader<'_> {
             kind: owner.kind.clone(),
             api_version: owner.api_version.clone(),
             name: owner.name.clone(),
-            path: if path.is_empty() { ".".to_string() } else { path.to_string() },
+            path: if path.is_empty() {
+                ".".to_string()
+            } else {
+                path.to_string()
+            },
         }
     }
 
     /// Image volumes of a pod spec's `volumes`.
     fn image_volumes(&mut self, origin: &Origin, spec: NodeId, out: &mut Vec<PodContainer>) {
         let t = self.tree;
-        let Some(volumes) = t.get(spec, "volumes") else { return };
+        let Some(volumes) = t.get(spec, "volumes") else {
+            return;
+        };
         for (i, &v) in t.items(volumes).iter().enumerate() {
             let v = t.resolve(v);
-            let Some(image) = t.get(v, "image") else { continue };
-            let name = t.str_at(v, "name").map_or_else(|| format!("#{}", i + 1), clip);
+            let Some(image) = t.get(v, "image") else {
+                continue;
+            };
+            let name = t
+                .str_at(v, "name")
+                .map_or_else(|| format!("#{}", i + 1), clip);
             match t.str_at(image, "reference") {
                 Some(r) if !r.trim().is_empty() => out.push(PodContainer {
                     name,
@@ -941,7 +1018,9 @@ impl Reader<'_> {
                     run_as_non_root: None,
                     run_as_user: None,
                 }),
-                _ => self.note(format!("{origin}: image volume {name} has no reference; not checked")),
+                _ => self.note(format!(
+                    "{origin}: image volume {name} has no reference; not checked"
+                )),
             }
         }
     }
@@ -953,8 +1032,14 @@ impl Reader<'_> {
         let Some(list) = list else { return (good, bad) };
         for &e in t.items(list) {
             let e = t.resolve(e);
-            let name = if t.is_map(e) { t.str_at(e, "name") } else { t.scalar(e) };
-            let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else { continue };
+            let name = if t.is_map(e) {
+                t.str_at(e, "name")
+            } else {
+                t.scalar(e)
+            };
+            let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
+                continue;
+            };
             if !crate::inject::is_dns_subdomain(name) {
                 bad.push(clip(name));
             } else if !good.iter().any(|g| g == name) {
@@ -994,18 +1079,27 @@ impl Reader<'_> {
                             container: name,
                         });
                     }
-                    self.note(format!("{origin} {} {name}: the image is not a string; not checked", list.as_str()));
+                    self.note(format!(
+                        "{origin} {} {name}: the image is not a string; not checked",
+                        list.as_str()
+                    ));
                     return Ok(None);
                 }
             },
             None => None,
         };
         let Some(image) = image.or_else(|| image_default.map(str::to_string)) else {
-            self.note(format!("{origin} {} {name}: no image; not checked", list.as_str()));
+            self.note(format!(
+                "{origin} {} {name}: no image; not checked",
+                list.as_str()
+            ));
             return Ok(None);
         };
         if image.trim().is_empty() {
-            self.note(format!("{origin} {} {name}: an empty image; not checked", list.as_str()));
+            self.note(format!(
+                "{origin} {} {name}: an empty image; not checked",
+                list.as_str()
+            ));
             return Ok(None);
         }
         if image.contains("{{") {
@@ -1029,13 +1123,21 @@ impl Reader<'_> {
             security
                 .and_then(|s| t.get(s, key))
                 .and_then(|v| t.as_bool(v))
-                .or_else(|| pod_security.and_then(|s| t.get(s, key)).and_then(|v| t.as_bool(v)))
+                .or_else(|| {
+                    pod_security
+                        .and_then(|s| t.get(s, key))
+                        .and_then(|v| t.as_bool(v))
+                })
         };
         let effective_int = |key: &str| {
             security
                 .and_then(|s| t.get(s, key))
                 .and_then(|v| t.as_i64(v))
-                .or_else(|| pod_security.and_then(|s| t.get(s, key)).and_then(|v| t.as_i64(v)))
+                .or_else(|| {
+                    pod_security
+                        .and_then(|s| t.get(s, key))
+                        .and_then(|v| t.as_i64(v))
+                })
         };
         let set = |key: &str| t.get(c, key).is_some_and(|v| !t.is_null(v));
         Ok(Some(PodContainer {
@@ -1053,7 +1155,9 @@ impl Reader<'_> {
     /// An Argo workflow spec: each template that runs a container or script.
     fn argo(&mut self, owner: &Owner, wf: NodeId, path: &str) -> Result<(), ManifestError> {
         let t = self.tree;
-        let Some(templates) = t.get(wf, "templates") else { return Ok(()) };
+        let Some(templates) = t.get(wf, "templates") else {
+            return Ok(());
+        };
         let pod_security = t.get(wf, "securityContext");
         let (secrets, bad_secrets) = self.pull_secrets(t.get(wf, "imagePullSecrets"));
         for (i, &tpl) in t.items(templates).iter().enumerate() {
@@ -1091,14 +1195,17 @@ impl Reader<'_> {
                         continue;
                     }
                     nodes.push(c);
-                    if let Some(pc) = self.container(&origin, c, j, ContainerList::Init, pod_security, None)? {
+                    if let Some(pc) =
+                        self.container(&origin, c, j, ContainerList::Init, pod_security, None)?
+                    {
                         containers.push(pc);
                     }
                 }
             }
             if let Some(main) = t.get(tpl, main_key) {
                 nodes.push(main);
-                let mut pc = self.container(&origin, main, 0, ContainerList::App, pod_security, None)?;
+                let mut pc =
+                    self.container(&origin, main, 0, ContainerList::App, pod_security, None)?;
                 if let Some(pc) = &mut pc
                     && t.str_at(main, "name").is_none()
                 {
@@ -1111,7 +1218,9 @@ impl Reader<'_> {
                     let c = t.resolve(c);
                     name_taken |= t.str_at(c, "name") == Some(PULLCHECK);
                     nodes.push(c);
-                    if let Some(pc) = self.container(&origin, c, j, ContainerList::App, pod_security, None)? {
+                    if let Some(pc) =
+                        self.container(&origin, c, j, ContainerList::App, pod_security, None)?
+                    {
                         containers.push(pc);
                     }
                 }
@@ -1127,7 +1236,17 @@ impl Reader<'_> {
                 // says otherwise.
                 default_policy: Some("Never"),
             };
-            self.push(origin, containers, shape, secrets.clone(), bad_secrets.clone(), nodes, name_taken, not_lists, false);
+            self.push(
+                origin,
+                containers,
+                shape,
+                secrets.clone(),
+                bad_secrets.clone(),
+                nodes,
+                name_taken,
+                not_lists,
+                false,
+            );
         }
         Ok(())
     }
@@ -1163,13 +1282,22 @@ impl Reader<'_> {
                         continue;
                     }
                     nodes.push(c);
-                    if let Some(pc) = self.container(&origin, c, j, ContainerList::Init, None, None)? {
+                    if let Some(pc) =
+                        self.container(&origin, c, j, ContainerList::Init, None, None)?
+                    {
                         containers.push(pc);
                     }
                 }
             }
             // The driver or executor container itself: its image, else the application's.
-            if let Some(mut pc) = self.container(&origin, r, 0, ContainerList::App, None, app_image.as_deref())? {
+            if let Some(mut pc) = self.container(
+                &origin,
+                r,
+                0,
+                ContainerList::App,
+                None,
+                app_image.as_deref(),
+            )? {
                 pc.name = format!("spark-kubernetes-{role}");
                 if pc.image_pull_policy.is_none() {
                     pc.image_pull_policy.clone_from(&app_policy);
@@ -1181,7 +1309,9 @@ impl Reader<'_> {
                     let c = t.resolve(c);
                     name_taken |= t.str_at(c, "name") == Some(PULLCHECK);
                     nodes.push(c);
-                    if let Some(pc) = self.container(&origin, c, j, ContainerList::App, None, None)? {
+                    if let Some(pc) =
+                        self.container(&origin, c, j, ContainerList::App, None, None)?
+                    {
                         containers.push(pc);
                     }
                 }
@@ -1195,14 +1325,30 @@ impl Reader<'_> {
                 operator_policy: None,
                 default_policy: Some("Never"),
             };
-            self.push(origin, containers, shape, secrets.clone(), bad_secrets.clone(), nodes, name_taken, not_lists, false);
+            self.push(
+                origin,
+                containers,
+                shape,
+                secrets.clone(),
+                bad_secrets.clone(),
+                nodes,
+                name_taken,
+                not_lists,
+                false,
+            );
         }
         Ok(())
     }
 
     /// An unknown kind: every `template` whose `spec` has `containers`, not under a patch or
     /// rule, nor inside another object's pod spec.
-    fn generic(&mut self, owner: &Owner, node: NodeId, path: &str, depth: usize) -> Result<(), ManifestError> {
+    fn generic(
+        &mut self,
+        owner: &Owner,
+        node: NodeId,
+        path: &str,
+        depth: usize,
+    ) -> Result<(), ManifestError> {
         let t = self.tree;
         if depth > tree::MAX_DEPTH || self.budget == 0 {
             return Ok(());
@@ -1230,7 +1376,12 @@ impl Reader<'_> {
                 && let Some(s) = t.get(v, "spec")
                 && t.get(s, "containers").is_some_and(|c| t.is_seq(c))
             {
-                let policy = operator_policy.clone().filter(|_| t.get(node, "template").is_some() && depth > 0 && t.get(s, "restartPolicy").is_none() || operator_policy.is_some());
+                let policy = operator_policy.clone().filter(|_| {
+                    t.get(node, "template").is_some()
+                        && depth > 0
+                        && t.get(s, "restartPolicy").is_none()
+                        || operator_policy.is_some()
+                });
                 self.pod_spec(owner, s, &join(&p, "spec"), policy, None, None)?;
                 continue;
             }

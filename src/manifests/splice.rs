@@ -26,12 +26,17 @@ pub struct Edit {
 pub fn apply(text: &str, edits: &[Edit]) -> String {
     let mut order: Vec<usize> = (0..edits.len()).collect();
     order.sort_by_key(|&i| (edits[i].at, i));
-    let mut out = String::with_capacity(text.len() + edits.iter().map(|e| e.insert.len()).sum::<usize>());
+    let mut out =
+        String::with_capacity(text.len() + edits.iter().map(|e| e.insert.len()).sum::<usize>());
     let mut pos = 0;
     for i in order {
         let e = &edits[i];
         let end = e.at.saturating_add(e.remove);
-        if e.at < pos || end > text.len() || !text.is_char_boundary(e.at) || !text.is_char_boundary(end) {
+        if e.at < pos
+            || end > text.len()
+            || !text.is_char_boundary(e.at)
+            || !text.is_char_boundary(end)
+        {
             continue;
         }
         out.push_str(&text[pos..e.at]);
@@ -68,7 +73,12 @@ impl Y {
 
     /// A mapping from pairs.
     pub fn map<const N: usize>(entries: [(&str, Y); N]) -> Y {
-        Y::Map(entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        Y::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
     }
 
     /// The value as kubectl would read it.
@@ -157,14 +167,20 @@ impl<'a> Splicer<'a> {
     fn column(&self, at: usize) -> (usize, bool) {
         let line_start = self.text[..at].rfind('\n').map_or(0, |i| i + 1);
         let prefix = &self.text[line_start..at];
-        (prefix.chars().count(), prefix.chars().all(|c| c == ' ' || c == '-'))
+        (
+            prefix.chars().count(),
+            prefix.chars().all(|c| c == ' ' || c == '-'),
+        )
     }
 
     /// Whether only spaces precede `at` on its line; that prefix.
     fn blank_prefix(&self, at: usize) -> Option<&'a str> {
         let line_start = self.text[..at].rfind('\n').map_or(0, |i| i + 1);
         let prefix = &self.text[line_start..at];
-        prefix.chars().all(|c| c == ' ' || c == '\t').then_some(prefix)
+        prefix
+            .chars()
+            .all(|c| c == ' ' || c == '\t')
+            .then_some(prefix)
     }
 
     /// The layout a block mapping already uses (defaults: 2 and 0, kubectl's).
@@ -183,7 +199,10 @@ impl<'a> Splicer<'a> {
                         seq_seen = true;
                     }
                 }
-                Kind::Map { entries, flow: false } if !step_seen => {
+                Kind::Map {
+                    entries,
+                    flow: false,
+                } if !step_seen => {
                     if let Some(&(k2, _)) = entries.first() {
                         let c = self.column(self.node(k2).start).0;
                         if c > key_col {
@@ -218,7 +237,13 @@ impl<'a> Splicer<'a> {
 
     /// Inserts `key: value` into a mapping, before the first of `before` it has (else before
     /// its first key).
-    pub fn insert_key(&self, map: NodeId, before: &[&str], key: &str, value: &Y) -> Result<Edit, Refusal> {
+    pub fn insert_key(
+        &self,
+        map: NodeId,
+        before: &[&str],
+        key: &str,
+        value: &Y,
+    ) -> Result<Edit, Refusal> {
         let tree = self.tree;
         let entries = match &self.node(map).kind {
             Kind::Map { entries, .. } => entries,
@@ -252,7 +277,9 @@ impl<'a> Splicer<'a> {
                 insert: format!("{}{sep}", self.flow_entry(key, value)),
             });
         }
-        let Some(k) = target else { return Err("an empty block mapping") };
+        let Some(k) = target else {
+            return Err("an empty block mapping");
+        };
         let at = self.node(k).start;
         let (col, clean) = self.column(at);
         if !clean {
@@ -263,19 +290,31 @@ impl<'a> Splicer<'a> {
         write_value(&mut out, value, col, layout);
         out.push('\n');
         out.push_str(&" ".repeat(col));
-        Ok(Edit { at, remove: 0, insert: out })
+        Ok(Edit {
+            at,
+            remove: 0,
+            insert: out,
+        })
     }
 
     fn flow_entry(&self, key: &str, value: &Y) -> String {
         if self.json {
-            format!("{}: {}", serde_json::Value::String(key.to_string()), value.json())
+            format!(
+                "{}: {}",
+                serde_json::Value::String(key.to_string()),
+                value.json()
+            )
         } else {
             format!("{}: {}", scalar(key), value.flow())
         }
     }
 
     fn flow_value(&self, value: &Y) -> String {
-        if self.json { value.json() } else { value.flow() }
+        if self.json {
+            value.json()
+        } else {
+            value.flow()
+        }
     }
 
     /// Sets a null value (`key:`, `key: ~`) of `key` to `value`, in flow style.
@@ -303,7 +342,11 @@ impl<'a> Splicer<'a> {
 
     /// Inserts items at the front of a sequence.
     pub fn prepend(&self, seq: NodeId, items: &[Y]) -> Result<Edit, Refusal> {
-        let Kind::Seq { items: existing, flow } = &self.node(seq).kind else {
+        let Kind::Seq {
+            items: existing,
+            flow,
+        } = &self.node(seq).kind
+        else {
             return Err("not a sequence");
         };
         if *flow || self.json {
@@ -313,18 +356,28 @@ impl<'a> Splicer<'a> {
                 if !self.text[open..].starts_with('[') {
                     return Err("an empty sequence that is not `[]`");
                 }
-                return Ok(Edit { at: open + 1, remove: 0, insert: rendered.join(", ") });
+                return Ok(Edit {
+                    at: open + 1,
+                    remove: 0,
+                    insert: rendered.join(", "),
+                });
             };
             let at = self.node(first).start;
             let sep = match self.blank_prefix(at) {
                 Some(prefix) => format!(",\n{prefix}"),
                 None => ", ".to_string(),
             };
-            return Ok(Edit { at, remove: 0, insert: format!("{}{sep}", rendered.join(&sep)) });
+            return Ok(Edit {
+                at,
+                remove: 0,
+                insert: format!("{}{sep}", rendered.join(&sep)),
+            });
         }
         let first = *existing.first().ok_or("an empty block sequence")?;
         let dash = self.dash(first).ok_or("a sequence item without its `-`")?;
-        let prefix = self.blank_prefix(dash).ok_or("a sequence that does not start its line")?;
+        let prefix = self
+            .blank_prefix(dash)
+            .ok_or("a sequence that does not start its line")?;
         let col = prefix.chars().count();
         let layout = self.layout_around(seq);
         let mut out = String::new();
@@ -333,7 +386,11 @@ impl<'a> Splicer<'a> {
             out.push('\n');
             out.push_str(prefix);
         }
-        Ok(Edit { at: dash, remove: 0, insert: out })
+        Ok(Edit {
+            at: dash,
+            remove: 0,
+            insert: out,
+        })
     }
 
     /// The layout for items of a sequence: that of the mapping in its first item.
@@ -361,7 +418,10 @@ impl<'a> Splicer<'a> {
         }
         let dash = self.dash(item).ok_or("a sequence item without its `-`")?;
         Ok(match items.get(index + 1) {
-            Some(&next) => (dash, self.dash(next).ok_or("a sequence item without its `-`")?),
+            Some(&next) => (
+                dash,
+                self.dash(next).ok_or("a sequence item without its `-`")?,
+            ),
             None if index > 0 => {
                 let prev_end = self.line_end(self.node(items[index - 1]).end);
                 (prev_end, self.line_end(self.node(item).end))
@@ -374,8 +434,16 @@ impl<'a> Splicer<'a> {
     pub fn remove_item(&self, seq: NodeId, index: usize) -> Result<Edit, Refusal> {
         let (start, end) = self.item_span(seq, index)?;
         let only = self.tree.items(seq).len() == 1;
-        let insert = if only && !(self.is_flow(seq) || self.json) { "[]" } else { "" };
-        Ok(Edit { at: start, remove: end - start, insert: insert.to_string() })
+        let insert = if only && !(self.is_flow(seq) || self.json) {
+            "[]"
+        } else {
+            ""
+        };
+        Ok(Edit {
+            at: start,
+            remove: end - start,
+            insert: insert.to_string(),
+        })
     }
 
     /// Replaces item `index` with `item`.
@@ -384,15 +452,25 @@ impl<'a> Splicer<'a> {
         let node = *items.get(index).ok_or("no such item")?;
         if self.is_flow(seq) || self.json {
             let n = self.node(node);
-            return Ok(Edit { at: n.start, remove: n.end - n.start, insert: self.flow_value(item) });
+            return Ok(Edit {
+                at: n.start,
+                remove: n.end - n.start,
+                insert: self.flow_value(item),
+            });
         }
         let dash = self.dash(node).ok_or("a sequence item without its `-`")?;
-        let prefix = self.blank_prefix(dash).ok_or("a sequence that does not start its line")?;
+        let prefix = self
+            .blank_prefix(dash)
+            .ok_or("a sequence that does not start its line")?;
         let col = prefix.chars().count();
         let end = self.node(node).end;
         let mut out = String::new();
         write_item(&mut out, item, col, self.layout_around(seq));
-        Ok(Edit { at: dash, remove: end - dash, insert: out })
+        Ok(Edit {
+            at: dash,
+            remove: end - dash,
+            insert: out,
+        })
     }
 }
 
@@ -548,10 +626,39 @@ mod tests {
 
     #[test]
     fn plain_scalars_only_when_unambiguous() {
-        for plain in ["check", "10m", "16Mi", "--timeout", "-q", "registry.example.com/a:1", "/var/run/x", "RuntimeDefault"] {
+        for plain in [
+            "check",
+            "10m",
+            "16Mi",
+            "--timeout",
+            "-q",
+            "registry.example.com/a:1",
+            "/var/run/x",
+            "RuntimeDefault",
+        ] {
             assert!(plain_ok(plain), "{plain}");
         }
-        for quoted in ["", "yes", "On", "1_000", "0440", "0x1F", "12:30", "1e3", "30", "-1", "a b", "a: b", "#x", "*a", "[x]", "--", "-", "2024-01-01", "3.5"] {
+        for quoted in [
+            "",
+            "yes",
+            "On",
+            "1_000",
+            "0440",
+            "0x1F",
+            "12:30",
+            "1e3",
+            "30",
+            "-1",
+            "a b",
+            "a: b",
+            "#x",
+            "*a",
+            "[x]",
+            "--",
+            "-",
+            "2024-01-01",
+            "3.5",
+        ] {
             assert!(!plain_ok(quoted), "{quoted}");
         }
     }
@@ -562,8 +669,13 @@ mod tests {
         let t = tree(text);
         let spec = t.get(t.docs[0].root, "spec").expect("spec");
         let s = Splicer::new(text, &t, false);
-        let value = Y::Seq(vec![Y::map([("name", Y::s("b")), ("args", Y::Flow(Box::new(Y::Seq(vec![Y::s("check")]))))])]);
-        let e = s.insert_key(spec, &["containers"], "initContainers", &value).expect("edit");
+        let value = Y::Seq(vec![Y::map([
+            ("name", Y::s("b")),
+            ("args", Y::Flow(Box::new(Y::Seq(vec![Y::s("check")])))),
+        ])]);
+        let e = s
+            .insert_key(spec, &["containers"], "initContainers", &value)
+            .expect("edit");
         assert_eq!(
             apply(text, &[e]),
             "spec:\n  # the app\n  initContainers:\n    - name: b\n      args: [check]\n  containers:\n    - name: a\n      image: x\n"
@@ -578,8 +690,10 @@ mod tests {
         let s = Splicer::new(text, &t, false);
         let item = Y::map([("k", Y::s("v")), ("n", Y::Int(3))]);
         let edits = [
-            s.prepend(t.get(root, "a").expect("a"), &[item.clone()]).expect("a"),
-            s.prepend(t.get(root, "b").expect("b"), &[Y::Int(0)]).expect("b"),
+            s.prepend(t.get(root, "a").expect("a"), &[item.clone()])
+                .expect("a"),
+            s.prepend(t.get(root, "b").expect("b"), &[Y::Int(0)])
+                .expect("b"),
             s.prepend(t.get(root, "c").expect("c"), &[item]).expect("c"),
         ];
         assert_eq!(
@@ -594,9 +708,19 @@ mod tests {
         let t = tree(text);
         let spec = t.get(t.docs[0].root, "spec").expect("spec");
         let s = Splicer::new(text, &t, true);
-        let e = s.insert_key(spec, &["containers"], "initContainers", &Y::Seq(vec![Y::map([("name", Y::s("p"))])])).expect("edit");
+        let e = s
+            .insert_key(
+                spec,
+                &["containers"],
+                "initContainers",
+                &Y::Seq(vec![Y::map([("name", Y::s("p"))])]),
+            )
+            .expect("edit");
         let out = apply(text, &[e]);
-        assert_eq!(out, "{\n  \"spec\": {\n    \"initContainers\": [{\"name\":\"p\"}],\n    \"containers\": [{\"name\": \"a\"}]\n  }\n}");
+        assert_eq!(
+            out,
+            "{\n  \"spec\": {\n    \"initContainers\": [{\"name\":\"p\"}],\n    \"containers\": [{\"name\": \"a\"}]\n  }\n}"
+        );
         let _: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     }
 
@@ -608,16 +732,29 @@ mod tests {
         let s = Splicer::new(text, &t, false);
         let l = t.get(root, "l").expect("l");
         let m = t.get(root, "m").expect("m");
-        let e1 = s.replace_item(l, 0, &Y::map([("name", Y::s("z"))])).expect("replace");
+        let e1 = s
+            .replace_item(l, 0, &Y::map([("name", Y::s("z"))]))
+            .expect("replace");
         let e2 = s.remove_item(m, 1).expect("remove");
-        assert_eq!(apply(text, &[e1, e2]), "l:\n- name: z\n- name: b\nm:\n- name: c\n");
+        assert_eq!(
+            apply(text, &[e1, e2]),
+            "l:\n- name: z\n- name: b\nm:\n- name: c\n"
+        );
     }
 
     #[test]
     fn overlapping_edits_are_dropped_whole() {
         let edits = [
-            Edit { at: 1, remove: 2, insert: "X".into() },
-            Edit { at: 2, remove: 0, insert: "Y".into() },
+            Edit {
+                at: 1,
+                remove: 2,
+                insert: "X".into(),
+            },
+            Edit {
+                at: 2,
+                remove: 0,
+                insert: "Y".into(),
+            },
         ];
         assert_eq!(apply("abcd", &edits), "aXd");
     }

@@ -121,7 +121,10 @@ impl Offsets {
     fn byte(&self, index: usize) -> usize {
         self.base
             + match &self.table {
-                Some(t) => t.get(index).copied().unwrap_or_else(|| t.last().copied().unwrap_or(0)),
+                Some(t) => t
+                    .get(index)
+                    .copied()
+                    .unwrap_or_else(|| t.last().copied().unwrap_or(0)),
                 None => index,
             }
     }
@@ -199,7 +202,8 @@ impl Tree {
                             format!("nested more than {MAX_DEPTH} levels deep"),
                         ));
                     }
-                    let flow = matches!(text.get(start - base..), Some(t) if t.starts_with(['[', '{']));
+                    let flow =
+                        matches!(text.get(start - base..), Some(t) if t.starts_with(['[', '{']));
                     let kind = if matches!(event, Event::SequenceStart(..)) {
                         Kind::Seq {
                             items: Vec::new(),
@@ -283,7 +287,11 @@ impl Tree {
             Kind::Seq { items, .. } => items.last().copied(),
             Kind::Map { entries, .. } => entries.last().map(|&(k, v)| {
                 // An empty value (`key:`) has an empty span: the key ends the entry.
-                if self.nodes[v].end > self.nodes[k].end { v } else { k }
+                if self.nodes[v].end > self.nodes[k].end {
+                    v
+                } else {
+                    k
+                }
             }),
             _ => None,
         }
@@ -542,7 +550,10 @@ fn float_word(s: &str) -> Option<f64> {
         && digits
             .chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
-        && digits.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.');
+        && digits
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '.');
     if looks {
         return t.parse().ok();
     }
@@ -608,9 +619,6 @@ mod tests {
         let c = tree.get(root, "c").expect("c");
         assert_eq!(tree.str_at(c, "k"), Some("v"));
         assert!(tree.is_aliased(tree.get(root, "a").expect("a")));
-        assert_eq!(
-            tree.to_json(c),
-            Some(serde_json::json!({"k": "v", "m": 1}))
-        );
+        assert_eq!(tree.to_json(c), Some(serde_json::json!({"k": "v", "m": 1})));
     }
 }
