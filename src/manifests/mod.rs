@@ -1403,3 +1403,310 @@ fn clip(s: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (image, origin) of every image a check pulls.
+    fn images(text: &str) -> Vec<(String, String)> {
+        read(text, "t")
+            .expect("readable")
+            .images()
+            .into_iter()
+            .map(|i| (i.image, i.origin))
+            .collect()
+    }
+
+    fn image_list(text: &str) -> Vec<String> {
+        images(text).into_iter().map(|(i, _)| i).collect()
+    }
+
+    fn notes(text: &str) -> Vec<String> {
+        read(text, "t").expect("readable").notes
+    }
+
+    fn error(text: &str) -> String {
+        read(text, "t").expect_err("an error").to_string()
+    }
+
+    #[test]
+    fn built_in_kinds_in_yaml_and_json() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers:\n  - {name: i, image: init:1}\n  containers:\n  - {name: a, image: app:1}\n";
+        assert_eq!(
+            images(pod),
+            [
+                (
+                    "init:1".to_string(),
+                    "document 1: Pod/p spec initContainer i".to_string()
+                ),
+                (
+                    "app:1".to_string(),
+                    "document 1: Pod/p spec container a".to_string()
+                ),
+            ]
+        );
+        let json = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"app:1"}]}}"#;
+        assert_eq!(image_list(json), ["app:1"]);
+        assert_eq!(read(json, "t").expect("json").format, Format::Json);
+        for (kind, api) in [
+            ("Deployment", "apps/v1"),
+            ("StatefulSet", "apps/v1"),
+            ("DaemonSet", "apps/v1"),
+            ("ReplicaSet", "apps/v1"),
+            ("ReplicationController", "v1"),
+            ("Job", "batch/v1"),
+        ] {
+            let text = format!(
+                "apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w}}\nspec:\n  template:\n    spec:\n      containers: [{{name: a, image: {kind}:1}}]\n"
+            );
+            assert_eq!(image_list(&text), [format!("{kind}:1")], "{kind}");
+        }
+        let cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: a, image: cron:1}]\n";
+        assert_eq!(
+            images(cron)[0].1,
+            "document 1: CronJob/c spec.jobTemplate.spec.template.spec container a"
+        );
+        let tpl = "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: t}\ntemplate:\n  spec:\n    containers: [{name: a, image: tpl:1}]\n";
+        assert_eq!(image_list(tpl), ["tpl:1"]);
+        // A bare pod spec (no kind) is read too.
+        assert_eq!(
+            image_list("containers: [{name: a, image: bare:1}]\n"),
+            ["bare:1"]
+        );
+    }
+
+    #[test]
+    fn documents_without_pod_specs_are_skipped_and_lists_are_walked() {
+        let text = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n---\n\
+                    apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n---\n---\n\
+                    apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n  spec: {containers: [{name: a, image: a:1}]}\n\
+                    - {apiVersion: v1, kind: Service, metadata: {name: s2}}\n";
+        let found = read(text, "t").expect("readable");
+        assert_eq!(found.pod_specs.len(), 1);
+        assert_eq!(found.pod_specs[0].origin.document, 4);
+        assert_eq!(found.pod_specs[0].origin.path, "items[0].spec");
+        assert!(found.notes.is_empty(), "{:?}", found.notes);
+        assert!(read("", "t").expect("empty").pod_specs.is_empty());
+        assert!(
+            read("# only a comment\n", "t")
+                .expect("comment")
+                .pod_specs
+                .is_empty()
+        );
+        // Typed lists, JSON arrays and JSON values in a row.
+        let json = r#"{"kind":"PodList","items":[{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"a","image":"x:1"}]}}]}
+[{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"b","image":"y:1"}]}}]"#;
+        assert_eq!(image_list(json), ["x:1", "y:1"]);
+    }
+
+    #[test]
+    fn kinds_are_matched_by_api_group_and_kind() {
+        // Volcano's Job is not a batch/v1 Job: its pods are under spec.tasks[].template.
+        let volcano = "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: v}\nspec:\n  tasks:\n  - name: ps\n    template:\n      spec:\n        containers: [{name: ps, image: ps:1}]\n  - name: worker\n    template:\n      spec:\n        containers: [{name: w, image: w:1}]\n";
+        let found = images(volcano);
+        assert_eq!(
+            found.iter().map(|(_, o)| o.as_str()).collect::<Vec<_>>(),
+            [
+                "document 1: Job/v spec.tasks[0].template.spec container ps",
+                "document 1: Job/v spec.tasks[1].template.spec container w"
+            ]
+        );
+        // A Pod of another group is not a Pod.
+        let other = "apiVersion: example.com/v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: a, image: a:1}]\n";
+        assert!(image_list(other).is_empty());
+    }
+
+    #[test]
+    fn job_frameworks() {
+        let argo = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {generateName: wf-}\nspec:\n  entrypoint: main\n  \
+                    templates:\n  - name: main\n    steps: [[{name: s, template: echo}]]\n  - name: echo\n    initContainers: [{name: i, image: argo-init:1}]\n    \
+                    container: {image: argo-main:1}\n    sidecars: [{name: side, image: argo-side:1}]\n  - name: py\n    script: {image: \"python:3.12\", source: print(1)}\n  \
+                    - name: param\n    container: {image: \"{{inputs.parameters.image}}\"}\n";
+        let found = images(argo);
+        assert_eq!(
+            found.iter().map(|(i, _)| i.as_str()).collect::<Vec<_>>(),
+            ["argo-init:1", "argo-main:1", "argo-side:1", "python:3.12"]
+        );
+        assert_eq!(
+            found[1].1,
+            "document 1: Workflow/wf-* spec.templates[1] container main"
+        );
+        assert!(notes(argo)[0].contains("Argo parameter"));
+
+        let spark = "apiVersion: sparkoperator.k8s.io/v1beta2\nkind: SparkApplication\nmetadata: {name: pi}\nspec:\n  image: spark:3.5\n  \
+                     imagePullSecrets: [regcred]\n  driver:\n    cores: 1\n    initContainers: [{name: fetch, image: fetch:1}]\n  \
+                     executor:\n    image: spark-exec:3.5\n    sidecars: [{name: log, image: log:1}]\n";
+        assert_eq!(
+            image_list(spark),
+            ["fetch:1", "spark:3.5", "spark-exec:3.5", "log:1"]
+        );
+        let found = read(spark, "t").expect("spark");
+        assert_eq!(found.spots[0].secrets, ["regcred"]);
+        assert_eq!(
+            found.pod_specs[0].containers[1].name,
+            "spark-kubernetes-driver"
+        );
+
+        let ray = "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {name: r}\nspec:\n  entrypoint: python x.py\n  rayClusterSpec:\n    \
+                   headGroupSpec:\n      template:\n        spec:\n          containers: [{name: head, image: ray-head:1}]\n    \
+                   workerGroupSpecs:\n    - groupName: g\n      template:\n        spec:\n          containers: [{name: w, image: ray-worker:1}]\n  \
+                   submitterPodTemplate:\n    spec:\n      restartPolicy: Never\n      containers: [{name: submit, image: ray-submit:1}]\n";
+        assert_eq!(
+            image_list(ray),
+            ["ray-head:1", "ray-worker:1", "ray-submit:1"]
+        );
+
+        let pytorch = "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: p}\nspec:\n  pytorchReplicaSpecs:\n    Master:\n      \
+                       restartPolicy: OnFailure\n      template:\n        spec:\n          containers: [{name: pytorch, image: pt:1}]\n    \
+                       Worker:\n      template:\n        spec:\n          containers: [{name: pytorch, image: pt:1}]\n";
+        let found = read(pytorch, "t").expect("pytorch");
+        assert_eq!(
+            found.pod_specs[0].origin.path,
+            "spec.pytorchReplicaSpecs.Master.template.spec"
+        );
+        assert_eq!(found.spots[0].operator_policy.as_deref(), Some("OnFailure"));
+        assert_eq!(found.spots[1].default_policy, Some("OnFailure"));
+
+        let jobset = "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: j}\nspec:\n  replicatedJobs:\n  - name: w\n    \
+                      template:\n      spec:\n        template:\n          spec:\n            containers: [{name: c, image: <CHANGE ME>}]\n";
+        // The placeholder is one (invalid) image.
+        assert_eq!(image_list(jobset), ["<CHANGE ME>"]);
+
+        let runtime = "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\nmetadata: {name: torch}\nspec:\n  \
+                       template:\n    spec:\n      replicatedJobs:\n      - name: node\n        template:\n          spec:\n            \
+                       template:\n              spec:\n                containers: [{name: node, image: torch:1}]\n";
+        assert_eq!(
+            images(runtime)[0].1,
+            "document 1: ClusterTrainingRuntime/torch spec.template.spec.replicatedJobs[0].template.spec.template.spec container node"
+        );
+    }
+
+    #[test]
+    fn skipped_kinds_say_why() {
+        for (text, words) in [
+            (
+                "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: k}\nspec:\n  rules:\n  - mutate:\n      patchStrategicMerge:\n        spec:\n          template:\n            spec:\n              containers: [{name: a, image: a:1}]\n",
+                "a policy object",
+            ),
+            (
+                "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\nspec:\n  template:\n    spec:\n      containers: [{image: a:1}]\n",
+                "Knative",
+            ),
+            (
+                "apiVersion: tekton.dev/v1\nkind: TaskRun\nmetadata: {name: t}\nspec:\n  taskSpec:\n    steps: [{name: s, image: a:1}]\n",
+                "ImagePullBackOff",
+            ),
+            (
+                "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: t}\nspec:\n  runtimeRef: {name: torch}\n",
+                "runtime",
+            ),
+        ] {
+            let found = read(text, "t").expect("readable");
+            assert!(found.pod_specs.is_empty(), "{text}");
+            assert_eq!(found.notes.len(), 1, "{:?}", found.notes);
+            assert!(found.notes[0].contains(words), "{:?}", found.notes);
+        }
+        // Unknown kinds: every pod template, not under a patch or rule, with a note.
+        let crd = "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: x}\nspec:\n  a:\n    template:\n      spec:\n        containers: [{name: a, image: a:1}]\n  \
+                   rules:\n  - template:\n      spec:\n        containers: [{name: b, image: b:1}]\n";
+        assert_eq!(image_list(crd), ["a:1"]);
+        assert!(
+            notes(crd)[0].contains("spec.a.template.spec"),
+            "{:?}",
+            notes(crd)
+        );
+    }
+
+    #[test]
+    fn containers_carry_what_other_checks_need() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  securityContext: {runAsNonRoot: yes, runAsUser: 1_000}\n  \
+                    initContainers:\n  - {name: pullcheck, image: ours:1}\n  - {name: side, image: side:1, restartPolicy: Always, command: [sh]}\n  \
+                    containers:\n  - name: app\n    image: app:1\n    imagePullPolicy: Never\n    args: [x]\n    securityContext: {runAsUser: 0, runAsNonRoot: false}\n  \
+                    volumes:\n  - name: model\n    image: {reference: models/llm:1, pullPolicy: IfNotPresent}\n";
+        let all = pod_containers(text, "t").expect("readable");
+        let got: Vec<&PodContainer> = all.iter().map(|(_, c)| c).collect();
+        assert_eq!(got.len(), 3, "pullcheck itself is left out");
+        assert_eq!(
+            *got[0],
+            PodContainer {
+                name: "side".into(),
+                list: ContainerList::Sidecar,
+                image: "side:1".into(),
+                image_pull_policy: None,
+                command_set: true,
+                args_set: false,
+                run_as_non_root: Some(true),
+                run_as_user: Some(1000),
+            }
+        );
+        assert_eq!(got[1].list, ContainerList::App);
+        assert_eq!(got[1].image_pull_policy.as_deref(), Some("Never"));
+        assert!(got[1].args_set && !got[1].command_set);
+        assert_eq!(
+            (got[1].run_as_non_root, got[1].run_as_user),
+            (Some(false), Some(0))
+        );
+        assert_eq!(got[2].list, ContainerList::ImageVolume);
+        assert_eq!(got[2].image, "models/llm:1");
+        assert_eq!(all[2].0.path, "spec");
+        // Never is left out of what check pulls.
+        assert_eq!(image_list(text), ["side:1", "models/llm:1"]);
+    }
+
+    #[test]
+    fn yaml_features_kubectl_reads() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - &base {name: a, image: &img app:1}\n  - <<: *base\n    name: b\n  - {name: c, image: *img}\n";
+        assert_eq!(image_list(text), ["app:1", "app:1", "app:1"]);
+        assert_eq!(
+            image_list("\u{feff}containers: [{name: a, image: x:1}]\n"),
+            ["x:1"]
+        );
+    }
+
+    #[test]
+    fn hostile_input_is_bounded() {
+        let mut laughs = String::from("a: &a [x, x, x, x, x, x, x, x, x]\n");
+        for i in 0..30 {
+            laughs.push_str(&format!(
+                "l{i}: &l{i} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n",
+                p = if i == 0 {
+                    "a".to_string()
+                } else {
+                    format!("l{}", i - 1)
+                }
+            ));
+        }
+        laughs.push_str("kind: Thing\napiVersion: x/v1\nspec: *l29\n");
+        assert!(read(&laughs, "t").expect("readable").pod_specs.is_empty());
+        let deep = "[".repeat(100_000);
+        assert!(error(&deep).contains("not valid"));
+        let deep_yaml = format!("{}x: 1\n", "- ".repeat(5000));
+        assert!(
+            error(&deep_yaml).contains("nested more than"),
+            "{}",
+            error(&deep_yaml)
+        );
+        assert!(error("k: 1\nk: 2\n").contains("duplicate key"));
+    }
+
+    #[test]
+    fn errors_name_the_document_never_its_content() {
+        let e = error("a: 1\n---\nb: \"s3cr3t\n");
+        assert!(
+            e.starts_with("t: document 2: not valid YAML at line 3"),
+            "{e}"
+        );
+        assert!(!e.contains("s3cr3t"), "{e}");
+        let e = error("{\"a\": 1}\n{\"password\": s3cr3t}\n");
+        assert!(
+            e.starts_with("t: document 2: not valid JSON at line 2"),
+            "{e}"
+        );
+        assert!(!e.contains("s3cr3t"), "{e}");
+        let e = error(
+            "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    image: \"{{ .Values.image }}\"\n",
+        );
+        assert!(e.contains("container a: the image is a template"), "{e}");
+    }
+}
