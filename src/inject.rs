@@ -260,11 +260,15 @@ fn validate_options(options: &InjectOptions) -> Result<Vec<String>, InjectError>
         .chain(options.check_args.iter().cloned());
     if let Err(e) = <crate::cli::Cli as clap::Parser>::try_parse_from(argv) {
         let message = e.render().to_string();
+        // clap's message and its tip, without the usage lines.
         let first = message
             .lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches("error: ");
+            .take_while(|l| !l.starts_with("Usage:"))
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        let first = first.trim_start_matches("error: ");
         return Err(InjectError(format!(
             "the arguments after -- are for `pullcheck check`, which refuses them: {first}"
         )));
@@ -379,7 +383,15 @@ impl Run<'_> {
                 return;
             }
         }
-        self.restart_policy_warning(spot, &at);
+        // --job-failure-policy sets restartPolicy: Never where a Job's pod template has none.
+        let policy_set_here = self.options.job_failure_policy
+            && spot.job.is_some()
+            && spot
+                .pod
+                .is_some_and(|p| t.str_at(p, "restartPolicy").is_none());
+        if !policy_set_here {
+            self.restart_policy_warning(spot, &at);
+        }
 
         // Images, in order, without duplicates; those with whitespace as arguments.
         let mut images: Vec<String> = Vec::new();
