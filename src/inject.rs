@@ -462,6 +462,14 @@ impl Run<'_> {
             &mounts,
             is_guaranteed(t, &spot.container_nodes),
         );
+        if let Some(main) = spot.main_mounts
+            && let Err(why) = self.main_mounts(main, &mounts)
+        {
+            self.warn(format!(
+                "{at}: cannot add the volume mounts the operator needs ({why}); left unchanged"
+            ));
+            return;
+        }
         if let Err(why) = self.init_containers(spot, &container) {
             self.warn(format!(
                 "{at}: cannot edit initContainers ({why}); left unchanged"
@@ -519,6 +527,62 @@ impl Run<'_> {
                 self.splicer
                     .prepend(list, std::slice::from_ref(container))?,
             ),
+        }
+        Ok(())
+    }
+
+    /// The Spark operator copies into a pod only the application's volumes that the driver or
+    /// executor container mounts: that container mounts ours too (read-only, where the init
+    /// container does), and no longer mounts ours of an earlier run that are gone.
+    fn main_mounts(&mut self, main: NodeId, mounts: &[Y]) -> Result<(), &'static str> {
+        let t = self.tree;
+        let wanted: Vec<(String, &Y)> = mounts
+            .iter()
+            .filter_map(|m| match m {
+                Y::Map(entries) => entries.iter().find_map(|(k, v)| match (k.as_str(), v) {
+                    ("name", Y::Str(n)) => Some((n.clone(), m)),
+                    _ => None,
+                }),
+                _ => None,
+            })
+            .collect();
+        let ours = |name: &str| name.starts_with(VOLUME_PREFIX) || name == CA_VOLUME;
+        let Some((key, list)) = t.own_entry(main, "volumeMounts") else {
+            if !wanted.is_empty() {
+                let value = Y::Seq(wanted.iter().map(|(_, y)| (*y).clone()).collect());
+                let e = self.splicer.insert_key(main, &[], "volumeMounts", &value)?;
+                self.edits.push(e);
+            }
+            return Ok(());
+        };
+        if t.is_null(list) {
+            if !wanted.is_empty() {
+                let value = Y::Seq(wanted.iter().map(|(_, y)| (*y).clone()).collect());
+                self.edits.push(self.splicer.set_null(key, list, &value)?);
+            }
+            return Ok(());
+        }
+        if t.is_aliased(list) || t.resolve(list) != list {
+            return Err("the list is shared through a YAML anchor");
+        }
+        let items = t.items(list).to_vec();
+        let present: Vec<(usize, String)> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &m)| t.str_at(m, "name").map(|n| (i, n.to_string())))
+            .collect();
+        let missing: Vec<Y> = wanted
+            .iter()
+            .filter(|(n, _)| !present.iter().any(|(_, p)| p == n))
+            .map(|(_, y)| (*y).clone())
+            .collect();
+        if !missing.is_empty() {
+            self.edits.push(self.splicer.prepend(list, &missing)?);
+        }
+        for (i, name) in present {
+            if ours(&name) && !wanted.iter().any(|(n, _)| *n == name) {
+                self.edits.push(self.splicer.remove_item(list, i)?);
+            }
         }
         Ok(())
     }

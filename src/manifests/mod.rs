@@ -478,6 +478,9 @@ pub(crate) struct Spot {
     pub not_lists: Vec<&'static str>,
     /// The pod runs on Windows.
     pub windows: bool,
+    /// A container that must mount the added volumes too: the Spark operator adds to a pod
+    /// only the application's volumes that the driver or executor mounts.
+    pub main_mounts: Option<NodeId>,
 }
 
 struct Reader<'a> {
@@ -975,6 +978,7 @@ impl Reader<'_> {
             name_taken,
             not_lists,
             windows,
+            main_mounts: None,
         });
         self.out.push(PodSpec { origin, containers });
     }
@@ -1336,6 +1340,9 @@ impl Reader<'_> {
                 not_lists,
                 false,
             );
+            if let Some(spot) = self.spots.last_mut() {
+                spot.main_mounts = Some(r);
+            }
         }
         Ok(())
     }
