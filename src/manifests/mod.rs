@@ -203,7 +203,7 @@ pub enum ManifestError {
         /// The input's name.
         input: String,
         /// Where the pod spec is.
-        at: Origin,
+        at: Box<Origin>,
         /// Its list.
         list: &'static str,
         /// The container's name.
@@ -1078,7 +1078,7 @@ impl Reader<'_> {
                     if template_line(self.text).is_some() {
                         return Err(ManifestError::TemplateImage {
                             input: self.source.to_string(),
-                            at: origin.clone(),
+                            at: Box::new(origin.clone()),
                             list: list.as_str(),
                             container: name,
                         });
@@ -1117,7 +1117,7 @@ impl Reader<'_> {
             }
             return Err(ManifestError::TemplateImage {
                 input: self.source.to_string(),
-                at: origin.clone(),
+                at: Box::new(origin.clone()),
                 list: list.as_str(),
                 container: name,
             });

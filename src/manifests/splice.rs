@@ -690,7 +690,7 @@ mod tests {
         let s = Splicer::new(text, &t, false);
         let item = Y::map([("k", Y::s("v")), ("n", Y::Int(3))]);
         let edits = [
-            s.prepend(t.get(root, "a").expect("a"), &[item.clone()])
+            s.prepend(t.get(root, "a").expect("a"), std::slice::from_ref(&item))
                 .expect("a"),
             s.prepend(t.get(root, "b").expect("b"), &[Y::Int(0)])
                 .expect("b"),

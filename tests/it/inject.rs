@@ -134,8 +134,17 @@ fn env_images(container: &Value) -> String {
 // ---------------------------------------------------------------------------------------------
 // kubernetes-validate
 
+/// `$KUBERNETES_VALIDATE`, else the one in `target/venv` (where the test script installs it),
+/// else the one on `PATH`.
 fn kubernetes_validate_command() -> String {
-    std::env::var("KUBERNETES_VALIDATE").unwrap_or_else(|_| "kubernetes-validate".to_string())
+    if let Ok(command) = std::env::var("KUBERNETES_VALIDATE") {
+        return command;
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/venv/bin/kubernetes-validate");
+    if venv.exists() {
+        return venv.display().to_string();
+    }
+    "kubernetes-validate".to_string()
 }
 
 /// Validates every object of `text` (YAML or JSON, Lists expanded, since kubernetes-validate

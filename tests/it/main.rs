@@ -5,6 +5,7 @@
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
+//! - `inject`, `manifests`: `pullcheck inject` and the corpus of job frameworks' manifests.
 
 #![allow(clippy::unwrap_used)]
 
@@ -16,4 +17,5 @@ mod faults;
 mod harness;
 mod image;
 mod inject;
+mod manifests;
 mod platform;
