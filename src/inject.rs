@@ -140,6 +140,13 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
              like any other)"
         ));
     }
+    // What is inserted has the input's line ends (scalars pullcheck writes never hold a raw
+    // line break: they are double-quoted with escapes).
+    if input.contains("\r\n") {
+        for edit in &mut run.edits {
+            edit.insert = edit.insert.replace('\n', "\r\n");
+        }
+    }
     let output = apply(input, &run.edits);
     Ok(Injected {
         output,
@@ -1023,6 +1030,15 @@ mod tests {
         );
         // Looks like JSON, is not JSON: an error, not a silent read as YAML.
         assert!(inject("{\"a\": 1,\n \"b\": }", "in", &opts("x")).is_err());
+    }
+
+    #[test]
+    fn crlf_input_gets_crlf_insertions() {
+        let input = POD.replace('\n', "\r\n");
+        let out = run(&input);
+        assert_eq!(out.pod_specs, 1);
+        assert!(!out.output.replace("\r\n", "").contains('\n'), "{:?}", out.output);
+        assert_eq!(run(&out.output).output, out.output);
     }
 
     #[test]
