@@ -1383,12 +1383,9 @@ impl Reader<'_> {
                 && let Some(s) = t.get(v, "spec")
                 && t.get(s, "containers").is_some_and(|c| t.is_seq(c))
             {
-                let policy = operator_policy.clone().filter(|_| {
-                    t.get(node, "template").is_some()
-                        && depth > 0
-                        && t.get(s, "restartPolicy").is_none()
-                        || operator_policy.is_some()
-                });
+                // An operator's replica spec next to `template` (Kubeflow's ReplicaSpec style)
+                // sets the pods' restartPolicy, overriding the template's.
+                let policy = operator_policy.clone();
                 self.pod_spec(owner, s, &join(&p, "spec"), policy, None, None)?;
                 continue;
             }
