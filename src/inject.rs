@@ -378,11 +378,15 @@ impl Run<'_> {
             ));
             return;
         }
+        // A list that comes through a `<<` merge key cannot be edited where it is written.
+        let merged = |node: NodeId, key: &str| {
+            t.has_merge(node) && t.own_entry(node, key).is_none() && t.get(node, key).is_some()
+        };
         for (node, what) in [
             (spot.holder, "the pod spec"),
             (spot.volumes, "the volumes' holder"),
         ] {
-            if t.is_aliased(node) || t.has_merge(node) {
+            if t.is_aliased(node) || merged(node, "initContainers") || merged(node, "volumes") {
                 self.warn(format!(
                     "{at}: {what} is shared through a YAML anchor or merge key; left unchanged \
                      (an edit would change every copy)"
@@ -1033,11 +1037,46 @@ mod tests {
     }
 
     #[test]
+    fn null_lists_anchors_and_merge_keys() {
+        let opts = InjectOptions {
+            image: "p/p:1".into(),
+            secrets: vec!["s".into()],
+            ..InjectOptions::default()
+        };
+        // `initContainers:` and `volumes: ~` are null: they become lists.
+        let null = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                    initContainers:\n  volumes: ~\n  containers:\n  - {name: a, image: a:1}\n";
+        let out = inject(null, "t", &opts).unwrap();
+        let v = parse(&out.output);
+        assert_eq!(v["spec"]["initContainers"][0]["name"], "pullcheck");
+        assert_eq!(v["spec"]["volumes"][0]["name"], "pullcheck-secret-s");
+        assert_eq!(inject(&out.output, "t", &opts).unwrap().output, out.output);
+        // A pod spec that is an anchor used elsewhere is left alone: editing it edits both.
+        let shared = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  \
+                      spec: &s\n    restartPolicy: Never\n    containers: [{name: a, image: a:1}]\n- apiVersion: v1\n  \
+                      kind: Pod\n  metadata: {name: q}\n  spec: *s\n";
+        let out = inject(shared, "t", &opts).unwrap();
+        assert_eq!(out.output, shared);
+        assert!(out.warnings[0].contains("YAML anchor"), "{:?}", out.warnings);
+        // A merge key that brings only other fields is fine.
+        let merged = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  <<: {restartPolicy: Never}\n  \
+                      containers:\n  - {name: a, image: a:1}\n";
+        let out = inject(merged, "t", &opts).unwrap();
+        assert_eq!(out.pod_specs, 1);
+        assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+        assert_eq!(parse(&out.output)["spec"]["<<"]["restartPolicy"], "Never");
+    }
+
+    #[test]
     fn crlf_input_gets_crlf_insertions() {
         let input = POD.replace('\n', "\r\n");
         let out = run(&input);
         assert_eq!(out.pod_specs, 1);
-        assert!(!out.output.replace("\r\n", "").contains('\n'), "{:?}", out.output);
+        assert!(
+            !out.output.replace("\r\n", "").contains('\n'),
+            "{:?}",
+            out.output
+        );
         assert_eq!(run(&out.output).output, out.output);
     }
 
