@@ -1057,7 +1057,11 @@ mod tests {
                       kind: Pod\n  metadata: {name: q}\n  spec: *s\n";
         let out = inject(shared, "t", &opts).unwrap();
         assert_eq!(out.output, shared);
-        assert!(out.warnings[0].contains("YAML anchor"), "{:?}", out.warnings);
+        assert!(
+            out.warnings[0].contains("YAML anchor"),
+            "{:?}",
+            out.warnings
+        );
         // A merge key that brings only other fields is fine.
         let merged = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  <<: {restartPolicy: Never}\n  \
                       containers:\n  - {name: a, image: a:1}\n";

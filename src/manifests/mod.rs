@@ -928,7 +928,9 @@ impl Reader<'_> {
                 } else {
                     list
                 };
-                if let Some(pc) = self.container(&origin, c, i, list, pod_security, None)? {
+                if let Some(pc) =
+                    self.container(&origin, c, &format!("#{}", i + 1), list, pod_security, None)?
+                {
                     containers.push(pc);
                 }
             }
@@ -1058,7 +1060,7 @@ impl Reader<'_> {
         &mut self,
         origin: &Origin,
         c: NodeId,
-        index: usize,
+        default_name: &str,
         list: ContainerList,
         pod_security: Option<NodeId>,
         image_default: Option<&str>,
@@ -1067,7 +1069,7 @@ impl Reader<'_> {
         let name = t
             .str_at(c, "name")
             .filter(|n| !n.is_empty())
-            .map_or_else(|| format!("#{}", index + 1), clip);
+            .map_or_else(|| default_name.to_string(), clip);
         let image_node = t.get(c, "image");
         let image = match image_node {
             Some(n) => match t.scalar(n) {
@@ -1199,22 +1201,28 @@ impl Reader<'_> {
                         continue;
                     }
                     nodes.push(c);
-                    if let Some(pc) =
-                        self.container(&origin, c, j, ContainerList::Init, pod_security, None)?
-                    {
+                    if let Some(pc) = self.container(
+                        &origin,
+                        c,
+                        &format!("#{}", j + 1),
+                        ContainerList::Init,
+                        pod_security,
+                        None,
+                    )? {
                         containers.push(pc);
                     }
                 }
             }
             if let Some(main) = t.get(tpl, main_key) {
                 nodes.push(main);
-                let mut pc =
-                    self.container(&origin, main, 0, ContainerList::App, pod_security, None)?;
-                if let Some(pc) = &mut pc
-                    && t.str_at(main, "name").is_none()
-                {
-                    pc.name = "main".to_string();
-                }
+                let pc = self.container(
+                    &origin,
+                    main,
+                    "main",
+                    ContainerList::App,
+                    pod_security,
+                    None,
+                )?;
                 containers.extend(pc);
             }
             if let Some(sidecars) = t.get(tpl, "sidecars") {
@@ -1222,9 +1230,14 @@ impl Reader<'_> {
                     let c = t.resolve(c);
                     name_taken |= t.str_at(c, "name") == Some(PULLCHECK);
                     nodes.push(c);
-                    if let Some(pc) =
-                        self.container(&origin, c, j, ContainerList::App, pod_security, None)?
-                    {
+                    if let Some(pc) = self.container(
+                        &origin,
+                        c,
+                        &format!("#{}", j + 1),
+                        ContainerList::App,
+                        pod_security,
+                        None,
+                    )? {
                         containers.push(pc);
                     }
                 }
@@ -1286,18 +1299,24 @@ impl Reader<'_> {
                         continue;
                     }
                     nodes.push(c);
-                    if let Some(pc) =
-                        self.container(&origin, c, j, ContainerList::Init, None, None)?
-                    {
+                    if let Some(pc) = self.container(
+                        &origin,
+                        c,
+                        &format!("#{}", j + 1),
+                        ContainerList::Init,
+                        None,
+                        None,
+                    )? {
                         containers.push(pc);
                     }
                 }
             }
             // The driver or executor container itself: its image, else the application's.
+            // (The driver map's `name`, if any, is not the container's.)
             if let Some(mut pc) = self.container(
                 &origin,
                 r,
-                0,
+                &format!("spark-kubernetes-{role}"),
                 ContainerList::App,
                 None,
                 app_image.as_deref(),
@@ -1313,9 +1332,14 @@ impl Reader<'_> {
                     let c = t.resolve(c);
                     name_taken |= t.str_at(c, "name") == Some(PULLCHECK);
                     nodes.push(c);
-                    if let Some(pc) =
-                        self.container(&origin, c, j, ContainerList::App, None, None)?
-                    {
+                    if let Some(pc) = self.container(
+                        &origin,
+                        c,
+                        &format!("#{}", j + 1),
+                        ContainerList::App,
+                        None,
+                        None,
+                    )? {
                         containers.push(pc);
                     }
                 }
