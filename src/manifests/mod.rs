@@ -327,6 +327,14 @@ fn parse(text: &str, source: &str) -> Result<(Tree, Format), ManifestError> {
     }
     let mut tree = Tree::default();
     match tree.parse_yaml(body, bom) {
+        Ok(()) if tree.complex_key && template_line(body).is_some() => {
+            let line = template_line(body).unwrap_or(1);
+            Err(ManifestError::Template {
+                input: source.to_string(),
+                document: document_of_line(body, line),
+                line,
+            })
+        }
         Ok(()) => Ok((tree, Format::Yaml)),
         Err(e) => Err(syntax_or_template(text, source, "YAML", e)),
     }
@@ -369,6 +377,26 @@ fn template_line(text: &str) -> Option<usize> {
             code.contains("{{") || code.contains("{%")
         })
         .map(|i| i + 1)
+}
+
+/// The document (1-based) that line `line` (1-based) is in, counting `---` lines.
+fn document_of_line(text: &str, line: usize) -> usize {
+    let mut document = 1;
+    let mut content = false;
+    for l in text.lines().take(line.saturating_sub(1)) {
+        let marker = l
+            .strip_prefix("---")
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']));
+        if marker {
+            if content {
+                document += 1;
+            }
+            content = true;
+        } else if !l.trim().is_empty() && !l.trim_start().starts_with('#') {
+            content = true;
+        }
+    }
+    document
 }
 
 /// Flow collections nested deeper than the tree allows, counted cheaply before the parser
@@ -1736,5 +1764,10 @@ mod tests {
             "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: a\n    image: \"{{ .Values.image }}\"\n",
         );
         assert!(e.contains("container a: the image is a template"), "{e}");
+        // Go template syntax that still parses (as a mapping key) is a template too.
+        let e =
+            error("kind: ConfigMap\n---\nkind: Secret\ndata: {password: {{ .Values.password }}}\n");
+        assert!(e.starts_with("t: document 2: this looks like an unrendered Helm template: render it first, e.g. helm template"), "{e}");
+        assert!(!e.contains("Values"), "{e}");
     }
 }

@@ -84,6 +84,9 @@ pub struct Tree {
     pub docs: Vec<Doc>,
     /// Anchor id → the anchored node.
     anchors: HashMap<usize, NodeId>,
+    /// Whether some mapping key is a mapping or a sequence: never Kubernetes, and what an
+    /// unquoted Go template (`{{ .Values.x }}`) reads as.
+    pub complex_key: bool,
     /// How many aliases point at each anchor id (an edit inside an anchored node would change
     /// every alias too).
     alias_count: HashMap<usize, usize>,
@@ -313,7 +316,12 @@ impl Tree {
             Kind::Seq { items, .. } => items.push(id),
             Kind::Map { entries, .. } => match pending.take() {
                 Some(key) => entries.push((key, id)),
-                None => *pending = Some(id),
+                None => {
+                    *pending = Some(id);
+                    let is_scalar =
+                        matches!(self.nodes[id].kind, Kind::Scalar { .. } | Kind::Alias(_));
+                    self.complex_key |= !is_scalar;
+                }
             },
             _ => {}
         }
