@@ -578,7 +578,7 @@ fn unreadable_pod_specs_are_usage_errors_naming_the_problem() {
         (
             "an unquoted template image",
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: {{ .Values.image }}\n",
-            "container c: the image is a template",
+            "unrendered Helm template: render it first, e.g. helm template RELEASE CHART, and read its output (`{{` at line 7)",
         ),
         (
             "a quoted template image",
