@@ -280,11 +280,12 @@ impl<'a> Splicer<'a> {
         let Some(k) = target else {
             return Err("an empty block mapping");
         };
-        let at = self.node(k).start;
-        let (col, clean) = self.column(at);
+        let key_at = self.node(k).start;
+        let (col, clean) = self.column(key_at);
         if !clean {
             return Err("a key that does not start its line");
         }
+        let at = self.before_comments(key_at, col);
         let layout = self.layout(map);
         let mut out = format!("{}:", scalar(key));
         write_value(&mut out, value, col, layout);
@@ -295,6 +296,28 @@ impl<'a> Splicer<'a> {
             remove: 0,
             insert: out,
         })
+    }
+
+    /// Where to insert before the key at `at` (column `col`): above the comment lines at the
+    /// same column right over it, which belong to that key. Only for a key alone on its line
+    /// but for indentation.
+    fn before_comments(&self, at: usize, col: usize) -> usize {
+        let Some(prefix) = self.blank_prefix(at) else {
+            return at;
+        };
+        let mut best = at;
+        let mut line_start = at - prefix.len();
+        while line_start > 0 {
+            let prev_start = self.text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
+            let line = self.text[prev_start..line_start - 1].trim_end_matches('\r');
+            let indent = line.len() - line.trim_start_matches(' ').len();
+            if indent != col || !line[indent..].starts_with('#') {
+                break;
+            }
+            best = prev_start + indent;
+            line_start = prev_start;
+        }
+        best
     }
 
     fn flow_entry(&self, key: &str, value: &Y) -> String {
@@ -387,7 +410,7 @@ impl<'a> Splicer<'a> {
             out.push_str(prefix);
         }
         Ok(Edit {
-            at: dash,
+            at: self.before_comments(dash, col),
             remove: 0,
             insert: out,
         })
@@ -678,7 +701,7 @@ mod tests {
             .expect("edit");
         assert_eq!(
             apply(text, &[e]),
-            "spec:\n  # the app\n  initContainers:\n    - name: b\n      args: [check]\n  containers:\n    - name: a\n      image: x\n"
+            "spec:\n  initContainers:\n    - name: b\n      args: [check]\n  # the app\n  containers:\n    - name: a\n      image: x\n"
         );
     }
 
@@ -722,6 +745,24 @@ mod tests {
             "{\n  \"spec\": {\n    \"initContainers\": [{\"name\":\"p\"}],\n    \"containers\": [{\"name\": \"a\"}]\n  }\n}"
         );
         let _: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    }
+
+    #[test]
+    fn comments_over_a_key_or_item_stay_with_it() {
+        let text = "l:\n  # the first\n  - name: a\nm:\n  k: 1\n  # about c\n  # more\n  c: 2\n";
+        let t = tree(text);
+        let root = t.docs[0].root;
+        let s = Splicer::new(text, &t, false);
+        let e1 = s
+            .prepend(t.get(root, "l").expect("l"), &[Y::s("new")])
+            .expect("prepend");
+        let e2 = s
+            .insert_key(t.get(root, "m").expect("m"), &["c"], "b", &Y::Int(0))
+            .expect("insert");
+        assert_eq!(
+            apply(text, &[e1, e2]),
+            "l:\n  - new\n  # the first\n  - name: a\nm:\n  k: 1\n  b: 0\n  # about c\n  # more\n  c: 2\n"
+        );
     }
 
     #[test]
