@@ -397,6 +397,7 @@ fn every_corpus_file_is_injected_without_changing_anything_else() {
         } else {
             for doc in after {
                 assert_job_failure_policy(name, doc);
+                assert_ca_mounted(name, doc);
             }
         }
         let objects_before = objects(input, before);
@@ -466,6 +467,43 @@ fn assert_job_failure_policy(name: &str, doc: &Value) {
     assert_eq!(ours[0]["onExitCodes"]["values"], json!([3, 4, 5, 7]));
     assert_eq!(ours[1]["action"], "Ignore");
     assert_eq!(ours[1]["onExitCodes"]["values"], json!([6]));
+}
+
+/// With `--ca-configmap corp-ca -- --ca-file /etc/pullcheck/ca/corp.crt`, every injected init
+/// container mounts that file from the ConfigMap, whose volume is next to it.
+fn assert_ca_mounted(name: &str, v: &Value) {
+    match v {
+        Value::Object(map) => {
+            if map.get("name").and_then(Value::as_str) == Some("pullcheck")
+                && map.contains_key("env")
+            {
+                let mounts = map["volumeMounts"].as_array().unwrap();
+                assert!(
+                    mounts.iter().any(|m| m["name"] == "pullcheck-ca"
+                        && m["mountPath"] == "/etc/pullcheck/ca/corp.crt"
+                        && m["subPath"] == "corp.crt"),
+                    "{name}: {mounts:?}"
+                );
+                let args = map["args"].as_array().unwrap();
+                assert_eq!(
+                    args[..3],
+                    json!(["check", "--ca-file", "/etc/pullcheck/ca/corp.crt"])
+                        .as_array()
+                        .unwrap()[..],
+                    "{name}"
+                );
+                return;
+            }
+            if let Some(volumes) = map.get("volumes").and_then(Value::as_array)
+                && let Some(ca) = volumes.iter().find(|v| v["name"] == "pullcheck-ca")
+            {
+                assert_eq!(ca["configMap"]["name"], "corp-ca", "{name}");
+            }
+            map.values().for_each(|v| assert_ca_mounted(name, v));
+        }
+        Value::Array(items) => items.iter().for_each(|v| assert_ca_mounted(name, v)),
+        _ => {}
+    }
 }
 
 #[test]
