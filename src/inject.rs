@@ -114,7 +114,6 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
     let mut run = Run {
         options,
         source,
-        text: input,
         manifests: &found,
         tree: &found.tree,
         splicer: Splicer::new(input, &found.tree, found.format == Format::Json),
@@ -328,7 +327,6 @@ fn validate_options(options: &InjectOptions) -> Result<Vec<String>, InjectError>
 struct Run<'a> {
     options: &'a InjectOptions,
     source: &'a str,
-    text: &'a str,
     manifests: &'a Manifests,
     tree: &'a Tree,
     splicer: Splicer<'a>,
@@ -847,7 +845,6 @@ impl Run<'_> {
             "{at}: restartPolicy is {description}, not Never: a failed pullcheck init container \
              is then retried with back-off instead of failing the pod{advice}"
         ));
-        let _ = self.text;
     }
 }
 

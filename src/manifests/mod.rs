@@ -741,7 +741,7 @@ impl Reader<'_> {
                         // the pods, OnFailure when unset.
                         let default = (api_version == "kubeflow.org/v1").then_some("OnFailure");
                         let p = at(&format!("spec.{key}.{replica}"));
-                        self.template_with(&owner, rv, &p, policy, default)?;
+                        self.template(&owner, rv, &p, policy, default)?;
                     }
                 }
             }
@@ -827,19 +827,8 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// `X.template.spec`.
+    /// The pod spec at `node.template.spec` (a workload, a replica, a task, a Ray group).
     fn template(
-        &mut self,
-        owner: &Owner,
-        node: NodeId,
-        path: &str,
-        operator_policy: Option<String>,
-        default: Option<&'static str>,
-    ) -> Result<(), ManifestError> {
-        self.template_with(owner, node, path, operator_policy, default)
-    }
-
-    fn template_with(
         &mut self,
         owner: &Owner,
         node: NodeId,
