@@ -542,6 +542,29 @@ struct SpotShape {
     default_policy: Option<&'static str>,
 }
 
+impl SpotShape {
+    /// A spot of this shape, with nothing found in it yet.
+    fn spot(self) -> Spot {
+        Spot {
+            spec: 0,
+            holder: self.holder,
+            before: self.before,
+            volumes: self.volumes,
+            pod: self.pod,
+            job: self.job,
+            secrets: Vec::new(),
+            bad_secrets: Vec::new(),
+            operator_policy: self.operator_policy,
+            default_policy: self.default_policy,
+            container_nodes: Vec::new(),
+            name_taken: false,
+            not_lists: Vec::new(),
+            windows: false,
+            main_mounts: None,
+        }
+    }
+}
+
 /// Keys under which a pod template is a piece of a policy or patch, never a pod of its own.
 const PATCH_KEYS: [&str; 10] = [
     "patch",
@@ -958,47 +981,23 @@ impl Reader<'_> {
         self.push(
             origin,
             containers,
-            shape,
-            secrets,
-            bad_secrets,
-            nodes,
-            name_taken,
-            not_lists,
-            windows,
+            Spot {
+                secrets,
+                bad_secrets,
+                container_nodes: nodes,
+                name_taken,
+                not_lists,
+                windows,
+                ..shape.spot()
+            },
         );
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        origin: Origin,
-        containers: Vec<PodContainer>,
-        shape: SpotShape,
-        secrets: Vec<String>,
-        bad_secrets: Vec<String>,
-        container_nodes: Vec<NodeId>,
-        name_taken: bool,
-        not_lists: Vec<&'static str>,
-        windows: bool,
-    ) {
-        self.spots.push(Spot {
-            spec: self.out.len(),
-            holder: shape.holder,
-            before: shape.before,
-            volumes: shape.volumes,
-            pod: shape.pod,
-            job: shape.job,
-            secrets,
-            bad_secrets,
-            operator_policy: shape.operator_policy,
-            default_policy: shape.default_policy,
-            container_nodes,
-            name_taken,
-            not_lists,
-            windows,
-            main_mounts: None,
-        });
+    /// Records a pod spec and where `inject` edits it.
+    fn push(&mut self, origin: Origin, containers: Vec<PodContainer>, mut spot: Spot) {
+        spot.spec = self.out.len();
+        self.spots.push(spot);
         self.out.push(PodSpec { origin, containers });
     }
 
@@ -1273,13 +1272,14 @@ impl Reader<'_> {
             self.push(
                 origin,
                 containers,
-                shape,
-                secrets.clone(),
-                bad_secrets.clone(),
-                nodes,
-                name_taken,
-                not_lists,
-                false,
+                Spot {
+                    secrets: secrets.clone(),
+                    bad_secrets: bad_secrets.clone(),
+                    container_nodes: nodes,
+                    name_taken,
+                    not_lists,
+                    ..shape.spot()
+                },
             );
         }
         Ok(())
@@ -1373,17 +1373,16 @@ impl Reader<'_> {
             self.push(
                 origin,
                 containers,
-                shape,
-                secrets.clone(),
-                bad_secrets.clone(),
-                nodes,
-                name_taken,
-                not_lists,
-                false,
+                Spot {
+                    secrets: secrets.clone(),
+                    bad_secrets: bad_secrets.clone(),
+                    container_nodes: nodes,
+                    name_taken,
+                    not_lists,
+                    main_mounts: Some(r),
+                    ..shape.spot()
+                },
             );
-            if let Some(spot) = self.spots.last_mut() {
-                spot.main_mounts = Some(r);
-            }
         }
         Ok(())
     }
