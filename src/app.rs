@@ -51,6 +51,8 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         image: args.image,
         secrets: args.secrets,
         check_args: args.check_args,
+        ca_configmap: args.ca_configmap,
+        job_failure_policy: args.job_failure_policy,
     };
     match inject(&input, &source, &options) {
         Ok(done) => {

@@ -67,7 +67,19 @@ pub struct InjectArgs {
     )]
     pub secrets: Vec<String>,
 
-    /// Arguments for `pullcheck check` in the init container (after `--`).
+    /// A ConfigMap that holds the `--ca-file` files of the check arguments: each `--ca-file
+    /// PATH` is mounted at PATH from the key named as PATH's file name.
+    #[arg(long, value_name = "NAME", env = "PULLCHECK_INJECT_CA_CONFIGMAP")]
+    pub ca_configmap: Option<String>,
+
+    /// Also add to each batch/v1 Job (and CronJob job template) the podFailurePolicy rules
+    /// for pullcheck's exit codes (FailJob on 3, 4, 5, 7; Ignore on 6), unless it has rules
+    /// for container `pullcheck` already, and restartPolicy: Never where none is set.
+    #[arg(long, env = "PULLCHECK_INJECT_JOB_FAILURE_POLICY", value_parser = FalseyValueParser::new())]
+    pub job_failure_policy: bool,
+
+    /// Arguments for `pullcheck check` in the init container (after `--`); checked with
+    /// `check`'s own parser now, not in every pod.
     #[arg(last = true, value_name = "CHECK_ARGS")]
     pub check_args: Vec<String>,
 }
@@ -149,8 +161,9 @@ pub struct CheckArgs {
     #[arg(long, value_name = "PATH", env = "PULLCHECK_IMAGES_FILE")]
     pub images_file: Option<PathBuf>,
 
-    /// A Pod, workload (Deployment, Job, CronJob, StatefulSet, DaemonSet, ReplicaSet) or List,
-    /// YAML or JSON, whose images are all checked; `-` reads stdin.
+    /// Manifests (YAML or JSON, any number of documents, Lists) whose pod specs' images are all
+    /// checked: Pods, workloads, Jobs and the job frameworks' kinds (Argo, Spark, KubeRay,
+    /// Kubeflow, JobSet, Volcano…), as `inject` reads them; `-` reads stdin.
     #[arg(long, value_name = "PATH", env = "PULLCHECK_POD_SPEC")]
     pub pod_spec: Option<PathBuf>,
 

@@ -5,9 +5,9 @@ use crate::check::Options;
 use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
 use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
+use crate::manifests;
 use crate::node::{self, NodeOptions};
 use crate::platform::{MatchMode, Platform};
-use crate::podspec;
 use crate::pull_policy::{self, PullPolicy};
 use crate::reference::{DOCKER_HUB, Reference};
 use crate::registry::{ClientOptions, PlatformPolicy};
@@ -66,6 +66,7 @@ impl Config {
     /// Validates the flags and reads the files they name. `stdin` serves `-`.
     pub fn from_args(args: CheckArgs, stdin: &mut dyn Read) -> Result<Config, ConfigErrors> {
         let mut errors = Vec::new();
+        let mut pod_spec_notes = Vec::new();
 
         let timeout = match parse_duration(&args.timeout) {
             Ok(d) => d,
@@ -134,9 +135,18 @@ impl Config {
                 path.display().to_string()
             };
             match read_input(path, stdin) {
-                Ok(text) => match podspec::images_from_manifests(&text, &source) {
-                    Ok(found) => images.extend(found.into_iter().map(|p| p.image)),
-                    Err(e) => errors.push(format!("--pod-spec: {e}")),
+                Ok(text) => match manifests::read(&text, &source) {
+                    Ok(found) => {
+                        pod_spec_notes.extend(found.notes.iter().cloned());
+                        let found_images = found.images();
+                        if found.pod_specs.is_empty() {
+                            pod_spec_notes.push(format!(
+                                "--pod-spec {source}: no pod spec found, so no images from it"
+                            ));
+                        }
+                        images.extend(found_images.into_iter().map(|p| p.image));
+                    }
+                    Err(e) => errors.push(format!("--pod-spec {e}")),
                 },
                 Err(e) => errors.push(format!("--pod-spec {source}: {e}")),
             }
@@ -265,6 +275,7 @@ impl Config {
             .iter()
             .filter_map(|i| Reference::parse(i).ok())
             .collect();
+        warnings.extend(pod_spec_notes);
         warnings.extend(
             keyring.resolve_helpers(
                 references

@@ -27,7 +27,8 @@
 //!   [`config::Config`]; [`app`]: the program behind `main`; [`input`]: bounded reading of
 //!   files and stdin, for `config` and `keyring` alike.
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the container runtime does it.
-//! - [`podspec`]: the images of Pods, workloads and Lists.
+//! - [`manifests`]: the one reader of pod specs (every kind, job frameworks included), for
+//!   `check --pod-spec` and `inject`, and the text splice `inject` writes with.
 //! - [`keyring`]: pull-secret files and the kubelet's credential matching.
 //! - [`pull_policy`]: when the kubelet pulls, and so what is checked; [`node`]: the images the
 //!   node already holds, from its Node object.
@@ -52,9 +53,9 @@ pub mod config;
 pub mod inject;
 pub mod input;
 pub mod keyring;
+pub mod manifests;
 pub mod node;
 pub mod platform;
-pub mod podspec;
 pub mod progress;
 pub mod pull_policy;
 pub mod reference;

@@ -560,54 +560,35 @@ fn endless_files_are_refused_not_read_forever() {
 }
 
 #[test]
-fn broken_pod_specs_are_usage_errors_naming_the_problem() {
+fn unreadable_pod_specs_are_usage_errors_naming_the_problem() {
     let cases: &[(&str, &str, &str)] = &[
-        ("not YAML", "{{{ : ]]", "not valid JSON"),
+        ("not YAML", "{{{ : ]]", "unrendered Helm template"),
+        ("not JSON", "{\"a\": ]", "not valid JSON"),
         (
             "tabs",
             "kind: Pod\nspec:\n\tcontainers: []\n",
-            "could not be read as YAML",
+            "not valid YAML at line 3",
+        ),
+        ("binary", "\u{0}\u{1}\u{2}garbage", "not valid YAML"),
+        (
+            "a Helm template",
+            "{{- if .Values.enabled }}\napiVersion: v1\nkind: Pod\n{{- end }}\n",
+            "this looks like an unrendered Helm template: render it first, e.g. helm template",
         ),
         (
-            "a Secret",
-            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: c2VjcmV0}\n",
-            "is a Secret, not a Pod or workload",
+            "an unquoted template image",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: {{ .Values.image }}\n",
+            "unrendered Helm template: render it first, e.g. helm template RELEASE CHART, and read its output (`{{` at line 7)",
         ),
         (
-            "no containers",
-            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n",
-            "Pod/p has no containers",
-        ),
-        (
-            "empty containers",
-            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
-            "Pod/p has no containers",
-        ),
-        (
-            "no pod template",
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
-            "Deployment/d has no pod spec",
-        ),
-        (
-            "container without image",
-            "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n",
-            "container c has no image",
-        ),
-        ("empty", "", "no Kubernetes objects"),
-        ("a number", "42\n", "is a number"),
-        (
-            "binary",
-            "\u{0}\u{1}\u{2}garbage",
-            "could not be read as YAML",
+            "a quoted template image",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: \"{{ .Values.image }}\"\n",
+            "container c: the image is a template",
         ),
     ];
     for (name, text, words) in cases {
         let run = run_stdin(&["--pod-spec", "-"], text.as_bytes());
         assert_usage(name, &run, &["--pod-spec", words, "nothing was checked"]);
-        assert!(
-            !run.stderr.contains("c2VjcmV0"),
-            "{name}: secret data shown"
-        );
     }
     // From a file: its path is named.
     let dir = tempfile::tempdir().unwrap();
@@ -616,6 +597,40 @@ fn broken_pod_specs_are_usage_errors_naming_the_problem() {
     let p = path.to_str().unwrap();
     let run = run_args(&["--pod-spec", p]);
     assert_usage("file", &run, &[p]);
+}
+
+#[test]
+fn pod_specs_without_images_say_so_and_check_nothing() {
+    // Documents without a pod spec are skipped, not errors: a file of them has no images, like
+    // any other source without images.
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "a Secret",
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: c2VjcmV0}\n",
+            "no pod spec found",
+        ),
+        (
+            "no pod template",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
+            "no pod spec found",
+        ),
+        ("empty", "", "no pod spec found"),
+        ("a number", "42\n", "no pod spec found"),
+        (
+            "container without image",
+            "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n",
+            "container c: no image; not checked",
+        ),
+    ];
+    for (name, text, words) in cases {
+        let run = run_stdin(&["--pod-spec", "-"], text.as_bytes());
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        assert!(run.stderr.contains(words), "{name}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("c2VjcmV0"),
+            "{name}: secret data shown"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -506,11 +506,16 @@ fn usage_errors_exit_2_and_check_nothing() {
             &["--docker-config", broken.to_str().unwrap(), "nginx"],
             "entry r.io",
         ),
-        ("pod spec is a Secret", &["--pod-spec", "-"], "Secret"),
+        // A Secret is only a document without a pod spec; unreadable input is an error.
+        (
+            "pod spec is a template",
+            &["--pod-spec", "-"],
+            "unrendered Helm template",
+        ),
     ];
     for (name, args, words) in cases {
-        let stdin = if *name == "pod spec is a Secret" {
-            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: c2VjcmV0}\n"
+        let stdin = if *name == "pod spec is a template" {
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {password: {{ .Values.password }}}\n"
         } else {
             ""
         };

@@ -8,6 +8,7 @@
 //! - `start`: predicting containers that will not start, from image configs pushed by the tests.
 //! - `node`: `IfNotPresent` images and the node's own image list, from an API server stand-in.
 //! - `route`: the node's registry configuration, compared with containerd and containers/image.
+//! - `inject`, `manifests`: `pullcheck inject` and the corpus of job frameworks' manifests.
 
 #![allow(clippy::unwrap_used)]
 
@@ -19,6 +20,7 @@ mod faults;
 mod harness;
 mod image;
 mod inject;
+mod manifests;
 mod node;
 mod operator;
 mod platform;
