@@ -68,7 +68,8 @@ pub async fn check_until(
 ) -> Report {
     let started = Instant::now();
     let timeout = options.timeout.min(MAX_TIMEOUT);
-    let deadline = started + timeout;
+    // timeout <= MAX_TIMEOUT (a day): cannot overflow, saturated all the same.
+    let deadline = registry::instant_after(started, timeout);
     // Each image once: parsed, its duplicates dropped, its credentials looked up. The token
     // plan and the jobs both come from this.
     let mut seen = HashSet::new();
@@ -236,7 +237,9 @@ impl Job {
         loop {
             attempts += 1;
             let progress = Progress::default();
-            let attempt_deadline = (Instant::now() + self.attempt_cap).min(self.deadline);
+            // attempt_cap <= timeout <= MAX_TIMEOUT: bounded, but saturate all the same.
+            let attempt_deadline =
+                registry::instant_after(Instant::now(), self.attempt_cap).min(self.deadline);
             let probe =
                 self.client
                     .probe(&self.reference, &credentials, &progress, attempt_deadline);
@@ -271,7 +274,8 @@ impl Job {
             // A registry asking for no wait (`Retry-After: 0`, or a date in the past) still gets
             // the back-off: retrying at once would flood it.
             let wait = asked.map_or_else(|| backoff(attempts), |a| a.max(backoff(attempts)));
-            if Instant::now() + wait >= self.deadline {
+            // `wait` may be the registry's Retry-After: saturate, never overflow.
+            if registry::instant_after(Instant::now(), wait) >= self.deadline {
                 verdict.message.push_str(&self.gave_up(attempts, start));
                 return self.result(verdict, &outcome.auth, attempts, start);
             }

@@ -223,7 +223,7 @@ impl Keyring {
         let store = helpers
             && matches!(top.get("credsStore"), Some(serde_json::Value::String(s)) if !s.is_empty());
         for (key, entry) in map {
-            let entry_err = |what: &str| err(format!("entry {}: {what}", printable(&key)));
+            let entry_err = |what: &str| err(format!("entry {}: {what}", shown_key(&key)));
             let serde_json::Value::Object(fields) = entry else {
                 return Err(entry_err("not a JSON object"));
             };
@@ -266,7 +266,7 @@ impl Keyring {
                 credential: Credential {
                     username,
                     password: Secret(password),
-                    source: format!("{label}, key {}", printable(&key)),
+                    source: format!("{label}, key {}", shown_key(&key)),
                 },
             });
         }
@@ -331,7 +331,7 @@ impl Keyring {
             if !wanted {
                 continue;
             }
-            let source = format!("{}, helper for {}", helper.label, printable(&helper.server));
+            let source = format!("{}, helper for {}", helper.label, shown_key(&helper.server));
             match docker_credential::get_credential(&helper.server) {
                 Ok(docker_credential::DockerCredential::UsernamePassword(username, password)) => {
                     self.entries.push(Entry {
@@ -654,13 +654,29 @@ fn decode_auth(auth: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// A short, printable form of a key for messages.
-fn printable(s: &str) -> String {
-    let mut out: String = s.chars().take(100).flat_map(char::escape_default).collect();
-    if s.chars().count() > 100 {
+/// A docker config key as shown in messages, JSON and the termination message: without user
+/// info (`https://user:password@host` would print the password), escaped, at most 100
+/// characters. The only way a key is shown.
+fn shown_key(key: &str) -> String {
+    let key = strip_userinfo(key);
+    let mut out: String = key.chars().take(100).flat_map(char::escape_default).collect();
+    if key.chars().count() > 100 {
         out.push('…');
     }
     out
+}
+
+/// `key` without the `user:password@` of its authority (where Go's URL parser finds it: before
+/// the first `/`, `?` or `#` after an optional scheme, up to the last `@`).
+fn strip_userinfo(key: &str) -> std::borrow::Cow<'_, str> {
+    let start = key.find("://").map_or(0, |i| i + 3);
+    let authority_end = key[start..]
+        .find(['/', '?', '#'])
+        .map_or(key.len(), |i| start + i);
+    match key[start..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &key[..start], &key[start + at + 1..]).into(),
+        None => key.into(),
+    }
 }
 
 fn json_category(e: &serde_json::Error) -> &'static str {
@@ -1105,6 +1121,28 @@ mod tests {
             assert!(!msg.contains("s3cret"), "{name}: {msg}");
             assert!(!msg.contains(&b64("s3cret")), "{name}: {msg}");
         }
+    }
+
+    #[test]
+    fn user_info_never_shows_in_a_key() {
+        let cases: &[(&str, &str)] = &[
+            ("https://user:pw@r.io", "https://r.io"),
+            ("user:pw@r.io:5000/team", "r.io:5000/team"),
+            ("https://a@b:p@w@r.io/x@y", "https://r.io/x@y"),
+            ("https://r.io/v2/", "https://r.io/v2/"),
+            ("r.io?u=a@b", "r.io?u=a@b"),
+        ];
+        for (key, want) in cases {
+            assert_eq!(strip_userinfo(key), *want, "{key}");
+        }
+        let k = keyring(&format!(
+            r#"{{"auths":{{"https://bob:hunter2@r.io":{{"auth":"{}"}}}}}}"#,
+            b64("bob:pw")
+        ));
+        let found = k.lookup("r.io", "app");
+        assert_eq!(found.len(), 1, "user info does not stop the key from matching");
+        assert!(!found[0].source.contains("hunter2"), "{}", found[0].source);
+        assert!(found[0].source.ends_with("key https://r.io"), "{}", found[0].source);
     }
 
     #[test]

@@ -71,15 +71,20 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
         Fact::Found {
             digest,
             platform_digest,
+            digest_invalid,
             ..
         } => {
+            let invalid = "the registry sent an invalid Docker-Content-Digest, not shown";
+            let shown = match (digest, digest_invalid) {
+                (Some(d), false) => d.clone(),
+                (Some(d), true) => format!("{d}; {invalid}"),
+                (None, true) => invalid.to_string(),
+                (None, false) => "digest not reported".to_string(),
+            };
             let mut v = Verdict::new(
                 Status::Ok,
                 "found",
-                format!(
-                    "{image}: manifest found on {registry} ({})",
-                    digest.as_deref().unwrap_or("digest not reported")
-                ),
+                format!("{image}: manifest found on {registry} ({shown})"),
                 "",
             );
             v.digest = digest.clone();
@@ -202,6 +207,32 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                     ),
                     "The credentials are valid but may not pull this repository: grant them pull access.",
                 ),
+                // The HEAD found the manifest, then the GET of that same index (or of its
+                // config) is refused or missing: as permanent as the same answer to the HEAD.
+                (Step::Platform, 401) => Verdict::new(
+                    Status::Unauthorized,
+                    "index_unauthorized",
+                    format!(
+                        "{image}: {registry} answers the manifest HEAD but refuses the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
+                    ),
+                    "Give the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
+                ),
+                (Step::Platform, 403) => Verdict::new(
+                    Status::Denied,
+                    "index_denied",
+                    format!(
+                        "{image}: {registry} answers the manifest HEAD but denies the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
+                    ),
+                    "Grant the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
+                ),
+                (Step::Platform, 404) => Verdict::new(
+                    Status::NotFound,
+                    "index_missing",
+                    format!(
+                        "{image}: {registry} lists {what} (its HEAD answered) but does not serve it ({request}): a pull would fail"
+                    ),
+                    "The registry is inconsistent (an interrupted push, or garbage collection): push the image again.",
+                ),
                 (_, 429) => Verdict::new(
                     Status::Unreachable,
                     "rate_limited",
@@ -292,6 +323,14 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             "The registry's token service is misbehaving; retry later.",
         )
         .retry(None),
+        Fact::BadRealm { realm } => Verdict::new(
+            Status::Unauthorized,
+            "bad_realm",
+            format!(
+                "{image}: {registry} names a token server that is not a valid URL (realm {realm:?}), so no token can be asked for"
+            ),
+            "The registry's token auth is misconfigured (its WWW-Authenticate realm): report it to the registry's operator.",
+        ),
         Fact::InsecureRealm { realm } => Verdict::new(
             Status::Unauthorized,
             "insecure_realm",
@@ -398,6 +437,7 @@ mod tests {
                     digest: Some("sha256:1".into()),
                     media_type: None,
                     platform_digest: None,
+                    digest_invalid: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Ok,
@@ -462,6 +502,40 @@ mod tests {
                 alice(),
                 Status::Unauthorized,
                 "insufficient_scope",
+                false,
+            ),
+            (
+                "index GET 401",
+                status(Step::Platform, 401, None),
+                alice(),
+                Status::Unauthorized,
+                "index_unauthorized",
+                false,
+            ),
+            (
+                "index GET 403",
+                status(Step::Platform, 403, None),
+                alice(),
+                Status::Denied,
+                "index_denied",
+                false,
+            ),
+            (
+                "index GET 404",
+                status(Step::Platform, 404, None),
+                AuthUsed::Anonymous,
+                Status::NotFound,
+                "index_missing",
+                false,
+            ),
+            (
+                "bad realm",
+                Fact::BadRealm {
+                    realm: "https://tok\u{fffd}en".into(),
+                },
+                AuthUsed::Anonymous,
+                Status::Unauthorized,
+                "bad_realm",
                 false,
             ),
             (

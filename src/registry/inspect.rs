@@ -105,6 +105,7 @@ impl Client {
             digest: digest.clone(),
             media_type: media_type.clone(),
             platform_digest,
+            digest_invalid: false,
         };
         let policy = &self.platform;
         let Some(want) = &policy.want else {

@@ -106,6 +106,9 @@ pub enum Fact {
         media_type: Option<String>,
         /// The index entry that matched the node's platform, when an index was checked.
         platform_digest: Option<String>,
+        /// The registry sent a `Docker-Content-Digest` that is not `algorithm:hex` of the
+        /// right length: not shown (a registry may echo anything there, a credential too).
+        digest_invalid: bool,
     },
     /// The manifest HEAD answered 404.
     Missing {
@@ -166,6 +169,11 @@ pub enum Fact {
     /// The token server answered 200 without a usable token.
     BadTokenAnswer {
         /// The realm.
+        realm: String,
+    },
+    /// The `realm` of the registry's Bearer challenge is not an `http(s)` URL.
+    BadRealm {
+        /// The realm as sent.
         realm: String,
     },
     /// The token realm is plain HTTP and not allowed by `--plain-http`, so credentials were not sent.
@@ -442,17 +450,29 @@ impl Client {
         let authorization = authorization.as_deref();
         let fact = match fact {
             Fact::Found {
-                digest, media_type, ..
+                digest,
+                media_type,
+                digest_invalid,
+                ..
             } => {
-                self.check_platform(
-                    &state,
-                    reference,
-                    digest,
-                    media_type,
-                    authorization,
-                    progress,
-                )
-                .await
+                let mut fact = self
+                    .check_platform(
+                        &state,
+                        reference,
+                        digest,
+                        media_type,
+                        authorization,
+                        progress,
+                    )
+                    .await;
+                if let Fact::Found {
+                    digest_invalid: flag,
+                    ..
+                } = &mut fact
+                {
+                    *flag = digest_invalid;
+                }
+                fact
             }
             Fact::Missing { url, .. } => {
                 let suggest_by = deadline
@@ -524,9 +544,16 @@ impl Client {
                     .map(str::to_string)
             };
             if status.is_success() {
+                // Shown only when it reads as a digest: a registry may echo anything here.
+                let sent = resp.headers().get("docker-content-digest").map(|v| {
+                    v.to_str()
+                        .ok()
+                        .filter(|d| is_digest(d))
+                        .map(str::to_string)
+                });
                 let fact = Fact::Found {
-                    digest: header_text("docker-content-digest")
-                        .or_else(|| reference.digest.clone()),
+                    digest_invalid: matches!(sent, Some(None)),
+                    digest: sent.flatten().or_else(|| reference.digest.clone()),
                     media_type: header_text("content-type"),
                     platform_digest: None,
                 };
@@ -653,7 +680,7 @@ impl Client {
                     Ok(token) => {
                         // Renew a little early so a token does not expire between cache and use.
                         let life = token.lifetime.saturating_sub(Duration::from_secs(5));
-                        Ok(Ok((token, Instant::now() + life)))
+                        Ok(Ok((token, instant_after(Instant::now(), life))))
                     }
                     Err(Fact::Status {
                         status: status @ (401 | 403),
@@ -685,9 +712,14 @@ impl Client {
         scopes: &[String],
         cred: Option<&Credential>,
     ) -> Result<Token, Fact> {
-        let mut url = reqwest::Url::parse(realm).map_err(|_| Fact::BadTokenAnswer {
-            realm: realm.to_string(),
-        })?;
+        // The realm is judged on its own: a URL that does not parse (an odd byte in its host)
+        // is the registry's set-up, said as such.
+        let mut url = reqwest::Url::parse(realm)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "https" | "http") && u.host_str().is_some())
+            .ok_or_else(|| Fact::BadRealm {
+                realm: realm.to_string(),
+            })?;
         let realm_host = match url.port() {
             Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
             None => url.host_str().unwrap_or_default().to_string(),
@@ -780,26 +812,58 @@ fn sensitive(value: &str) -> HeaderValue {
     v
 }
 
-fn www_authenticate(headers: &HeaderMap) -> Option<String> {
-    let all: Vec<&str> = headers
+/// Every `WWW-Authenticate` header, joined, as bytes: `HeaderValue::to_str` refuses any
+/// non-ASCII byte, which would drop a whole challenge for one odd byte in its realm.
+fn www_authenticate(headers: &HeaderMap) -> Option<Vec<u8>> {
+    let all: Vec<&[u8]> = headers
         .get_all(header::WWW_AUTHENTICATE)
         .iter()
-        .filter_map(|v| v.to_str().ok())
+        .map(HeaderValue::as_bytes)
         .collect();
-    (!all.is_empty()).then(|| all.join(", "))
+    (!all.is_empty()).then(|| all.join(&b", "[..]))
 }
 
-/// `Retry-After` as seconds or an HTTP date.
+/// `Retry-After` as seconds or an HTTP date, at most [`MAX_SERVER_WAIT`]: the number is the
+/// server's, and `Instant + Duration` panics on overflow.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = httpdate::parse_http_date(v).ok()?;
-    Some(
+    let wait = if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() {
+        // More digits than a u64 holds is still "a very long time", not "no header".
+        Duration::from_secs(v.parse::<u64>().unwrap_or(u64::MAX))
+    } else {
+        let when = httpdate::parse_http_date(v).ok()?;
         when.duration_since(std::time::SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
+            .unwrap_or(Duration::ZERO)
+    };
+    Some(wait.min(MAX_SERVER_WAIT))
+}
+
+/// The longest wait or lifetime taken from a server's number (`Retry-After`, `expires_in`): a
+/// day, the longest `--timeout`. Anything longer means the same to a run, and a clamped
+/// duration keeps every `Instant + Duration` far from overflow.
+pub const MAX_SERVER_WAIT: Duration = crate::check::MAX_TIMEOUT;
+
+/// `now + d`, saturating: `Instant + Duration` panics on overflow, and `d` may come from a
+/// server. A far-off instant (a day past the longest deadline) stands in for "never".
+pub fn instant_after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d.min(MAX_SERVER_WAIT.saturating_mul(2)))
+        .or_else(|| now.checked_add(MAX_SERVER_WAIT))
+        .unwrap_or(now)
+}
+
+/// Whether `s` is a digest as a registry must send it: `algorithm:hex`, lower-case hex of the
+/// algorithm's length (sha256: 64, sha384: 96, sha512: 128).
+pub fn is_digest(s: &str) -> bool {
+    let Some((algorithm, hex)) = s.split_once(':') else {
+        return false;
+    };
+    let len = match algorithm {
+        "sha256" => 64,
+        "sha384" => 96,
+        "sha512" => 128,
+        _ => return false,
+    };
+    hex.len() == len && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Follows up to 5 redirects, never from HTTPS down to plain HTTP. reqwest itself drops the
@@ -906,6 +970,36 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert(header::RETRY_AFTER, HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&h), None);
+        for huge in ["18446744073709551615", "99999999999999999999999999"] {
+            h.insert(header::RETRY_AFTER, HeaderValue::from_static(huge));
+            assert_eq!(retry_after(&h), Some(MAX_SERVER_WAIT), "{huge}");
+        }
+    }
+
+    #[test]
+    fn digest_table() {
+        let hex64 = "a".repeat(64);
+        let cases: Vec<(&str, String, bool)> = vec![
+            ("sha256", format!("sha256:{hex64}"), true),
+            ("sha512", format!("sha512:{}", "0".repeat(128)), true),
+            ("sha384", format!("sha384:{}", "f".repeat(96)), true),
+            ("short", format!("sha256:{}", &hex64[1..]), false),
+            ("upper-case", format!("sha256:{}", "A".repeat(64)), false),
+            ("sha512 length on sha256", format!("sha256:{}", "0".repeat(128)), false),
+            ("unknown algorithm", format!("md5:{hex64}"), false),
+            ("a credential", "Basic YWxpY2U6czNjcmV0".to_string(), false),
+            ("empty", String::new(), false),
+        ];
+        for (name, digest, want) in cases {
+            assert_eq!(is_digest(&digest), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn instants_from_server_numbers_saturate() {
+        let now = Instant::now();
+        assert!(instant_after(now, Duration::MAX) > now);
+        assert_eq!(instant_after(now, Duration::from_secs(1)), now + Duration::from_secs(1));
     }
 
     #[test]

@@ -28,7 +28,7 @@ fn line(out: &mut String, r: &ImageResult) {
     };
     // Writing to a String cannot fail.
     if r.is_ok() {
-        let digest = r.digest.as_deref().unwrap_or("(digest not reported)");
+        let digest = r.digest.as_deref().unwrap_or("(no valid digest reported)");
         let _ = writeln!(out, "{status:<17} {} {digest}", r.reference);
     } else {
         let _ = write!(out, "{status:<17} {}", r.message);
