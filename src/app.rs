@@ -5,7 +5,9 @@ use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
 use crate::config::Config;
 use crate::inject::{InjectOptions, inject};
-use crate::report::{ExitCode, Report, TERMINATION_MESSAGE_MAX, render_text, termination_message};
+use crate::report::{
+    ExitCode, Report, TERMINATION_MESSAGE_MAX, escape, render_text, termination_message,
+};
 use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
@@ -43,7 +45,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     let input = match read_manifests(&args.file) {
         Ok(text) => text,
         Err(e) => {
-            eprintln!("pullcheck: error: {source}: {e}");
+            eprintln!("pullcheck: error: {}: {}", escape(&source), escape(&e));
             return ExitCode::Usage;
         }
     };
@@ -55,13 +57,13 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     match inject(&input, &source, &options) {
         Ok(done) => {
             for w in &done.warnings {
-                eprintln!("pullcheck: warning: {w}");
+                eprintln!("pullcheck: warning: {}", escape(w));
             }
             let _ = std::io::stdout().lock().write_all(done.output.as_bytes());
             ExitCode::Ok
         }
         Err(e) => {
-            eprintln!("pullcheck: error: {e}");
+            eprintln!("pullcheck: error: {}", escape(&e.to_string()));
             ExitCode::Usage
         }
     }
@@ -76,14 +78,14 @@ fn run_check(args: CheckArgs) -> ExitCode {
         Ok(c) => c,
         Err(errors) => {
             for e in &errors.0 {
-                eprintln!("pullcheck: error: {e}");
+                eprintln!("pullcheck: error: {}", escape(&e.to_string()));
             }
             eprintln!("pullcheck: nothing was checked (exit 2); see `pullcheck check --help`");
             return ExitCode::Usage;
         }
     };
     for w in &config.warnings {
-        eprintln!("pullcheck: warning: {w}");
+        eprintln!("pullcheck: warning: {}", escape(w));
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -133,7 +135,7 @@ fn write_outputs(config: &Config, report: &Report) {
         if let Err(e) = std::fs::write(path, message.as_bytes()) {
             eprintln!(
                 "pullcheck: warning: cannot write the termination message to {}: {e}",
-                path.display()
+                escape(&path.display().to_string())
             );
         }
     }

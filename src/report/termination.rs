@@ -3,8 +3,10 @@
 //! The kubelet keeps at most 4096 bytes per container and 12 KiB per pod, shared by all its
 //! containers, so the message is small by design: a first line that stands alone, then one line
 //! per failing image, most important first, cut with `… and N more` (never inside a character).
+//! Messages are escaped ([`escape`]) before they are measured and cut: one line per image,
+//! whatever a registry or a pull secret holds.
 
-use super::Report;
+use super::{Report, escape};
 
 /// The default size limit, in bytes.
 pub const TERMINATION_MESSAGE_MAX: usize = 1024;
@@ -19,7 +21,7 @@ pub fn termination_message(report: &Report, max: usize) -> String {
         } else {
             "warning"
         };
-        let line = format!("\n{kind}: {}", r.message);
+        let line = format!("\n{kind}: {}", escape(&r.message));
         let left = problems.len() - i - 1;
         // Keep room for the "… and N more" line unless this is the last problem.
         let reserve = if left == 0 { 0 } else { more_line(left).len() };
@@ -108,6 +110,15 @@ mod tests {
             assert!(msg.starts_with("pullcheck: 100 of 100"), "{msg}");
             assert!(msg.contains("more"), "{max}: {msg}");
         }
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let mut r = result("a", Status::Unauthorized);
+        r.message = "user x\nok: all fine\u{1b}]0;t\u{7}".into();
+        let msg = termination_message(&Report::new(vec![r]), 1024);
+        assert_eq!(msg.lines().count(), 2, "{msg}");
+        assert!(!msg.chars().any(|c| c.is_control() && c != '\n'), "{msg:?}");
     }
 
     #[test]

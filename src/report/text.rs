@@ -1,6 +1,8 @@
-//! The human report: one line per image, problems first, each problem with a hint.
+//! The human report: one line per image, problems first, each problem with a hint. Every value
+//! is escaped here ([`escape`]): a line of this report is one line, whatever a registry or a
+//! pull secret holds.
 
-use super::{ImageResult, Report};
+use super::{ImageResult, Report, escape};
 use std::fmt::Write;
 
 /// Renders the report for a person. With `quiet`, images that are fine are left out, and so is
@@ -29,11 +31,16 @@ fn line(out: &mut String, r: &ImageResult) {
     // Writing to a String cannot fail.
     if r.is_ok() {
         let digest = r.digest.as_deref().unwrap_or("(no valid digest reported)");
-        let _ = writeln!(out, "{status:<17} {} {digest}", r.reference);
+        let _ = writeln!(
+            out,
+            "{status:<17} {} {}",
+            escape(&r.reference),
+            escape(digest)
+        );
     } else {
-        let _ = write!(out, "{status:<17} {}", r.message);
+        let _ = write!(out, "{status:<17} {}", escape(&r.message));
         if !r.hint.is_empty() {
-            let _ = write!(out, " Hint: {}", r.hint);
+            let _ = write!(out, " Hint: {}", escape(&r.hint));
         }
         out.push('\n');
     }
@@ -58,6 +65,16 @@ mod tests {
         assert!(lines[1].starts_with("ok "), "{text}");
         assert!(lines[1].ends_with("sha256:ab"), "{text}");
         assert_eq!(lines[2], "pullcheck: 1 of 2 images cannot be pulled");
+    }
+
+    #[test]
+    fn a_value_with_a_newline_cannot_forge_a_line() {
+        let mut r = result("a", Status::Unauthorized);
+        r.message = "credentials for user x\nok                docker.io/evil:1 sha256:0\u{1b}[2K".into();
+        let text = render_text(&Report::new(vec![r]), false);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains('\u{1b}'), "{text:?}");
+        assert!(text.contains("x\\nok"), "{text}");
     }
 
     #[test]
