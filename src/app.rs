@@ -74,6 +74,24 @@ fn read_manifests(path: &std::path::Path) -> Result<String, String> {
 }
 
 fn run_check(args: CheckArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pullcheck: error: cannot start the async runtime: {e}");
+            return ExitCode::Usage;
+        }
+    };
+    // The handlers are installed before any work (reading a 1 MiB pull secret, matching
+    // 10,000 images): a signal that comes while that work runs is kept, and the check then
+    // stops at once with its report, rather than the default action killing the process
+    // without a termination message.
+    let signals = {
+        let _entered = runtime.enter();
+        Signals::install()
+    };
     let config = match Config::from_args(args, &mut std::io::stdin().lock()) {
         Ok(c) => c,
         Err(errors) => {
@@ -87,35 +105,46 @@ fn run_check(args: CheckArgs) -> ExitCode {
     for w in &config.warnings {
         eprintln!("pullcheck: warning: {}", escape(w));
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("pullcheck: error: cannot start the async runtime: {e}");
-            return ExitCode::Usage;
-        }
-    };
-    let report = runtime.block_on(check_until(&config.images, &config.options, stop_signal()));
+    let report = runtime.block_on(check_until(
+        &config.images,
+        &config.options,
+        signals.stopped(),
+    ));
+    // Blocking threads may still be inside a `getaddrinfo` that never returns (a silent DNS
+    // server): dropping the runtime would wait for them. Leave them; the process ends when
+    // this returns.
+    runtime.shutdown_background();
     write_outputs(&config, &report);
     report.exit_code
 }
 
-/// Completes on SIGTERM (the kubelet stopping the pod) or SIGINT, with the signal's name, so
-/// that a stopped check still writes its report and termination message.
-async fn stop_signal() -> String {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers the default action (exit) stays: never complete.
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM".to_string(),
-        _ = int.recv() => "SIGINT".to_string(),
+/// SIGTERM (the kubelet stopping the pod) and SIGINT, caught so that a stopped check still
+/// writes its report and termination message.
+struct Signals(Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>);
+
+impl Signals {
+    /// Installs the handlers; needs the runtime entered.
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => Signals(Some((term, int))),
+            // Without handlers the default action (exit) stays.
+            _ => Signals(None),
+        }
+    }
+
+    /// Completes on the first signal, with its name.
+    async fn stopped(self) -> String {
+        let Some((mut term, mut int)) = self.0 else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => "SIGTERM".to_string(),
+            _ = int.recv() => "SIGINT".to_string(),
+        }
     }
 }
 

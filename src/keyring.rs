@@ -102,6 +102,63 @@ pub struct Keyring {
     entries: Vec<Entry>,
     /// Not asked yet: see [`Keyring::resolve_helpers`].
     helpers: Vec<HelperEntry>,
+    /// The keys indexed for lookups, built on the first lookup and dropped whenever entries
+    /// change.
+    index: std::sync::OnceLock<KeyIndex>,
+}
+
+/// The keys of a keyring indexed once, so that a lookup costs the keys that may match its
+/// host, not all keys: a 1 MiB pull secret holds ~28,000 entries, and a run up to 10,000
+/// images. The matching itself is [`KeyPattern::matches`], unchanged: the index only chooses
+/// which keys are tried, and keeps the kubelet's order (reverse lexical by key).
+#[derive(Debug, Clone, Default)]
+struct KeyIndex {
+    /// Distinct keys in lookup order, each as the indexes of its entries in source order (the
+    /// first entry's pattern is the key's pattern).
+    keys: Vec<Vec<usize>>,
+    /// Keys whose host holds no glob, by host and port (`host\nport`): positions in `keys`.
+    literal: std::collections::HashMap<String, Vec<usize>>,
+    /// Keys with a glob in their host, by label count and port: positions in `keys`.
+    globbed: std::collections::HashMap<(usize, String), Vec<usize>>,
+    /// The entries of the `index.docker.io` key, Docker Hub's key of last resort.
+    hub: Vec<usize>,
+}
+
+impl KeyIndex {
+    fn build(entries: &[Entry]) -> KeyIndex {
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        // Stable: entries of one key stay in source order.
+        order.sort_by(|a, b| entries[*b].key.cmp(&entries[*a].key));
+        let mut index = KeyIndex::default();
+        for i in order {
+            match index.keys.last_mut() {
+                Some(group) if entries[group[0]].key == entries[i].key => group.push(i),
+                _ => index.keys.push(vec![i]),
+            }
+        }
+        for (position, group) in index.keys.iter().enumerate() {
+            let entry = &entries[group[0]];
+            let pattern = &entry.pattern;
+            let glob = pattern
+                .labels
+                .iter()
+                .any(|l| l.contains(['*', '?', '[', '\\']));
+            if glob {
+                index
+                    .globbed
+                    .entry((pattern.labels.len(), pattern.port.clone()))
+                    .or_default()
+                    .push(position);
+            } else {
+                let host = format!("{}\n{}", pattern.labels.join("."), pattern.port);
+                index.literal.entry(host).or_default().push(position);
+            }
+            if entry.key == DEFAULT_REGISTRY_KEY {
+                index.hub.clone_from(group);
+            }
+        }
+        index
+    }
 }
 
 /// The Docker CLI's config of a person: `$DOCKER_CONFIG/config.json`, else
@@ -260,6 +317,7 @@ impl Keyring {
                 continue;
             };
             let normalised = pattern.key();
+            self.index.take();
             self.entries.push(Entry {
                 key: normalised.clone(),
                 pattern,
@@ -334,6 +392,7 @@ impl Keyring {
             let source = format!("{}, helper for {}", helper.label, shown_key(&helper.server));
             match docker_credential::get_credential(&helper.server) {
                 Ok(docker_credential::DockerCredential::UsernamePassword(username, password)) => {
+                    self.index.take();
                     self.entries.push(Entry {
                         key: helper.pattern.key(),
                         pattern: helper.pattern,
@@ -365,30 +424,31 @@ impl Keyring {
         )
     }
 
-    /// [`Keyring::lookup`] on a `host[:port]/path` string, as the kubelet's `Lookup`.
+    /// [`Keyring::lookup`] on a `host[:port]/path` string, as the kubelet's `Lookup`: every
+    /// key whose pattern matches, in reverse lexical order of the keys.
     fn lookup_target(&self, target: &str, docker_hub: bool) -> Vec<&Credential> {
-        let mut keys: Vec<&str> = self.entries.iter().map(|e| e.key.as_str()).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        keys.reverse();
+        let index = self.index.get_or_init(|| KeyIndex::build(&self.entries));
+        let hostport = target.split('/').next().unwrap_or_default();
+        let (host, port) = split_host_port(hostport);
+        let labels = host.split('.').count();
+        let mut candidates: Vec<usize> = Vec::new();
+        if let Some(keys) = index.literal.get(&format!("{host}\n{port}")) {
+            candidates.extend(keys);
+        }
+        if let Some(keys) = index.globbed.get(&(labels, port.to_string())) {
+            candidates.extend(keys);
+        }
+        // Positions in `keys` are the lookup order.
+        candidates.sort_unstable();
         let mut out = Vec::new();
-        for key in keys {
-            let mut matched = self.entries.iter().filter(|e| e.key == key).peekable();
-            let Some(first) = matched.peek() else {
-                continue;
-            };
-            if !first.pattern.matches(target) {
-                continue;
+        for position in candidates {
+            let group = &index.keys[position];
+            if self.entries[group[0]].pattern.matches(target) {
+                out.extend(group.iter().map(|i| &self.entries[*i].credential));
             }
-            out.extend(matched.map(|e| &e.credential));
         }
         if out.is_empty() && docker_hub {
-            out.extend(
-                self.entries
-                    .iter()
-                    .filter(|e| e.key == DEFAULT_REGISTRY_KEY)
-                    .map(|e| &e.credential),
-            );
+            out.extend(index.hub.iter().map(|i| &self.entries[*i].credential));
         }
         out
     }

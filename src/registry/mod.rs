@@ -277,6 +277,8 @@ struct RegistryState {
     /// The repositories each credential ("" for anonymous) will ask tokens for, in groups of
     /// at most [`SCOPES_PER_TOKEN`]; see [`Client::plan`].
     scopes: HashMap<String, Vec<Vec<String>>>,
+    /// For each credential, the group of `scopes` each repository is in.
+    groups: HashMap<String, HashMap<String, usize>>,
     ping: OnceCell<AuthScheme>,
     tokens: Mutex<HashMap<TokenKey, TokenCell>>,
 }
@@ -336,9 +338,21 @@ impl Client {
 
     fn new_state(&self, host: &str, scopes: HashMap<String, Vec<Vec<String>>>) -> RegistryState {
         let scheme = if self.is_plain(host) { "http" } else { "https" };
+        let groups = scopes
+            .iter()
+            .map(|(key, groups)| {
+                let by_repo = groups
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, g)| g.iter().map(move |r| (r.clone(), i)))
+                    .collect();
+                (key.clone(), by_repo)
+            })
+            .collect();
         RegistryState {
             base: format!("{scheme}://{host}"),
             scopes,
+            groups,
             ping: OnceCell::new(),
             tokens: Mutex::new(HashMap::new()),
         }
@@ -348,17 +362,20 @@ impl Client {
     /// sources of the credentials it may try ("" for anonymous). Images of one registry and
     /// credential then share one token request (several `scope`s in one request).
     pub fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
+        // Repositories in first-seen order per (host, credential); the set keeps this linear
+        // for 10,000 images.
         let mut plan: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
+        let mut planned: HashSet<(String, String, String)> = HashSet::new();
         for (host, repository, cred_keys) in images {
             for key in cred_keys {
-                let repos = plan
-                    .entry(host.clone())
+                if !planned.insert((host.clone(), key.clone(), repository.clone())) {
+                    continue;
+                }
+                plan.entry(host.clone())
                     .or_default()
                     .entry(key)
-                    .or_default();
-                if !repos.contains(&repository) {
-                    repos.push(repository.clone());
-                }
+                    .or_default()
+                    .push(repository.clone());
             }
         }
         for (host, by_cred) in plan {
@@ -634,11 +651,11 @@ impl Client {
         let cred_key = cred.map(|c| c.source.clone()).unwrap_or_default();
         // One token for the group of repositories planned for this credential, so that a run
         // over many repositories asks the token server once, not once per repository.
-        let group = state.scopes.get(&cred_key).and_then(|groups| {
-            groups
-                .iter()
-                .position(|g| g.iter().any(|r| r == repository))
-        });
+        let group = state
+            .groups
+            .get(&cred_key)
+            .and_then(|by_repo| by_repo.get(repository))
+            .copied();
         let (group_key, repositories) = match group {
             Some(i) => (
                 format!("group {i}"),
