@@ -27,6 +27,9 @@ pub struct Options {
     /// Registries (`host[:port]`, `docker.io`, or `*`) whose `unauthorized` verdicts, when no
     /// credential matched, are warnings: the node may pull with credentials of its own.
     pub allow_unauthenticated: Vec<String>,
+    /// When the run's clock started; `None`: when the check starts. The CLI starts it before
+    /// it asks credential helpers, so that their time counts against `--timeout`.
+    pub started: Option<std::time::Instant>,
 }
 
 impl Default for Options {
@@ -37,6 +40,7 @@ impl Default for Options {
             client: ClientOptions::default(),
             keyring: Keyring::default(),
             allow_unauthenticated: Vec::new(),
+            started: None,
         }
     }
 }
@@ -66,7 +70,10 @@ pub async fn check_until(
     options: &Options,
     stop: impl Future<Output = String>,
 ) -> Report {
-    let started = Instant::now();
+    let started = options
+        .started
+        .map_or_else(Instant::now, Instant::from_std)
+        .min(Instant::now());
     let timeout = options.timeout.min(MAX_TIMEOUT);
     // timeout <= MAX_TIMEOUT (a day): cannot overflow, saturated all the same.
     let deadline = registry::instant_after(started, timeout);
@@ -97,7 +104,7 @@ pub async fn check_until(
                         let keys = if credentials.is_empty() {
                             vec![String::new()]
                         } else {
-                            credentials.iter().map(|c| c.source.clone()).collect()
+                            credentials.iter().map(Credential::cache_key).collect()
                         };
                         (r.api_host().to_string(), r.repository.clone(), keys)
                     },

@@ -59,6 +59,8 @@ impl std::error::Error for ConfigErrors {}
 impl Config {
     /// Validates the flags and reads the files they name. `stdin` serves `-`.
     pub fn from_args(args: CheckArgs, stdin: &mut dyn Read) -> Result<Config, ConfigErrors> {
+        // The run's clock: credential helpers asked here count against --timeout.
+        let started = std::time::Instant::now();
         let mut errors = Vec::new();
 
         let timeout = match parse_duration(&args.timeout) {
@@ -196,10 +198,12 @@ impl Config {
             .iter()
             .filter_map(|i| Reference::parse(i).ok())
             .collect();
+        // Helpers run before the check, on its clock: at most a quarter of --timeout in all.
         let warnings = keyring.resolve_helpers(
             references
                 .iter()
                 .map(|r| (r.registry.as_str(), r.repository.as_str())),
+            timeout.min(crate::check::MAX_TIMEOUT) / 4,
         );
 
         let allow_unauthenticated = args
@@ -237,6 +241,7 @@ impl Config {
                 },
                 keyring,
                 allow_unauthenticated,
+                started: Some(started),
             },
             output: args.output,
             warnings,

@@ -17,9 +17,63 @@
 //!
 //! Secrets are wrapped in [`Secret`], whose `Debug` and `Display` print `<redacted>`.
 
+mod helper;
+
 use base64::Engine;
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The least time a credential helper is given (a keychain answers in milliseconds).
+const HELPER_MIN: Duration = Duration::from_millis(500);
+
+/// The three fields of a config entry that are used, as raw slices; the rest is skipped unread.
+#[derive(serde::Deserialize)]
+struct EntryFields<'a> {
+    #[serde(borrow, default)]
+    username: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    password: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    auth: Option<&'a RawValue>,
+}
+
+/// Walks a JSON object's members in document order, handing each (key, raw value) to the
+/// callback, which returns `false` to stop: nothing of the map is kept.
+struct EachEntry<'f, F>(&'f mut F);
+
+impl<'de, F> serde::de::DeserializeSeed<'de> for EachEntry<'_, F>
+where
+    F: FnMut(String, &'de RawValue) -> bool,
+{
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, F> serde::de::Visitor<'de> for EachEntry<'_, F>
+where
+    F: FnMut(String, &'de RawValue) -> bool,
+{
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some((key, value)) = map.next_entry::<String, &'de RawValue>()? {
+            if !(self.0)(key, value) {
+                return Err(serde::de::Error::custom("stopped"));
+            }
+        }
+        Ok(())
+    }
+}
 
 /// A secret value. Never printed: `Debug` and `Display` show `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]
@@ -60,6 +114,19 @@ pub struct Credential {
     pub source: String,
 }
 
+impl Credential {
+    /// What tells this credential from every other in a run, for caches (tokens, refusals):
+    /// two entries may share a source when their keys differ only in the user info that is
+    /// never shown. Holds a keyed hash of the secret, never the secret.
+    pub fn cache_key(&self) -> String {
+        use std::hash::BuildHasher;
+        static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+            std::sync::OnceLock::new();
+        let hash = KEYS.get_or_init(Default::default).hash_one(&self.password.0);
+        format!("{}\n{}\n{hash:016x}", self.source, self.username)
+    }
+}
+
 /// A file that could not be used as a credential source: a configuration error (exit 2).
 #[derive(Debug, thiserror::Error)]
 #[error("credential file {path}: {what}")]
@@ -91,6 +158,8 @@ struct Entry {
 #[derive(Debug, Clone)]
 struct HelperEntry {
     server: String,
+    /// The helper program's name: `docker-credential-<helper>`.
+    helper: String,
     pattern: KeyPattern,
     label: String,
 }
@@ -236,6 +305,10 @@ impl Keyring {
 
     /// [`Keyring::add_json`]; with `helpers`, also the `credHelpers` / `credsStore` of a
     /// workstation's Docker CLI config.
+    ///
+    /// Parsed straight into what is kept: the top level and the entries as raw slices of
+    /// `text`, each entry's three fields read from its slice, so that a 4 MiB file is never a
+    /// tree of values as well.
     fn add_config(
         &mut self,
         path: &Path,
@@ -247,7 +320,7 @@ impl Keyring {
             path: path.to_path_buf(),
             what,
         };
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        let not_json = |e: serde_json::Error| {
             // serde_json's message holds only a position and a category, never the content.
             err(format!(
                 "not valid JSON (line {}, column {}: {})",
@@ -255,79 +328,139 @@ impl Keyring {
                 e.column(),
                 json_category(&e)
             ))
-        })?;
-        let serde_json::Value::Object(top) = value else {
-            return Err(err("not a JSON object".to_string()));
         };
+        let whole: &RawValue = serde_json::from_str(text).map_err(not_json)?;
+        if !whole.get().starts_with('{') {
+            return Err(err("not a JSON object".to_string()));
+        }
+        let top: BTreeMap<String, &RawValue> =
+            serde_json::from_str(whole.get()).map_err(not_json)?;
         // `.dockerconfigjson` and config.json wrap the map in "auths"; legacy `.dockercfg` is
         // the bare map.
         let is_cli_config = top.contains_key("credHelpers") || top.contains_key("credsStore");
-        let map = match top.get("auths") {
-            Some(serde_json::Value::Object(auths)) => auths.clone(),
+        let map: Option<&RawValue> = match top.get("auths") {
+            Some(auths) if auths.get().starts_with('{') => Some(auths),
             Some(_) => return Err(err("\"auths\" is not a JSON object".to_string())),
-            None if is_cli_config => serde_json::Map::new(),
-            None => top.clone(),
+            None if is_cli_config => None,
+            None => Some(whole),
         };
         // A Docker CLI config: servers whose secret a credential helper keeps. Only the
         // workstation's own config runs helpers; the kubelet runs none from a pull secret.
+        let string_of = |raw: Option<&&RawValue>| {
+            raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+                .filter(|s| !s.is_empty())
+        };
         if helpers {
-            if let Some(serde_json::Value::Object(servers)) = top.get("credHelpers") {
-                for server in servers.keys() {
-                    self.add_helper(server, label);
+            if let Some(servers) = top.get("credHelpers") {
+                let servers: BTreeMap<String, &RawValue> =
+                    serde_json::from_str(servers.get()).unwrap_or_default();
+                for (server, helper) in servers {
+                    if let Some(helper) = string_of(Some(&helper)) {
+                        self.add_helper(&server, &helper, label);
+                    }
                 }
             }
         }
-        let store = helpers
-            && matches!(top.get("credsStore"), Some(serde_json::Value::String(s)) if !s.is_empty());
-        for (key, entry) in map {
-            let entry_err = |what: &str| err(format!("entry {}: {what}", shown_key(&key)));
-            let serde_json::Value::Object(fields) = entry else {
-                return Err(entry_err("not a JSON object"));
-            };
-            let field = |name: &str| -> Result<Option<String>, KeyringError> {
-                match fields.get(name) {
-                    None | Some(serde_json::Value::Null) => Ok(None),
-                    Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-                    Some(_) => Err(entry_err(&format!("\"{name}\" is not a string"))),
+        let store = if helpers {
+            string_of(top.get("credsStore"))
+        } else {
+            None
+        };
+        let Some(map) = map else {
+            return Ok(());
+        };
+        let mut failed = None;
+        let first = self.entries.len();
+        let mut keys: Vec<String> = Vec::new();
+        let mut visit = |key: String, entry: &RawValue| -> bool {
+            let before = self.entries.len();
+            match self.add_entry(&key, entry, label, store.as_deref()) {
+                Ok(()) => {
+                    if self.entries.len() > before {
+                        keys.push(key);
+                    }
+                    true
                 }
-            };
-            let mut username = field("username")?.unwrap_or_default();
-            let mut password = field("password")?.unwrap_or_default();
-            // `auth` overrides username and password, as in the kubelet.
-            if let Some(auth) = field("auth")?.filter(|a| !a.is_empty()) {
-                let decoded =
-                    decode_auth(&auth).ok_or_else(|| entry_err("\"auth\" is not valid base64"))?;
-                let (u, p) = decoded
-                    .split_once(':')
-                    .ok_or_else(|| entry_err("\"auth\" does not decode to user:password"))?;
-                username = u.to_string();
-                password = p.to_string();
-            }
-            if username.is_empty() && password.is_empty() {
-                // An entry that only names a server: with a credentials store, the store keeps
-                // the secret; otherwise there is nothing to use.
-                if store {
-                    self.add_helper(&key, label);
+                Err(what) => {
+                    failed = Some(err(format!("entry {}: {what}", shown_key(&key))));
+                    false
                 }
-                continue;
             }
-            // A key Go's url.Parse refuses is logged and ignored by the kubelet, which still
-            // pulls with the other entries: do the same.
-            let Some(pattern) = KeyPattern::parse(&key) else {
-                continue;
-            };
-            let normalised = pattern.key();
-            self.index.take();
-            self.entries.push(Entry {
-                key: normalised.clone(),
-                pattern,
-                credential: Credential {
-                    username,
-                    password: Secret(password),
-                    source: format!("{label}, key {}", shown_key(&key)),
-                },
-            });
+        };
+        let mut de = serde_json::Deserializer::from_str(map.get());
+        let walked = serde::de::DeserializeSeed::deserialize(EachEntry(&mut visit), &mut de);
+        if let Some(e) = failed {
+            return Err(e);
         }
+        walked.map_err(not_json)?;
+        // Within a file, entries in the order of their keys (a JSON object has none of its
+        // own): deterministic, and the order this file's entries always had.
+        let added = self.entries.split_off(first);
+        let mut order: Vec<usize> = (0..added.len()).collect();
+        order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+        let mut added: Vec<Option<Entry>> = added.into_iter().map(Some).collect();
+        self.entries
+            .extend(order.into_iter().filter_map(|i| added[i].take()));
+        Ok(())
+    }
+
+    /// Adds one entry of a config's map; the error says what is wrong with it, never its
+    /// secret.
+    fn add_entry(
+        &mut self,
+        key: &str,
+        entry: &RawValue,
+        label: &str,
+        store: Option<&str>,
+    ) -> Result<(), String> {
+        if !entry.get().starts_with('{') {
+            return Err("not a JSON object".to_string());
+        }
+        let fields: EntryFields<'_> = serde_json::from_str(entry.get())
+            .map_err(|e| format!("not a usable entry ({})", json_category(&e)))?;
+        let field = |name: &str, raw: Option<&RawValue>| -> Result<Option<String>, String> {
+            match raw {
+                None => Ok(None),
+                Some(r) if r.get() == "null" => Ok(None),
+                Some(r) => serde_json::from_str::<String>(r.get())
+                    .map(Some)
+                    .map_err(|_| format!("\"{name}\" is not a string")),
+            }
+        };
+        let mut username = field("username", fields.username)?.unwrap_or_default();
+        let mut password = field("password", fields.password)?.unwrap_or_default();
+        // `auth` overrides username and password, as in the kubelet.
+        if let Some(auth) = field("auth", fields.auth)?.filter(|a| !a.is_empty()) {
+            let decoded = decode_auth(&auth).ok_or("\"auth\" is not valid base64")?;
+            let (u, p) = decoded
+                .split_once(':')
+                .ok_or("\"auth\" does not decode to user:password")?;
+            username = u.to_string();
+            password = p.to_string();
+        }
+        if username.is_empty() && password.is_empty() {
+            // An entry that only names a server: with a credentials store, the store keeps
+            // the secret; otherwise there is nothing to use.
+            if let Some(store) = store {
+                self.add_helper(key, store, label);
+            }
+            return Ok(());
+        }
+        // A key Go's url.Parse refuses is logged and ignored by the kubelet, which still
+        // pulls with the other entries: do the same.
+        let Some(pattern) = KeyPattern::parse(key) else {
+            return Ok(());
+        };
+        self.index.take();
+        self.entries.push(Entry {
+            key: pattern.key(),
+            pattern,
+            credential: Credential {
+                username,
+                password: Secret(password),
+                source: format!("{label}, key {}", shown_key(key)),
+            },
+        });
         Ok(())
     }
 
@@ -351,25 +484,28 @@ impl Keyring {
         self.add_config(file, label, &text, helpers)
     }
 
-    fn add_helper(&mut self, server: &str, label: &str) {
+    fn add_helper(&mut self, server: &str, helper: &str, label: &str) {
         if self.helpers.iter().any(|h| h.server == server) {
             return;
         }
         if let Some(pattern) = KeyPattern::parse(server) {
             self.helpers.push(HelperEntry {
                 server: server.to_string(),
+                helper: helper.to_string(),
                 pattern,
                 label: label.to_string(),
             });
         }
     }
 
-    /// Asks the credential helpers (`credHelpers`, `credsStore`, through the `docker_credential`
-    /// crate) for the registries of these images, once each, and adds what they give. Returns
+    /// Asks the credential helpers (`credHelpers`, `credsStore`) for the registries of these
+    /// images, once each, and adds what they give. Each helper gets at most a quarter of
+    /// `budget` and all of them together `budget`; one still running then is killed. Returns
     /// warnings for helpers that failed; a failed helper means anonymous, as with the Docker CLI.
     pub fn resolve_helpers<'a>(
         &mut self,
         images: impl IntoIterator<Item = (&'a str, &'a str)>,
+        budget: Duration,
     ) -> Vec<String> {
         let targets: Vec<(String, bool)> = images
             .into_iter()
@@ -380,6 +516,7 @@ impl Keyring {
                 )
             })
             .collect();
+        let started = std::time::Instant::now();
         let mut warnings = Vec::new();
         for helper in std::mem::take(&mut self.helpers) {
             let wanted = targets.iter().any(|(target, hub)| {
@@ -390,8 +527,16 @@ impl Keyring {
                 continue;
             }
             let source = format!("{}, helper for {}", helper.label, shown_key(&helper.server));
-            match docker_credential::get_credential(&helper.server) {
-                Ok(docker_credential::DockerCredential::UsernamePassword(username, password)) => {
+            let left = budget.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                warnings.push(format!(
+                    "{source}: not asked, the credential helpers used their share of --timeout; checking anonymously"
+                ));
+                continue;
+            }
+            let limit = (budget / 4).max(HELPER_MIN).min(left);
+            match helper::get(&helper.helper, &helper.server, limit) {
+                Ok(helper::Answer::Password(username, password)) => {
                     self.index.take();
                     self.entries.push(Entry {
                         key: helper.pattern.key(),
@@ -403,12 +548,12 @@ impl Keyring {
                         },
                     });
                 }
-                Ok(docker_credential::DockerCredential::IdentityToken(_)) => warnings.push(format!(
+                Ok(helper::Answer::IdentityToken) => warnings.push(format!(
                     "{source}: gives an identity token, which pullcheck does not use; checking anonymously"
                 )),
                 Err(e) => warnings.push(format!(
                     "{source}: {}; checking anonymously",
-                    helper_error(&e)
+                    e.describe(&helper.helper)
                 )),
             }
         }
@@ -451,26 +596,6 @@ impl Keyring {
             out.extend(index.hub.iter().map(|i| &self.entries[*i].credential));
         }
         out
-    }
-}
-
-/// A credential helper's failure in words that never repeat what it printed: a failing helper
-/// may well have printed the secret.
-fn helper_error(e: &docker_credential::CredentialRetrievalError) -> String {
-    use docker_credential::CredentialRetrievalError as E;
-    match e {
-        E::HelperFailure { helper, .. } => {
-            format!(
-                "the credential helper {helper} failed (its output is not shown: it may hold a secret)"
-            )
-        }
-        E::HelperCommunicationError => "the credential helper could not be run".to_string(),
-        E::MalformedHelperResponse => "the credential helper gave a malformed answer".to_string(),
-        E::CredentialDecodingError | E::CredentialMismatchError => {
-            "the stored credential could not be decoded".to_string()
-        }
-        E::NoCredentialConfigured => "no credential is stored for it".to_string(),
-        E::ConfigNotFound | E::ConfigReadError => "the docker config could not be read".to_string(),
     }
 }
 
@@ -1085,11 +1210,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(k.helpers.len(), 2);
-        assert!(k.resolve_helpers([("other.io", "x")]).is_empty());
+        assert!(
+            k.resolve_helpers([("other.io", "x")], Duration::from_secs(4))
+                .is_empty()
+        );
         // The helper program does not exist: a warning, and anonymous.
         let mut k = Keyring::default();
-        k.add_helper("helper.io", "docker config config.json");
-        let warnings = k.resolve_helpers([("helper.io", "team/app")]);
+        k.add_helper("helper.io", "pullcheck-test-none", "docker config config.json");
+        let warnings = k.resolve_helpers([("helper.io", "team/app")], Duration::from_secs(4));
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("helper for helper.io"), "{warnings:?}");
         assert!(k.lookup("helper.io", "team/app").is_empty());

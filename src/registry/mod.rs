@@ -648,7 +648,7 @@ impl Client {
         cred: Option<&Credential>,
         refresh: bool,
     ) -> Result<Token, Fact> {
-        let cred_key = cred.map(|c| c.source.clone()).unwrap_or_default();
+        let cred_key = cred.map(Credential::cache_key).unwrap_or_default();
         // One token for the group of repositories planned for this credential, so that a run
         // over many repositories asks the token server once, not once per repository.
         let group = state
