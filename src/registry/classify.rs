@@ -95,12 +95,18 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             digest,
             wanted,
             available,
+            more_platforms,
         } => {
+            let more = if *more_platforms > 0 {
+                format!(", and {more_platforms} more")
+            } else {
+                String::new()
+            };
             let mut v = Verdict::new(
                 Status::WrongPlatform,
                 "no_matching_platform",
                 format!(
-                    "{image}: no {wanted} variant; available: {} (manifest {} on {registry})",
+                    "{image}: no {wanted} variant; available: {}{more} (manifest {} on {registry})",
                     available.join(", "),
                     digest.as_deref().unwrap_or("without digest")
                 ),

@@ -10,7 +10,7 @@
 //! not start, so that is a verdict of its own.
 
 use super::{
-    Client, Fact, MANIFEST_ACCEPT, PlatformCheck, Progress, RegistryState, Step, authorized,
+    Client, Fact, index, MANIFEST_ACCEPT, PlatformCheck, Progress, RegistryState, Step, authorized,
     read_limited, transport,
 };
 use crate::platform::{self, Platform};
@@ -35,29 +35,6 @@ const TAGS_MAX_PAGES: usize = 10;
 const TAGS_MAX_BYTES: usize = 1024 * 1024;
 /// Suggestions given at most.
 const MAX_SUGGESTIONS: usize = 3;
-
-#[derive(Deserialize)]
-struct Index {
-    #[serde(default)]
-    manifests: Vec<Descriptor>,
-}
-
-#[derive(Deserialize)]
-struct Descriptor {
-    digest: Option<String>,
-    platform: Option<DescriptorPlatform>,
-}
-
-#[derive(Deserialize)]
-struct DescriptorPlatform {
-    #[serde(default)]
-    os: String,
-    #[serde(default)]
-    architecture: String,
-    variant: Option<String>,
-    #[serde(rename = "os.features", default)]
-    os_features: Vec<String>,
-}
 
 #[derive(Deserialize)]
 struct Manifest {
@@ -132,40 +109,37 @@ impl Client {
             state.base, reference.repository
         );
         progress.set(format!("GET {url}"));
+        // Few large bodies at once, whatever --concurrency: each may be 4 MiB.
+        let permit = self.bodies.acquire().await;
         let body = match self.get_json(&url, MANIFEST_ACCEPT, authorization).await {
             Ok(b) => b,
             Err(fact) => return fact,
         };
         if is_index {
+            // Parsed on a blocking thread: a 4 MiB index is CPU work that must not hold up the
+            // runtime (signals, the deadline, the other images).
+            let (node, mode) = (want.clone(), policy.mode);
+            let scan = tokio::task::spawn_blocking(move || {
+                let scan = index::scan_index(&body, &node, mode);
+                drop(body);
+                scan
+            })
+            .await;
+            drop(permit);
             // An index we cannot read says nothing against the image: never block on it.
-            let Ok(index) = serde_json::from_slice::<Index>(&body) else {
+            let Ok(Some(scan)) = scan else {
                 return found(None);
             };
-            let entries: Vec<(Platform, Option<String>)> = index
-                .manifests
-                .into_iter()
-                .filter_map(|d| {
-                    let p = d.platform?;
-                    // Entries that need OS features are for Windows hosts; attestations are
-                    // `unknown/unknown`: neither can run on a Linux node.
-                    if !p.os_features.is_empty() || p.os == "unknown" || p.architecture == "unknown"
-                    {
-                        return None;
-                    }
-                    platform_of(&p.os, &p.architecture, p.variant.as_deref())
-                        .map(|plat| (plat, d.digest))
-                })
-                .collect();
-            if entries.is_empty() {
+            if scan.usable == 0 {
                 return found(None);
             }
-            let platforms: Vec<Platform> = entries.iter().map(|(p, _)| p.clone()).collect();
-            return match platform::best_match(want, &platforms, policy.mode) {
-                Some(i) => found(entries.get(i).and_then(|(_, d)| d.clone())),
+            return match scan.best {
+                Some(platform_digest) => found(platform_digest),
                 None => Fact::WrongPlatform {
                     digest,
                     wanted: want.to_string(),
-                    available: distinct(platforms.iter().map(Platform::to_string)),
+                    available: scan.shown,
+                    more_platforms: scan.more,
                 },
             };
         }
@@ -185,6 +159,7 @@ impl Client {
             Ok(b) => b,
             Err(fact) => return fact,
         };
+        drop(permit);
         let Ok(config) = serde_json::from_slice::<ImageConfig>(&body) else {
             return found(None);
         };
@@ -194,6 +169,7 @@ impl Client {
                 digest,
                 wanted: want.to_string(),
                 available: vec![have.to_string()],
+                more_platforms: 0,
             },
             None => found(None),
         }
@@ -373,16 +349,6 @@ fn platform_of(os: &str, architecture: &str, variant: Option<&str>) -> Option<Pl
         None => format!("{os}/{architecture}"),
     };
     Platform::parse(&spec).ok()
-}
-
-fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for i in items {
-        if !out.contains(&i) {
-            out.push(i);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

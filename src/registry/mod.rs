@@ -19,6 +19,7 @@
 
 pub mod auth;
 pub mod classify;
+pub mod index;
 mod inspect;
 
 pub use classify::{Verdict, classify};
@@ -126,8 +127,10 @@ pub enum Fact {
         digest: Option<String>,
         /// The node's platform.
         wanted: String,
-        /// The platforms the image has.
+        /// The platforms the image has (the first [`index::MAX_SHOWN_PLATFORMS`]).
         available: Vec<String>,
+        /// How many more distinct platforms it has.
+        more_platforms: usize,
     },
     /// An HTTP answer that is not what the step needed.
     Status {
@@ -253,7 +256,13 @@ pub struct Client {
     plain_http: HashSet<String>,
     platform: PlatformPolicy,
     registries: Mutex<HashMap<String, Arc<RegistryState>>>,
+    /// Permits to read a large body (an index or config, up to 4 MiB each): peak memory is
+    /// bounded by these, not by `--concurrency`.
+    bodies: tokio::sync::Semaphore,
 }
+
+/// Large bodies read and parsed at once.
+const BODIES_IN_FLIGHT: usize = 2;
 
 /// Tokens are cached per (credential source or "", group of repositories).
 type TokenKey = (String, String);
@@ -323,6 +332,7 @@ impl Client {
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),
             registries: Mutex::new(HashMap::new()),
+            bodies: tokio::sync::Semaphore::new(BODIES_IN_FLIGHT),
         })
     }
 
