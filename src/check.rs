@@ -6,8 +6,8 @@ use crate::keyring::{Credential, Keyring};
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
 use crate::report::{ImageResult, Report, Status};
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -122,11 +122,12 @@ pub async fn check_until(
         };
     let attempt_cap = (timeout / 4).max(ATTEMPT_MIN).min(timeout);
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let no_such_host = Arc::new(Mutex::new(HashMap::new()));
 
     // `results[i]` is filled as jobs end; `pending[i]` names the image of a job, for the
     // report of a run that is stopped.
     let mut results: Vec<Option<ImageResult>> = Vec::new();
-    let mut pending: Vec<Option<(String, Reference)>> = Vec::new();
+    let mut pending: Vec<Option<(String, Reference, LastSeen)>> = Vec::new();
     let mut tasks = JoinSet::new();
     for (image, parsed) in parsed {
         match parsed {
@@ -140,7 +141,8 @@ pub async fn check_until(
             Ok((reference, credentials)) => {
                 let index = results.len();
                 results.push(None);
-                pending.push(Some((image.clone(), reference.clone())));
+                let last = LastSeen::default();
+                pending.push(Some((image.clone(), reference.clone(), last.clone())));
                 let allowed = options
                     .allow_unauthenticated
                     .iter()
@@ -155,6 +157,8 @@ pub async fn check_until(
                     deadline,
                     attempt_cap,
                     timeout,
+                    last,
+                    no_such_host: no_such_host.clone(),
                 };
                 tasks.spawn(async move { (index, job.run().await) });
             }
@@ -183,22 +187,41 @@ pub async fn check_until(
     }
     if let Some(why) = &stopped {
         for (slot, job) in results.iter_mut().zip(pending) {
-            if let (None, Some((image, reference))) = (&slot, job) {
-                *slot = Some(ImageResult {
-                    reference: reference.to_string(),
-                    registry: reference.registry.clone(),
-                    hint: "Nothing to do: the check was stopped before it finished.".to_string(),
-                    ..plain_result(
-                        &image,
-                        Status::Unreachable,
-                        "stopped",
-                        format!(
-                            "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
-                            started.elapsed().as_secs_f64()
-                        ),
-                    )
-                });
+            let (None, Some((image, reference, last))) = (&slot, job) else {
+                continue;
+            };
+            // An image being retried: its last error is what the run knows of it.
+            if let Some(mut r) = last.take() {
+                let noun = if r.attempts == 1 {
+                    "attempt"
+                } else {
+                    "attempts"
+                };
+                let prefix = format!("{}: ", r.reference);
+                let rest = r.message.strip_prefix(&prefix).unwrap_or(&r.message);
+                r.message = format!(
+                    "{prefix}stopped by {why} after {} {noun} in {:.1}s: {rest}",
+                    r.attempts,
+                    started.elapsed().as_secs_f64()
+                );
+                r.elapsed_ms = started.elapsed().as_millis().try_into().unwrap_or(u64::MAX);
+                *slot = Some(r);
+                continue;
             }
+            *slot = Some(ImageResult {
+                reference: reference.to_string(),
+                registry: reference.registry.clone(),
+                hint: "Nothing to do: the check was stopped before it finished.".to_string(),
+                ..plain_result(
+                    &image,
+                    Status::Unreachable,
+                    "stopped",
+                    format!(
+                        "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
+                        started.elapsed().as_secs_f64()
+                    ),
+                )
+            });
         }
     }
     let mut report = Report::new(results.into_iter().flatten().collect());
@@ -216,6 +239,27 @@ type Parsed<'a> = (
     Result<(Reference, Vec<Credential>), ReferenceError>,
 );
 
+/// The last verdict of an image that is being retried, for the report of a run stopped while
+/// it waits.
+#[derive(Clone, Default)]
+struct LastSeen(Arc<Mutex<Option<ImageResult>>>);
+
+impl LastSeen {
+    fn set(&self, r: ImageResult) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+    }
+
+    fn take(&self) -> Option<ImageResult> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+/// How many times the resolver said "no such host", per registry.
+type NoSuchHost = Arc<Mutex<HashMap<String, u32>>>;
+
+/// After this many "no such host" answers for a registry, its images are not retried.
+const NO_SUCH_HOST_ANSWERS: u32 = 2;
+
 struct Job {
     /// `--allow-unauthenticated` names this image's registry.
     allow_unauthenticated: bool,
@@ -228,6 +272,10 @@ struct Job {
     deadline: Instant,
     attempt_cap: Duration,
     timeout: Duration,
+    /// This image's last verdict while it is retried.
+    last: LastSeen,
+    /// "No such host" answers per registry, shared by all images.
+    no_such_host: NoSuchHost,
 }
 
 impl Job {
@@ -262,6 +310,24 @@ impl Job {
                 },
             };
             let mut verdict = registry::classify(&self.reference, &outcome);
+            if verdict.reason == "no_such_host" && verdict.retry.is_some() {
+                let answers = {
+                    let mut counts = self
+                        .no_such_host
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    let n = counts.entry(self.reference.registry.clone()).or_insert(0);
+                    *n += 1;
+                    *n
+                };
+                if answers >= NO_SUCH_HOST_ANSWERS {
+                    verdict.retry = None;
+                    verdict.message.push_str(&format!(
+                        "; not retried: the resolver answered \"no such host\" {answers} times for {}",
+                        self.reference.registry
+                    ));
+                }
+            }
             let Some(asked) = verdict.retry else {
                 if matches!(outcome.fact, Fact::TimedOut { deadline: true, .. }) {
                     verdict.message.push_str(&self.gave_up(attempts, start));
@@ -286,6 +352,8 @@ impl Job {
                 verdict.message.push_str(&self.gave_up(attempts, start));
                 return self.result(verdict, &outcome.auth, attempts, start);
             }
+            self.last
+                .set(self.result(verdict, &outcome.auth, attempts, start));
             tokio::time::sleep(wait).await;
         }
     }

@@ -122,7 +122,9 @@ impl Credential {
         use std::hash::BuildHasher;
         static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
             std::sync::OnceLock::new();
-        let hash = KEYS.get_or_init(Default::default).hash_one(&self.password.0);
+        let hash = KEYS
+            .get_or_init(Default::default)
+            .hash_one(&self.password.0);
         format!("{}\n{}\n{hash:016x}", self.source, self.username)
     }
 }
@@ -844,7 +846,11 @@ fn decode_auth(auth: &str) -> Option<String> {
 /// characters. The only way a key is shown.
 fn shown_key(key: &str) -> String {
     let key = strip_userinfo(key);
-    let mut out: String = key.chars().take(100).flat_map(char::escape_default).collect();
+    let mut out: String = key
+        .chars()
+        .take(100)
+        .flat_map(char::escape_default)
+        .collect();
     if key.chars().count() > 100 {
         out.push('…');
     }
@@ -1216,7 +1222,11 @@ mod tests {
         );
         // The helper program does not exist: a warning, and anonymous.
         let mut k = Keyring::default();
-        k.add_helper("helper.io", "pullcheck-test-none", "docker config config.json");
+        k.add_helper(
+            "helper.io",
+            "pullcheck-test-none",
+            "docker config config.json",
+        );
         let warnings = k.resolve_helpers([("helper.io", "team/app")], Duration::from_secs(4));
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("helper for helper.io"), "{warnings:?}");
@@ -1328,9 +1338,17 @@ mod tests {
             b64("bob:pw")
         ));
         let found = k.lookup("r.io", "app");
-        assert_eq!(found.len(), 1, "user info does not stop the key from matching");
+        assert_eq!(
+            found.len(),
+            1,
+            "user info does not stop the key from matching"
+        );
         assert!(!found[0].source.contains("hunter2"), "{}", found[0].source);
-        assert!(found[0].source.ends_with("key https://r.io"), "{}", found[0].source);
+        assert!(
+            found[0].source.ends_with("key https://r.io"),
+            "{}",
+            found[0].source
+        );
     }
 
     #[test]

@@ -436,8 +436,7 @@ fn port_out_of_range(domain: &str) -> Option<&str> {
         Some(rest) => rest.split_once("]:")?.1,
         None => domain.split_once(':')?.1,
     };
-    (!port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !is_port(port))
-        .then_some(port)
+    (!port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !is_port(port)).then_some(port)
 }
 
 fn is_domain_name(host: &str) -> bool {

@@ -42,7 +42,9 @@ pub(super) enum Failure {
 impl Failure {
     pub(super) fn describe(&self, helper: &str) -> String {
         match self {
-            Failure::NotRun => format!("the credential helper docker-credential-{helper} could not be run"),
+            Failure::NotRun => {
+                format!("the credential helper docker-credential-{helper} could not be run")
+            }
             Failure::TimedOut(limit) => format!(
                 "the credential helper docker-credential-{helper} did not answer within {} and was stopped",
                 humantime::format_duration(*limit)

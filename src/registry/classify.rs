@@ -276,9 +276,22 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             tls,
             timeout,
             redirect,
+            no_such_host,
             ..
         } => {
-            if *redirect {
+            if *no_such_host {
+                // Retried (a cluster's DNS can be wrong for a moment); the check stops after the
+                // resolver said it twice for a registry.
+                Verdict::new(
+                    Status::Unreachable,
+                    "no_such_host",
+                    format!(
+                        "{image}: the resolver says {registry} does not exist ({method} {url}: {detail})"
+                    ),
+                    "Check the registry's host name for a typo, and the node's DNS (search domains, CoreDNS).",
+                )
+                .retry(None)
+            } else if *redirect {
                 // A redirect loop or a downgrade to plain HTTP is the registry's set-up: it
                 // will not change by retrying.
                 Verdict::new(
@@ -610,6 +623,7 @@ mod tests {
                     tls: true,
                     timeout: false,
                     redirect: false,
+                    no_such_host: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
@@ -626,6 +640,7 @@ mod tests {
                     tls: false,
                     timeout: false,
                     redirect: false,
+                    no_such_host: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
@@ -642,6 +657,7 @@ mod tests {
                     tls: false,
                     timeout: false,
                     redirect: true,
+                    no_such_host: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,

@@ -75,8 +75,9 @@ impl State {
         }
         let name = have.to_string();
         use std::hash::BuildHasher;
-        let hash = std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-            .hash_one(&name);
+        let hash =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .hash_one(&name);
         if self.distinct.insert(hash) {
             if self.scan.shown.len() < MAX_SHOWN_PLATFORMS {
                 self.scan.shown.push(name);

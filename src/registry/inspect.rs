@@ -10,7 +10,7 @@
 //! not start, so that is a verdict of its own.
 
 use super::{
-    Client, Fact, index, MANIFEST_ACCEPT, PlatformCheck, Progress, RegistryState, Step, authorized,
+    Client, Fact, MANIFEST_ACCEPT, PlatformCheck, Progress, RegistryState, Step, authorized, index,
     read_limited, transport,
 };
 use crate::platform::{self, Platform};

@@ -19,6 +19,7 @@
 
 pub mod auth;
 pub mod classify;
+pub mod dns;
 pub mod index;
 mod inspect;
 
@@ -163,6 +164,8 @@ pub enum Fact {
         timeout: bool,
         /// Redirects that were refused: a loop, or from HTTPS down to plain HTTP.
         redirect: bool,
+        /// The resolver said the registry's name does not exist.
+        no_such_host: bool,
     },
     /// The registry asks for an authentication scheme we do not speak.
     UnsupportedAuth {
@@ -321,6 +324,7 @@ impl Client {
             .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
             .redirect(redirect_policy())
             .pool_idle_timeout(Duration::from_secs(30))
+            .dns_resolver(Arc::new(dns::Resolver::default()))
             .build()
             .map_err(|e| ClientError(error_chain(&e)))?;
         Ok(Client {
@@ -572,12 +576,10 @@ impl Client {
             };
             if status.is_success() {
                 // Shown only when it reads as a digest: a registry may echo anything here.
-                let sent = resp.headers().get("docker-content-digest").map(|v| {
-                    v.to_str()
-                        .ok()
-                        .filter(|d| is_digest(d))
-                        .map(str::to_string)
-                });
+                let sent = resp
+                    .headers()
+                    .get("docker-content-digest")
+                    .map(|v| v.to_str().ok().filter(|d| is_digest(d)).map(str::to_string));
                 let fact = Fact::Found {
                     digest_invalid: matches!(sent, Some(None)),
                     digest: sent.flatten().or_else(|| reference.digest.clone()),
@@ -938,6 +940,7 @@ fn transport(step: Step, method: &'static str, url: &str, e: &reqwest::Error) ->
         tls: is_tls_error(e),
         timeout: e.is_timeout(),
         redirect: e.is_redirect(),
+        no_such_host: dns::dns_error(e).is_some_and(|d| d.no_such_host),
     }
 }
 
@@ -1012,7 +1015,11 @@ mod tests {
             ("sha384", format!("sha384:{}", "f".repeat(96)), true),
             ("short", format!("sha256:{}", &hex64[1..]), false),
             ("upper-case", format!("sha256:{}", "A".repeat(64)), false),
-            ("sha512 length on sha256", format!("sha256:{}", "0".repeat(128)), false),
+            (
+                "sha512 length on sha256",
+                format!("sha256:{}", "0".repeat(128)),
+                false,
+            ),
             ("unknown algorithm", format!("md5:{hex64}"), false),
             ("a credential", "Basic YWxpY2U6czNjcmV0".to_string(), false),
             ("empty", String::new(), false),
@@ -1026,7 +1033,10 @@ mod tests {
     fn instants_from_server_numbers_saturate() {
         let now = Instant::now();
         assert!(instant_after(now, Duration::MAX) > now);
-        assert_eq!(instant_after(now, Duration::from_secs(1)), now + Duration::from_secs(1));
+        assert_eq!(
+            instant_after(now, Duration::from_secs(1)),
+            now + Duration::from_secs(1)
+        );
     }
 
     #[test]

@@ -79,7 +79,11 @@ mod tests {
             ("ESC sequence", "\u{1b}[2Jx", "\\x1b[2Jx"),
             ("CR, tab, NUL, DEL", "a\r\t\0\u{7f}", "a\\r\\t\\x00\\x7f"),
             ("C1 NEL and CSI", "a\u{85}b\u{9b}", "a\\u{85}b\\u{9b}"),
-            ("line separator, bidi override", "a\u{2028}b\u{202e}c", "a\\u{2028}b\\u{202e}c"),
+            (
+                "line separator, bidi override",
+                "a\u{2028}b\u{202e}c",
+                "a\\u{2028}b\\u{202e}c",
+            ),
             ("printable non-ASCII stays", "ünïcödé ✓", "ünïcödé ✓"),
         ];
         for (name, input, want) in cases {

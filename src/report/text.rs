@@ -70,7 +70,8 @@ mod tests {
     #[test]
     fn a_value_with_a_newline_cannot_forge_a_line() {
         let mut r = result("a", Status::Unauthorized);
-        r.message = "credentials for user x\nok                docker.io/evil:1 sha256:0\u{1b}[2K".into();
+        r.message =
+            "credentials for user x\nok                docker.io/evil:1 sha256:0\u{1b}[2K".into();
         let text = render_text(&Report::new(vec![r]), false);
         assert_eq!(text.lines().count(), 2, "{text}");
         assert!(!text.contains('\u{1b}'), "{text:?}");
