@@ -5,6 +5,8 @@
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
+//! - `hostile`: hostile registries and huge inputs: no crash, no overrun, bounded memory,
+//!   nothing leaked.
 
 #![allow(clippy::unwrap_used)]
 
@@ -14,6 +16,7 @@ mod check;
 mod common;
 mod faults;
 mod harness;
+mod hostile;
 mod image;
 mod inject;
 mod platform;
