@@ -79,12 +79,27 @@ pub async fn check_until(
     let deadline = registry::instant_after(started, timeout);
     // Each image once: parsed, its duplicates dropped, its credentials looked up. The token
     // plan and the jobs both come from this.
+    tokio::pin!(stop);
     let mut seen = HashSet::new();
-    let parsed: Vec<Parsed<'_>> = images
-        .iter()
-        .filter_map(|image| match Reference::parse(image) {
-            Err(e) => Some((image, Err(e))),
-            Ok(r) if !seen.insert(r.to_string()) => None,
+    let mut parsed: Vec<Parsed<'_>> = Vec::with_capacity(images.len());
+    for (n, image) in images.iter().enumerate() {
+        // 10,000 images and a large keyring are CPU work: between chunks, let a signal in.
+        if n % SETUP_CHUNK == SETUP_CHUNK - 1 {
+            tokio::task::yield_now().await;
+            let signalled = tokio::select! {
+                biased;
+                why = &mut stop => Some(why),
+                () = std::future::ready(()) => None,
+            };
+            if let Some(why) = signalled {
+                let mut report = stopped_before_start(images, &why, started);
+                report.platform = platform_name(options);
+                return report;
+            }
+        }
+        match Reference::parse(image) {
+            Err(e) => parsed.push((image, Err(e))),
+            Ok(r) if !seen.insert(r.to_string()) => {}
             Ok(r) => {
                 let credentials = options
                     .keyring
@@ -92,10 +107,10 @@ pub async fn check_until(
                     .into_iter()
                     .cloned()
                     .collect();
-                Some((image, Ok((r, credentials))))
+                parsed.push((image, Ok((r, credentials))));
             }
-        })
-        .collect();
+        }
+    }
     let client =
         match Client::new(&options.client) {
             Ok(mut c) => {
@@ -164,7 +179,6 @@ pub async fn check_until(
             }
         }
     }
-    tokio::pin!(stop);
     let mut stopped = None;
     loop {
         tokio::select! {
@@ -208,28 +222,62 @@ pub async fn check_until(
                 *slot = Some(r);
                 continue;
             }
-            *slot = Some(ImageResult {
-                reference: reference.to_string(),
-                registry: reference.registry.clone(),
-                hint: "Nothing to do: the check was stopped before it finished.".to_string(),
-                ..plain_result(
-                    &image,
-                    Status::Unreachable,
-                    "stopped",
-                    format!(
-                        "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
-                        started.elapsed().as_secs_f64()
-                    ),
-                )
-            });
+            *slot = Some(not_checked(&image, &reference, why, started));
         }
     }
     let mut report = Report::new(results.into_iter().flatten().collect());
     report.stopped = stopped;
-    report.platform = match &options.client.platform.want {
+    report.platform = platform_name(options);
+    report
+}
+
+/// The node platform a report names: the one checked for, or `any`.
+fn platform_name(options: &Options) -> String {
+    match &options.client.platform.want {
         Some(p) => p.to_string(),
         None => "any".to_string(),
-    };
+    }
+}
+
+/// Images parsed and looked up between two looks at the stop signal.
+const SETUP_CHUNK: usize = 256;
+
+/// The result of an image the run was stopped before it checked.
+fn not_checked(image: &str, reference: &Reference, why: &str, started: Instant) -> ImageResult {
+    ImageResult {
+        reference: reference.to_string(),
+        registry: reference.registry.clone(),
+        hint: "Nothing to do: the check was stopped before it finished.".to_string(),
+        ..plain_result(
+            image,
+            Status::Unreachable,
+            "stopped",
+            format!(
+                "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
+                started.elapsed().as_secs_f64()
+            ),
+        )
+    }
+}
+
+/// The report of a run stopped while it was still reading its images: none was checked.
+fn stopped_before_start(images: &[String], why: &str, started: Instant) -> Report {
+    let mut seen = HashSet::new();
+    let results = images
+        .iter()
+        .filter_map(|image| match Reference::parse(image) {
+            Err(e) => Some(plain_result(
+                image,
+                Status::InvalidReference,
+                "invalid_reference",
+                e.to_string(),
+            )),
+            Ok(r) if !seen.insert(r.to_string()) => None,
+            Ok(r) => Some(not_checked(image, &r, why, started)),
+        })
+        .collect();
+    let mut report = Report::new(results);
+    report.stopped = Some(why.to_string());
     report
 }
 

@@ -674,19 +674,19 @@ impl KeyPattern {
             None => (target, ""),
         };
         let (host, port) = split_host_port(hostport);
-        if port != self.port {
+        // The cheap comparisons first: a lookup may try a thousand keys of one host.
+        if port != self.port || !path.starts_with(&self.path) {
             return false;
         }
-        let labels: Vec<&str> = host.split('.').collect();
-        if labels.len() != self.labels.len() {
+        if host.split('.').count() != self.labels.len() {
             return false;
         }
-        if !path.starts_with(&self.path) {
-            return false;
-        }
-        self.labels.iter().zip(labels).all(|(pattern, label)| {
-            glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false)
-        })
+        self.labels
+            .iter()
+            .zip(host.split('.'))
+            .all(|(pattern, label)| {
+                glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false)
+            })
     }
 }
 
