@@ -101,12 +101,7 @@ pub async fn check_until(
             Err(e) => parsed.push((image, Err(e))),
             Ok(r) if !seen.insert(r.to_string()) => {}
             Ok(r) => {
-                let credentials = options
-                    .keyring
-                    .lookup(&r.registry, &r.repository)
-                    .into_iter()
-                    .cloned()
-                    .collect();
+                let credentials = options.keyring.lookup(&r.registry, &r.repository);
                 parsed.push((image, Ok((r, credentials))));
             }
         }

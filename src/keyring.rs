@@ -149,11 +149,98 @@ const CONFIG_FILE_NAMES: [&str; 3] = [".dockerconfigjson", ".dockercfg", "config
 /// Docker Hub's key of last resort, as in the kubelet.
 const DEFAULT_REGISTRY_KEY: &str = "index.docker.io";
 
-#[derive(Debug, Clone)]
+/// One credential, packed into one allocation: a 4 MiB docker config holds ~110,000 of them,
+/// and each would otherwise be a dozen strings. `Debug` shows the key only.
+#[derive(Clone)]
 struct Entry {
-    key: String,
-    pattern: KeyPattern,
-    credential: Credential,
+    /// The key's host (its labels joined), port and path, where it is shown from (`key …` or
+    /// `helper for …`), the user name and the password, one after another.
+    data: Box<str>,
+    /// Where each of those six parts ends in `data`.
+    ends: [u32; 6],
+    /// The source's label: an index into [`Keyring::labels`].
+    label: u32,
+}
+
+impl Entry {
+    fn new(pattern: &KeyPattern, shown: &str, username: &str, password: &str, label: u32) -> Entry {
+        let host = pattern.labels.join(".");
+        let parts = [
+            host.as_str(),
+            &pattern.port,
+            &pattern.path,
+            shown,
+            username,
+            password,
+        ];
+        let mut data = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        let mut ends = [0u32; 6];
+        for (end, part) in ends.iter_mut().zip(parts) {
+            data.push_str(part);
+            // Every part comes from a file of at most 4 MiB.
+            *end = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        }
+        Entry {
+            data: data.into_boxed_str(),
+            ends,
+            label,
+        }
+    }
+
+    fn part(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.data.get(start..self.ends[i] as usize).unwrap_or_default()
+    }
+
+    fn host(&self) -> &str {
+        self.part(0)
+    }
+
+    fn port(&self) -> &str {
+        self.part(1)
+    }
+
+    fn path(&self) -> &str {
+        self.part(2)
+    }
+
+    /// The normalised key's text (`host[:port]path`), byte by byte, for ordering.
+    fn key_bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        let port = self.port();
+        let colon: &[u8] = if port.is_empty() { b"" } else { b":" };
+        self.host()
+            .bytes()
+            .chain(colon.iter().copied())
+            .chain(port.bytes())
+            .chain(self.path().bytes())
+    }
+
+    fn same_key(&self, other: &Entry) -> bool {
+        self.host() == other.host() && self.port() == other.port() && self.path() == other.path()
+    }
+
+    /// [`KeyPattern::matches`] on the packed parts.
+    fn matches(&self, target: &str) -> bool {
+        key_matches(self.host(), self.port(), self.path(), target)
+    }
+
+    fn credential(&self, labels: &[String]) -> Credential {
+        let label = labels.get(self.label as usize).map_or("", String::as_str);
+        Credential {
+            username: self.part(4).to_string(),
+            password: Secret(self.part(5).to_string()),
+            source: format!("{label}, {}", self.part(3)),
+        }
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("key", &self.part(3))
+            .field("password", &"<redacted>")
+            .finish()
+    }
 }
 
 /// A server whose credential a Docker credential helper keeps.
@@ -171,6 +258,8 @@ struct HelperEntry {
 pub struct Keyring {
     /// In source priority order; [`Keyring::lookup`] sorts by key.
     entries: Vec<Entry>,
+    /// The sources' labels (`secret regcred`), shared by their entries.
+    labels: Vec<String>,
     /// Not asked yet: see [`Keyring::resolve_helpers`].
     helpers: Vec<HelperEntry>,
     /// The keys indexed for lookups, built on the first lookup and dropped whenever entries
@@ -184,51 +273,85 @@ pub struct Keyring {
 /// which keys are tried, and keeps the kubelet's order (reverse lexical by key).
 #[derive(Debug, Clone, Default)]
 struct KeyIndex {
-    /// Distinct keys in lookup order, each as the indexes of its entries in source order (the
-    /// first entry's pattern is the key's pattern).
-    keys: Vec<Vec<usize>>,
-    /// Keys whose host holds no glob, by host and port (`host\nport`): positions in `keys`.
-    literal: std::collections::HashMap<String, Vec<usize>>,
-    /// Keys with a glob in their host, by label count and port: positions in `keys`.
-    globbed: std::collections::HashMap<(usize, String), Vec<usize>>,
-    /// The entries of the `index.docker.io` key, Docker Hub's key of last resort.
-    hub: Vec<usize>,
+    /// The entries in lookup order: by key, reverse lexical; in source order within a key.
+    order: Vec<u32>,
+    /// Where each distinct key's entries start in `order`, then `order.len()`.
+    starts: Vec<u32>,
+    /// Keys whose host holds no glob, as (hash of host and port, key number), sorted.
+    literal: Vec<(u64, u32)>,
+    /// Keys with a glob in their host, as (hash of label count and port, key number), sorted.
+    globbed: Vec<(u64, u32)>,
+    /// The key number of `index.docker.io`, Docker Hub's key of last resort.
+    hub: Option<u32>,
 }
+
+/// Hashes hosts for the index (a fixed key: nothing here is secret, and every candidate is
+/// matched in full).
+const INDEX_HASH: std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher> =
+    std::hash::BuildHasherDefault::new();
 
 impl KeyIndex {
     fn build(entries: &[Entry]) -> KeyIndex {
-        let mut order: Vec<usize> = (0..entries.len()).collect();
+        use std::hash::BuildHasher;
+        let mut order: Vec<u32> = (0..entries.len())
+            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+            .collect();
         // Stable: entries of one key stay in source order.
-        order.sort_by(|a, b| entries[*b].key.cmp(&entries[*a].key));
+        order.sort_by(|a, b| {
+            entries[*b as usize]
+                .key_bytes()
+                .cmp(entries[*a as usize].key_bytes())
+        });
         let mut index = KeyIndex::default();
-        for i in order {
-            match index.keys.last_mut() {
-                Some(group) if entries[group[0]].key == entries[i].key => group.push(i),
-                _ => index.keys.push(vec![i]),
+        for (position, i) in order.iter().enumerate() {
+            let new_key = match index.starts.last() {
+                Some(start) => !entries[order[*start as usize] as usize].same_key(&entries[*i as usize]),
+                None => true,
+            };
+            if new_key {
+                index.starts.push(u32::try_from(position).unwrap_or(u32::MAX));
             }
         }
-        for (position, group) in index.keys.iter().enumerate() {
-            let entry = &entries[group[0]];
-            let pattern = &entry.pattern;
-            let glob = pattern
-                .labels
-                .iter()
-                .any(|l| l.contains(['*', '?', '[', '\\']));
-            if glob {
-                index
-                    .globbed
-                    .entry((pattern.labels.len(), pattern.port.clone()))
-                    .or_default()
-                    .push(position);
+        for (number, start) in index.starts.iter().enumerate() {
+            let number = u32::try_from(number).unwrap_or(u32::MAX);
+            let entry = &entries[order[*start as usize] as usize];
+            let host = entry.host();
+            if host.contains(['*', '?', '[', '\\']) {
+                let labels = host.split('.').count();
+                let hash = INDEX_HASH.hash_one((labels, entry.port()));
+                index.globbed.push((hash, number));
             } else {
-                let host = format!("{}\n{}", pattern.labels.join("."), pattern.port);
-                index.literal.entry(host).or_default().push(position);
+                index
+                    .literal
+                    .push((INDEX_HASH.hash_one((host, entry.port())), number));
             }
-            if entry.key == DEFAULT_REGISTRY_KEY {
-                index.hub.clone_from(group);
+            if host == DEFAULT_REGISTRY_KEY && entry.port().is_empty() && entry.path().is_empty() {
+                index.hub = Some(number);
             }
         }
+        index.starts.push(u32::try_from(order.len()).unwrap_or(u32::MAX));
+        index.order = order;
+        index.literal.sort_unstable();
+        index.globbed.sort_unstable();
         index
+    }
+
+    /// The key numbers filed under `hash`.
+    fn filed(list: &[(u64, u32)], hash: u64) -> impl Iterator<Item = u32> + '_ {
+        let first = list.partition_point(|(h, _)| *h < hash);
+        list[first..]
+            .iter()
+            .take_while(move |(h, _)| *h == hash)
+            .map(|(_, n)| *n)
+    }
+
+    /// The entries of key number `number`, in source order.
+    fn entries_of(&self, number: u32) -> &[u32] {
+        let n = number as usize;
+        match (self.starts.get(n), self.starts.get(n + 1)) {
+            (Some(a), Some(b)) => self.order.get(*a as usize..*b as usize).unwrap_or_default(),
+            _ => &[],
+        }
     }
 }
 
@@ -372,38 +495,23 @@ impl Keyring {
             return Ok(());
         };
         let mut failed = None;
-        let first = self.entries.len();
-        let mut keys: Vec<String> = Vec::new();
         let mut visit = |key: String, entry: &RawValue| -> bool {
-            let before = self.entries.len();
             match self.add_entry(&key, entry, label, store.as_deref()) {
-                Ok(()) => {
-                    if self.entries.len() > before {
-                        keys.push(key);
-                    }
-                    true
-                }
+                Ok(()) => true,
                 Err(what) => {
                     failed = Some(err(format!("entry {}: {what}", shown_key(&key))));
                     false
                 }
             }
         };
+        // Entries in document order: a JSON object has no order of its own, and the kubelet
+        // walks a Go map (in random order); every matching entry is tried in turn anyway.
         let mut de = serde_json::Deserializer::from_str(map.get());
         let walked = serde::de::DeserializeSeed::deserialize(EachEntry(&mut visit), &mut de);
         if let Some(e) = failed {
             return Err(e);
         }
-        walked.map_err(not_json)?;
-        // Within a file, entries in the order of their keys (a JSON object has none of its
-        // own): deterministic, and the order this file's entries always had.
-        let added = self.entries.split_off(first);
-        let mut order: Vec<usize> = (0..added.len()).collect();
-        order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
-        let mut added: Vec<Option<Entry>> = added.into_iter().map(Some).collect();
-        self.entries
-            .extend(order.into_iter().filter_map(|i| added[i].take()));
-        Ok(())
+        walked.map_err(not_json)
     }
 
     /// Adds one entry of a config's map; the error says what is wrong with it, never its
@@ -454,15 +562,10 @@ impl Keyring {
             return Ok(());
         };
         self.index.take();
-        self.entries.push(Entry {
-            key: pattern.key(),
-            pattern,
-            credential: Credential {
-                username,
-                password: Secret(password),
-                source: format!("{label}, key {}", shown_key(key)),
-            },
-        });
+        let label = self.label(label);
+        let shown = format!("key {}", shown_key(key));
+        self.entries
+            .push(Entry::new(&pattern, &shown, &username, &password, label));
         Ok(())
     }
 
@@ -540,15 +643,15 @@ impl Keyring {
             match helper::get(&helper.helper, &helper.server, limit) {
                 Ok(helper::Answer::Password(username, password)) => {
                     self.index.take();
-                    self.entries.push(Entry {
-                        key: helper.pattern.key(),
-                        pattern: helper.pattern,
-                        credential: Credential {
-                            username,
-                            password: Secret(password),
-                            source,
-                        },
-                    });
+                    let label = self.label(&helper.label);
+                    let shown = format!("helper for {}", shown_key(&helper.server));
+                    self.entries.push(Entry::new(
+                        &helper.pattern,
+                        &shown,
+                        &username,
+                        &password,
+                        label,
+                    ));
                 }
                 Ok(helper::Answer::IdentityToken) => warnings.push(format!(
                     "{source}: gives an identity token, which pullcheck does not use; checking anonymously"
@@ -564,7 +667,7 @@ impl Keyring {
 
     /// The credentials to try for an image, in the order the kubelet tries them. Empty means
     /// anonymous.
-    pub fn lookup(&self, registry: &str, repository: &str) -> Vec<&Credential> {
+    pub fn lookup(&self, registry: &str, repository: &str) -> Vec<Credential> {
         self.lookup_target(
             &format!("{registry}/{repository}"),
             is_default_registry_match(registry),
@@ -573,31 +676,49 @@ impl Keyring {
 
     /// [`Keyring::lookup`] on a `host[:port]/path` string, as the kubelet's `Lookup`: every
     /// key whose pattern matches, in reverse lexical order of the keys.
-    fn lookup_target(&self, target: &str, docker_hub: bool) -> Vec<&Credential> {
+    fn lookup_target(&self, target: &str, docker_hub: bool) -> Vec<Credential> {
+        use std::hash::BuildHasher;
         let index = self.index.get_or_init(|| KeyIndex::build(&self.entries));
         let hostport = target.split('/').next().unwrap_or_default();
         let (host, port) = split_host_port(hostport);
         let labels = host.split('.').count();
-        let mut candidates: Vec<usize> = Vec::new();
-        if let Some(keys) = index.literal.get(&format!("{host}\n{port}")) {
-            candidates.extend(keys);
-        }
-        if let Some(keys) = index.globbed.get(&(labels, port.to_string())) {
-            candidates.extend(keys);
-        }
-        // Positions in `keys` are the lookup order.
+        let mut candidates: Vec<u32> =
+            KeyIndex::filed(&index.literal, INDEX_HASH.hash_one((host, port))).collect();
+        candidates.extend(KeyIndex::filed(
+            &index.globbed,
+            INDEX_HASH.hash_one((labels, port)),
+        ));
+        // Key numbers are the lookup order.
         candidates.sort_unstable();
+        candidates.dedup();
+        let entry = |i: &u32| self.entries.get(*i as usize);
         let mut out = Vec::new();
-        for position in candidates {
-            let group = &index.keys[position];
-            if self.entries[group[0]].pattern.matches(target) {
-                out.extend(group.iter().map(|i| &self.entries[*i].credential));
+        for number in candidates {
+            let group = index.entries_of(number);
+            if group.first().and_then(entry).is_some_and(|e| e.matches(target)) {
+                out.extend(group.iter().filter_map(entry).map(|e| e.credential(&self.labels)));
             }
         }
         if out.is_empty() && docker_hub {
-            out.extend(index.hub.iter().map(|i| &self.entries[*i].credential));
+            if let Some(hub) = index.hub {
+                out.extend(
+                    index
+                        .entries_of(hub)
+                        .iter()
+                        .filter_map(entry)
+                        .map(|e| e.credential(&self.labels)),
+                );
+            }
         }
         out
+    }
+
+    /// The number of `label` in [`Keyring::labels`], added when new.
+    fn label(&mut self, label: &str) -> u32 {
+        if self.labels.last().map(String::as_str) != Some(label) {
+            self.labels.push(label.to_string());
+        }
+        u32::try_from(self.labels.len() - 1).unwrap_or(u32::MAX)
     }
 }
 
@@ -669,25 +790,28 @@ impl KeyPattern {
 
     /// Whether this key matches `target` (`host[:port]/repository`).
     fn matches(&self, target: &str) -> bool {
-        let (hostport, path) = match target.find('/') {
-            Some(i) => (&target[..i], &target[i..]),
-            None => (target, ""),
-        };
-        let (host, port) = split_host_port(hostport);
-        // The cheap comparisons first: a lookup may try a thousand keys of one host.
-        if port != self.port || !path.starts_with(&self.path) {
-            return false;
-        }
-        if host.split('.').count() != self.labels.len() {
-            return false;
-        }
-        self.labels
-            .iter()
-            .zip(host.split('.'))
-            .all(|(pattern, label)| {
-                glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false)
-            })
+        key_matches(&self.labels.join("."), &self.port, &self.path, target)
     }
+}
+
+/// The kubelet's match of a key (its host's labels as globs, port, path prefix) against
+/// `target` (`host[:port]/repository`).
+fn key_matches(key_host: &str, key_port: &str, key_path: &str, target: &str) -> bool {
+    let (hostport, path) = match target.find('/') {
+        Some(i) => (&target[..i], &target[i..]),
+        None => (target, ""),
+    };
+    let (host, port) = split_host_port(hostport);
+    // The cheap comparisons first: a lookup may try a thousand keys of one host.
+    if port != key_port || !path.starts_with(key_path) {
+        return false;
+    }
+    if host.split('.').count() != key_host.split('.').count() {
+        return false;
+    }
+    key_host.split('.').zip(host.split('.')).all(|(pattern, label)| {
+        glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false)
+    })
 }
 
 /// Splits `host:port` like Go's `net.SplitHostPort`, falling back to no port.
@@ -829,14 +953,15 @@ fn validate_pattern(pattern: &[u8]) -> Option<()> {
 fn decode_auth(auth: &str) -> Option<String> {
     use base64::engine::DecodePaddingMode;
     use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
-    let config =
+    // Built once: an engine computes its tables, and a docker config may hold 100,000 entries.
+    const CONFIG: GeneralPurposeConfig =
         GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
-    let standard = GeneralPurpose::new(&base64::alphabet::STANDARD, config);
-    let url_safe = GeneralPurpose::new(&base64::alphabet::URL_SAFE, config);
+    const STANDARD: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::STANDARD, CONFIG);
+    const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::URL_SAFE, CONFIG);
     let auth = auth.trim();
-    let bytes = standard
+    let bytes = STANDARD
         .decode(auth)
-        .or_else(|_| url_safe.decode(auth))
+        .or_else(|_| URL_SAFE.decode(auth))
         .ok()?;
     String::from_utf8(bytes).ok()
 }
@@ -1247,8 +1372,8 @@ mod tests {
         ));
         let users: Vec<_> = k
             .lookup("quay.io", "team/app")
-            .iter()
-            .map(|c| c.username.as_str())
+            .into_iter()
+            .map(|c| c.username)
             .collect();
         assert_eq!(users, ["team", "host"]);
         assert!(k.lookup("docker.io", "library/nginx").is_empty());

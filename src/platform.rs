@@ -286,9 +286,10 @@ pub fn best_match(want: &Platform, candidates: &[Platform], mode: MatchMode) -> 
 
 /// Where `have` stands in node `want`'s preference order (0 = exact, lower is preferred), or
 /// `None` when it does not match: [`best_match`] one entry at a time, for indexes read as they
-/// stream.
+/// stream. Both must be normalised already ([`Platform::normalize`]; [`Platform::parse`] gives
+/// normalised platforms), so that 85,000 entries cost no copies.
 pub fn preference(want: &Platform, have: &Platform, mode: MatchMode) -> Option<u64> {
-    rank(&want.normalize(), &have.normalize(), mode)
+    rank(want, have, mode)
 }
 
 /// Position of normalised `have` in the preference order of normalised `want` (0 = exact), or

@@ -5,8 +5,11 @@
 
 use crate::platform::{self, MatchMode, Platform};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::collections::hash_map::DefaultHasher;
 use std::fmt;
+use std::hash::{BuildHasher, BuildHasherDefault};
 
 /// Platform names an index scan keeps for the message and JSON; the rest are counted.
 pub const MAX_SHOWN_PLATFORMS: usize = 32;
@@ -51,7 +54,7 @@ struct State {
 }
 
 impl State {
-    fn entry(&mut self, d: Descriptor) {
+    fn entry(&mut self, d: Descriptor<'_>) {
         let Some(p) = d.platform else { return };
         // Entries that need OS features are for Windows hosts; attestations are
         // `unknown/unknown`: neither can run on a Linux node.
@@ -66,21 +69,18 @@ impl State {
             return;
         };
         self.scan.usable += 1;
+        // `have` is normalised by `parse`, `want` when the scan began.
         if let Some(rank) = platform::preference(&self.want, &have, self.mode) {
             // The first among equals, as containerd's stable sort picks.
             if self.best_rank.is_none_or(|best| rank < best) {
                 self.best_rank = Some(rank);
-                self.scan.best = Some(d.digest);
+                self.scan.best = Some(d.digest.map(Cow::into_owned));
             }
         }
-        let name = have.to_string();
-        use std::hash::BuildHasher;
-        let hash =
-            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-                .hash_one(&name);
+        let hash = DISTINCT.hash_one((&have.os, &have.architecture, &have.variant));
         if self.distinct.insert(hash) {
             if self.scan.shown.len() < MAX_SHOWN_PLATFORMS {
-                self.scan.shown.push(name);
+                self.scan.shown.push(have.to_string());
             } else {
                 self.scan.more += 1;
             }
@@ -88,19 +88,26 @@ impl State {
     }
 }
 
+/// Hashes platforms for the count of distinct ones (a fixed key: nothing here is secret).
+const DISTINCT: BuildHasherDefault<DefaultHasher> = BuildHasherDefault::new();
+
+/// An index entry, its strings borrowed from the body where they hold no escapes.
 #[derive(serde::Deserialize)]
-struct Descriptor {
-    digest: Option<String>,
-    platform: Option<DescriptorPlatform>,
+struct Descriptor<'a> {
+    #[serde(borrow)]
+    digest: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    platform: Option<DescriptorPlatform<'a>>,
 }
 
 #[derive(serde::Deserialize)]
-struct DescriptorPlatform {
-    #[serde(default)]
-    os: String,
-    #[serde(default)]
-    architecture: String,
-    variant: Option<String>,
+struct DescriptorPlatform<'a> {
+    #[serde(borrow, default)]
+    os: Cow<'a, str>,
+    #[serde(borrow, default)]
+    architecture: Cow<'a, str>,
+    #[serde(borrow)]
+    variant: Option<Cow<'a, str>>,
     /// Whether `os.features` is a non-empty list: its items are counted, never kept.
     #[serde(rename = "os.features", default, deserialize_with = "non_empty_list")]
     os_features: bool,
@@ -170,7 +177,7 @@ impl<'de> Visitor<'de> for Entries<'_> {
         f.write_str("a list of descriptors")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(d) = seq.next_element::<Descriptor>()? {
+        while let Some(d) = seq.next_element::<Descriptor<'de>>()? {
             self.0.entry(d);
         }
         Ok(())

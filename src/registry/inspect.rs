@@ -109,9 +109,7 @@ impl Client {
             state.base, reference.repository
         );
         progress.set(format!("GET {url}"));
-        // Few large bodies at once, whatever --concurrency: each may be 4 MiB.
-        let permit = self.bodies.acquire().await;
-        let body = match self.get_json(&url, MANIFEST_ACCEPT, authorization).await {
+        let (body, permit) = match self.get_json(&url, MANIFEST_ACCEPT, authorization).await {
             Ok(b) => b,
             Err(fact) => return fact,
         };
@@ -155,11 +153,11 @@ impl Client {
             state.base, reference.repository, config.digest
         );
         progress.set(format!("GET {url}"));
-        let body = match self.get_json(&url, "*/*", authorization).await {
+        drop(permit);
+        let (body, _permit) = match self.get_json(&url, "*/*", authorization).await {
             Ok(b) => b,
             Err(fact) => return fact,
         };
-        drop(permit);
         let Ok(config) = serde_json::from_slice::<ImageConfig>(&body) else {
             return found(None);
         };
@@ -175,17 +173,23 @@ impl Client {
         }
     }
 
-    /// `GET` a manifest or blob: the body, or the fact that stopped it.
+    /// `GET` a manifest or blob: the body, or the fact that stopped it. The body is read under
+    /// permits of the client's body budget, one per KiB it announces (the most a body may be
+    /// when it does not say), held until the caller drops them: whatever `--concurrency`, the
+    /// large bodies in memory at once stay within the budget, while small ones pass freely.
     async fn get_json(
         &self,
         url: &str,
         accept: &str,
         authorization: Option<&str>,
-    ) -> Result<Vec<u8>, Fact> {
+    ) -> Result<(Vec<u8>, Option<tokio::sync::SemaphorePermit<'_>>), Fact> {
         let req = authorized(
             self.http.get(url).header(header::ACCEPT, accept),
             authorization,
         );
+        // Few of these GETs at once: each open answer holds connection buffers until its body
+        // is read.
+        let sending = self.body_gets.acquire().await.ok();
         let resp = req
             .send()
             .await
@@ -201,9 +205,20 @@ impl Client {
                 bearer_error: None,
             });
         }
-        read_limited(resp, MAX_MANIFEST)
+        // The HTTP layer ends a body at its Content-Length: the announced size bounds it.
+        let size = resp
+            .content_length()
+            .and_then(|n| usize::try_from(n).ok())
+            .map_or(MAX_MANIFEST, |n| n.min(MAX_MANIFEST));
+        let kib = u32::try_from(size.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, super::BODY_BUDGET_KIB);
+        let permit = self.bodies.acquire_many(kib).await.ok();
+        let body = super::read_body(resp, MAX_MANIFEST, size)
             .await
-            .map_err(|e| transport(Step::Platform, "GET", url, &e))
+            .map_err(|e| transport(Step::Platform, "GET", url, &e))?;
+        drop(sending);
+        Ok((body, permit))
     }
 
     /// After a manifest 404: is the repository there, and what close tags does it have?

@@ -259,13 +259,18 @@ pub struct Client {
     plain_http: HashSet<String>,
     platform: PlatformPolicy,
     registries: Mutex<HashMap<String, Arc<RegistryState>>>,
-    /// Permits to read a large body (an index or config, up to 4 MiB each): peak memory is
-    /// bounded by these, not by `--concurrency`.
+    /// The budget for manifest and config bodies in memory at once, one permit per KiB (an
+    /// index may be 4 MiB): peak memory is bounded by it, not by `--concurrency`.
     bodies: tokio::sync::Semaphore,
+    /// Manifest and config `GET`s in flight at once (see [`BODY_GETS`]).
+    body_gets: tokio::sync::Semaphore,
 }
 
-/// Large bodies read and parsed at once.
-const BODIES_IN_FLIGHT: usize = 2;
+/// Manifest and config `GET`s in flight at once, whatever `--concurrency`.
+const BODY_GETS: usize = 2;
+
+/// KiB of manifest and config bodies read and parsed at once: one 4 MiB index and small ones.
+const BODY_BUDGET_KIB: u32 = 5 * 1024;
 
 /// Tokens are cached per (credential source or "", group of repositories).
 type TokenKey = (String, String);
@@ -336,7 +341,8 @@ impl Client {
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),
             registries: Mutex::new(HashMap::new()),
-            bodies: tokio::sync::Semaphore::new(BODIES_IN_FLIGHT),
+            bodies: tokio::sync::Semaphore::new(BODY_BUDGET_KIB as usize),
+            body_gets: tokio::sync::Semaphore::new(BODY_GETS),
         })
     }
 
@@ -914,8 +920,19 @@ fn redirect_policy() -> reqwest::redirect::Policy {
     })
 }
 
-async fn read_limited(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, reqwest::Error> {
-    let mut out = Vec::new();
+async fn read_limited(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, reqwest::Error> {
+    read_body(resp, max, 0).await
+}
+
+/// Reads at most `max` bytes of a body into a buffer sized for `expected` (its announced
+/// length): one allocation of the right size rather than doublings that leave a large body's
+/// memory fragmented.
+async fn read_body(
+    mut resp: reqwest::Response,
+    max: usize,
+    expected: usize,
+) -> Result<Vec<u8>, reqwest::Error> {
+    let mut out = Vec::with_capacity(expected.min(max));
     while let Some(chunk) = resp.chunk().await? {
         let room = max.saturating_sub(out.len());
         out.extend_from_slice(&chunk[..chunk.len().min(room)]);

@@ -4,7 +4,7 @@
 //! forms or a raw control byte.
 
 use crate::common::proxy::{Canned, Fault, Proxy, Rule};
-use crate::common::{PULLCHECK_BIN, pullcheck_cmd};
+use crate::common::pullcheck_cmd;
 use base64::Engine;
 use serde_json::Value;
 use std::net::UdpSocket;
@@ -1248,4 +1248,95 @@ fn sigint_while_retrying_reports_the_last_error_seen() {
         n["message"].as_str().unwrap().contains("not checked"),
         "{n:#}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Peak memory, measured with GNU time on the binary under test.
+// ---------------------------------------------------------------------------------------------
+
+/// The bound for every case but the 4 MiB docker config: the pod's limit (32 MiB, as `inject`
+/// sets it) with headroom.
+const PEAK_KIB: u64 = 24 * 1024;
+/// The bound for a 4 MiB docker config (only a workstation's `--docker-config` can be that big:
+/// a Kubernetes Secret holds 1 MiB).
+const PEAK_KIB_4_MIB_CONFIG: u64 = 32 * 1024;
+
+fn measured(name: &str, dir: &Path, cmd: Command, code: i32, bound_kib: u64) -> Outcome {
+    let out = run(dir, cmd, true);
+    assert_eq!(out.code, code, "{name}: {}{}", out.stdout, out.stderr);
+    let peak = out.peak_kib.unwrap_or_default();
+    eprintln!(
+        "peak RSS {name}: {:.1} MiB in {:?}",
+        peak as f64 / 1024.0,
+        out.took
+    );
+    assert!(
+        peak <= bound_kib,
+        "{name}: peak RSS {peak} KiB > {bound_kib} KiB"
+    );
+    out
+}
+
+#[test]
+fn peak_memory_stays_bounded_for_huge_indexes() {
+    if !Path::new("/usr/bin/time").exists() {
+        eprintln!("skipped: /usr/bin/time (Debian package `time`) is not installed");
+        return;
+    }
+    let proxy = huge_index_registry();
+    let host = proxy.host();
+    for (name, n, concurrency) in [
+        ("one 4 MiB index", 1, "16"),
+        ("16 images with 4 MiB indexes", 16, "16"),
+        ("64 images with 4 MiB indexes, --concurrency 64", 64, "64"),
+    ] {
+        let dir = tempdir();
+        let images = images_on(&proxy, n, &format!("mem{n}-"));
+        let mut args = vec![
+            "-o",
+            "json",
+            "--timeout",
+            "120s",
+            "--concurrency",
+            concurrency,
+            "--platform",
+            "linux/amd64",
+            "--plain-http",
+            &host,
+        ];
+        args.extend(images.iter().map(String::as_str));
+        measured(name, dir.path(), command(dir.path(), &args), 4, PEAK_KIB);
+    }
+}
+
+#[test]
+fn peak_memory_stays_bounded_for_huge_credential_files() {
+    if !Path::new("/usr/bin/time").exists() {
+        eprintln!("skipped: /usr/bin/time (Debian package `time`) is not installed");
+        return;
+    }
+    let proxy = open_registry();
+    let host = proxy.host();
+    let images = images_on(&proxy, 16, "mem-config");
+    for (name, entries, bound) in [
+        ("a 1 MiB pull secret, 16 images", 28_700, PEAK_KIB),
+        ("a 4 MiB docker config, 16 images", 110_000, PEAK_KIB_4_MIB_CONFIG),
+    ] {
+        let dir = tempdir();
+        let config = big_config(entries, &host);
+        assert!(config.len() <= 4 << 20, "{} bytes", config.len());
+        let path = write_config(dir.path(), &config);
+        let mut args = vec![
+            "-o",
+            "json",
+            "--timeout",
+            "30s",
+            "--plain-http",
+            &host,
+            "--docker-config",
+            path.to_str().unwrap(),
+        ];
+        args.extend(images.iter().map(String::as_str));
+        measured(name, dir.path(), command(dir.path(), &args), 0, bound);
+    }
 }
