@@ -189,7 +189,9 @@ impl Entry {
 
     fn part(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        self.data.get(start..self.ends[i] as usize).unwrap_or_default()
+        self.data
+            .get(start..self.ends[i] as usize)
+            .unwrap_or_default()
     }
 
     fn host(&self) -> &str {
@@ -305,11 +307,15 @@ impl KeyIndex {
         let mut index = KeyIndex::default();
         for (position, i) in order.iter().enumerate() {
             let new_key = match index.starts.last() {
-                Some(start) => !entries[order[*start as usize] as usize].same_key(&entries[*i as usize]),
+                Some(start) => {
+                    !entries[order[*start as usize] as usize].same_key(&entries[*i as usize])
+                }
                 None => true,
             };
             if new_key {
-                index.starts.push(u32::try_from(position).unwrap_or(u32::MAX));
+                index
+                    .starts
+                    .push(u32::try_from(position).unwrap_or(u32::MAX));
             }
         }
         for (number, start) in index.starts.iter().enumerate() {
@@ -329,7 +335,9 @@ impl KeyIndex {
                 index.hub = Some(number);
             }
         }
-        index.starts.push(u32::try_from(order.len()).unwrap_or(u32::MAX));
+        index
+            .starts
+            .push(u32::try_from(order.len()).unwrap_or(u32::MAX));
         index.order = order;
         index.literal.sort_unstable();
         index.globbed.sort_unstable();
@@ -695,8 +703,17 @@ impl Keyring {
         let mut out = Vec::new();
         for number in candidates {
             let group = index.entries_of(number);
-            if group.first().and_then(entry).is_some_and(|e| e.matches(target)) {
-                out.extend(group.iter().filter_map(entry).map(|e| e.credential(&self.labels)));
+            if group
+                .first()
+                .and_then(entry)
+                .is_some_and(|e| e.matches(target))
+            {
+                out.extend(
+                    group
+                        .iter()
+                        .filter_map(entry)
+                        .map(|e| e.credential(&self.labels)),
+                );
             }
         }
         if out.is_empty() && docker_hub {
@@ -809,9 +826,10 @@ fn key_matches(key_host: &str, key_port: &str, key_path: &str, target: &str) -> 
     if host.split('.').count() != key_host.split('.').count() {
         return false;
     }
-    key_host.split('.').zip(host.split('.')).all(|(pattern, label)| {
-        glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false)
-    })
+    key_host
+        .split('.')
+        .zip(host.split('.'))
+        .all(|(pattern, label)| glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false))
 }
 
 /// Splits `host:port` like Go's `net.SplitHostPort`, falling back to no port.
