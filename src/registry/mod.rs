@@ -7,7 +7,12 @@
 //! `GET /v2/<name>/tags/list` tells a missing tag from a missing repository and lists close
 //! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform.
 //! What a probe found is returned as raw facts ([`Outcome`]); [`classify`](fn@classify) turns them into a
-//! verdict in one place.
+//! verdict in one place. [`dns`] resolves names within the deadline; [`index`] reads an index
+//! entry by entry.
+//!
+//! Everything a server sends is bounded here: bodies by size (and, for manifests and configs,
+//! by a budget of bodies in memory at once), numbers by [`MAX_SERVER_WAIT`], digests by
+//! [`is_digest`] before they are shown.
 //!
 //! Why not `oci-client`: its `fetch_manifest_digest` falls back to a manifest GET whenever the
 //! HEAD has no digest (every 401/404/429/5xx), and a GET counts as a pull against Docker Hub's
