@@ -286,7 +286,7 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                     Status::Unreachable,
                     "no_such_host",
                     format!(
-                        "{image}: the resolver says {registry} does not exist ({method} {url}: {detail})"
+                        "{image}: the resolver says the host of {method} {url} does not exist ({detail})"
                     ),
                     "Check the registry's host name for a typo, and the node's DNS (search domains, CoreDNS).",
                 )
