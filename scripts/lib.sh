@@ -3,16 +3,17 @@
 # Source it; it defines functions only.
 
 need_registry() {
-  if command -v docker-registry >/dev/null 2>&1 && command -v curl >/dev/null 2>&1; then
+  # GNU time measures peak memory in tests/it/hostile.rs.
+  if command -v docker-registry >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 && [ -x /usr/bin/time ]; then
     return
   fi
   if [ "$(id -u)" != 0 ]; then
-    echo "docker-registry is missing: run 'sudo apt-get install -y docker-registry curl'" >&2
+    echo "docker-registry, curl or GNU time is missing: run 'sudo apt-get install -y docker-registry curl time'" >&2
     exit 2
   fi
-  echo "== installing docker-registry (Debian's CNCF distribution registry)"
+  echo "== installing docker-registry (Debian's CNCF distribution registry), curl and GNU time"
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry curl >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry curl time >/dev/null
 }
 
 free_port() {

@@ -5,7 +5,9 @@ use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
 use crate::config::Config;
 use crate::inject::{InjectOptions, inject};
-use crate::report::{ExitCode, Report, TERMINATION_MESSAGE_MAX, render_text, termination_message};
+use crate::report::{
+    ExitCode, Report, TERMINATION_MESSAGE_MAX, escape, render_text, termination_message,
+};
 use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
@@ -43,7 +45,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     let input = match read_manifests(&args.file) {
         Ok(text) => text,
         Err(e) => {
-            eprintln!("pullcheck: error: {source}: {e}");
+            eprintln!("pullcheck: error: {}: {}", escape(&source), escape(&e));
             return ExitCode::Usage;
         }
     };
@@ -57,13 +59,13 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     match inject(&input, &source, &options) {
         Ok(done) => {
             for w in &done.warnings {
-                eprintln!("pullcheck: warning: {w}");
+                eprintln!("pullcheck: warning: {}", escape(w));
             }
             let _ = std::io::stdout().lock().write_all(done.output.as_bytes());
             ExitCode::Ok
         }
         Err(e) => {
-            eprintln!("pullcheck: error: {e}");
+            eprintln!("pullcheck: error: {}", escape(&e.to_string()));
             ExitCode::Usage
         }
     }
@@ -74,19 +76,6 @@ fn read_manifests(path: &std::path::Path) -> Result<String, String> {
 }
 
 fn run_check(args: CheckArgs) -> ExitCode {
-    let config = match Config::from_args(args, &mut std::io::stdin().lock()) {
-        Ok(c) => c,
-        Err(errors) => {
-            for e in &errors.0 {
-                eprintln!("pullcheck: error: {e}");
-            }
-            eprintln!("pullcheck: nothing was checked (exit 2); see `pullcheck check --help`");
-            return ExitCode::Usage;
-        }
-    };
-    for w in &config.warnings {
-        eprintln!("pullcheck: warning: {w}");
-    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -97,28 +86,70 @@ fn run_check(args: CheckArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let report = runtime.block_on(check_until(&config.images, &config.options, stop_signal()));
+    // The handlers are installed before any work (reading a 1 MiB pull secret, matching
+    // 10,000 images): a signal that comes while that work runs is kept, and the check then
+    // stops at once with its report, rather than the default action killing the process
+    // without a termination message.
+    let signals = {
+        let _entered = runtime.enter();
+        Signals::install()
+    };
+    let config = match Config::from_args(args, &mut std::io::stdin().lock()) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors.0 {
+                eprintln!("pullcheck: error: {}", escape(&e.to_string()));
+            }
+            eprintln!("pullcheck: nothing was checked (exit 2); see `pullcheck check --help`");
+            return ExitCode::Usage;
+        }
+    };
+    for w in &config.warnings {
+        eprintln!("pullcheck: warning: {}", escape(w));
+    }
+    let report = runtime.block_on(check_until(
+        &config.images,
+        &config.options,
+        signals.stopped(),
+    ));
+    // Blocking threads may still be inside a `getaddrinfo` that never returns (a silent DNS
+    // server): dropping the runtime would wait for them. Leave them; the process ends when
+    // this returns.
+    runtime.shutdown_background();
     for w in &report.warnings {
-        eprintln!("pullcheck: warning: {w}");
+        eprintln!("pullcheck: warning: {}", escape(w));
     }
     write_outputs(&config, &report);
     report.exit_code
 }
 
-/// Completes on SIGTERM (the kubelet stopping the pod) or SIGINT, with the signal's name, so
-/// that a stopped check still writes its report and termination message.
-async fn stop_signal() -> String {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers the default action (exit) stays: never complete.
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM".to_string(),
-        _ = int.recv() => "SIGINT".to_string(),
+/// SIGTERM (the kubelet stopping the pod) and SIGINT, caught so that a stopped check still
+/// writes its report and termination message.
+struct Signals(Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>);
+
+impl Signals {
+    /// Installs the handlers; needs the runtime entered.
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(term), Ok(int)) => Signals(Some((term, int))),
+            // Without handlers the default action (exit) stays.
+            _ => Signals(None),
+        }
+    }
+
+    /// Completes on the first signal, with its name.
+    async fn stopped(self) -> String {
+        let Some((mut term, mut int)) = self.0 else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => "SIGTERM".to_string(),
+            _ = int.recv() => "SIGINT".to_string(),
+        }
     }
 }
 
@@ -138,7 +169,7 @@ fn write_outputs(config: &Config, report: &Report) {
         if let Err(e) = std::fs::write(path, message.as_bytes()) {
             eprintln!(
                 "pullcheck: warning: cannot write the termination message to {}: {e}",
-                path.display()
+                escape(&path.display().to_string())
             );
         }
     }

@@ -17,7 +17,7 @@ use crate::report::{ContainerStart, ImageResult, Report, Status};
 use crate::route::{Endpoint, Route, Router};
 use crate::start::{ContainerFacts, NotRead, StartCheck};
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -37,6 +37,9 @@ pub struct Options {
     /// Registries (`host[:port]`, `docker.io`, or `*`) whose `unauthorized` verdicts, when no
     /// credential matched, are warnings: the node may pull with credentials of its own.
     pub allow_unauthenticated: Vec<String>,
+    /// When the run's clock started; `None`: when the check starts. The CLI starts it before
+    /// it asks credential helpers, so that their time counts against `--timeout`.
+    pub started: Option<std::time::Instant>,
     /// The containers of the pod spec, for the start check: each is matched to its image by
     /// normalised reference. Empty: no start prediction.
     pub containers: Vec<ContainerFacts>,
@@ -81,6 +84,7 @@ impl Default for Options {
             node: NodeOptions::default(),
             router: Arc::new(Router::default()),
             on_unreachable: OnUnreachable::Fail,
+            started: None,
         }
     }
 }
@@ -110,28 +114,42 @@ pub async fn check_until(
     options: &Options,
     stop: impl Future<Output = String>,
 ) -> Report {
-    let started = Instant::now();
+    let started = options
+        .started
+        .map_or_else(Instant::now, Instant::from_std)
+        .min(Instant::now());
     let timeout = options.timeout.min(MAX_TIMEOUT);
-    let deadline = started + timeout;
+    // timeout <= MAX_TIMEOUT (a day): cannot overflow, saturated all the same.
+    let deadline = registry::instant_after(started, timeout);
     // Each image once: parsed, its duplicates dropped, its credentials looked up. The token
     // plan and the jobs both come from this.
+    tokio::pin!(stop);
     let mut seen = HashSet::new();
-    let parsed: Vec<Parsed<'_>> = images
-        .iter()
-        .filter_map(|image| match Reference::parse(image) {
-            Err(e) => Some((image, Err(e))),
-            Ok(r) if !seen.insert(r.to_string()) => None,
-            Ok(r) => {
-                let credentials = options
-                    .keyring
-                    .lookup(&r.registry, &r.repository)
-                    .into_iter()
-                    .cloned()
-                    .collect();
-                Some((image, Ok((r, credentials))))
+    let mut parsed: Vec<Parsed<'_>> = Vec::with_capacity(images.len());
+    for (n, image) in images.iter().enumerate() {
+        // 10,000 images and a large keyring are CPU work: between chunks, let a signal in.
+        if n % SETUP_CHUNK == SETUP_CHUNK - 1 {
+            tokio::task::yield_now().await;
+            let signalled = tokio::select! {
+                biased;
+                why = &mut stop => Some(why),
+                () = std::future::ready(()) => None,
+            };
+            if let Some(why) = signalled {
+                let mut report = stopped_before_start(images, &why, started);
+                report.platform = platform_name(options);
+                return report;
             }
-        })
-        .collect();
+        }
+        match Reference::parse(image) {
+            Err(e) => parsed.push((image, Err(e))),
+            Ok(r) if !seen.insert(r.to_string()) => {}
+            Ok(r) => {
+                let credentials = options.keyring.lookup(&r.registry, &r.repository);
+                parsed.push((image, Ok((r, credentials))));
+            }
+        }
+    }
     // Where credentials were looked for, for the JSON and for `no_credentials` messages.
     let credential_sources = options.keyring.sources(
         parsed
@@ -149,7 +167,7 @@ pub async fn check_until(
                         let keys = if credentials.is_empty() {
                             vec![String::new()]
                         } else {
-                            credentials.iter().map(|c| c.source.clone()).collect()
+                            credentials.iter().map(Credential::cache_key).collect()
                         };
                         (r.api_host().to_string(), r.repository.clone(), keys)
                     },
@@ -174,7 +192,6 @@ pub async fn check_until(
     }
     let attempt_cap = (timeout / 4).max(ATTEMPT_MIN).min(timeout);
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    tokio::pin!(stop);
     let mut stopped = None;
     // The node's images, read once before any registry request when an image may be on it.
     let policies = Policies::new(&options.if_not_present);
@@ -191,11 +208,12 @@ pub async fn check_until(
             NodeLookup::NotNeeded
         }
     };
+    let no_such_host = Arc::new(Mutex::new(HashMap::new()));
 
     // `results[i]` is filled as jobs end; `pending[i]` names the image of a job, for the
     // report of a run that is stopped.
     let mut results: Vec<Option<ImageResult>> = Vec::new();
-    let mut pending: Vec<Option<(String, Reference)>> = Vec::new();
+    let mut pending: Vec<Option<(String, Reference, LastSeen)>> = Vec::new();
     let mut tasks = JoinSet::new();
     for (image, parsed) in parsed {
         match parsed {
@@ -236,7 +254,8 @@ pub async fn check_until(
             Ok((reference, credentials)) => {
                 let index = results.len();
                 results.push(None);
-                pending.push(Some((image.clone(), reference.clone())));
+                let last = LastSeen::default();
+                pending.push(Some((image.clone(), reference.clone(), last.clone())));
                 let allowed = options
                     .allow_unauthenticated
                     .iter()
@@ -265,6 +284,8 @@ pub async fn check_until(
                     events: options.events.clone(),
                     sources_read: sources_read.clone(),
                     sources_exist: !credential_sources.is_empty(),
+                    last,
+                    no_such_host: no_such_host.clone(),
                 };
                 if stopped.is_none() {
                     tasks.spawn(async move { (index, job.run().await) });
@@ -294,22 +315,28 @@ pub async fn check_until(
     }
     if let Some(why) = &stopped {
         for (slot, job) in results.iter_mut().zip(pending) {
-            if let (None, Some((image, reference))) = (&slot, job) {
-                *slot = Some(ImageResult {
-                    reference: reference.to_string(),
-                    registry: reference.registry.clone(),
-                    hint: "Nothing to do: the check was stopped before it finished.".to_string(),
-                    ..plain_result(
-                        &image,
-                        Status::Unreachable,
-                        "stopped",
-                        format!(
-                            "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
-                            started.elapsed().as_secs_f64()
-                        ),
-                    )
-                });
+            let (None, Some((image, reference, last))) = (&slot, job) else {
+                continue;
+            };
+            // An image being retried: its last error is what the run knows of it.
+            if let Some(mut r) = last.take() {
+                let noun = if r.attempts == 1 {
+                    "attempt"
+                } else {
+                    "attempts"
+                };
+                let prefix = format!("{}: ", r.reference);
+                let rest = r.message.strip_prefix(&prefix).unwrap_or(&r.message);
+                r.message = format!(
+                    "{prefix}stopped by {why} after {} {noun} in {:.1}s: {rest}",
+                    r.attempts,
+                    started.elapsed().as_secs_f64()
+                );
+                r.elapsed_ms = started.elapsed().as_millis().try_into().unwrap_or(u64::MAX);
+                *slot = Some(r);
+                continue;
             }
+            *slot = Some(not_checked(&image, &reference, why, started));
         }
     }
     let mut results: Vec<ImageResult> = results.into_iter().flatten().collect();
@@ -320,10 +347,57 @@ pub async fn check_until(
     report.stopped = stopped;
     report.credential_sources = credential_sources;
     report.warnings.extend(node.warning());
-    report.platform = match &options.client.platform.want {
+    report.platform = platform_name(options);
+    report
+}
+
+/// The node platform a report names: the one checked for, or `any`.
+fn platform_name(options: &Options) -> String {
+    match &options.client.platform.want {
         Some(p) => p.to_string(),
         None => "any".to_string(),
-    };
+    }
+}
+
+/// Images parsed and looked up between two looks at the stop signal.
+const SETUP_CHUNK: usize = 256;
+
+/// The result of an image the run was stopped before it checked.
+fn not_checked(image: &str, reference: &Reference, why: &str, started: Instant) -> ImageResult {
+    ImageResult {
+        reference: reference.to_string(),
+        registry: reference.registry.clone(),
+        hint: "Nothing to do: the check was stopped before it finished.".to_string(),
+        ..plain_result(
+            image,
+            Status::Unreachable,
+            "stopped",
+            format!(
+                "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
+                started.elapsed().as_secs_f64()
+            ),
+        )
+    }
+}
+
+/// The report of a run stopped while it was still reading its images: none was checked.
+fn stopped_before_start(images: &[String], why: &str, started: Instant) -> Report {
+    let mut seen = HashSet::new();
+    let results = images
+        .iter()
+        .filter_map(|image| match Reference::parse(image) {
+            Err(e) => Some(plain_result(
+                image,
+                Status::InvalidReference,
+                "invalid_reference",
+                e.to_string(),
+            )),
+            Ok(r) if !seen.insert(r.to_string()) => None,
+            Ok(r) => Some(not_checked(image, &r, why, started)),
+        })
+        .collect();
+    let mut report = Report::new(results);
+    report.stopped = Some(why.to_string());
     report
 }
 
@@ -332,6 +406,27 @@ type Parsed<'a> = (
     &'a String,
     Result<(Reference, Vec<Credential>), ReferenceError>,
 );
+
+/// The last verdict of an image that is being retried, for the report of a run stopped while
+/// it waits.
+#[derive(Clone, Default)]
+struct LastSeen(Arc<Mutex<Option<ImageResult>>>);
+
+impl LastSeen {
+    fn set(&self, r: ImageResult) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+    }
+
+    fn take(&self) -> Option<ImageResult> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+/// How many times the resolver said "no such host", per registry.
+type NoSuchHost = Arc<Mutex<HashMap<String, u32>>>;
+
+/// After this many "no such host" answers for a registry, its images are not retried.
+const NO_SUCH_HOST_ANSWERS: u32 = 2;
 
 struct Job {
     /// The containers of the pod spec that use this image.
@@ -358,6 +453,10 @@ struct Job {
     sources_read: Arc<String>,
     /// Some credential source was read (even one that gave nothing).
     sources_exist: bool,
+    /// This image's last verdict while it is retried.
+    last: LastSeen,
+    /// "No such host" answers per registry, shared by all images.
+    no_such_host: NoSuchHost,
 }
 
 impl Job {
@@ -446,7 +545,9 @@ impl Job {
         loop {
             attempts += 1;
             let progress = Progress::default();
-            let attempt_deadline = (Instant::now() + self.attempt_cap).min(self.deadline);
+            // attempt_cap <= timeout <= MAX_TIMEOUT: bounded, but saturate all the same.
+            let attempt_deadline =
+                registry::instant_after(Instant::now(), self.attempt_cap).min(self.deadline);
             let (outcome, mut verdict, endpoint, asked) = match &self.route {
                 Some(route) => self.walk(route, &credentials, attempt_deadline).await,
                 None => {
@@ -471,6 +572,24 @@ impl Job {
                     (outcome, verdict, None, None)
                 }
             };
+            if verdict.reason == "no_such_host" && verdict.retry.is_some() {
+                let answers = {
+                    let mut counts = self
+                        .no_such_host
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    let n = counts.entry(self.reference.registry.clone()).or_insert(0);
+                    *n += 1;
+                    *n
+                };
+                if answers >= NO_SUCH_HOST_ANSWERS {
+                    verdict.retry = None;
+                    verdict.message.push_str(&format!(
+                        "; not retried: the resolver answered \"no such host\" {answers} times for {}",
+                        self.reference.registry
+                    ));
+                }
+            }
             let Some(asked) = verdict.retry else {
                 if matches!(outcome.fact, Fact::TimedOut { deadline: true, .. }) {
                     verdict.message.push_str(&self.gave_up(attempts, start));
@@ -515,7 +634,8 @@ impl Job {
             // A registry asking for no wait (`Retry-After: 0`, or a date in the past) still gets
             // the back-off: retrying at once would flood it.
             let wait = asked.map_or_else(|| backoff(attempts), |a| a.max(backoff(attempts)));
-            if Instant::now() + wait >= self.deadline {
+            // `wait` may be the registry's Retry-After: saturate, never overflow.
+            if registry::instant_after(Instant::now(), wait) >= self.deadline {
                 verdict.message.push_str(&self.gave_up(attempts, start));
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
                 self.place(&mut result, endpoint.as_ref());
@@ -534,6 +654,9 @@ impl Job {
                 verdict.reason,
                 what,
             );
+            let mut last = self.result(verdict, &outcome.auth, attempts, start);
+            self.place(&mut last, endpoint.as_ref());
+            self.last.set(last);
             tokio::time::sleep(wait).await;
         }
     }

@@ -65,6 +65,8 @@ impl std::error::Error for ConfigErrors {}
 impl Config {
     /// Validates the flags and reads the files they name. `stdin` serves `-`.
     pub fn from_args(args: CheckArgs, stdin: &mut dyn Read) -> Result<Config, ConfigErrors> {
+        // The run's clock: credential helpers asked here count against --timeout.
+        let started = std::time::Instant::now();
         let mut errors = Vec::new();
         let mut pod_spec_notes = Vec::new();
 
@@ -276,11 +278,13 @@ impl Config {
             .filter_map(|i| Reference::parse(i).ok())
             .collect();
         warnings.extend(pod_spec_notes);
+        // Helpers run before the check, on its clock: at most a quarter of --timeout in all.
         warnings.extend(
             keyring.resolve_helpers(
                 references
                     .iter()
                     .map(|r| (r.registry.as_str(), r.repository.as_str())),
+                timeout.min(crate::check::MAX_TIMEOUT) / 4,
             ),
         );
         if let Some(creds) = &args.creds {
@@ -415,6 +419,7 @@ impl Config {
                 node,
                 router: std::sync::Arc::new(router),
                 on_unreachable: args.on_unreachable,
+                started: Some(started),
             },
             output: args.output,
             warnings,

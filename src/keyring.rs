@@ -17,9 +17,63 @@
 //!
 //! Secrets are wrapped in [`Secret`], whose `Debug` and `Display` print `<redacted>`.
 
+mod helper;
+
 use base64::Engine;
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The least time a credential helper is given (a keychain answers in milliseconds).
+const HELPER_MIN: Duration = Duration::from_millis(500);
+
+/// The three fields of a config entry that are used, as raw slices; the rest is skipped unread.
+#[derive(serde::Deserialize)]
+struct EntryFields<'a> {
+    #[serde(borrow, default)]
+    username: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    password: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    auth: Option<&'a RawValue>,
+}
+
+/// Walks a JSON object's members in document order, handing each (key, raw value) to the
+/// callback, which returns `false` to stop: nothing of the map is kept.
+struct EachEntry<'f, F>(&'f mut F);
+
+impl<'de, F> serde::de::DeserializeSeed<'de> for EachEntry<'_, F>
+where
+    F: FnMut(String, &'de RawValue) -> bool,
+{
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, F> serde::de::Visitor<'de> for EachEntry<'_, F>
+where
+    F: FnMut(String, &'de RawValue) -> bool,
+{
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some((key, value)) = map.next_entry::<String, &'de RawValue>()? {
+            if !(self.0)(key, value) {
+                return Err(serde::de::Error::custom("stopped"));
+            }
+        }
+        Ok(())
+    }
+}
 
 /// A secret value. Never printed: `Debug` and `Display` show `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]
@@ -60,6 +114,21 @@ pub struct Credential {
     pub source: String,
 }
 
+impl Credential {
+    /// What tells this credential from every other in a run, for caches (tokens, refusals):
+    /// two entries may share a source when their keys differ only in the user info that is
+    /// never shown. Holds a keyed hash of the secret, never the secret.
+    pub fn cache_key(&self) -> String {
+        use std::hash::BuildHasher;
+        static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+            std::sync::OnceLock::new();
+        let hash = KEYS
+            .get_or_init(Default::default)
+            .hash_one(&self.password.0);
+        format!("{}\n{}\n{hash:016x}", self.source, self.username)
+    }
+}
+
 /// A file that could not be used as a credential source: a configuration error (exit 2).
 #[derive(Debug, thiserror::Error)]
 #[error("credential file {path}: {what}")]
@@ -80,17 +149,116 @@ const CONFIG_FILE_NAMES: [&str; 3] = [".dockerconfigjson", ".dockercfg", "config
 /// Docker Hub's key of last resort, as in the kubelet.
 const DEFAULT_REGISTRY_KEY: &str = "index.docker.io";
 
-#[derive(Debug, Clone)]
+/// The most keys of one source listed in messages and JSON (the rest are counted).
+const MAX_LISTED_KEYS: usize = 20;
+
+/// One credential, packed into one allocation: a 4 MiB docker config holds ~110,000 of them,
+/// and each would otherwise be a dozen strings. `Debug` shows the key only.
+#[derive(Clone)]
 struct Entry {
-    key: String,
-    pattern: KeyPattern,
-    credential: Credential,
+    /// The key's host (its labels joined), port and path, where it is shown from (`key …` or
+    /// `helper for …`), the user name and the password, one after another.
+    data: Box<str>,
+    /// Where each of those six parts ends in `data`.
+    ends: [u32; 6],
+    /// The source's label: an index into [`Keyring::labels`].
+    label: u32,
+}
+
+impl Entry {
+    fn new(pattern: &KeyPattern, shown: &str, username: &str, password: &str, label: u32) -> Entry {
+        let host = pattern.labels.join(".");
+        let parts = [
+            host.as_str(),
+            &pattern.port,
+            &pattern.path,
+            shown,
+            username,
+            password,
+        ];
+        let mut data = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        let mut ends = [0u32; 6];
+        for (end, part) in ends.iter_mut().zip(parts) {
+            data.push_str(part);
+            // Every part comes from a file of at most 4 MiB.
+            *end = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        }
+        Entry {
+            data: data.into_boxed_str(),
+            ends,
+            label,
+        }
+    }
+
+    fn part(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        self.data
+            .get(start..self.ends[i] as usize)
+            .unwrap_or_default()
+    }
+
+    fn host(&self) -> &str {
+        self.part(0)
+    }
+
+    fn port(&self) -> &str {
+        self.part(1)
+    }
+
+    fn path(&self) -> &str {
+        self.part(2)
+    }
+
+    /// The normalised key's text (`host[:port]path`), byte by byte, for ordering.
+    fn key_bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        let port = self.port();
+        let colon: &[u8] = if port.is_empty() { b"" } else { b":" };
+        self.host()
+            .bytes()
+            .chain(colon.iter().copied())
+            .chain(port.bytes())
+            .chain(self.path().bytes())
+    }
+
+    fn same_key(&self, other: &Entry) -> bool {
+        self.host() == other.host() && self.port() == other.port() && self.path() == other.path()
+    }
+
+    /// The normalised key's text (`host[:port]path`), as [`KeyPattern::key`] gives it.
+    fn key_text(&self) -> String {
+        String::from_utf8_lossy(&self.key_bytes().collect::<Vec<u8>>()).into_owned()
+    }
+
+    /// [`KeyPattern::matches`] on the packed parts.
+    fn matches(&self, target: &str) -> bool {
+        key_matches(self.host(), self.port(), self.path(), target)
+    }
+
+    fn credential(&self, labels: &[String]) -> Credential {
+        let label = labels.get(self.label as usize).map_or("", String::as_str);
+        Credential {
+            username: self.part(4).to_string(),
+            password: Secret(self.part(5).to_string()),
+            source: format!("{label}, {}", self.part(3)),
+        }
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("key", &self.part(3))
+            .field("password", &"<redacted>")
+            .finish()
+    }
 }
 
 /// A server whose credential a Docker credential helper keeps.
 #[derive(Debug, Clone)]
 struct HelperEntry {
     server: String,
+    /// The helper program's name: `docker-credential-<helper>`.
+    helper: String,
     pattern: KeyPattern,
     label: String,
 }
@@ -100,8 +268,13 @@ struct HelperEntry {
 pub struct Keyring {
     /// In source priority order; [`Keyring::lookup`] sorts by key.
     entries: Vec<Entry>,
+    /// The sources' labels (`secret regcred`), shared by their entries.
+    labels: Vec<String>,
     /// Not asked yet: see [`Keyring::resolve_helpers`].
     helpers: Vec<HelperEntry>,
+    /// The keys indexed for lookups, built on the first lookup and dropped whenever entries
+    /// change.
+    index: std::sync::OnceLock<KeyIndex>,
     /// Every place credentials were looked for, with the keys it held, in priority order: what
     /// a user needs to see when no credential matches (see [`Keyring::sources`]).
     sources: Vec<SourceRecord>,
@@ -134,11 +307,109 @@ pub struct CredentialSource {
 struct SourceRecord {
     source: String,
     path: Option<String>,
-    keys: Vec<(String, KeyPattern)>,
+    /// The first [`MAX_LISTED_KEYS`] distinct keys, as shown (a 1 MiB pull secret holds
+    /// ~28,000: listing them all helps nobody and costs memory).
+    keys: Vec<String>,
+    /// How many distinct keys it holds.
+    key_count: usize,
     problem: Option<String>,
     /// The workstation's own config: read for a person, not pointed at; it is not warned about
     /// when its keys are for other registries (a person's config names many).
     implicit: bool,
+}
+
+/// The keys of a keyring indexed once, so that a lookup costs the keys that may match its
+/// host, not all keys: a 1 MiB pull secret holds ~28,000 entries, and a run up to 10,000
+/// images. The matching itself is [`KeyPattern::matches`], unchanged: the index only chooses
+/// which keys are tried, and keeps the kubelet's order (reverse lexical by key).
+#[derive(Debug, Clone, Default)]
+struct KeyIndex {
+    /// The entries in lookup order: by key, reverse lexical; in source order within a key.
+    order: Vec<u32>,
+    /// Where each distinct key's entries start in `order`, then `order.len()`.
+    starts: Vec<u32>,
+    /// Keys whose host holds no glob, as (hash of host and port, key number), sorted.
+    literal: Vec<(u64, u32)>,
+    /// Keys with a glob in their host, as (hash of label count and port, key number), sorted.
+    globbed: Vec<(u64, u32)>,
+    /// The key number of `index.docker.io`, Docker Hub's key of last resort.
+    hub: Option<u32>,
+}
+
+/// Hashes hosts for the index (a fixed key: nothing here is secret, and every candidate is
+/// matched in full).
+const INDEX_HASH: std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher> =
+    std::hash::BuildHasherDefault::new();
+
+impl KeyIndex {
+    fn build(entries: &[Entry]) -> KeyIndex {
+        use std::hash::BuildHasher;
+        let mut order: Vec<u32> = (0..entries.len())
+            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+            .collect();
+        // Stable: entries of one key stay in source order.
+        order.sort_by(|a, b| {
+            entries[*b as usize]
+                .key_bytes()
+                .cmp(entries[*a as usize].key_bytes())
+        });
+        let mut index = KeyIndex::default();
+        for (position, i) in order.iter().enumerate() {
+            let new_key = match index.starts.last() {
+                Some(start) => {
+                    !entries[order[*start as usize] as usize].same_key(&entries[*i as usize])
+                }
+                None => true,
+            };
+            if new_key {
+                index
+                    .starts
+                    .push(u32::try_from(position).unwrap_or(u32::MAX));
+            }
+        }
+        for (number, start) in index.starts.iter().enumerate() {
+            let number = u32::try_from(number).unwrap_or(u32::MAX);
+            let entry = &entries[order[*start as usize] as usize];
+            let host = entry.host();
+            if host.contains(['*', '?', '[', '\\']) {
+                let labels = host.split('.').count();
+                let hash = INDEX_HASH.hash_one((labels, entry.port()));
+                index.globbed.push((hash, number));
+            } else {
+                index
+                    .literal
+                    .push((INDEX_HASH.hash_one((host, entry.port())), number));
+            }
+            if host == DEFAULT_REGISTRY_KEY && entry.port().is_empty() && entry.path().is_empty() {
+                index.hub = Some(number);
+            }
+        }
+        index
+            .starts
+            .push(u32::try_from(order.len()).unwrap_or(u32::MAX));
+        index.order = order;
+        index.literal.sort_unstable();
+        index.globbed.sort_unstable();
+        index
+    }
+
+    /// The key numbers filed under `hash`.
+    fn filed(list: &[(u64, u32)], hash: u64) -> impl Iterator<Item = u32> + '_ {
+        let first = list.partition_point(|(h, _)| *h < hash);
+        list[first..]
+            .iter()
+            .take_while(move |(h, _)| *h == hash)
+            .map(|(_, n)| *n)
+    }
+
+    /// The entries of key number `number`, in source order.
+    fn entries_of(&self, number: u32) -> &[u32] {
+        let n = number as usize;
+        match (self.starts.get(n), self.starts.get(n + 1)) {
+            (Some(a), Some(b)) => self.order.get(*a as usize..*b as usize).unwrap_or_default(),
+            _ => &[],
+        }
+    }
 }
 
 /// The Docker CLI's config of a person: `$DOCKER_CONFIG/config.json`, else
@@ -192,6 +463,7 @@ impl Keyring {
                                 source: label,
                                 path: Some(folder.display().to_string()),
                                 keys: Vec::new(),
+                                key_count: 0,
                                 problem: Some(folder_problem(&folder)),
                                 implicit: false,
                             });
@@ -228,6 +500,10 @@ impl Keyring {
 
     /// [`Keyring::add_json`]; with `helpers`, also the `credHelpers` / `credsStore` of a
     /// workstation's Docker CLI config.
+    ///
+    /// Parsed straight into what is kept: the top level and the entries as raw slices of
+    /// `text`, each entry's three fields read from its slice, so that a 4 MiB file is never a
+    /// tree of values as well.
     fn add_config(
         &mut self,
         path: &Path,
@@ -239,7 +515,7 @@ impl Keyring {
             path: path.to_path_buf(),
             what,
         };
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        let not_json = |e: serde_json::Error| {
             // serde_json's message holds only a position and a category, never the content.
             err(format!(
                 "not valid JSON (line {}, column {}: {})",
@@ -247,78 +523,119 @@ impl Keyring {
                 e.column(),
                 json_category(&e)
             ))
-        })?;
-        let serde_json::Value::Object(top) = value else {
-            return Err(err("not a JSON object".to_string()));
         };
+        let whole: &RawValue = serde_json::from_str(text).map_err(not_json)?;
+        if !whole.get().starts_with('{') {
+            return Err(err("not a JSON object".to_string()));
+        }
+        let top: BTreeMap<String, &RawValue> =
+            serde_json::from_str(whole.get()).map_err(not_json)?;
         // `.dockerconfigjson` and config.json wrap the map in "auths"; legacy `.dockercfg` is
         // the bare map.
         let is_cli_config = top.contains_key("credHelpers") || top.contains_key("credsStore");
-        let map = match top.get("auths") {
-            Some(serde_json::Value::Object(auths)) => auths.clone(),
+        let map: Option<&RawValue> = match top.get("auths") {
+            Some(auths) if auths.get().starts_with('{') => Some(auths),
             Some(_) => return Err(err("\"auths\" is not a JSON object".to_string())),
-            None if is_cli_config => serde_json::Map::new(),
-            None => top.clone(),
+            None if is_cli_config => None,
+            None => Some(whole),
         };
         // A Docker CLI config: servers whose secret a credential helper keeps. Only the
         // workstation's own config runs helpers; the kubelet runs none from a pull secret.
+        let string_of = |raw: Option<&&RawValue>| {
+            raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+                .filter(|s| !s.is_empty())
+        };
         if helpers {
-            if let Some(serde_json::Value::Object(servers)) = top.get("credHelpers") {
-                for server in servers.keys() {
-                    self.add_helper(server, label);
+            if let Some(servers) = top.get("credHelpers") {
+                let servers: BTreeMap<String, &RawValue> =
+                    serde_json::from_str(servers.get()).unwrap_or_default();
+                for (server, helper) in servers {
+                    if let Some(helper) = string_of(Some(&helper)) {
+                        self.add_helper(&server, &helper, label);
+                    }
                 }
             }
         }
-        let store = helpers
-            && matches!(top.get("credsStore"), Some(serde_json::Value::String(s)) if !s.is_empty());
-        for (key, entry) in map {
-            let entry_err = |what: &str| err(format!("entry {}: {what}", printable(&key)));
-            let serde_json::Value::Object(fields) = entry else {
-                return Err(entry_err("not a JSON object"));
-            };
-            let field = |name: &str| -> Result<Option<String>, KeyringError> {
-                match fields.get(name) {
-                    None | Some(serde_json::Value::Null) => Ok(None),
-                    Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-                    Some(_) => Err(entry_err(&format!("\"{name}\" is not a string"))),
+        let store = if helpers {
+            string_of(top.get("credsStore"))
+        } else {
+            None
+        };
+        let Some(map) = map else {
+            return Ok(());
+        };
+        let mut failed = None;
+        let mut visit = |key: String, entry: &RawValue| -> bool {
+            match self.add_entry(&key, entry, label, store.as_deref()) {
+                Ok(()) => true,
+                Err(what) => {
+                    failed = Some(err(format!("entry {}: {what}", shown_key(&key))));
+                    false
                 }
-            };
-            let mut username = field("username")?.unwrap_or_default();
-            let mut password = field("password")?.unwrap_or_default();
-            // `auth` overrides username and password, as in the kubelet.
-            if let Some(auth) = field("auth")?.filter(|a| !a.is_empty()) {
-                let decoded =
-                    decode_auth(&auth).ok_or_else(|| entry_err("\"auth\" is not valid base64"))?;
-                let (u, p) = decoded
-                    .split_once(':')
-                    .ok_or_else(|| entry_err("\"auth\" does not decode to user:password"))?;
-                username = u.to_string();
-                password = p.to_string();
             }
-            if username.is_empty() && password.is_empty() {
-                // An entry that only names a server: with a credentials store, the store keeps
-                // the secret; otherwise there is nothing to use.
-                if store {
-                    self.add_helper(&key, label);
-                }
-                continue;
-            }
-            // A key Go's url.Parse refuses is logged and ignored by the kubelet, which still
-            // pulls with the other entries: do the same.
-            let Some(pattern) = KeyPattern::parse(&key) else {
-                continue;
-            };
-            let normalised = pattern.key();
-            self.entries.push(Entry {
-                key: normalised.clone(),
-                pattern,
-                credential: Credential {
-                    username,
-                    password: Secret(password),
-                    source: format!("{label}, key {}", printable(&key)),
-                },
-            });
+        };
+        // Entries in document order: a JSON object has no order of its own, and the kubelet
+        // walks a Go map (in random order); every matching entry is tried in turn anyway.
+        let mut de = serde_json::Deserializer::from_str(map.get());
+        let walked = serde::de::DeserializeSeed::deserialize(EachEntry(&mut visit), &mut de);
+        if let Some(e) = failed {
+            return Err(e);
         }
+        walked.map_err(not_json)
+    }
+
+    /// Adds one entry of a config's map; the error says what is wrong with it, never its
+    /// secret.
+    fn add_entry(
+        &mut self,
+        key: &str,
+        entry: &RawValue,
+        label: &str,
+        store: Option<&str>,
+    ) -> Result<(), String> {
+        if !entry.get().starts_with('{') {
+            return Err("not a JSON object".to_string());
+        }
+        let fields: EntryFields<'_> = serde_json::from_str(entry.get())
+            .map_err(|e| format!("not a usable entry ({})", json_category(&e)))?;
+        let field = |name: &str, raw: Option<&RawValue>| -> Result<Option<String>, String> {
+            match raw {
+                None => Ok(None),
+                Some(r) if r.get() == "null" => Ok(None),
+                Some(r) => serde_json::from_str::<String>(r.get())
+                    .map(Some)
+                    .map_err(|_| format!("\"{name}\" is not a string")),
+            }
+        };
+        let mut username = field("username", fields.username)?.unwrap_or_default();
+        let mut password = field("password", fields.password)?.unwrap_or_default();
+        // `auth` overrides username and password, as in the kubelet.
+        if let Some(auth) = field("auth", fields.auth)?.filter(|a| !a.is_empty()) {
+            let decoded = decode_auth(&auth).ok_or("\"auth\" is not valid base64")?;
+            let (u, p) = decoded
+                .split_once(':')
+                .ok_or("\"auth\" does not decode to user:password")?;
+            username = u.to_string();
+            password = p.to_string();
+        }
+        if username.is_empty() && password.is_empty() {
+            // An entry that only names a server: with a credentials store, the store keeps
+            // the secret; otherwise there is nothing to use.
+            if let Some(store) = store {
+                self.add_helper(key, store, label);
+            }
+            return Ok(());
+        }
+        // A key Go's url.Parse refuses is logged and ignored by the kubelet, which still
+        // pulls with the other entries: do the same.
+        let Some(pattern) = KeyPattern::parse(key) else {
+            return Ok(());
+        };
+        self.index.take();
+        let label = self.label(label);
+        let shown = format!("key {}", shown_key(key));
+        self.entries
+            .push(Entry::new(&pattern, &shown, &username, &password, label));
         Ok(())
     }
 
@@ -349,26 +666,28 @@ impl Keyring {
         label: &str,
         helpers: bool,
     ) -> Result<(), KeyringError> {
+        use std::hash::BuildHasher;
         let (entries, helper_entries) = (self.entries.len(), self.helpers.len());
         self.add_file(file, label, helpers)?;
-        let mut keys: Vec<(String, KeyPattern)> = Vec::new();
-        let added = self.entries[entries..]
-            .iter()
-            .map(|e| (e.key.clone(), e.pattern.clone()))
-            .chain(
-                self.helpers[helper_entries..]
-                    .iter()
-                    .map(|h| (h.pattern.key(), h.pattern.clone())),
-            );
-        for (key, pattern) in added {
-            if !keys.iter().any(|(k, _)| *k == key) {
-                keys.push((printable(&key), pattern));
+        // Distinct keys counted by hash (a 4 MiB config holds ~110,000 entries: no second
+        // copy of their text), the first few kept to be shown. Linear in the entries.
+        let mut seen = std::collections::HashSet::new();
+        let mut keys = Vec::new();
+        let added = self.entries[entries..].iter().map(Entry::key_text).chain(
+            self.helpers[helper_entries..]
+                .iter()
+                .map(|h| h.pattern.key()),
+        );
+        for key in added {
+            if seen.insert(INDEX_HASH.hash_one(&key)) && keys.len() < MAX_LISTED_KEYS {
+                keys.push(shown_key(&key));
             }
         }
         self.sources.push(SourceRecord {
             source: label.to_string(),
             path: Some(file.display().to_string()),
             keys,
+            key_count: seen.len(),
             problem: None,
             implicit: false,
         });
@@ -382,24 +701,20 @@ impl Keyring {
             return;
         };
         let key = pattern.key();
+        self.index.take();
+        let number = self.label(label);
+        let shown = format!("key {}", shown_key(&key));
         self.entries.insert(
             0,
-            Entry {
-                key: key.clone(),
-                pattern: pattern.clone(),
-                credential: Credential {
-                    username: username.to_string(),
-                    password,
-                    source: format!("{label}, key {}", printable(&key)),
-                },
-            },
+            Entry::new(&pattern, &shown, username, password.expose(), number),
         );
         self.sources.insert(
             0,
             SourceRecord {
                 source: label.to_string(),
                 path: None,
-                keys: vec![(printable(&key), pattern)],
+                keys: vec![shown_key(&key)],
+                key_count: 1,
                 problem: None,
                 implicit: false,
             },
@@ -407,26 +722,45 @@ impl Keyring {
     }
 
     /// The sources read, in priority order, each with its keys and whether one of them matches
-    /// an image of `images` (`(registry, repository)` pairs).
+    /// an image of `images` (`(registry, repository)` pairs). Which sources match is asked of
+    /// the index, image by image, as the check's own lookups: linear in images and keys.
     pub fn sources<'a>(
         &self,
-        images: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
+        images: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Vec<CredentialSource> {
+        let mut matched: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut asked = std::collections::HashSet::new();
+        for (registry, repository) in images {
+            if !asked.insert((registry, repository)) {
+                continue;
+            }
+            let target = format!("{registry}/{repository}");
+            for e in self.lookup_entries(&target, is_default_registry_match(registry)) {
+                if let Some(label) = self.labels.get(e.label as usize) {
+                    matched.insert(label);
+                }
+            }
+            // Servers a helper keeps and that it did not answer for still name the source.
+            for h in &self.helpers {
+                if h.pattern.matches(&target) {
+                    matched.insert(&h.label);
+                }
+            }
+        }
         self.sources
             .iter()
-            .map(|s| CredentialSource {
-                source: s.source.clone(),
-                path: s.path.clone(),
-                keys: s.keys.iter().map(|(k, _)| k.clone()).collect(),
-                matches: images.clone().into_iter().any(|(registry, repository)| {
-                    let target = format!("{registry}/{repository}");
-                    s.keys.iter().any(|(_, p)| {
-                        p.matches(&target)
-                            || (is_default_registry_match(registry)
-                                && p.key() == DEFAULT_REGISTRY_KEY)
-                    })
-                }),
-                problem: s.problem.clone(),
+            .map(|s| {
+                let mut keys = s.keys.clone();
+                if s.key_count > keys.len() {
+                    keys.push(format!("… and {} more", s.key_count - keys.len()));
+                }
+                CredentialSource {
+                    source: s.source.clone(),
+                    path: s.path.clone(),
+                    keys,
+                    matches: matched.contains(s.source.as_str()),
+                    problem: s.problem.clone(),
+                }
             })
             .collect()
     }
@@ -490,36 +824,43 @@ impl Keyring {
                 (None, false) => format!(
                     "{} (keys: {})",
                     s.source,
-                    s.keys
-                        .iter()
-                        .map(|(k, _)| k.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    if s.key_count > s.keys.len() {
+                        format!(
+                            "{}, … and {} more",
+                            s.keys.join(", "),
+                            s.key_count - s.keys.len()
+                        )
+                    } else {
+                        s.keys.join(", ")
+                    }
                 ),
             })
             .collect();
         format!("credential sources read: {}", each.join("; "))
     }
 
-    fn add_helper(&mut self, server: &str, label: &str) {
+    fn add_helper(&mut self, server: &str, helper: &str, label: &str) {
         if self.helpers.iter().any(|h| h.server == server) {
             return;
         }
         if let Some(pattern) = KeyPattern::parse(server) {
             self.helpers.push(HelperEntry {
                 server: server.to_string(),
+                helper: helper.to_string(),
                 pattern,
                 label: label.to_string(),
             });
         }
     }
 
-    /// Asks the credential helpers (`credHelpers`, `credsStore`, through the `docker_credential`
-    /// crate) for the registries of these images, once each, and adds what they give. Returns
+    /// Asks the credential helpers (`credHelpers`, `credsStore`) for the registries of these
+    /// images, once each, and adds what they give. Each helper gets at most a quarter of
+    /// `budget` and all of them together `budget`; one still running then is killed. Returns
     /// warnings for helpers that failed; a failed helper means anonymous, as with the Docker CLI.
     pub fn resolve_helpers<'a>(
         &mut self,
         images: impl IntoIterator<Item = (&'a str, &'a str)>,
+        budget: Duration,
     ) -> Vec<String> {
         let targets: Vec<(String, bool)> = images
             .into_iter()
@@ -530,6 +871,7 @@ impl Keyring {
                 )
             })
             .collect();
+        let started = std::time::Instant::now();
         let mut warnings = Vec::new();
         for helper in std::mem::take(&mut self.helpers) {
             let wanted = targets.iter().any(|(target, hub)| {
@@ -539,25 +881,34 @@ impl Keyring {
             if !wanted {
                 continue;
             }
-            let source = format!("{}, helper for {}", helper.label, printable(&helper.server));
-            match docker_credential::get_credential(&helper.server) {
-                Ok(docker_credential::DockerCredential::UsernamePassword(username, password)) => {
-                    self.entries.push(Entry {
-                        key: helper.pattern.key(),
-                        pattern: helper.pattern,
-                        credential: Credential {
-                            username,
-                            password: Secret(password),
-                            source,
-                        },
-                    });
+            let source = format!("{}, helper for {}", helper.label, shown_key(&helper.server));
+            let left = budget.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                warnings.push(format!(
+                    "{source}: not asked, the credential helpers used their share of --timeout; checking anonymously"
+                ));
+                continue;
+            }
+            let limit = (budget / 4).max(HELPER_MIN).min(left);
+            match helper::get(&helper.helper, &helper.server, limit) {
+                Ok(helper::Answer::Password(username, password)) => {
+                    self.index.take();
+                    let label = self.label(&helper.label);
+                    let shown = format!("helper for {}", shown_key(&helper.server));
+                    self.entries.push(Entry::new(
+                        &helper.pattern,
+                        &shown,
+                        &username,
+                        &password,
+                        label,
+                    ));
                 }
-                Ok(docker_credential::DockerCredential::IdentityToken(_)) => warnings.push(format!(
+                Ok(helper::Answer::IdentityToken) => warnings.push(format!(
                     "{source}: gives an identity token, which pullcheck does not use; checking anonymously"
                 )),
                 Err(e) => warnings.push(format!(
                     "{source}: {}; checking anonymously",
-                    helper_error(&e)
+                    e.describe(&helper.helper)
                 )),
             }
         }
@@ -566,59 +917,64 @@ impl Keyring {
 
     /// The credentials to try for an image, in the order the kubelet tries them. Empty means
     /// anonymous.
-    pub fn lookup(&self, registry: &str, repository: &str) -> Vec<&Credential> {
+    pub fn lookup(&self, registry: &str, repository: &str) -> Vec<Credential> {
         self.lookup_target(
             &format!("{registry}/{repository}"),
             is_default_registry_match(registry),
         )
     }
 
-    /// [`Keyring::lookup`] on a `host[:port]/path` string, as the kubelet's `Lookup`.
-    fn lookup_target(&self, target: &str, docker_hub: bool) -> Vec<&Credential> {
-        let mut keys: Vec<&str> = self.entries.iter().map(|e| e.key.as_str()).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        keys.reverse();
+    /// [`Keyring::lookup`] on a `host[:port]/path` string, as the kubelet's `Lookup`: every
+    /// key whose pattern matches, in reverse lexical order of the keys.
+    fn lookup_target(&self, target: &str, docker_hub: bool) -> Vec<Credential> {
+        self.lookup_entries(target, docker_hub)
+            .into_iter()
+            .map(|e| e.credential(&self.labels))
+            .collect()
+    }
+
+    /// The entries [`Keyring::lookup_target`] returns, in its order.
+    fn lookup_entries(&self, target: &str, docker_hub: bool) -> Vec<&Entry> {
+        use std::hash::BuildHasher;
+        let index = self.index.get_or_init(|| KeyIndex::build(&self.entries));
+        let hostport = target.split('/').next().unwrap_or_default();
+        let (host, port) = split_host_port(hostport);
+        let labels = host.split('.').count();
+        let mut candidates: Vec<u32> =
+            KeyIndex::filed(&index.literal, INDEX_HASH.hash_one((host, port))).collect();
+        candidates.extend(KeyIndex::filed(
+            &index.globbed,
+            INDEX_HASH.hash_one((labels, port)),
+        ));
+        // Key numbers are the lookup order.
+        candidates.sort_unstable();
+        candidates.dedup();
+        let entry = |i: &u32| self.entries.get(*i as usize);
         let mut out = Vec::new();
-        for key in keys {
-            let mut matched = self.entries.iter().filter(|e| e.key == key).peekable();
-            let Some(first) = matched.peek() else {
-                continue;
-            };
-            if !first.pattern.matches(target) {
-                continue;
+        for number in candidates {
+            let group = index.entries_of(number);
+            if group
+                .first()
+                .and_then(entry)
+                .is_some_and(|e| e.matches(target))
+            {
+                out.extend(group.iter().filter_map(entry));
             }
-            out.extend(matched.map(|e| &e.credential));
         }
         if out.is_empty() && docker_hub {
-            out.extend(
-                self.entries
-                    .iter()
-                    .filter(|e| e.key == DEFAULT_REGISTRY_KEY)
-                    .map(|e| &e.credential),
-            );
+            if let Some(hub) = index.hub {
+                out.extend(index.entries_of(hub).iter().filter_map(entry));
+            }
         }
         out
     }
-}
 
-/// A credential helper's failure in words that never repeat what it printed: a failing helper
-/// may well have printed the secret.
-fn helper_error(e: &docker_credential::CredentialRetrievalError) -> String {
-    use docker_credential::CredentialRetrievalError as E;
-    match e {
-        E::HelperFailure { helper, .. } => {
-            format!(
-                "the credential helper {helper} failed (its output is not shown: it may hold a secret)"
-            )
+    /// The number of `label` in [`Keyring::labels`], added when new.
+    fn label(&mut self, label: &str) -> u32 {
+        if self.labels.last().map(String::as_str) != Some(label) {
+            self.labels.push(label.to_string());
         }
-        E::HelperCommunicationError => "the credential helper could not be run".to_string(),
-        E::MalformedHelperResponse => "the credential helper gave a malformed answer".to_string(),
-        E::CredentialDecodingError | E::CredentialMismatchError => {
-            "the stored credential could not be decoded".to_string()
-        }
-        E::NoCredentialConfigured => "no credential is stored for it".to_string(),
-        E::ConfigNotFound | E::ConfigReadError => "the docker config could not be read".to_string(),
+        u32::try_from(self.labels.len() - 1).unwrap_or(u32::MAX)
     }
 }
 
@@ -690,25 +1046,29 @@ impl KeyPattern {
 
     /// Whether this key matches `target` (`host[:port]/repository`).
     fn matches(&self, target: &str) -> bool {
-        let (hostport, path) = match target.find('/') {
-            Some(i) => (&target[..i], &target[i..]),
-            None => (target, ""),
-        };
-        let (host, port) = split_host_port(hostport);
-        if port != self.port {
-            return false;
-        }
-        let labels: Vec<&str> = host.split('.').collect();
-        if labels.len() != self.labels.len() {
-            return false;
-        }
-        if !path.starts_with(&self.path) {
-            return false;
-        }
-        self.labels.iter().zip(labels).all(|(pattern, label)| {
-            glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false)
-        })
+        key_matches(&self.labels.join("."), &self.port, &self.path, target)
     }
+}
+
+/// The kubelet's match of a key (its host's labels as globs, port, path prefix) against
+/// `target` (`host[:port]/repository`).
+fn key_matches(key_host: &str, key_port: &str, key_path: &str, target: &str) -> bool {
+    let (hostport, path) = match target.find('/') {
+        Some(i) => (&target[..i], &target[i..]),
+        None => (target, ""),
+    };
+    let (host, port) = split_host_port(hostport);
+    // The cheap comparisons first: a lookup may try a thousand keys of one host.
+    if port != key_port || !path.starts_with(key_path) {
+        return false;
+    }
+    if host.split('.').count() != key_host.split('.').count() {
+        return false;
+    }
+    key_host
+        .split('.')
+        .zip(host.split('.'))
+        .all(|(pattern, label)| glob_match(pattern.as_bytes(), label.as_bytes()).unwrap_or(false))
 }
 
 /// Splits `host:port` like Go's `net.SplitHostPort`, falling back to no port.
@@ -850,19 +1210,49 @@ fn validate_pattern(pattern: &[u8]) -> Option<()> {
 fn decode_auth(auth: &str) -> Option<String> {
     use base64::engine::DecodePaddingMode;
     use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
-    let config =
+    // Built once: an engine computes its tables, and a docker config may hold 100,000 entries.
+    const CONFIG: GeneralPurposeConfig =
         GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
-    let standard = GeneralPurpose::new(&base64::alphabet::STANDARD, config);
-    let url_safe = GeneralPurpose::new(&base64::alphabet::URL_SAFE, config);
+    const STANDARD: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::STANDARD, CONFIG);
+    const URL_SAFE: GeneralPurpose = GeneralPurpose::new(&base64::alphabet::URL_SAFE, CONFIG);
     let auth = auth.trim();
-    let bytes = standard
+    let bytes = STANDARD
         .decode(auth)
-        .or_else(|_| url_safe.decode(auth))
+        .or_else(|_| URL_SAFE.decode(auth))
         .ok()?;
     String::from_utf8(bytes).ok()
 }
 
-/// A short, printable form of a key for messages.
+/// A docker config key as shown in messages, JSON and the termination message: without user
+/// info (`https://user:password@host` would print the password), escaped, at most 100
+/// characters. The only way a key is shown.
+fn shown_key(key: &str) -> String {
+    let key = strip_userinfo(key);
+    let mut out: String = key
+        .chars()
+        .take(100)
+        .flat_map(char::escape_default)
+        .collect();
+    if key.chars().count() > 100 {
+        out.push('…');
+    }
+    out
+}
+
+/// `key` without the `user:password@` of its authority (where Go's URL parser finds it: before
+/// the first `/`, `?` or `#` after an optional scheme, up to the last `@`).
+fn strip_userinfo(key: &str) -> std::borrow::Cow<'_, str> {
+    let start = key.find("://").map_or(0, |i| i + 3);
+    let authority_end = key[start..]
+        .find(['/', '?', '#'])
+        .map_or(key.len(), |i| start + i);
+    match key[start..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &key[..start], &key[start + at + 1..]).into(),
+        None => key.into(),
+    }
+}
+
+/// A file name as shown: escaped, at most 100 characters.
 fn printable(s: &str) -> String {
     let mut out: String = s.chars().take(100).flat_map(char::escape_default).collect();
     if s.chars().count() > 100 {
@@ -1248,11 +1638,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(k.helpers.len(), 2);
-        assert!(k.resolve_helpers([("other.io", "x")]).is_empty());
+        assert!(
+            k.resolve_helpers([("other.io", "x")], Duration::from_secs(4))
+                .is_empty()
+        );
         // The helper program does not exist: a warning, and anonymous.
         let mut k = Keyring::default();
-        k.add_helper("helper.io", "docker config config.json");
-        let warnings = k.resolve_helpers([("helper.io", "team/app")]);
+        k.add_helper(
+            "helper.io",
+            "pullcheck-test-none",
+            "docker config config.json",
+        );
+        let warnings = k.resolve_helpers([("helper.io", "team/app")], Duration::from_secs(4));
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("helper for helper.io"), "{warnings:?}");
         assert!(k.lookup("helper.io", "team/app").is_empty());
@@ -1272,8 +1669,8 @@ mod tests {
         ));
         let users: Vec<_> = k
             .lookup("quay.io", "team/app")
-            .iter()
-            .map(|c| c.username.as_str())
+            .into_iter()
+            .map(|c| c.username)
             .collect();
         assert_eq!(users, ["team", "host"]);
         assert!(k.lookup("docker.io", "library/nginx").is_empty());
@@ -1344,6 +1741,36 @@ mod tests {
             assert!(!msg.contains("s3cret"), "{name}: {msg}");
             assert!(!msg.contains(&b64("s3cret")), "{name}: {msg}");
         }
+    }
+
+    #[test]
+    fn user_info_never_shows_in_a_key() {
+        let cases: &[(&str, &str)] = &[
+            ("https://user:pw@r.io", "https://r.io"),
+            ("user:pw@r.io:5000/team", "r.io:5000/team"),
+            ("https://a@b:p@w@r.io/x@y", "https://r.io/x@y"),
+            ("https://r.io/v2/", "https://r.io/v2/"),
+            ("r.io?u=a@b", "r.io?u=a@b"),
+        ];
+        for (key, want) in cases {
+            assert_eq!(strip_userinfo(key), *want, "{key}");
+        }
+        let k = keyring(&format!(
+            r#"{{"auths":{{"https://bob:hunter2@r.io":{{"auth":"{}"}}}}}}"#,
+            b64("bob:pw")
+        ));
+        let found = k.lookup("r.io", "app");
+        assert_eq!(
+            found.len(),
+            1,
+            "user info does not stop the key from matching"
+        );
+        assert!(!found[0].source.contains("hunter2"), "{}", found[0].source);
+        assert!(
+            found[0].source.ends_with("key https://r.io"),
+            "{}",
+            found[0].source
+        );
     }
 
     #[test]

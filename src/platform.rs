@@ -306,6 +306,14 @@ pub fn best_match(want: &Platform, candidates: &[Platform], mode: MatchMode) -> 
         .map(|(_, i)| i)
 }
 
+/// Where `have` stands in node `want`'s preference order (0 = exact, lower is preferred), or
+/// `None` when it does not match: [`best_match`] one entry at a time, for indexes read as they
+/// stream. Both must be normalised already ([`Platform::normalize`]; [`Platform::parse`] gives
+/// normalised platforms), so that 85,000 entries cost no copies.
+pub fn preference(want: &Platform, have: &Platform, mode: MatchMode) -> Option<u64> {
+    rank(want, have, mode)
+}
+
 /// Position of normalised `have` in the preference order of normalised `want` (0 = exact), or
 /// `None` when it does not match. Computed arithmetically rather than by building containerd's
 /// `platformVector`, so that a variant such as `v99999999` costs nothing.

@@ -8,6 +8,7 @@
 //! characters escaped) and status alone.
 
 use crate::report::ImageResult;
+use crate::report::escape;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -140,19 +141,6 @@ fn shown_url(url: &str) -> String {
         }
         _ => url.to_string(),
     }
-}
-
-/// Control characters escaped, so that one event stays on one line and cannot move the cursor.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// `250ms`, `2s`, `1.5s`: a wait as a person reads it.

@@ -354,6 +354,14 @@ fn check_name(name: &str) -> Result<&str, Failure> {
         ));
     }
     Err(match name.split_once('/') {
+        Some((domain, _)) if port_out_of_range(domain).is_some() => Failure::new(
+            K::InvalidFormat,
+            format!(
+                "registry {}: port {} is out of range (at most 65535)",
+                part(domain),
+                part(port_out_of_range(domain).unwrap_or_default())
+            ),
+        ),
         Some((domain, _)) if !is_domain(domain) => Failure::new(
             K::InvalidFormat,
             format!(
@@ -416,8 +424,19 @@ fn is_domain(domain: &str) -> bool {
     }
 }
 
+/// Digits that make a TCP port: at most 65535, as the runtime's URL parser requires (the
+/// reference grammar alone would take any number of digits).
 fn is_port(port: &str) -> bool {
-    !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+    !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok()
+}
+
+/// The port of a `host:port` or `[v6]:port` registry when it is digits but above 65535.
+fn port_out_of_range(domain: &str) -> Option<&str> {
+    let port = match domain.strip_prefix('[') {
+        Some(rest) => rest.split_once("]:")?.1,
+        None => domain.split_once(':')?.1,
+    };
+    (!port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !is_port(port)).then_some(port)
 }
 
 fn is_domain_name(host: &str) -> bool {
@@ -750,6 +769,9 @@ mod tests {
             err("leading slash", "/nginx", K::InvalidFormat),
             err("URL", "https://github.com/docker/docker", K::InvalidFormat),
             err("bad registry port", "a.b:x/c", K::InvalidFormat),
+            err("port above 65535", "127.0.0.1:99999/a:1", K::InvalidFormat),
+            err("IPv6 port above 65535", "[::1]:65536/a", K::InvalidFormat),
+            ok("port 65535", "127.0.0.1:65535/a:1", "127.0.0.1:65535", "a", Some("1"), None, "127.0.0.1:65535/a:1"),
             err("registry with trailing dot", "a.b./c", K::InvalidFormat),
             err("IPv6 without slash", "[fc00::1]:5000", K::InvalidFormat),
             err("IPv6 without brackets", "fc00::1:5000/debian", K::InvalidFormat),
@@ -1018,6 +1040,10 @@ mod tests {
         assert_eq!(
             msg("a//b"),
             r#"invalid reference "a//b": repository path "a//b" has an empty component"#
+        );
+        assert_eq!(
+            msg("127.0.0.1:99999/a:1"),
+            r#"invalid reference "127.0.0.1:99999/a:1": registry "127.0.0.1:99999": port "99999" is out of range (at most 65535)"#
         );
         assert_eq!(
             msg("nginx:"),

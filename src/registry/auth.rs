@@ -30,10 +30,11 @@ impl Challenge {
 /// Parses a `WWW-Authenticate` header value into its challenges (RFC 9110 §11.6.1).
 ///
 /// Tolerant: unknown syntax is skipped, never an error, so a strange header yields fewer
-/// challenges rather than a failure.
-pub fn parse_www_authenticate(header: &str) -> Vec<Challenge> {
+/// challenges rather than a failure. Read from bytes: one non-ASCII byte in a quoted value (a
+/// realm) must not drop the whole header; such a value is judged where it is used.
+pub fn parse_www_authenticate(header: impl AsRef<[u8]>) -> Vec<Challenge> {
     let mut p = Parser {
-        s: header.as_bytes(),
+        s: header.as_ref(),
         i: 0,
     };
     let mut out: Vec<Challenge> = Vec::new();
@@ -198,7 +199,7 @@ impl AuthScheme {
 }
 
 /// The `error` of a Bearer challenge on a 401 (`insufficient_scope`, `invalid_token`).
-pub fn bearer_error(header: &str) -> Option<String> {
+pub fn bearer_error(header: impl AsRef<[u8]>) -> Option<String> {
     parse_www_authenticate(header)
         .into_iter()
         .find(|c| c.scheme == "bearer")
@@ -227,7 +228,10 @@ impl fmt::Debug for Token {
 struct TokenAnswer {
     token: Option<String>,
     access_token: Option<String>,
-    expires_in: Option<u64>,
+    /// Any JSON value: `-1`, `0`, a float or a string mean "the default", as in Docker's and
+    /// containerd's clients, never "no token".
+    #[serde(default)]
+    expires_in: serde_json::Value,
 }
 
 /// The token lifetime the distribution spec gives when a server does not say.
@@ -242,9 +246,12 @@ pub fn parse_token_answer(body: &[u8]) -> Option<Token> {
         .or(answer.access_token.filter(|t| !t.is_empty()))?;
     let lifetime = answer
         .expires_in
+        .as_u64()
         .filter(|s| *s > 0)
         .map(Duration::from_secs)
-        .unwrap_or(DEFAULT_TOKEN_LIFETIME);
+        .unwrap_or(DEFAULT_TOKEN_LIFETIME)
+        // The server's number: clamped, so that `Instant + lifetime` cannot overflow.
+        .min(super::MAX_SERVER_WAIT);
     Some(Token { value, lifetime })
 }
 
@@ -336,9 +343,24 @@ mod tests {
                 buf.push(alphabet[(k % 7) as usize]);
                 k /= 7;
             }
-            let s = String::from_utf8_lossy(&buf);
-            let _ = parse_www_authenticate(&s);
+            let _ = parse_www_authenticate(&buf);
         }
+    }
+
+    #[test]
+    fn a_non_ascii_byte_in_the_realm_keeps_the_challenge() {
+        let header = b"Bearer realm=\"https://tok\xffen.example/token\",service=\"r\"";
+        let challenges = parse_www_authenticate(&header[..]);
+        assert_eq!(challenges.len(), 1, "{challenges:?}");
+        assert_eq!(challenges[0].param("service"), Some("r"));
+        assert_eq!(
+            challenges[0].param("realm"),
+            Some("https://tok\u{fffd}en.example/token")
+        );
+        assert!(matches!(
+            AuthScheme::from_challenges(&challenges),
+            AuthScheme::Bearer { .. }
+        ));
     }
 
     #[test]
@@ -374,6 +396,22 @@ mod tests {
         assert_eq!(t.value, "xyz");
         assert_eq!(t.lifetime, DEFAULT_TOKEN_LIFETIME);
         assert!(parse_token_answer(br#"{"token":""}"#).is_none());
+        // Lifetimes a server may send: out of range or nonsense is the default, never an error.
+        let cases: &[(&str, Duration)] = &[
+            ("-1", DEFAULT_TOKEN_LIFETIME),
+            ("0", DEFAULT_TOKEN_LIFETIME),
+            ("null", DEFAULT_TOKEN_LIFETIME),
+            ("\"300\"", DEFAULT_TOKEN_LIFETIME),
+            ("1.5", DEFAULT_TOKEN_LIFETIME),
+            ("1e300", DEFAULT_TOKEN_LIFETIME),
+            ("18446744073709551615", super::super::MAX_SERVER_WAIT),
+            ("120", Duration::from_secs(120)),
+        ];
+        for (expires_in, want) in cases {
+            let body = format!(r#"{{"token":"t","expires_in":{expires_in}}}"#);
+            let t = parse_token_answer(body.as_bytes()).unwrap_or_else(|| panic!("{expires_in}"));
+            assert_eq!(t.lifetime, *want, "{expires_in}");
+        }
         assert!(parse_token_answer(b"not json").is_none());
         assert!(!format!("{t:?}").contains("xyz"));
     }

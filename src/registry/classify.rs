@@ -81,15 +81,20 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             digest,
             platform_digest,
             platform,
+            digest_invalid,
             ..
         } => {
+            let invalid = "the registry sent an invalid Docker-Content-Digest, not shown";
+            let shown = match (digest, digest_invalid) {
+                (Some(d), false) => d.clone(),
+                (Some(d), true) => format!("{d}; {invalid}"),
+                (None, true) => invalid.to_string(),
+                (None, false) => "digest not reported".to_string(),
+            };
             let mut v = Verdict::new(
                 Status::Ok,
                 "found",
-                format!(
-                    "{image}: manifest found on {registry} ({})",
-                    digest.as_deref().unwrap_or("digest not reported")
-                ),
+                format!("{image}: manifest found on {registry} ({shown})"),
                 "",
             );
             v.digest = digest.clone();
@@ -101,12 +106,18 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             digest,
             wanted,
             available,
+            more_platforms,
         } => {
+            let more = if *more_platforms > 0 {
+                format!(", and {more_platforms} more")
+            } else {
+                String::new()
+            };
             let mut v = Verdict::new(
                 Status::WrongPlatform,
                 "no_matching_platform",
                 format!(
-                    "{image}: no {wanted} variant; available: {} (manifest {} on {registry})",
+                    "{image}: no {wanted} variant; available: {}{more} (manifest {} on {registry})",
                     available.join(", "),
                     digest.as_deref().unwrap_or("without digest")
                 ),
@@ -213,6 +224,32 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                     ),
                     "The credentials are valid but may not pull this repository: grant them pull access.",
                 ),
+                // The HEAD found the manifest, then the GET of that same index (or of its
+                // config) is refused or missing: as permanent as the same answer to the HEAD.
+                (Step::Platform, 401) => Verdict::new(
+                    Status::Unauthorized,
+                    "index_unauthorized",
+                    format!(
+                        "{image}: {registry} answers the manifest HEAD but refuses the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
+                    ),
+                    "Give the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
+                ),
+                (Step::Platform, 403) => Verdict::new(
+                    Status::Denied,
+                    "index_denied",
+                    format!(
+                        "{image}: {registry} answers the manifest HEAD but denies the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
+                    ),
+                    "Grant the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
+                ),
+                (Step::Platform, 404) => Verdict::new(
+                    Status::NotFound,
+                    "index_missing",
+                    format!(
+                        "{image}: {registry} lists {what} (its HEAD answered) but does not serve it ({request}): a pull would fail"
+                    ),
+                    "The registry is inconsistent (an interrupted push, or garbage collection): push the image again.",
+                ),
                 (_, 429) => Verdict::new(
                     Status::Unreachable,
                     "rate_limited",
@@ -250,9 +287,22 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             tls,
             timeout,
             redirect,
+            no_such_host,
             ..
         } => {
-            if *redirect {
+            if *no_such_host {
+                // Retried (a cluster's DNS can be wrong for a moment); the check stops after the
+                // resolver said it twice for a registry.
+                Verdict::new(
+                    Status::Unreachable,
+                    "no_such_host",
+                    format!(
+                        "{image}: the resolver says the host of {method} {url} does not exist ({detail})"
+                    ),
+                    "Check the registry's host name for a typo, and the node's DNS (search domains, CoreDNS).",
+                )
+                .retry(None)
+            } else if *redirect {
                 // A redirect loop or a downgrade to plain HTTP is the registry's set-up: it
                 // will not change by retrying.
                 Verdict::new(
@@ -303,6 +353,14 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             "The registry's token service is misbehaving; retry later.",
         )
         .retry(None),
+        Fact::BadRealm { realm } => Verdict::new(
+            Status::Unauthorized,
+            "bad_realm",
+            format!(
+                "{image}: {registry} names a token server that is not a valid URL (realm {realm:?}), so no token can be asked for"
+            ),
+            "The registry's token auth is misconfigured (its WWW-Authenticate realm): report it to the registry's operator.",
+        ),
         Fact::InsecureRealm { realm } => Verdict::new(
             Status::Unauthorized,
             "insecure_realm",
@@ -461,6 +519,7 @@ mod tests {
                     media_type: None,
                     platform_digest: None,
                     platform: PlatformSeen::Checked,
+                    digest_invalid: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Ok,
@@ -525,6 +584,40 @@ mod tests {
                 alice(),
                 Status::Unauthorized,
                 "insufficient_scope",
+                false,
+            ),
+            (
+                "index GET 401",
+                status(Step::Platform, 401, None),
+                alice(),
+                Status::Unauthorized,
+                "index_unauthorized",
+                false,
+            ),
+            (
+                "index GET 403",
+                status(Step::Platform, 403, None),
+                alice(),
+                Status::Denied,
+                "index_denied",
+                false,
+            ),
+            (
+                "index GET 404",
+                status(Step::Platform, 404, None),
+                AuthUsed::Anonymous,
+                Status::NotFound,
+                "index_missing",
+                false,
+            ),
+            (
+                "bad realm",
+                Fact::BadRealm {
+                    realm: "https://tok\u{fffd}en".into(),
+                },
+                AuthUsed::Anonymous,
+                Status::Unauthorized,
+                "bad_realm",
                 false,
             ),
             (
@@ -593,6 +686,7 @@ mod tests {
                     tls: true,
                     timeout: false,
                     redirect: false,
+                    no_such_host: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
@@ -609,6 +703,7 @@ mod tests {
                     tls: false,
                     timeout: false,
                     redirect: false,
+                    no_such_host: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
@@ -625,6 +720,7 @@ mod tests {
                     tls: false,
                     timeout: false,
                     redirect: true,
+                    no_such_host: false,
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
@@ -739,6 +835,7 @@ mod tests {
             media_type: None,
             platform_digest: None,
             platform: PlatformSeen::Checked,
+            digest_invalid: false,
         };
         let r = reference("r.io/x");
         let ok = classify(&r, &outcome(found, AuthUsed::Anonymous));

@@ -13,7 +13,7 @@
 
 use super::{Client, Fact, MANIFEST_ACCEPT, Progress, authorized, error_chain, read_limited};
 use crate::keyring::Credential;
-use crate::platform::{self, Platform};
+use crate::platform::Platform;
 use crate::reference::Reference;
 use crate::route::Endpoint;
 use crate::start::RunConfig;
@@ -39,7 +39,9 @@ pub enum ConfigRead {
 #[derive(Deserialize)]
 struct Manifest {
     config: Option<ConfigDescriptor>,
-    manifests: Option<serde_json::Value>,
+    /// Present on an index: its entries are read by [`super::index::scan_index`], never
+    /// built as a tree here.
+    manifests: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -160,8 +162,7 @@ impl Client {
         };
         if manifest.manifests.is_some() {
             // An index the platform check did not read: the entry for the node.
-            let entries = super::inspect::index_entries(&body).unwrap_or_default();
-            let Some(child) = self.entry_for_node(&entries) else {
+            let Some(child) = self.entry_for_node(&body) else {
                 return ConfigRead::Failed(
                     "the index has no entry for the node's platform".to_string(),
                 );
@@ -218,15 +219,13 @@ impl Client {
 
     /// The digest of the index entry for the node's platform; with `--platform any`, the first
     /// Linux entry (an image's user and command rarely differ between architectures).
-    fn entry_for_node(&self, entries: &[(Platform, Option<String>)]) -> Option<String> {
-        let i = match &self.platform.want {
-            Some(want) => {
-                let platforms: Vec<Platform> = entries.iter().map(|(p, _)| p.clone()).collect();
-                platform::best_match(want, &platforms, self.platform.mode)?
-            }
-            None => entries.iter().position(|(p, _)| p.os == "linux")?,
-        };
-        entries.get(i).and_then(|(_, d)| d.clone())
+    fn entry_for_node(&self, index: &[u8]) -> Option<String> {
+        // Without a platform to check (`--platform any`), the node is still Linux: this
+        // machine's platform picks the entry, as the runtime's default would.
+        let want = self.platform.want.clone().unwrap_or_else(Platform::host);
+        super::index::scan_index(index, &want, self.platform.mode)?
+            .best
+            .flatten()
     }
 
     /// Remembers what a manifest's config said, for the rest of the run. Failures are not kept.

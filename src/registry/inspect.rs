@@ -11,7 +11,7 @@
 
 use super::{
     Client, Fact, MANIFEST_ACCEPT, PlatformCheck, PlatformSeen, Progress, RegistryState, Step,
-    authorized, read_limited, transport,
+    authorized, index, read_limited, transport,
 };
 use crate::platform::{self, Platform};
 use crate::reference::{DOCKER_HUB, Reference};
@@ -35,29 +35,6 @@ const TAGS_MAX_PAGES: usize = 10;
 const TAGS_MAX_BYTES: usize = 1024 * 1024;
 /// Suggestions given at most.
 const MAX_SUGGESTIONS: usize = 3;
-
-#[derive(Deserialize)]
-struct Index {
-    #[serde(default)]
-    manifests: Vec<Descriptor>,
-}
-
-#[derive(Deserialize)]
-struct Descriptor {
-    digest: Option<String>,
-    platform: Option<DescriptorPlatform>,
-}
-
-#[derive(Deserialize)]
-struct DescriptorPlatform {
-    #[serde(default)]
-    os: String,
-    #[serde(default)]
-    architecture: String,
-    variant: Option<String>,
-    #[serde(rename = "os.features", default)]
-    os_features: Vec<String>,
-}
 
 #[derive(Deserialize)]
 struct Manifest {
@@ -106,6 +83,7 @@ impl Client {
             media_type: media_type.clone(),
             platform_digest,
             platform,
+            digest_invalid: false,
         };
         let policy = &self.platform;
         let Some(want) = &policy.want else {
@@ -141,7 +119,7 @@ impl Client {
             state.base, state.root, reference.repository
         );
         progress.set(format!("GET {url}"));
-        let body = match self
+        let (body, permit) = match self
             .get_json(&state.http, &url, MANIFEST_ACCEPT, authorization)
             .await
         {
@@ -149,23 +127,30 @@ impl Client {
             Err(fact) => return fact,
         };
         if is_index {
+            // Parsed on a blocking thread: a 4 MiB index is CPU work that must not hold up the
+            // runtime (signals, the deadline, the other images).
+            let (node, mode) = (want.clone(), policy.mode);
+            let scan = tokio::task::spawn_blocking(move || {
+                let scan = index::scan_index(&body, &node, mode);
+                drop(body);
+                scan
+            })
+            .await;
+            drop(permit);
             // An index we cannot read says nothing against the image: never block on it.
-            let Some(entries) = index_entries(&body) else {
+            let Ok(Some(scan)) = scan else {
                 return found(None, PlatformSeen::Skipped("the index could not be read"));
             };
-            if entries.is_empty() {
+            if scan.usable == 0 {
                 return found(None, PlatformSeen::Skipped("the index names no platform"));
             }
-            let platforms: Vec<Platform> = entries.iter().map(|(p, _)| p.clone()).collect();
-            return match platform::best_match(want, &platforms, policy.mode) {
-                Some(i) => found(
-                    entries.get(i).and_then(|(_, d)| d.clone()),
-                    PlatformSeen::Checked,
-                ),
+            return match scan.best {
+                Some(platform_digest) => found(platform_digest, PlatformSeen::Checked),
                 None => Fact::WrongPlatform {
                     digest,
                     wanted: want.to_string(),
-                    available: distinct(platforms.iter().map(Platform::to_string)),
+                    available: scan.shown,
+                    more_platforms: scan.more,
                 },
             };
         }
@@ -181,7 +166,8 @@ impl Client {
             state.base, state.root, reference.repository, config.digest
         );
         progress.set(format!("GET {url}"));
-        let body = match self.get_json(&state.http, &url, "*/*", authorization).await {
+        drop(permit);
+        let (body, _permit) = match self.get_json(&state.http, &url, "*/*", authorization).await {
             Ok(b) => b,
             Err(fact) => return fact,
         };
@@ -200,20 +186,27 @@ impl Client {
                 digest,
                 wanted: want.to_string(),
                 available: vec![have.to_string()],
+                more_platforms: 0,
             },
             None => found(None, PlatformSeen::Skipped("the config names no platform")),
         }
     }
 
-    /// `GET` a manifest or blob: the body, or the fact that stopped it.
+    /// `GET` a manifest or blob: the body, or the fact that stopped it. The body is read under
+    /// permits of the client's body budget, one per KiB it announces (the most a body may be
+    /// when it does not say), held until the caller drops them: whatever `--concurrency`, the
+    /// large bodies in memory at once stay within the budget, while small ones pass freely.
     async fn get_json(
         &self,
         http: &reqwest::Client,
         url: &str,
         accept: &str,
         authorization: Option<&str>,
-    ) -> Result<Vec<u8>, Fact> {
+    ) -> Result<(Vec<u8>, Option<tokio::sync::SemaphorePermit<'_>>), Fact> {
         let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
+        // Few of these GETs at once: each open answer holds connection buffers until its body
+        // is read.
+        let sending = self.body_gets.acquire().await.ok();
         let resp = self
             .send(req, "GET", url)
             .await
@@ -229,9 +222,20 @@ impl Client {
                 bearer_error: None,
             });
         }
-        read_limited(resp, MAX_MANIFEST)
+        // The HTTP layer ends a body at its Content-Length: the announced size bounds it.
+        let size = resp
+            .content_length()
+            .and_then(|n| usize::try_from(n).ok())
+            .map_or(MAX_MANIFEST, |n| n.min(MAX_MANIFEST));
+        let kib = u32::try_from(size.div_ceil(1024))
+            .unwrap_or(u32::MAX)
+            .clamp(1, super::BODY_BUDGET_KIB);
+        let permit = self.bodies.acquire_many(kib).await.ok();
+        let body = super::read_body(resp, MAX_MANIFEST, size)
             .await
-            .map_err(|e| transport(Step::Platform, "GET", url, &e))
+            .map_err(|e| transport(Step::Platform, "GET", url, &e))?;
+        drop(sending);
+        Ok((body, permit))
     }
 
     /// After a manifest 404: is the repository there, and what close tags does it have?
@@ -376,26 +380,6 @@ fn next_link(base: &str, headers: &HeaderMap) -> Option<String> {
     }
 }
 
-/// The entries of an index that a node could run, with their platforms and digests; `None`
-/// when the body is not an index.
-pub(super) fn index_entries(body: &[u8]) -> Option<Vec<(Platform, Option<String>)>> {
-    let index = serde_json::from_slice::<Index>(body).ok()?;
-    let entries = index
-        .manifests
-        .into_iter()
-        .filter_map(|d| {
-            let p = d.platform?;
-            // Entries that need OS features are for Windows hosts; attestations are
-            // `unknown/unknown`: neither can run on a Linux node.
-            if !p.os_features.is_empty() || p.os == "unknown" || p.architecture == "unknown" {
-                return None;
-            }
-            platform_of(&p.os, &p.architecture, p.variant.as_deref()).map(|plat| (plat, d.digest))
-        })
-        .collect();
-    Some(entries)
-}
-
 /// The platform of an index entry or image config, when it reads as one.
 fn platform_of(os: &str, architecture: &str, variant: Option<&str>) -> Option<Platform> {
     let spec = match variant.filter(|v| !v.is_empty()) {
@@ -403,16 +387,6 @@ fn platform_of(os: &str, architecture: &str, variant: Option<&str>) -> Option<Pl
         None => format!("{os}/{architecture}"),
     };
     Platform::parse(&spec).ok()
-}
-
-fn distinct(items: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for i in items {
-        if !out.contains(&i) {
-            out.push(i);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

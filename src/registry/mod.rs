@@ -9,7 +9,12 @@
 //! when a container's spec leaves it to the image whether it starts (see [`crate::start`]),
 //! `image_config` reads the image's config (a manifest `GET` and a blob `GET`).
 //! What a probe found is returned as raw facts ([`Outcome`]); [`classify`](fn@classify) turns them into a
-//! verdict in one place.
+//! verdict in one place. [`dns`] resolves names within the deadline; [`index`] reads an index
+//! entry by entry.
+//!
+//! Everything a server sends is bounded here: bodies by size (and, for manifests and configs,
+//! by a budget of bodies in memory at once), numbers by [`MAX_SERVER_WAIT`], digests by
+//! [`is_digest`] before they are shown.
 //!
 //! Why not `oci-client`: its `fetch_manifest_digest` falls back to a manifest GET whenever the
 //! HEAD has no digest (every 401/404/429/5xx), and a GET counts as a pull against Docker Hub's
@@ -21,7 +26,9 @@
 
 pub mod auth;
 pub mod classify;
+pub mod dns;
 mod image_config;
+pub mod index;
 mod inspect;
 
 pub use classify::{Verdict, classify, classify_start, wont_start};
@@ -114,6 +121,9 @@ pub enum Fact {
         platform_digest: Option<String>,
         /// Whether the node's platform was checked.
         platform: PlatformSeen,
+        /// The registry sent a `Docker-Content-Digest` that is not `algorithm:hex` of the
+        /// right length: not shown (a registry may echo anything there, a credential too).
+        digest_invalid: bool,
     },
     /// The manifest HEAD answered 404.
     Missing {
@@ -131,8 +141,10 @@ pub enum Fact {
         digest: Option<String>,
         /// The node's platform.
         wanted: String,
-        /// The platforms the image has.
+        /// The platforms the image has (the first [`index::MAX_SHOWN_PLATFORMS`]).
         available: Vec<String>,
+        /// How many more distinct platforms it has.
+        more_platforms: usize,
     },
     /// An HTTP answer that is not what the step needed.
     Status {
@@ -165,6 +177,8 @@ pub enum Fact {
         timeout: bool,
         /// Redirects that were refused: a loop, or from HTTPS down to plain HTTP.
         redirect: bool,
+        /// The resolver said the registry's name does not exist.
+        no_such_host: bool,
     },
     /// The registry asks for an authentication scheme we do not speak.
     UnsupportedAuth {
@@ -174,6 +188,11 @@ pub enum Fact {
     /// The token server answered 200 without a usable token.
     BadTokenAnswer {
         /// The realm.
+        realm: String,
+    },
+    /// The `realm` of the registry's Bearer challenge is not an `http(s)` URL.
+    BadRealm {
+        /// The realm as sent.
         realm: String,
     },
     /// The token realm is plain HTTP and not allowed by `--plain-http`, so credentials were not sent.
@@ -271,7 +290,21 @@ pub struct Client {
     /// Image configs already read in this run, by manifest digest: the platform check of a
     /// single manifest reads the same config the start check needs.
     configs: Mutex<HashMap<String, ConfigRead>>,
+    /// The budget for manifest and config bodies in memory at once, one permit per KiB (an
+    /// index may be 4 MiB): peak memory is bounded by it, not by `--concurrency`.
+    bodies: tokio::sync::Semaphore,
+    /// Manifest and config `GET`s in flight at once (see [`BODY_GETS`]).
+    body_gets: tokio::sync::Semaphore,
+    /// One resolver for every client of the run (the registries' and each endpoint's): one
+    /// lookup per name in flight, each bounded by the deadline (see [`dns`]).
+    resolver: Arc<dns::Resolver>,
 }
+
+/// Manifest and config `GET`s in flight at once, whatever `--concurrency`.
+const BODY_GETS: usize = 2;
+
+/// KiB of manifest and config bodies read and parsed at once: one 4 MiB index and small ones.
+const BODY_BUDGET_KIB: u32 = 5 * 1024;
 
 /// Tokens are cached per (credential source or "", group of repositories).
 type TokenKey = (String, String);
@@ -303,6 +336,8 @@ struct RegistryState {
     /// The repositories each credential ("" for anonymous) will ask tokens for, in groups of
     /// at most [`SCOPES_PER_TOKEN`]; see [`Client::plan`].
     scopes: HashMap<String, Vec<Vec<String>>>,
+    /// For each credential, the group of `scopes` each repository is in.
+    groups: HashMap<String, HashMap<String, usize>>,
     ping: OnceCell<AuthScheme>,
     tokens: Mutex<HashMap<TokenKey, TokenCell>>,
 }
@@ -323,7 +358,8 @@ impl Client {
                 .add(cert.clone())
                 .map_err(|e| ClientError(format!("CA certificate not usable: {e}")))?;
         }
-        let http = build_http(roots.clone(), None, &[])?;
+        let resolver = Arc::new(dns::Resolver::default());
+        let http = build_http(roots.clone(), None, &[], resolver.clone())?;
         Ok(Client {
             http,
             roots,
@@ -336,6 +372,9 @@ impl Client {
             registries: Mutex::new(HashMap::new()),
             configs: Mutex::new(HashMap::new()),
             events: Events::default(),
+            bodies: tokio::sync::Semaphore::new(BODY_BUDGET_KIB as usize),
+            body_gets: tokio::sync::Semaphore::new(BODY_GETS),
+            resolver,
         })
     }
 
@@ -377,12 +416,24 @@ impl Client {
 
     fn new_state(&self, host: &str, scopes: HashMap<String, Vec<Vec<String>>>) -> RegistryState {
         let scheme = if self.is_plain(host) { "http" } else { "https" };
+        let groups = scopes
+            .iter()
+            .map(|(key, groups)| {
+                let by_repo = groups
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, g)| g.iter().map(move |r| (r.clone(), i)))
+                    .collect();
+                (key.clone(), by_repo)
+            })
+            .collect();
         RegistryState {
             base: format!("{scheme}://{host}"),
             root: "/v2".to_string(),
             http: self.http.clone(),
             plain_host: None,
             scopes,
+            groups,
             ping: OnceCell::new(),
             tokens: Mutex::new(HashMap::new()),
         }
@@ -392,17 +443,20 @@ impl Client {
     /// sources of the credentials it may try ("" for anonymous). Images of one registry and
     /// credential then share one token request (several `scope`s in one request).
     pub fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
+        // Repositories in first-seen order per (host, credential); the set keeps this linear
+        // for 10,000 images.
         let mut plan: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
+        let mut planned: HashSet<(String, String, String)> = HashSet::new();
         for (host, repository, cred_keys) in images {
             for key in cred_keys {
-                let repos = plan
-                    .entry(host.clone())
+                if !planned.insert((host.clone(), key.clone(), repository.clone())) {
+                    continue;
+                }
+                plan.entry(host.clone())
                     .or_default()
                     .entry(key)
-                    .or_default();
-                if !repos.contains(&repository) {
-                    repos.push(repository.clone());
-                }
+                    .or_default()
+                    .push(repository.clone());
             }
         }
         for (host, by_cred) in plan {
@@ -469,6 +523,7 @@ impl Client {
                         tls: true,
                         timeout: false,
                         redirect: false,
+                        no_such_host: false,
                     },
                     auth: AuthUsed::Anonymous,
                     tried: Vec::new(),
@@ -513,6 +568,7 @@ impl Client {
                 self.roots.clone(),
                 endpoint.tls.as_deref(),
                 &endpoint.headers,
+                self.resolver.clone(),
             )?
         };
         let state = Arc::new(RegistryState {
@@ -524,6 +580,7 @@ impl Client {
                 .starts_with("http://")
                 .then(|| endpoint.host.to_ascii_lowercase()),
             scopes: HashMap::new(),
+            groups: HashMap::new(),
             ping: OnceCell::new(),
             tokens: Mutex::new(HashMap::new()),
         });
@@ -597,17 +654,29 @@ impl Client {
         let authorization = authorization.as_deref();
         let fact = match fact {
             Fact::Found {
-                digest, media_type, ..
+                digest,
+                media_type,
+                digest_invalid,
+                ..
             } => {
-                self.check_platform(
-                    &state,
-                    reference,
-                    digest,
-                    media_type,
-                    authorization,
-                    progress,
-                )
-                .await
+                let mut fact = self
+                    .check_platform(
+                        &state,
+                        reference,
+                        digest,
+                        media_type,
+                        authorization,
+                        progress,
+                    )
+                    .await;
+                if let Fact::Found {
+                    digest_invalid: flag,
+                    ..
+                } = &mut fact
+                {
+                    *flag = digest_invalid;
+                }
+                fact
             }
             // A host that is not the last of a route only needs to say "not here": the next
             // one is asked, and the last one explains a miss.
@@ -672,9 +741,14 @@ impl Client {
                     .map(str::to_string)
             };
             if status.is_success() {
+                // Shown only when it reads as a digest: a registry may echo anything here.
+                let sent = resp
+                    .headers()
+                    .get("docker-content-digest")
+                    .map(|v| v.to_str().ok().filter(|d| is_digest(d)).map(str::to_string));
                 let fact = Fact::Found {
-                    digest: header_text("docker-content-digest")
-                        .or_else(|| reference.digest.clone()),
+                    digest_invalid: matches!(sent, Some(None)),
+                    digest: sent.flatten().or_else(|| reference.digest.clone()),
                     media_type: header_text("content-type"),
                     platform_digest: None,
                     platform: PlatformSeen::NotAsked,
@@ -785,14 +859,14 @@ impl Client {
         cred: Option<&Credential>,
         refresh: bool,
     ) -> Result<Token, Fact> {
-        let cred_key = cred.map(|c| c.source.clone()).unwrap_or_default();
+        let cred_key = cred.map(Credential::cache_key).unwrap_or_default();
         // One token for the group of repositories planned for this credential, so that a run
         // over many repositories asks the token server once, not once per repository.
-        let group = state.scopes.get(&cred_key).and_then(|groups| {
-            groups
-                .iter()
-                .position(|g| g.iter().any(|r| r == repository))
-        });
+        let group = state
+            .groups
+            .get(&cred_key)
+            .and_then(|by_repo| by_repo.get(repository))
+            .copied();
         let (group_key, repositories) = match group {
             Some(i) => (
                 format!("group {i}"),
@@ -834,7 +908,7 @@ impl Client {
                     Ok(token) => {
                         // Renew a little early so a token does not expire between cache and use.
                         let life = token.lifetime.saturating_sub(Duration::from_secs(5));
-                        Ok(Ok((token, Instant::now() + life)))
+                        Ok(Ok((token, instant_after(Instant::now(), life))))
                     }
                     Err(Fact::Status {
                         status: status @ (401 | 403),
@@ -867,9 +941,14 @@ impl Client {
         scopes: &[String],
         cred: Option<&Credential>,
     ) -> Result<Token, Fact> {
-        let mut url = reqwest::Url::parse(realm).map_err(|_| Fact::BadTokenAnswer {
-            realm: realm.to_string(),
-        })?;
+        // The realm is judged on its own: a URL that does not parse (an odd byte in its host)
+        // is the registry's set-up, said as such.
+        let mut url = reqwest::Url::parse(realm)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "https" | "http") && u.host_str().is_some())
+            .ok_or_else(|| Fact::BadRealm {
+                realm: realm.to_string(),
+            })?;
         let realm_host = match url.port() {
             Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
             None => url.host_str().unwrap_or_default().to_string(),
@@ -922,6 +1001,7 @@ fn build_http(
     mut roots: rustls::RootCertStore,
     tls: Option<&crate::route::Tls>,
     headers: &[(String, String)],
+    resolver: Arc<dns::Resolver>,
 ) -> Result<reqwest::Client, ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     if let Some(t) = tls {
@@ -964,6 +1044,7 @@ fn build_http(
         .default_headers(default_headers)
         .redirect(redirect_policy())
         .pool_idle_timeout(Duration::from_secs(30))
+        .dns_resolver(resolver)
         .build()
         .map_err(|e| ClientError(error_chain(&e)))
 }
@@ -1067,26 +1148,58 @@ fn sensitive(value: &str) -> HeaderValue {
     v
 }
 
-fn www_authenticate(headers: &HeaderMap) -> Option<String> {
-    let all: Vec<&str> = headers
+/// Every `WWW-Authenticate` header, joined, as bytes: `HeaderValue::to_str` refuses any
+/// non-ASCII byte, which would drop a whole challenge for one odd byte in its realm.
+fn www_authenticate(headers: &HeaderMap) -> Option<Vec<u8>> {
+    let all: Vec<&[u8]> = headers
         .get_all(header::WWW_AUTHENTICATE)
         .iter()
-        .filter_map(|v| v.to_str().ok())
+        .map(HeaderValue::as_bytes)
         .collect();
-    (!all.is_empty()).then(|| all.join(", "))
+    (!all.is_empty()).then(|| all.join(&b", "[..]))
 }
 
-/// `Retry-After` as seconds or an HTTP date.
+/// `Retry-After` as seconds or an HTTP date, at most [`MAX_SERVER_WAIT`]: the number is the
+/// server's, and `Instant + Duration` panics on overflow.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let when = httpdate::parse_http_date(v).ok()?;
-    Some(
+    let wait = if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() {
+        // More digits than a u64 holds is still "a very long time", not "no header".
+        Duration::from_secs(v.parse::<u64>().unwrap_or(u64::MAX))
+    } else {
+        let when = httpdate::parse_http_date(v).ok()?;
         when.duration_since(std::time::SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
+            .unwrap_or(Duration::ZERO)
+    };
+    Some(wait.min(MAX_SERVER_WAIT))
+}
+
+/// The longest wait or lifetime taken from a server's number (`Retry-After`, `expires_in`): a
+/// day, the longest `--timeout`. Anything longer means the same to a run, and a clamped
+/// duration keeps every `Instant + Duration` far from overflow.
+pub const MAX_SERVER_WAIT: Duration = crate::check::MAX_TIMEOUT;
+
+/// `now + d`, saturating: `Instant + Duration` panics on overflow, and `d` may come from a
+/// server. A far-off instant (a day past the longest deadline) stands in for "never".
+pub fn instant_after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d.min(MAX_SERVER_WAIT.saturating_mul(2)))
+        .or_else(|| now.checked_add(MAX_SERVER_WAIT))
+        .unwrap_or(now)
+}
+
+/// Whether `s` is a digest as a registry must send it: `algorithm:hex`, lower-case hex of the
+/// algorithm's length (sha256: 64, sha384: 96, sha512: 128).
+pub fn is_digest(s: &str) -> bool {
+    let Some((algorithm, hex)) = s.split_once(':') else {
+        return false;
+    };
+    let len = match algorithm {
+        "sha256" => 64,
+        "sha384" => 96,
+        "sha512" => 128,
+        _ => return false,
+    };
+    hex.len() == len && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Follows up to 5 redirects, never from HTTPS down to plain HTTP. reqwest itself drops the
@@ -1108,8 +1221,19 @@ fn redirect_policy() -> reqwest::redirect::Policy {
     })
 }
 
-async fn read_limited(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, reqwest::Error> {
-    let mut out = Vec::new();
+async fn read_limited(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, reqwest::Error> {
+    read_body(resp, max, 0).await
+}
+
+/// Reads at most `max` bytes of a body into a buffer sized for `expected` (its announced
+/// length): one allocation of the right size rather than doublings that leave a large body's
+/// memory fragmented.
+async fn read_body(
+    mut resp: reqwest::Response,
+    max: usize,
+    expected: usize,
+) -> Result<Vec<u8>, reqwest::Error> {
+    let mut out = Vec::with_capacity(expected.min(max));
     while let Some(chunk) = resp.chunk().await? {
         let room = max.saturating_sub(out.len());
         out.extend_from_slice(&chunk[..chunk.len().min(room)]);
@@ -1134,6 +1258,7 @@ fn transport(step: Step, method: &'static str, url: &str, e: &reqwest::Error) ->
         tls: is_tls_error(e),
         timeout: e.is_timeout(),
         redirect: e.is_redirect(),
+        no_such_host: dns::dns_error(e).is_some_and(|d| d.no_such_host),
     }
 }
 
@@ -1193,6 +1318,43 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert(header::RETRY_AFTER, HeaderValue::from_static("soon"));
         assert_eq!(retry_after(&h), None);
+        for huge in ["18446744073709551615", "99999999999999999999999999"] {
+            h.insert(header::RETRY_AFTER, HeaderValue::from_static(huge));
+            assert_eq!(retry_after(&h), Some(MAX_SERVER_WAIT), "{huge}");
+        }
+    }
+
+    #[test]
+    fn digest_table() {
+        let hex64 = "a".repeat(64);
+        let cases: Vec<(&str, String, bool)> = vec![
+            ("sha256", format!("sha256:{hex64}"), true),
+            ("sha512", format!("sha512:{}", "0".repeat(128)), true),
+            ("sha384", format!("sha384:{}", "f".repeat(96)), true),
+            ("short", format!("sha256:{}", &hex64[1..]), false),
+            ("upper-case", format!("sha256:{}", "A".repeat(64)), false),
+            (
+                "sha512 length on sha256",
+                format!("sha256:{}", "0".repeat(128)),
+                false,
+            ),
+            ("unknown algorithm", format!("md5:{hex64}"), false),
+            ("a credential", "Basic YWxpY2U6czNjcmV0".to_string(), false),
+            ("empty", String::new(), false),
+        ];
+        for (name, digest, want) in cases {
+            assert_eq!(is_digest(&digest), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn instants_from_server_numbers_saturate() {
+        let now = Instant::now();
+        assert!(instant_after(now, Duration::MAX) > now);
+        assert_eq!(
+            instant_after(now, Duration::from_secs(1)),
+            now + Duration::from_secs(1)
+        );
     }
 
     #[test]
@@ -1210,9 +1372,17 @@ mod tests {
             files: Vec::new(),
         };
         let headers = [("x-mirror-token".to_string(), "abc".to_string())];
-        assert!(build_http(rustls::RootCertStore::empty(), Some(&tls), &headers).is_ok());
+        assert!(
+            build_http(
+                rustls::RootCertStore::empty(),
+                Some(&tls),
+                &headers,
+                Arc::default()
+            )
+            .is_ok()
+        );
         let bad = [("bad header".to_string(), "x".to_string())];
-        assert!(build_http(rustls::RootCertStore::empty(), None, &bad).is_err());
+        assert!(build_http(rustls::RootCertStore::empty(), None, &bad, Arc::default()).is_err());
     }
 
     #[test]

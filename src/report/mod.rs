@@ -5,9 +5,11 @@
 //! The JSON field names and status words are a contract with job frameworks and
 //! `podFailurePolicy` rules: later versions add fields but never rename these.
 
+mod escape;
 mod termination;
 mod text;
 
+pub use escape::escape;
 pub use termination::{TERMINATION_MESSAGE_MAX, termination_message};
 pub use text::render_text;
 
@@ -326,13 +328,14 @@ impl Report {
     pub fn to_json(&self) -> String {
         // Serialising plain strings and numbers cannot fail; fall back to a minimal document
         // rather than panic if it ever did.
-        serde_json::to_string_pretty(self).unwrap_or_else(|_| {
+        let json = serde_json::to_string_pretty(self).unwrap_or_else(|_| {
             format!(
                 "{{\"version\":\"{}\",\"exit_code\":{},\"images\":[]}}",
                 self.version,
                 self.exit_code.code()
             )
-        })
+        });
+        escape::escape_json_text(json)
     }
 
     /// The one-line summary that opens the termination message and ends the text report. True

@@ -3,10 +3,13 @@
 //! The kubelet keeps at most 4096 bytes per container and 12 KiB per pod, shared by all its
 //! containers, so the message is small by design: a first line that stands alone, then one line
 //! per failing image, most important first: its short reason, the image as given (with the
-//! containers that will not start, for `wont_start`) and the first clause of its hint (given once: later images with the same hint leave it out). URLs
-//! and details stay in the logs and the JSON. Cut with `… and N more` (never inside a character).
+//! containers that will not start, for `wont_start`) and the first clause of its hint (given
+//! once: later images with the same hint leave it out). URLs and details stay in the logs and
+//! the JSON. Cut with `… and N more` (never inside a character). Every value is escaped
+//! ([`escape`]) before it is measured and cut: one line per image, whatever a registry or a
+//! pull secret holds.
 
-use super::{ImageResult, Report};
+use super::{ImageResult, Report, escape};
 
 /// The default size limit, in bytes.
 pub const TERMINATION_MESSAGE_MAX: usize = 1024;
@@ -52,20 +55,20 @@ pub fn termination_message(report: &Report, max: usize) -> String {
 /// reasons"), and a result that does not count says so.
 fn short_line(r: &ImageResult, hint: &str) -> String {
     let counted = if r.fatal { "" } else { " (not counted)" };
-    let mut line = format!("\n{}{counted}: {}", r.reason, printable(&r.image));
+    let mut line = format!("\n{}{counted}: {}", r.reason, escape(&r.image));
     // A container that will not start is named: the image alone does not say which to fix.
     let refused: Vec<String> = r
         .containers
         .iter()
         .filter(|c| c.start == super::StartStatus::WontStart)
-        .map(|c| format!("{:?}", printable(&c.name)))
+        .map(|c| format!("\"{}\"", escape(&c.name)))
         .collect();
     if !refused.is_empty() {
         line.push_str(&format!(" (container {})", refused.join(", ")));
     }
     if !hint.is_empty() {
         line.push_str(" — ");
-        line.push_str(&printable(hint));
+        line.push_str(&escape(hint));
     }
     line
 }
@@ -78,20 +81,6 @@ fn first_clause(hint: &str) -> &str {
         .min()
         .unwrap_or(hint.len());
     hint[..end].trim_end_matches('.')
-}
-
-/// Control characters escaped, so that one image stays on one line.
-fn printable(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
 }
 
 fn more_line(n: usize) -> String {
@@ -160,6 +149,15 @@ mod tests {
             assert!(msg.starts_with("pullcheck: 100 of 100"), "{msg}");
             assert!(msg.contains("more"), "{max}: {msg}");
         }
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let mut r = result("a", Status::Unauthorized);
+        r.message = "user x\nok: all fine\u{1b}]0;t\u{7}".into();
+        let msg = termination_message(&Report::new(vec![r]), 1024);
+        assert_eq!(msg.lines().count(), 2, "{msg}");
+        assert!(!msg.chars().any(|c| c.is_control() && c != '\n'), "{msg:?}");
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! The human report: one line per image, problems first, each problem with a hint.
+//! The human report: one line per image, problems first, each problem with a hint. Every value
+//! is escaped here ([`escape`]): a line of this report is one line, whatever a registry or a
+//! pull secret holds.
 
-use super::{ImageResult, Report};
+use super::{ImageResult, Report, escape};
 use std::fmt::Write;
 
 /// Renders the report for a person. With `quiet`, images that are fine are left out, and so is
@@ -31,20 +33,25 @@ fn line(out: &mut String, r: &ImageResult) {
         let digest = match (r.reason, r.digest.as_deref()) {
             ("present_on_node", _) => "(on the node; its registry was not asked)",
             (_, Some(digest)) => digest,
-            (_, None) => "(digest not reported)",
+            (_, None) => "(no valid digest reported)",
         };
-        let _ = write!(out, "{status:<17} {} {digest}", r.reference);
+        let _ = write!(
+            out,
+            "{status:<17} {} {}",
+            escape(&r.reference),
+            escape(digest)
+        );
         if let (Some(_), Some(endpoint)) = (&r.mirror_of, &r.endpoint) {
-            let _ = write!(out, " via {endpoint}");
+            let _ = write!(out, " via {}", escape(endpoint));
         }
         if let Some(why) = r.platform_note {
             let _ = write!(out, " platform not checked ({why})");
         }
         out.push('\n');
     } else {
-        let _ = write!(out, "{status:<17} {}", r.message);
+        let _ = write!(out, "{status:<17} {}", escape(&r.message));
         if !r.hint.is_empty() {
-            let _ = write!(out, " Hint: {}", r.hint);
+            let _ = write!(out, " Hint: {}", escape(&r.hint));
         }
         out.push('\n');
     }
@@ -82,6 +89,17 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_value_with_a_newline_cannot_forge_a_line() {
+        let mut r = result("a", Status::Unauthorized);
+        r.message =
+            "credentials for user x\nok                docker.io/evil:1 sha256:0\u{1b}[2K".into();
+        let text = render_text(&Report::new(vec![r]), false);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains('\u{1b}'), "{text:?}");
+        assert!(text.contains("x\\nok"), "{text}");
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! - `node`: `IfNotPresent` images and the node's own image list, from an API server stand-in.
 //! - `route`: the node's registry configuration, compared with containerd and containers/image.
 //! - `inject`, `manifests`: `pullcheck inject` and the corpus of job frameworks' manifests.
+//! - `hostile`: hostile registries and huge inputs: no crash, no overrun, bounded memory,
+//!   nothing leaked.
 
 #![allow(clippy::unwrap_used)]
 
@@ -18,6 +20,7 @@ mod check;
 mod common;
 mod faults;
 mod harness;
+mod hostile;
 mod image;
 mod inject;
 mod manifests;
