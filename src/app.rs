@@ -53,6 +53,12 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         check_args: args.check_args,
         ca_configmap: args.ca_configmap,
         job_failure_policy: args.job_failure_policy,
+        node_images: args.node_images,
+        route: crate::route::inject::RouteMounts {
+            hosts_configmap: args.hosts_configmap,
+            registries_configmap: args.registries_configmap,
+            hosts_from_node: args.hosts_from_node,
+        },
     };
     match inject(&input, &source, &options) {
         Ok(done) => {
