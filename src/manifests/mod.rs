@@ -1196,7 +1196,7 @@ impl Reader<'_> {
         // The kubelet and the runtimes read an empty list as no command (`len(Command) == 0`).
         let set = |key: &str| {
             t.get(c, key)
-                .is_some_and(|v| !t.is_null(v) && !(t.is_seq(v) && t.items(v).is_empty()))
+                .is_some_and(|v| !(t.is_null(v) || (t.is_seq(v) && t.items(v).is_empty())))
         };
         Ok(Some(PodContainer {
             name,
