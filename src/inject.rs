@@ -254,6 +254,19 @@ pub fn init_container(
     Y::Map(c)
 }
 
+/// The check arguments with those of the route choices after the user's flags (before a `--`
+/// that ends them).
+fn with_route_args(check_args: &[String], route_args: &[String]) -> Vec<String> {
+    let end = check_args
+        .iter()
+        .position(|a| a == "--")
+        .unwrap_or(check_args.len());
+    let mut out = check_args[..end].to_vec();
+    out.extend(route_args.iter().cloned());
+    out.extend(check_args[end..].iter().cloned());
+    out
+}
+
 /// One `env` entry with a plain value.
 pub fn env_value(name: &str, value: &str) -> Y {
     Y::map([("name", Y::s(name)), ("value", Y::s(value))])
@@ -389,8 +402,7 @@ fn validate_options(options: &InjectOptions) -> Result<(Vec<String>, Additions),
     let argv = ["pullcheck", "check"]
         .into_iter()
         .map(str::to_string)
-        .chain(additions.args.iter().cloned())
-        .chain(options.check_args.iter().cloned());
+        .chain(with_route_args(&options.check_args, &additions.args));
     if let Err(e) = <crate::cli::Cli as clap::Parser>::try_parse_from(argv) {
         let message = e.render().to_string();
         // clap's message and its tip, without the usage lines.
@@ -606,13 +618,7 @@ impl Run<'_> {
                 ("readOnly", Y::Bool(true)),
             ]));
         }
-        let check_args: Vec<String> = self
-            .route
-            .args
-            .iter()
-            .chain(&self.options.check_args)
-            .cloned()
-            .collect();
+        let check_args = with_route_args(&self.options.check_args, &self.route.args);
         let container = init_container(
             &self.options.image,
             &check_args,
@@ -1308,6 +1314,24 @@ mod tests {
         assert_eq!(out.pod_specs, 1);
         assert!(out.warnings.is_empty(), "{:?}", out.warnings);
         assert_eq!(parse(&out.output)["spec"]["<<"]["restartPolicy"], "Never");
+    }
+
+    #[test]
+    fn taking_out_the_last_volume_of_a_compact_list_keeps_the_yaml_valid() {
+        let with = InjectOptions {
+            image: "p/p:1".into(),
+            secrets: vec!["s".into()],
+            ..InjectOptions::default()
+        };
+        let once = inject(POD, "t", &with).unwrap();
+        assert!(
+            once.output
+                .contains("\n  volumes:\n  - name: pullcheck-secret-s")
+        );
+        let without = run(&once.output);
+        let v = parse(&without.output);
+        assert_eq!(v["spec"]["volumes"], serde_yaml_ng::Value::Sequence(vec![]));
+        assert_eq!(run(&without.output).output, without.output);
     }
 
     #[test]
