@@ -672,3 +672,49 @@ fn measure_node_lookup_time_and_memory() {
         println!("{label}: median {ms:.0} ms wall, peak RSS {peak:.1} MiB (5 runs)");
     }
 }
+
+#[test]
+fn check_pod_spec_looks_up_if_not_present_images_on_the_node() {
+    // A kind/CI pod: a loaded image without a policy (IfNotPresent by default), one that says
+    // IfNotPresent, one the registry holds and must be asked about (Always), one Never.
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node/pod-always", "v1");
+    let api = api_with(&[
+        &["docker.io/library/app:v1.0"],
+        &["docker.io/library/tool:2"],
+    ]);
+    let pod = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  restartPolicy: Never\n  \
+         initContainers:\n  - {{name: tool, image: 'tool:2', imagePullPolicy: IfNotPresent}}\n  \
+         containers:\n  - {{name: app, image: 'app:v1.0'}}\n  \
+         - {{name: side, image: '{host}/node/pod-always:v1', imagePullPolicy: Always}}\n  \
+         - {{name: local, image: 'local:1', imagePullPolicy: Never}}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pod.yaml");
+    std::fs::write(&file, pod).unwrap();
+    let run = run(
+        Some(&api),
+        &[
+            "--pod-spec",
+            file.to_str().unwrap(),
+            "--node",
+            NODE,
+            "--plain-http",
+            &host,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    for image in ["app:v1.0", "tool:2"] {
+        let r = run.image(image);
+        assert_eq!(r["reason"], "present_on_node", "{r}");
+        assert_eq!(r["pull_policy"], "IfNotPresent");
+    }
+    let always = run.image(&format!("{host}/node/pod-always:v1"));
+    assert_eq!(always["status"], "ok");
+    assert_eq!(always["pull_policy"], "Always");
+    assert!(!run.stdout.contains("local:1"), "{}", run.stdout);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    assert_one_node_request(&api);
+}
