@@ -16,6 +16,16 @@
 //! restricted security context, small resources and
 //! `terminationMessagePolicy: FallbackToLogsOnError`. See [`init_container`].
 //!
+//! `PULLCHECK_CONTAINERS` holds the start check's facts of each init, sidecar and app container
+//! that is not `Never` ([`PodContainer::start_facts`](crate::manifests::PodContainer::start_facts),
+//! the same facts `check --pod-spec` reads), left out with a warning above
+//! [`start::MAX_CONTAINERS_JSON`]. With `--node-images`, the images are split by pull policy
+//! ([`pull_policy::to_check`]) into `PULLCHECK_IMAGES` and `PULLCHECK_IMAGES_IF_NOT_PRESENT`,
+//! `PULLCHECK_NODE_NAME` comes from `spec.nodeName`, and a pod with
+//! `automountServiceAccountToken: false` gets a projected token volume mounted by the init
+//! container alone. The route choices ([`RouteMounts`]) add their volumes, read-only mounts and
+//! check arguments ([`crate::route::inject::additions`]).
+//!
 //! With `--job-failure-policy`, each `batch/v1` Job (and CronJob job template) also gets the
 //! `podFailurePolicy` rules the README recommends, unless it already has rules for container
 //! `pullcheck`, and `restartPolicy: Never` when its pod template sets none.
@@ -26,8 +36,10 @@
 //! [`crate::manifests::splice`]): every other byte is kept, comments, anchors, quoting, octal
 //! modes and the final newline included; a document that does not change is not touched.
 //! Injecting into its own output changes nothing. The volumes it added are recognised (named
-//! `pullcheck-secret-…` with a secret, or `pullcheck-ca` with a ConfigMap, mounted by no other
-//! container) and replaced, never duplicated.
+//! `pullcheck-secret-…` with a secret, `pullcheck-ca`, `pullcheck-hosts` or
+//! `pullcheck-registries` with a ConfigMap, `pullcheck-node-hosts` with a hostPath,
+//! `pullcheck-serviceaccount` projected; mounted by no other container) and replaced, never
+//! duplicated.
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
 use crate::manifests::splice::{Edit, Splicer, Y, apply};
@@ -272,8 +284,9 @@ pub fn env_value(name: &str, value: &str) -> Y {
     Y::map([("name", Y::s(name)), ("value", Y::s(value))])
 }
 
-/// A serde JSON value (what [`crate::route::inject`] returns) as a value to splice in; `null`
-/// and floats do not occur there and become strings.
+/// A serde JSON value (what [`crate::route::inject`] returns) as a value to splice in, `name`
+/// first in each mapping as Kubernetes writes it (a JSON object's keys come sorted); `null` and
+/// floats do not occur there and become strings.
 fn from_json(v: &serde_json::Value) -> Y {
     use serde_json::Value;
     match v {
@@ -281,12 +294,14 @@ fn from_json(v: &serde_json::Value) -> Y {
         Value::Bool(b) => Y::Bool(*b),
         Value::Number(n) => n.as_i64().map_or_else(|| Y::s(&n.to_string()), Y::Int),
         Value::Array(items) => Y::Seq(items.iter().map(from_json).collect()),
-        Value::Object(entries) => Y::Map(
-            entries
+        Value::Object(entries) => {
+            let mut entries: Vec<(String, Y)> = entries
                 .iter()
                 .map(|(k, v)| (k.clone(), from_json(v)))
-                .collect(),
-        ),
+                .collect();
+            entries.sort_by_key(|(k, _)| k != "name");
+            Y::Map(entries)
+        }
         Value::Null => Y::s(""),
     }
 }
