@@ -590,6 +590,37 @@ mod tests {
     }
 
     #[test]
+    fn pod_spec_images_keep_their_pull_policy_and_containers_their_facts() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  securityContext: {runAsNonRoot: true}\n  \
+                   initContainers:\n  - {name: i, image: 'init:1', imagePullPolicy: Always, command: [sh]}\n  containers:\n  \
+                   - {name: c, image: 'app:1'}\n  - {name: l, image: tool}\n  - {name: n, image: 'local:1', imagePullPolicy: Never}\n  \
+                   volumes: [{name: v, image: {reference: 'model:1'}}]\n";
+        let c = config(&["--pod-spec", "-"], pod).unwrap();
+        assert_eq!(c.images, ["init:1", "app:1", "tool", "model:1"]);
+        // No tag is `latest`: Always. A tag: IfNotPresent.
+        assert_eq!(c.options.if_not_present, ["app:1", "model:1"]);
+        let names: Vec<&str> = c
+            .options
+            .containers
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(names, ["i", "c", "l"]);
+        assert!(c.options.containers[0].has_command);
+        assert!(
+            c.options
+                .containers
+                .iter()
+                .all(|f| f.run_as_non_root == Some(true))
+        );
+        // An image of --containers given as IfNotPresent elsewhere stays IfNotPresent.
+        let json = r#"[{"name":"a","image":"docker.io/library/app:1","command":false,"args":false},{"name":"b","image":"other:2","command":true,"args":false}]"#;
+        let c = config(&["--if-not-present", "app:1", "--containers", json], "").unwrap();
+        assert_eq!(c.images, ["app:1", "other:2"]);
+        assert_eq!(c.options.if_not_present, ["app:1"]);
+    }
+
+    #[test]
     fn all_errors_at_once() {
         let e = config(
             &[
