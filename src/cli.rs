@@ -197,7 +197,8 @@ pub struct CheckArgs {
 
     /// Manifests (YAML or JSON, any number of documents, Lists) whose pod specs' images are all
     /// checked: Pods, workloads, Jobs and the job frameworks' kinds (Argo, Spark, KubeRay,
-    /// Kubeflow, JobSet, Volcano…), as `inject` reads them; `-` reads stdin.
+    /// Kubeflow, JobSet, Volcano…), as `inject` reads them, each image with its pull policy
+    /// and each container with its facts for the start check; `-` reads stdin.
     #[arg(long, value_name = "PATH", env = "PULLCHECK_POD_SPEC")]
     pub pod_spec: Option<PathBuf>,
 
