@@ -1598,6 +1598,21 @@ fn route_flags_mount_optional_configmaps_and_pass_their_arguments() {
         out.stdout
     );
 
+    // Environment variables set to nothing turn the choices off.
+    let mut cmd = pullcheck_cmd();
+    cmd.args(["inject", "--image", IMAGE])
+        .env("PULLCHECK_INJECT_HOSTS_FROM_NODE", "")
+        .env("PULLCHECK_INJECT_HOSTS_CONFIGMAP", "")
+        .env("PULLCHECK_INJECT_REGISTRIES_CONFIGMAP", "");
+    let out = output_with_stdin(&mut cmd, pod.as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text, inject_ok(&["--image", IMAGE], pod).stdout);
+
     // Refused at once: two runtimes, a bad name, a relative path, a flag the user also gave.
     for bad in [
         &["--hosts-configmap", "h", "--registries-configmap", "r"][..],
