@@ -55,6 +55,13 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         check_args: args.check_args,
         ca_configmap: args.ca_configmap,
         job_failure_policy: args.job_failure_policy,
+        node_images: args.node_images,
+        // An empty value (an environment variable set to nothing) turns a choice off.
+        route: crate::route::inject::RouteMounts {
+            hosts_configmap: args.hosts_configmap.filter(|v| !v.is_empty()),
+            registries_configmap: args.registries_configmap.filter(|v| !v.is_empty()),
+            hosts_from_node: args.hosts_from_node.filter(|v| !v.is_empty()),
+        },
     };
     match inject(&input, &source, &options) {
         Ok(done) => {

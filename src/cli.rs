@@ -78,6 +78,40 @@ pub struct InjectArgs {
     #[arg(long, env = "PULLCHECK_INJECT_JOB_FAILURE_POLICY", value_parser = FalseyValueParser::new())]
     pub job_failure_policy: bool,
 
+    /// Look up `IfNotPresent` images on the node first: split the images into
+    /// `PULLCHECK_IMAGES` (`Always`) and `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's
+    /// name (`PULLCHECK_NODE_NAME` from `spec.nodeName`), and where the pod sets
+    /// `automountServiceAccountToken: false`, mount a service-account token for the init
+    /// container alone. The pod's service account needs `get` on `nodes`.
+    #[arg(long, env = "PULLCHECK_INJECT_NODE_IMAGES", value_parser = FalseyValueParser::new())]
+    pub node_images: bool,
+
+    /// A ConfigMap holding containerd's hosts directory in the flat layout (`docker.io.toml`,
+    /// `registry.corp_5000.toml`): mounted read-only (optional) and passed as `--hosts-dir`.
+    #[arg(long, value_name = "NAME", env = "PULLCHECK_INJECT_HOSTS_CONFIGMAP")]
+    pub hosts_configmap: Option<String>,
+
+    /// A ConfigMap holding CRI-O's `registries.conf` (key `registries.conf`, and drop-ins):
+    /// mounted read-only (optional) and passed as `--registries-conf`.
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PULLCHECK_INJECT_REGISTRIES_CONFIGMAP"
+    )]
+    pub registries_configmap: Option<String>,
+
+    /// Mount the node's own containerd hosts directory read-only with a hostPath volume
+    /// [default PATH: /etc/containerd/certs.d]; the `baseline` Pod Security level refuses
+    /// hostPath volumes.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "PULLCHECK_INJECT_HOSTS_FROM_NODE",
+        num_args = 0..=1,
+        default_missing_value = crate::route::inject::DEFAULT_NODE_HOSTS
+    )]
+    pub hosts_from_node: Option<String>,
+
     /// Arguments for `pullcheck check` in the init container (after `--`); checked with
     /// `check`'s own parser now, not in every pod.
     #[arg(last = true, value_name = "CHECK_ARGS")]
@@ -163,7 +197,8 @@ pub struct CheckArgs {
 
     /// Manifests (YAML or JSON, any number of documents, Lists) whose pod specs' images are all
     /// checked: Pods, workloads, Jobs and the job frameworks' kinds (Argo, Spark, KubeRay,
-    /// Kubeflow, JobSet, Volcano…), as `inject` reads them; `-` reads stdin.
+    /// Kubeflow, JobSet, Volcano…), as `inject` reads them, each image with its pull policy
+    /// and each container with its facts for the start check; `-` reads stdin.
     #[arg(long, value_name = "PATH", env = "PULLCHECK_POD_SPEC")]
     pub pod_spec: Option<PathBuf>,
 

@@ -121,7 +121,7 @@ impl Config {
             }
         }
         // Where in `images` the `IfNotPresent` ones are; every other image is `Always`.
-        let if_not_present_at: std::collections::HashSet<usize> =
+        let mut if_not_present_at: std::collections::HashSet<usize> =
             (images.len()..images.len() + if_not_present.len()).collect();
         images.extend(if_not_present);
         if let Some(path) = &args.images_file {
@@ -130,6 +130,8 @@ impl Config {
                 Err(e) => errors.push(format!("--images-file {}: {e}", path.display())),
             }
         }
+        // The start check's facts: from --pod-spec here, from --containers below.
+        let mut containers = Vec::new();
         if let Some(path) = &args.pod_spec {
             let source = if path == Path::new("-") {
                 "stdin".to_string()
@@ -140,25 +142,37 @@ impl Config {
                 Ok(text) => match manifests::read(&text, &source) {
                     Ok(found) => {
                         pod_spec_notes.extend(found.notes.iter().cloned());
-                        let found_images = found.images();
                         if found.pod_specs.is_empty() {
                             pod_spec_notes.push(format!(
                                 "--pod-spec {source}: no pod spec found, so no images from it"
                             ));
                         }
-                        images.extend(found_images.into_iter().map(|p| p.image));
+                        // Each image with its pull policy, as `inject --node-images` passes
+                        // them; each container (not an image volume) with its facts.
+                        for c in found.pod_specs.iter().flat_map(|p| &p.containers) {
+                            let written = c.image_pull_policy.as_deref();
+                            match PullPolicy::resolve(&c.image, written) {
+                                PullPolicy::Never => continue,
+                                PullPolicy::IfNotPresent => {
+                                    if_not_present_at.insert(images.len());
+                                }
+                                PullPolicy::Always => {}
+                            }
+                            images.push(c.image.clone());
+                            containers.extend(c.start_facts());
+                        }
                     }
                     Err(e) => errors.push(format!("--pod-spec {e}")),
                 },
                 Err(e) => errors.push(format!("--pod-spec {source}: {e}")),
             }
         }
-        let mut containers = Vec::new();
+        let from_pod_spec = containers.len();
         if let Some(json) = &args.containers {
             use std::os::unix::ffi::OsStrExt;
             match std::str::from_utf8(json.as_bytes()) {
                 Ok(text) => match ContainerFacts::parse_list(text) {
-                    Ok(list) => containers = list,
+                    Ok(list) => containers.extend(list),
                     Err(e) => errors.push(format!("--containers / PULLCHECK_CONTAINERS: {e}")),
                 },
                 Err(e) => errors.push(format!(
@@ -167,8 +181,22 @@ impl Config {
                 )),
             }
         }
-        // The containers' images are checked too (they are the pod's images).
-        images.extend(containers.iter().map(|c| c.image.clone()));
+        // The containers' images are checked too (they are the pod's images), but they carry no
+        // pull policy: one already given keeps the policy it was given with (`inject` lists
+        // each container's image in PULLCHECK_IMAGES or PULLCHECK_IMAGES_IF_NOT_PRESENT), and
+        // only an image given nowhere else is added, as `Always`.
+        if containers.len() > from_pod_spec {
+            let key = |image: &str| {
+                Reference::parse(image).map_or_else(|_| image.to_string(), |r| r.to_string())
+            };
+            let mut given: std::collections::HashSet<String> =
+                images.iter().map(|i| key(i)).collect();
+            for c in &containers[from_pod_spec..] {
+                if given.insert(key(&c.image)) {
+                    images.push(c.image.clone());
+                }
+            }
+        }
         let any_source = !args.images.is_empty()
             || args.containers.is_some()
             || args.images_list.is_some()
@@ -564,6 +592,37 @@ mod tests {
         let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers:\n  - {name: pullcheck, image: pullcheck:1}\n  - {name: i, image: init:1}\n  containers:\n  - {name: c, image: app:1}\n  - {name: n, image: local:1, imagePullPolicy: Never}\n";
         let c = config(&["--pod-spec", "-"], pod).unwrap();
         assert_eq!(c.images, ["init:1", "app:1"]);
+    }
+
+    #[test]
+    fn pod_spec_images_keep_their_pull_policy_and_containers_their_facts() {
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  securityContext: {runAsNonRoot: true}\n  \
+                   initContainers:\n  - {name: i, image: 'init:1', imagePullPolicy: Always, command: [sh]}\n  containers:\n  \
+                   - {name: c, image: 'app:1'}\n  - {name: l, image: tool}\n  - {name: n, image: 'local:1', imagePullPolicy: Never}\n  \
+                   volumes: [{name: v, image: {reference: 'model:1'}}]\n";
+        let c = config(&["--pod-spec", "-"], pod).unwrap();
+        assert_eq!(c.images, ["init:1", "app:1", "tool", "model:1"]);
+        // No tag is `latest`: Always. A tag: IfNotPresent.
+        assert_eq!(c.options.if_not_present, ["app:1", "model:1"]);
+        let names: Vec<&str> = c
+            .options
+            .containers
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
+        assert_eq!(names, ["i", "c", "l"]);
+        assert!(c.options.containers[0].has_command);
+        assert!(
+            c.options
+                .containers
+                .iter()
+                .all(|f| f.run_as_non_root == Some(true))
+        );
+        // An image of --containers given as IfNotPresent elsewhere stays IfNotPresent.
+        let json = r#"[{"name":"a","image":"docker.io/library/app:1","command":false,"args":false},{"name":"b","image":"other:2","command":true,"args":false}]"#;
+        let c = config(&["--if-not-present", "app:1", "--containers", json], "").unwrap();
+        assert_eq!(c.images, ["app:1", "other:2"]);
+        assert_eq!(c.options.if_not_present, ["app:1"]);
     }
 
     #[test]

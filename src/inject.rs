@@ -16,6 +16,16 @@
 //! restricted security context, small resources and
 //! `terminationMessagePolicy: FallbackToLogsOnError`. See [`init_container`].
 //!
+//! `PULLCHECK_CONTAINERS` holds the start check's facts of each init, sidecar and app container
+//! that is not `Never` ([`PodContainer::start_facts`](crate::manifests::PodContainer::start_facts),
+//! the same facts `check --pod-spec` reads), left out with a warning above
+//! [`start::MAX_CONTAINERS_JSON`]. With `--node-images`, the images are split by pull policy
+//! ([`pull_policy::to_check`]) into `PULLCHECK_IMAGES` and `PULLCHECK_IMAGES_IF_NOT_PRESENT`,
+//! `PULLCHECK_NODE_NAME` comes from `spec.nodeName`, and a pod with
+//! `automountServiceAccountToken: false` gets a projected token volume mounted by the init
+//! container alone. The route choices ([`RouteMounts`]) add their volumes, read-only mounts and
+//! check arguments ([`crate::route::inject::additions`]).
+//!
 //! With `--job-failure-policy`, each `batch/v1` Job (and CronJob job template) also gets the
 //! `podFailurePolicy` rules the README recommends, unless it already has rules for container
 //! `pullcheck`, and `restartPolicy: Never` when its pod template sets none.
@@ -26,13 +36,18 @@
 //! [`crate::manifests::splice`]): every other byte is kept, comments, anchors, quoting, octal
 //! modes and the final newline included; a document that does not change is not touched.
 //! Injecting into its own output changes nothing. The volumes it added are recognised (named
-//! `pullcheck-secret-…` with a secret, or `pullcheck-ca` with a ConfigMap, mounted by no other
-//! container) and replaced, never duplicated.
+//! `pullcheck-secret-…` with a secret, `pullcheck-ca`, `pullcheck-hosts` or
+//! `pullcheck-registries` with a ConfigMap, `pullcheck-node-hosts` with a hostPath,
+//! `pullcheck-serviceaccount` projected; mounted by no other container) and replaced, never
+//! duplicated.
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
 use crate::manifests::splice::{Edit, Splicer, Y, apply};
 use crate::manifests::tree::{NodeId, Tree};
 use crate::manifests::{self, Manifests, Spot};
+use crate::pull_policy::{self, PullPolicy};
+use crate::route::inject::{Additions, RouteMounts};
+use crate::start::{self, ContainerFacts};
 use std::collections::{HashMap, HashSet};
 
 pub use crate::manifests::Format;
@@ -45,6 +60,17 @@ pub const SECRETS_DIR: &str = "/var/run/pullcheck/secrets";
 pub const VOLUME_PREFIX: &str = "pullcheck-secret-";
 /// The name of the ConfigMap volume that holds the `--ca-file` files.
 pub const CA_VOLUME: &str = "pullcheck-ca";
+/// The projected volume that gives the init container a service-account token where the pod
+/// turns the automatic one off (`inject --node-images`).
+pub const SERVICE_ACCOUNT_VOLUME: &str = "pullcheck-serviceaccount";
+/// Where that token (`token`) and the cluster's CA (`ca.crt`) are mounted.
+pub const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/pullcheck/serviceaccount";
+/// The names of the volumes the route choices add, with the kind of volume each is.
+const ROUTE_VOLUMES: [(&str, &str); 3] = [
+    ("pullcheck-hosts", "configMap"),
+    ("pullcheck-registries", "configMap"),
+    ("pullcheck-node-hosts", "hostPath"),
+];
 /// The user the init container runs as (distroless `nonroot`).
 pub const RUN_AS_USER: u64 = 65532;
 
@@ -82,6 +108,12 @@ pub struct InjectOptions {
     pub ca_configmap: Option<String>,
     /// Add the recommended `podFailurePolicy` to each `batch/v1` Job.
     pub job_failure_policy: bool,
+    /// `--node-images`: split the images by pull policy, pass the node's name, and give the
+    /// init container a token where the pod has none.
+    pub node_images: bool,
+    /// The node's registry configuration to mount (`--hosts-configmap`,
+    /// `--registries-configmap`, `--hosts-from-node`).
+    pub route: RouteMounts,
 }
 
 /// The rewritten manifests and what the user should know about them.
@@ -109,7 +141,7 @@ pub struct InjectError(pub String);
 /// [`InjectError`] for bad options, check arguments that `pullcheck check` would refuse, and
 /// input that cannot be read (naming the document and line, never its content).
 pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Injected, InjectError> {
-    let ca_files = validate_options(options)?;
+    let (ca_files, route) = validate_options(options)?;
     let found = manifests::read(input, source).map_err(|e| InjectError(e.to_string()))?;
     let mut run = Run {
         options,
@@ -118,6 +150,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
         tree: &found.tree,
         splicer: Splicer::new(input, &found.tree, found.format == Format::Json),
         ca_files,
+        route,
         warnings: found.notes.clone(),
         edits: Vec::new(),
         volumes_done: HashMap::new(),
@@ -127,6 +160,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
     for spot in &found.spots {
         run.spot(spot);
     }
+    let route_warnings = std::mem::take(&mut run.route.warnings);
     if found.spots.is_empty() {
         run.warnings.push(format!(
             "{source}: no pod spec found; the output is the input unchanged"
@@ -138,6 +172,9 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
              and pass --image REF (a pod whose own pullcheck image cannot be pulled is stuck \
              like any other)"
         ));
+    }
+    if !found.spots.is_empty() {
+        run.warnings.extend(route_warnings);
     }
     // What is inserted has the input's line ends (scalars pullcheck writes never hold a raw
     // line break: they are double-quoted with escapes).
@@ -155,10 +192,10 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
     })
 }
 
-/// The init container `inject` adds: `images` is the value of `PULLCHECK_IMAGES`, `extra_args`
-/// images passed as arguments (those with whitespace), `mounts` the volume mounts, and
-/// `guaranteed` whether every other container of the pod has requests equal to limits for CPU
-/// and memory.
+/// The init container `inject` adds: `env` its environment (`PULLCHECK_IMAGES` first, see
+/// [`env_value`]), `extra_args` images passed as arguments (those with whitespace), `mounts`
+/// the volume mounts, and `guaranteed` whether every other container of the pod has requests
+/// equal to limits for CPU and memory.
 ///
 /// In a Guaranteed pod the requests are raised to the limits: one container with requests below
 /// its limits would make the whole pod Burstable (QoS counts init containers too), losing it
@@ -166,7 +203,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
 pub fn init_container(
     image: &str,
     check_args: &[String],
-    images: &str,
+    env: &[Y],
     extra_args: &[String],
     mounts: &[Y],
     guaranteed: bool,
@@ -184,13 +221,7 @@ pub fn init_container(
         ("name".to_string(), Y::s(CONTAINER_NAME)),
         ("image".to_string(), Y::s(image)),
         ("args".to_string(), flow(Y::Seq(args))),
-        (
-            "env".to_string(),
-            Y::Seq(vec![Y::map([
-                ("name", Y::s("PULLCHECK_IMAGES")),
-                ("value", Y::s(images)),
-            ])]),
-        ),
+        ("env".to_string(), Y::Seq(env.to_vec())),
         (
             "resources".to_string(),
             Y::map([
@@ -235,12 +266,104 @@ pub fn init_container(
     Y::Map(c)
 }
 
+/// The check arguments with those of the route choices after the user's flags (before a `--`
+/// that ends them).
+fn with_route_args(check_args: &[String], route_args: &[String]) -> Vec<String> {
+    let end = check_args
+        .iter()
+        .position(|a| a == "--")
+        .unwrap_or(check_args.len());
+    let mut out = check_args[..end].to_vec();
+    out.extend(route_args.iter().cloned());
+    out.extend(check_args[end..].iter().cloned());
+    out
+}
+
+/// One `env` entry with a plain value.
+pub fn env_value(name: &str, value: &str) -> Y {
+    Y::map([("name", Y::s(name)), ("value", Y::s(value))])
+}
+
+/// A serde JSON value (what [`crate::route::inject`] returns) as a value to splice in, `name`
+/// first in each mapping as Kubernetes writes it (a JSON object's keys come sorted); `null` and
+/// floats do not occur there and become strings.
+fn from_json(v: &serde_json::Value) -> Y {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Y::s(s),
+        Value::Bool(b) => Y::Bool(*b),
+        Value::Number(n) => n.as_i64().map_or_else(|| Y::s(&n.to_string()), Y::Int),
+        Value::Array(items) => Y::Seq(items.iter().map(from_json).collect()),
+        Value::Object(entries) => {
+            let mut entries: Vec<(String, Y)> = entries
+                .iter()
+                .map(|(k, v)| (k.clone(), from_json(v)))
+                .collect();
+            entries.sort_by_key(|(k, _)| k != "name");
+            Y::Map(entries)
+        }
+        Value::Null => Y::s(""),
+    }
+}
+
+/// Whether a volume named `name` whose source is `source` (`secret`, `configMap`, …) is one
+/// `inject` adds.
+fn is_our_volume(name: &str, source: &str) -> bool {
+    (name.starts_with(VOLUME_PREFIX) && source == "secret")
+        || (name == CA_VOLUME && source == "configMap")
+        || (name == SERVICE_ACCOUNT_VOLUME && source == "projected")
+        || ROUTE_VOLUMES.contains(&(name, source))
+}
+
+/// Whether a volume mount name is one of the volumes `inject` adds (whatever its source).
+fn is_our_volume_name(name: &str) -> bool {
+    name.starts_with(VOLUME_PREFIX)
+        || name == CA_VOLUME
+        || name == SERVICE_ACCOUNT_VOLUME
+        || ROUTE_VOLUMES.iter().any(|(n, _)| *n == name)
+}
+
+/// The projected volume with a service-account token and the cluster's CA, as the kubelet
+/// mounts for a pod that does not turn it off (the token's path `token`, the CA from the
+/// `kube-root-ca.crt` ConfigMap every namespace has).
+fn service_account_volume() -> Y {
+    Y::map([
+        ("name", Y::s(SERVICE_ACCOUNT_VOLUME)),
+        (
+            "projected",
+            Y::map([(
+                "sources",
+                Y::Seq(vec![
+                    Y::map([(
+                        "serviceAccountToken",
+                        Y::Flow(Box::new(Y::map([("path", Y::s("token"))]))),
+                    )]),
+                    Y::map([(
+                        "configMap",
+                        Y::map([
+                            ("name", Y::s("kube-root-ca.crt")),
+                            (
+                                "items",
+                                Y::Flow(Box::new(Y::Seq(vec![Y::map([
+                                    ("key", Y::s("ca.crt")),
+                                    ("path", Y::s("ca.crt")),
+                                ])]))),
+                            ),
+                        ]),
+                    )]),
+                ]),
+            )]),
+        ),
+    ])
+}
+
 // ---------------------------------------------------------------------------------------------
 // Options
 
-/// Checks the options, and the check arguments with `check`'s own parser; returns the
-/// `--ca-file` paths of the check arguments.
-fn validate_options(options: &InjectOptions) -> Result<Vec<String>, InjectError> {
+/// Checks the options, and the check arguments (with those the route choices add) with
+/// `check`'s own parser; returns the `--ca-file` paths of the check arguments and what the
+/// route choices add.
+fn validate_options(options: &InjectOptions) -> Result<(Vec<String>, Additions), InjectError> {
     let image = options.image.trim();
     if image.is_empty() {
         return Err(InjectError("--image is empty".to_string()));
@@ -259,11 +382,42 @@ fn validate_options(options: &InjectOptions) -> Result<Vec<String>, InjectError>
             )));
         }
     }
+    let route = &options.route;
+    for (flag, name) in [
+        ("--hosts-configmap", &route.hosts_configmap),
+        ("--registries-configmap", &route.registries_configmap),
+    ] {
+        if let Some(name) = name
+            && !is_dns_subdomain(name)
+        {
+            return Err(InjectError(format!(
+                "{flag} {name:?}: not a ConfigMap name"
+            )));
+        }
+    }
+    if let Some(path) = &route.hosts_from_node
+        && !path.is_empty()
+        && (!path.starts_with('/') || path.split('/').any(|p| p == ".."))
+    {
+        return Err(InjectError(format!(
+            "--hosts-from-node {path:?}: an absolute path on the node"
+        )));
+    }
+    if route.registries_configmap.is_some()
+        && (route.hosts_configmap.is_some() || route.hosts_from_node.is_some())
+    {
+        return Err(InjectError(
+            "--registries-configmap (CRI-O, Podman) and --hosts-configmap / --hosts-from-node \
+             (containerd) describe different runtimes: give the one your nodes run"
+                .to_string(),
+        ));
+    }
+    let additions = crate::route::inject::additions(route);
     // Refused here, once, rather than in every pod the manifests start.
     let argv = ["pullcheck", "check"]
         .into_iter()
         .map(str::to_string)
-        .chain(options.check_args.iter().cloned());
+        .chain(with_route_args(&options.check_args, &additions.args));
     if let Err(e) = <crate::cli::Cli as clap::Parser>::try_parse_from(argv) {
         let message = e.render().to_string();
         // clap's message and its tip, without the usage lines.
@@ -318,7 +472,7 @@ fn validate_options(options: &InjectOptions) -> Result<Vec<String>, InjectError>
             }
         }
     }
-    Ok(ca_files)
+    Ok((ca_files, additions))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,6 +485,7 @@ struct Run<'a> {
     tree: &'a Tree,
     splicer: Splicer<'a>,
     ca_files: Vec<String>,
+    route: Additions,
     warnings: Vec<String>,
     edits: Vec<Edit>,
     /// Volume holders already edited (shared by a workflow's templates, a Spark app's driver
@@ -402,14 +557,19 @@ impl Run<'_> {
             self.restart_policy_warning(spot, &at);
         }
 
-        // Images, in order, without duplicates; those with whitespace as arguments.
-        let mut images: Vec<String> = Vec::new();
+        // Images, in order, without duplicates; those with whitespace as arguments. The
+        // containers' facts for the start check, from the same containers.
+        let mut images: Vec<(String, PullPolicy)> = Vec::new();
         let mut extra_args: Vec<String> = Vec::new();
+        let mut facts: Vec<ContainerFacts> = Vec::new();
         for c in &spec.containers {
             if c.image_pull_policy.as_deref() == Some("Never") {
                 continue;
             }
             let image = c.image.trim();
+            if let Some(f) = c.start_facts() {
+                facts.push(f);
+            }
             if image.contains(char::is_whitespace) {
                 if image.starts_with('-') {
                     self.warn(format!(
@@ -421,10 +581,12 @@ impl Run<'_> {
                 } else if !extra_args.iter().any(|i| i == &c.image) {
                     extra_args.push(c.image.clone());
                 }
-            } else if !images.iter().any(|i| i == image) {
-                images.push(image.to_string());
+            } else {
+                let policy = PullPolicy::resolve(image, c.image_pull_policy.as_deref());
+                images.push((image.to_string(), policy));
             }
         }
+        let env = self.env(spot, images, &facts, &at);
 
         // Pull secrets: the pod's, then --secret.
         let mut secrets = spot.secrets.clone();
@@ -463,10 +625,19 @@ impl Run<'_> {
                 ]));
             }
         }
+        mounts.extend(self.route.mounts.iter().map(from_json));
+        if self.needs_token(spot) {
+            mounts.push(Y::map([
+                ("name", Y::s(SERVICE_ACCOUNT_VOLUME)),
+                ("mountPath", Y::s(SERVICE_ACCOUNT_MOUNT)),
+                ("readOnly", Y::Bool(true)),
+            ]));
+        }
+        let check_args = with_route_args(&self.options.check_args, &self.route.args);
         let container = init_container(
             &self.options.image,
-            &self.options.check_args,
-            &images.join(" "),
+            &check_args,
+            &env,
             &extra_args,
             &mounts,
             is_guaranteed(t, &spot.container_nodes),
@@ -492,6 +663,91 @@ impl Run<'_> {
             self.failure_policy(job, pod, &at);
         }
         self.pod_specs += 1;
+    }
+
+    /// Whether the init container gets its own service-account token: with `--node-images`,
+    /// where the pod turns the automatic one off.
+    fn needs_token(&self, spot: &Spot) -> bool {
+        let t = self.tree;
+        self.options.node_images
+            && [spot.pod, Some(spot.volumes)]
+                .into_iter()
+                .flatten()
+                .any(|n| {
+                    t.get(n, "automountServiceAccountToken")
+                        .and_then(|v| t.as_bool(v))
+                        == Some(false)
+                })
+    }
+
+    /// The init container's environment: the images (split by pull policy with
+    /// `--node-images`), the containers' facts for the start check, and with `--node-images`
+    /// the node's name and where the token is.
+    fn env(
+        &mut self,
+        spot: &Spot,
+        images: Vec<(String, PullPolicy)>,
+        facts: &[ContainerFacts],
+        at: &str,
+    ) -> Vec<Y> {
+        let mut env = Vec::new();
+        if self.options.node_images {
+            let to_check = pull_policy::to_check(images);
+            let always: Vec<&str> = to_check
+                .images
+                .iter()
+                .filter(|i| !to_check.if_not_present.contains(i))
+                .map(String::as_str)
+                .collect();
+            env.push(env_value("PULLCHECK_IMAGES", &always.join(" ")));
+            if !to_check.if_not_present.is_empty() {
+                env.push(env_value(
+                    "PULLCHECK_IMAGES_IF_NOT_PRESENT",
+                    &to_check.if_not_present.join(","),
+                ));
+            }
+        } else {
+            let mut plain: Vec<String> = Vec::new();
+            for (image, _) in images {
+                if !plain.contains(&image) {
+                    plain.push(image);
+                }
+            }
+            env.push(env_value("PULLCHECK_IMAGES", &plain.join(" ")));
+        }
+        if !facts.is_empty() {
+            let json = ContainerFacts::to_env(facts);
+            if json.len() > start::MAX_CONTAINERS_JSON {
+                self.warn(format!(
+                    "{at}: the containers' facts take {} bytes, more than the {} KiB \
+                     PULLCHECK_CONTAINERS may hold; left out, so the init container does not \
+                     predict whether the containers start",
+                    json.len(),
+                    start::MAX_CONTAINERS_JSON / 1024
+                ));
+            } else {
+                env.push(env_value("PULLCHECK_CONTAINERS", &json));
+            }
+        }
+        if self.options.node_images {
+            env.push(Y::map([
+                ("name", Y::s("PULLCHECK_NODE_NAME")),
+                (
+                    "valueFrom",
+                    Y::map([(
+                        "fieldRef",
+                        Y::Flow(Box::new(Y::map([("fieldPath", Y::s("spec.nodeName"))]))),
+                    )]),
+                ),
+            ]));
+            if self.needs_token(spot) {
+                env.push(env_value(
+                    "PULLCHECK_SERVICE_ACCOUNT_DIR",
+                    SERVICE_ACCOUNT_MOUNT,
+                ));
+            }
+        }
+        env
     }
 
     /// The init container, first in `initContainers`.
@@ -555,7 +811,7 @@ impl Run<'_> {
                 _ => None,
             })
             .collect();
-        let ours = |name: &str| name.starts_with(VOLUME_PREFIX) || name == CA_VOLUME;
+        let ours = is_our_volume_name;
         let Some((key, list)) = t.own_entry(main, "volumeMounts") else {
             if !wanted.is_empty() {
                 let value = Y::Seq(wanted.iter().map(|(_, y)| (*y).clone()).collect());
@@ -633,8 +889,9 @@ impl Run<'_> {
         let is_ours = |v: NodeId| {
             let name = t.str_at(v, "name").unwrap_or("");
             !mounted_by_others.contains(name)
-                && ((name.starts_with(VOLUME_PREFIX) && t.get(v, "secret").is_some())
-                    || (name == CA_VOLUME && t.get(v, "configMap").is_some()))
+                && ["secret", "configMap", "projected", "hostPath"]
+                    .iter()
+                    .any(|source| t.get(v, source).is_some() && is_our_volume(name, source))
         };
         let ours: Vec<usize> = (0..items.len()).filter(|&i| is_ours(items[i])).collect();
         let mut taken: HashSet<String> = items
@@ -665,6 +922,12 @@ impl Run<'_> {
                 ("name", Y::s(CA_VOLUME)),
                 ("configMap", Y::Flow(Box::new(Y::map([("name", Y::s(cm))])))),
             ]));
+        }
+        for volume in &self.route.volumes {
+            wanted.push(from_json(volume));
+        }
+        if self.needs_token(spot) {
+            wanted.push(service_account_volume());
         }
         self.volumes_done.insert(spot.volumes, names.clone());
 
@@ -1066,6 +1329,24 @@ mod tests {
         assert_eq!(out.pod_specs, 1);
         assert!(out.warnings.is_empty(), "{:?}", out.warnings);
         assert_eq!(parse(&out.output)["spec"]["<<"]["restartPolicy"], "Never");
+    }
+
+    #[test]
+    fn taking_out_the_last_volume_of_a_compact_list_keeps_the_yaml_valid() {
+        let with = InjectOptions {
+            image: "p/p:1".into(),
+            secrets: vec!["s".into()],
+            ..InjectOptions::default()
+        };
+        let once = inject(POD, "t", &with).unwrap();
+        assert!(
+            once.output
+                .contains("\n  volumes:\n  - name: pullcheck-secret-s")
+        );
+        let without = run(&once.output);
+        let v = parse(&without.output);
+        assert_eq!(v["spec"]["volumes"], serde_yaml_ng::Value::Sequence(vec![]));
+        assert_eq!(run(&without.output).output, without.output);
     }
 
     #[test]

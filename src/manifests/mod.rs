@@ -28,6 +28,7 @@
 pub mod splice;
 pub mod tree;
 
+use crate::start::{ContainerFacts, ContainerKind, SecurityFacts};
 use std::fmt;
 use tree::{NodeId, ParseError, Tree};
 
@@ -83,15 +84,46 @@ pub struct PodContainer {
     pub image: String,
     /// `imagePullPolicy` as written (`pullPolicy` of an image volume); `None` when unset.
     pub image_pull_policy: Option<String>,
-    /// Whether `command` is set (not null); always `false` for an image volume.
+    /// Whether `command` is set (not null, not an empty list); always `false` for an image
+    /// volume.
     pub command_set: bool,
-    /// Whether `args` is set (not null); always `false` for an image volume.
+    /// Whether `args` is set (not null, not an empty list); always `false` for an image volume.
     pub args_set: bool,
     /// The effective `runAsNonRoot`: the container's `securityContext`, else the pod's;
     /// `None` when neither sets it (or for an image volume).
     pub run_as_non_root: Option<bool>,
     /// The effective `runAsUser`, as `run_as_non_root`.
     pub run_as_user: Option<i64>,
+}
+
+impl PodContainer {
+    /// The facts the start check needs ([`crate::start`]); `None` for an image volume (it
+    /// runs no process) and for an image with whitespace (not a reference). The security
+    /// values here are the effective ones already, so the pod's context is empty.
+    pub fn start_facts(&self) -> Option<ContainerFacts> {
+        let kind = match self.list {
+            ContainerList::Init => ContainerKind::Init,
+            ContainerList::Sidecar => ContainerKind::Sidecar,
+            ContainerList::App => ContainerKind::App,
+            ContainerList::ImageVolume => return None,
+        };
+        let image = self.image.trim();
+        if image.is_empty() || image.contains(char::is_whitespace) {
+            return None;
+        }
+        Some(ContainerFacts::from_spec(
+            &self.name,
+            image,
+            Some(kind),
+            self.command_set,
+            self.args_set,
+            &SecurityFacts::default(),
+            &SecurityFacts {
+                run_as_non_root: self.run_as_non_root,
+                run_as_user: self.run_as_user,
+            },
+        ))
+    }
 }
 
 /// Where a pod spec is.
@@ -1161,7 +1193,11 @@ impl Reader<'_> {
                         .and_then(|v| t.as_i64(v))
                 })
         };
-        let set = |key: &str| t.get(c, key).is_some_and(|v| !t.is_null(v));
+        // The kubelet and the runtimes read an empty list as no command (`len(Command) == 0`).
+        let set = |key: &str| {
+            t.get(c, key)
+                .is_some_and(|v| !(t.is_null(v) || (t.is_seq(v) && t.items(v).is_empty())))
+        };
         Ok(Some(PodContainer {
             name,
             list,

@@ -453,12 +453,13 @@ impl<'a> Splicer<'a> {
         })
     }
 
-    /// Removes item `index`; the only item of a block sequence becomes `[]`.
+    /// Removes item `index`; the only item of a block sequence becomes `[]`, two columns
+    /// right of its dash (a block sequence may start at its key's column, a flow one may not).
     pub fn remove_item(&self, seq: NodeId, index: usize) -> Result<Edit, Refusal> {
         let (start, end) = self.item_span(seq, index)?;
         let only = self.tree.items(seq).len() == 1;
         let insert = if only && !(self.is_flow(seq) || self.json) {
-            "[]"
+            "  []"
         } else {
             ""
         };

@@ -30,7 +30,11 @@ fn inject(args: &[&str], stdin: &str) -> Out {
         .args(args)
         .env_remove("PULLCHECK_INJECT_FILE")
         .env_remove("PULLCHECK_INJECT_IMAGE")
-        .env_remove("PULLCHECK_INJECT_SECRETS");
+        .env_remove("PULLCHECK_INJECT_SECRETS")
+        .env_remove("PULLCHECK_INJECT_NODE_IMAGES")
+        .env_remove("PULLCHECK_INJECT_HOSTS_CONFIGMAP")
+        .env_remove("PULLCHECK_INJECT_REGISTRIES_CONFIGMAP")
+        .env_remove("PULLCHECK_INJECT_HOSTS_FROM_NODE");
     let out = output_with_stdin(&mut cmd, stdin.as_bytes());
     Out {
         code: out.status.code().unwrap_or(-1),
@@ -1310,4 +1314,322 @@ fn unparseable_json_exits_2_naming_the_document() {
         out.stderr
     );
     assert!(!out.stderr.contains("c2VjcmV0"), "{}", out.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The node's images, the containers' facts and the node's registry configuration
+
+/// The value of env var `name` of a container, `None` when it is not there.
+fn env_var<'a>(container: &'a Value, name: &str) -> Option<&'a Value> {
+    container["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+}
+
+const POLICIES_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                            automountServiceAccountToken: false\n  initContainers:\n  - {name: setup, image: a:1}\n  \
+                            containers:\n  - {name: latest, image: b}\n  - {name: pinned, image: 'c:1', imagePullPolicy: Always}\n  \
+                            - {name: cached, image: 'd:1', imagePullPolicy: IfNotPresent}\n  \
+                            - {name: local, image: 'e:1', imagePullPolicy: Never}\n  - {name: again, image: 'a:1', imagePullPolicy: Always}\n";
+
+/// The pod spec of the one document has no volume left (an empty list where ours were).
+fn assert_no_volumes_of_ours(text: &str) {
+    let doc = &docs(text)[0];
+    if let Some(volumes) = doc["spec"].get("volumes") {
+        assert_eq!(volumes.as_sequence().map(Vec::len), Some(0), "{text}");
+    }
+    assert!(
+        !pullcheck_of(doc, "spec")
+            .as_mapping()
+            .unwrap()
+            .contains_key("volumeMounts")
+    );
+}
+
+#[test]
+fn node_images_split_images_by_policy_and_mount_a_token_where_the_pod_has_none() {
+    let out = inject_ok(&["--image", IMAGE, "--node-images"], POLICIES_POD);
+    let doc = &docs(&out.stdout)[0];
+    let c = pullcheck_of(doc, "spec");
+    // a:1 is IfNotPresent in one container and Always in another: Always. e:1 is Never.
+    assert_eq!(
+        env_var(c, "PULLCHECK_IMAGES").unwrap()["value"],
+        "a:1 b c:1"
+    );
+    assert_eq!(
+        env_var(c, "PULLCHECK_IMAGES_IF_NOT_PRESENT").unwrap()["value"],
+        "d:1"
+    );
+    let node = env_var(c, "PULLCHECK_NODE_NAME").unwrap();
+    assert_eq!(node["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
+    assert_eq!(
+        env_var(c, "PULLCHECK_SERVICE_ACCOUNT_DIR").unwrap()["value"],
+        "/var/run/pullcheck/serviceaccount"
+    );
+    let mount = c["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "pullcheck-serviceaccount")
+        .expect("the token's mount");
+    assert_eq!(mount["mountPath"], "/var/run/pullcheck/serviceaccount");
+    assert_eq!(mount["readOnly"], true);
+    // Only the init container mounts it; the pod still turns the automatic token off.
+    for app in at(doc, "spec.containers").as_sequence().unwrap() {
+        assert!(app.get("volumeMounts").is_none(), "{app:?}");
+    }
+    assert_eq!(
+        at(doc, "spec.automountServiceAccountToken"),
+        &Value::Bool(false)
+    );
+    let volume = at(doc, "spec.volumes")
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "pullcheck-serviceaccount")
+        .expect("the token's volume");
+    let sources = volume["projected"]["sources"].as_sequence().unwrap();
+    assert_eq!(sources[0]["serviceAccountToken"]["path"], "token");
+    assert_eq!(sources[1]["configMap"]["name"], "kube-root-ca.crt");
+    assert_eq!(sources[1]["configMap"]["items"][0]["key"], "ca.crt");
+    assert_eq!(sources[1]["configMap"]["items"][0]["path"], "ca.crt");
+    kubernetes_validate("node-images", &out.stdout);
+    // Byte for byte the same when injected again; back to today's env without the flag.
+    let twice = inject_ok(&["--image", IMAGE, "--node-images"], &out.stdout);
+    assert_eq!(twice.stdout, out.stdout);
+    let without = inject_ok(&["--image", IMAGE], &out.stdout).stdout;
+    assert_no_volumes_of_ours(&without);
+    let c = pullcheck_of(&docs(&without)[0], "spec").clone();
+    assert_eq!(
+        env_var(&c, "PULLCHECK_IMAGES").unwrap()["value"],
+        "a:1 b c:1 d:1"
+    );
+    for gone in [
+        "PULLCHECK_IMAGES_IF_NOT_PRESENT",
+        "PULLCHECK_NODE_NAME",
+        "PULLCHECK_SERVICE_ACCOUNT_DIR",
+    ] {
+        assert!(env_var(&c, gone).is_none(), "{gone}");
+    }
+    assert!(!without.contains("pullcheck-serviceaccount"), "{without}");
+
+    // A pod with the automatic token keeps using it: no volume of ours, no directory.
+    let with_token =
+        POLICIES_POD.replace("automountServiceAccountToken: false", "hostNetwork: false");
+    let out = inject_ok(&["--image", IMAGE, "--node-images"], &with_token);
+    let c = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    assert!(env_var(&c, "PULLCHECK_NODE_NAME").is_some());
+    assert!(env_var(&c, "PULLCHECK_SERVICE_ACCOUNT_DIR").is_none());
+    assert!(!out.stdout.contains("pullcheck-serviceaccount"));
+}
+
+#[test]
+fn containers_facts_are_handed_to_the_init_container() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+               securityContext: {runAsNonRoot: true}\n  initContainers:\n  \
+               - {name: setup, image: a:1, command: [sh], securityContext: {runAsUser: 0}}\n  \
+               - {name: proxy, image: p:1, restartPolicy: Always, args: [-v]}\n  containers:\n  \
+               - {name: app, image: ' b:1 ', securityContext: {runAsNonRoot: false}, command: []}\n  \
+               - {name: local, image: n:1, imagePullPolicy: Never}\n  volumes:\n  \
+               - {name: model, image: {reference: m:1}}\n";
+    let out = inject_ok(&["--image", IMAGE], pod);
+    let c = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    let json = env_var(&c, "PULLCHECK_CONTAINERS").unwrap()["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    use pullcheck::start::{ContainerFacts, ContainerKind, SecurityFacts};
+    let sc = |non_root, user| SecurityFacts {
+        run_as_non_root: non_root,
+        run_as_user: user,
+    };
+    let none = SecurityFacts::default();
+    // No image volume (no process), no Never container; effective values, an empty command is
+    // none, the image trimmed as in PULLCHECK_IMAGES.
+    let want = vec![
+        ContainerFacts::from_spec(
+            "setup",
+            "a:1",
+            Some(ContainerKind::Init),
+            true,
+            false,
+            &sc(Some(true), None),
+            &sc(None, Some(0)),
+        ),
+        ContainerFacts::from_spec(
+            "proxy",
+            "p:1",
+            Some(ContainerKind::Sidecar),
+            false,
+            true,
+            &sc(Some(true), None),
+            &none,
+        ),
+        ContainerFacts::from_spec(
+            "app",
+            "b:1",
+            Some(ContainerKind::App),
+            false,
+            false,
+            &sc(Some(true), None),
+            &sc(Some(false), None),
+        ),
+    ];
+    assert_eq!(ContainerFacts::parse_list(&json).unwrap(), want);
+    assert_eq!(env_images(&c), "a:1 p:1 b:1 m:1");
+    // A pod whose facts do not fit the variable gets none, and a warning.
+    let mut big = String::from(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  containers:\n",
+    );
+    for i in 0..700 {
+        big.push_str(&format!("  - {{name: container-with-a-long-name-{i:04}, image: 'registry.example.com/team/image-{i}:v1'}}\n"));
+    }
+    let out = inject_ok(&["--image", IMAGE], &big);
+    let c = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    assert!(env_var(&c, "PULLCHECK_CONTAINERS").is_none());
+    assert!(
+        out.stderr.contains("PULLCHECK_CONTAINERS may hold"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        inject_ok(&["--image", IMAGE], &out.stdout).stdout,
+        out.stdout
+    );
+}
+
+#[test]
+fn route_flags_mount_optional_configmaps_and_pass_their_arguments() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+               containers: [{name: a, image: 'a:1'}]\n";
+    let args = [
+        "--image",
+        IMAGE,
+        "--hosts-configmap",
+        "node-hosts",
+        "--",
+        "--timeout",
+        "20s",
+    ];
+    let out = inject_ok(&args, pod);
+    assert!(!out.stderr.contains("hostPath"), "{}", out.stderr);
+    let doc = &docs(&out.stdout)[0];
+    let c = pullcheck_of(doc, "spec");
+    let got: Vec<&str> = c["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "check",
+            "--timeout",
+            "20s",
+            "--hosts-dir",
+            "/etc/pullcheck/hosts.d"
+        ]
+    );
+    let mount = &c["volumeMounts"][0];
+    assert_eq!(mount["name"], "pullcheck-hosts");
+    assert_eq!(mount["mountPath"], "/etc/pullcheck/hosts.d");
+    assert_eq!(mount["readOnly"], true);
+    let volume = &at(doc, "spec.volumes")[0];
+    assert_eq!(volume["configMap"]["name"], "node-hosts");
+    assert_eq!(volume["configMap"]["optional"], true);
+    kubernetes_validate("hosts-configmap", &out.stdout);
+    assert_eq!(inject_ok(&args, &out.stdout).stdout, out.stdout);
+    // Another run without the flag takes them out again.
+    let without = inject_ok(&["--image", IMAGE], &out.stdout).stdout;
+    assert_no_volumes_of_ours(&without);
+    assert_eq!(
+        pullcheck_of(&docs(&without)[0], "spec"),
+        pullcheck_of(
+            &docs(&inject_ok(&["--image", IMAGE], pod).stdout)[0],
+            "spec"
+        )
+    );
+
+    let out = inject_ok(
+        &[
+            "--image",
+            IMAGE,
+            "--registries-configmap",
+            "node-registries",
+        ],
+        pod,
+    );
+    let doc = &docs(&out.stdout)[0];
+    let c = pullcheck_of(doc, "spec");
+    assert_eq!(c["args"][1], "--registries-conf");
+    assert_eq!(c["args"][2], "/etc/pullcheck/registries");
+    assert_eq!(at(doc, "spec.volumes")[0]["configMap"]["optional"], true);
+    assert_eq!(c["volumeMounts"][0]["readOnly"], true);
+    kubernetes_validate("registries-configmap", &out.stdout);
+
+    // The node's own directory: hostPath, read-only, and a warning about Pod Security.
+    let out = inject_ok(&["--image", IMAGE, "--hosts-from-node"], pod);
+    assert!(
+        out.stderr.contains("hostPath") && out.stderr.contains("baseline"),
+        "{}",
+        out.stderr
+    );
+    let doc = &docs(&out.stdout)[0];
+    let volume = &at(doc, "spec.volumes")[0];
+    assert_eq!(volume["hostPath"]["path"], "/etc/containerd/certs.d");
+    let c = pullcheck_of(doc, "spec");
+    assert_eq!(c["volumeMounts"][0]["readOnly"], true);
+    assert_eq!(c["args"][1], "--hosts-dir");
+    kubernetes_validate("hosts-from-node", &out.stdout);
+    assert_eq!(
+        inject_ok(&["--image", IMAGE, "--hosts-from-node"], &out.stdout).stdout,
+        out.stdout
+    );
+    let out = inject_ok(
+        &["--image", IMAGE, "--hosts-from-node", "/etc/k3s/certs.d"],
+        pod,
+    );
+    assert!(
+        out.stdout.contains("path: /etc/k3s/certs.d"),
+        "{}",
+        out.stdout
+    );
+
+    // Environment variables set to nothing turn the choices off.
+    let mut cmd = pullcheck_cmd();
+    cmd.args(["inject", "--image", IMAGE])
+        .env("PULLCHECK_INJECT_HOSTS_FROM_NODE", "")
+        .env("PULLCHECK_INJECT_HOSTS_CONFIGMAP", "")
+        .env("PULLCHECK_INJECT_REGISTRIES_CONFIGMAP", "");
+    let out = output_with_stdin(&mut cmd, pod.as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text, inject_ok(&["--image", IMAGE], pod).stdout);
+
+    // Refused at once: two runtimes, a bad name, a relative path, a flag the user also gave.
+    for bad in [
+        &["--hosts-configmap", "h", "--registries-configmap", "r"][..],
+        &["--hosts-configmap", "Not_A_Name"],
+        &["--hosts-from-node", "etc/containerd"],
+        &[
+            "--registries-configmap",
+            "r",
+            "--",
+            "--registries-conf",
+            "/x",
+        ],
+    ] {
+        let mut args = vec!["--image", IMAGE];
+        args.extend_from_slice(bad);
+        let out = inject(&args, pod);
+        assert_eq!(out.code, 2, "{bad:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty());
+    }
 }

@@ -199,7 +199,9 @@ fn strip(v: &Value) -> Value {
                         let name = item["name"].as_str().unwrap_or("");
                         !(name == "pullcheck"
                             || name.starts_with("pullcheck-secret-")
-                            || name == "pullcheck-ca")
+                            || name == "pullcheck-ca"
+                            || name == "pullcheck-hosts"
+                            || name == "pullcheck-serviceaccount")
                     });
                     if items.is_empty() {
                         continue;
@@ -324,6 +326,9 @@ fn every_corpus_file_is_injected_without_changing_anything_else() {
             "--job-failure-policy",
             "--ca-configmap",
             "corp-ca",
+            "--node-images",
+            "--hosts-configmap",
+            "node-hosts",
             "--",
             "--ca-file",
             "/etc/pullcheck/ca/corp.crt",
@@ -470,7 +475,9 @@ fn assert_job_failure_policy(name: &str, doc: &Value) {
 }
 
 /// With `--ca-configmap corp-ca -- --ca-file /etc/pullcheck/ca/corp.crt`, every injected init
-/// container mounts that file from the ConfigMap, whose volume is next to it.
+/// container mounts that file from the ConfigMap, whose volume is next to it; with
+/// `--node-images --hosts-configmap node-hosts`, it has the node's name and mounts the hosts
+/// directory.
 fn assert_ca_mounted(name: &str, v: &Value) {
     match v {
         Value::Object(map) => {
@@ -484,7 +491,18 @@ fn assert_ca_mounted(name: &str, v: &Value) {
                         && m["subPath"] == "corp.crt"),
                     "{name}: {mounts:?}"
                 );
+                assert!(
+                    mounts.iter().any(|m| m["name"] == "pullcheck-hosts"),
+                    "{name}: {mounts:?}"
+                );
+                let env = map["env"].as_array().unwrap();
+                assert!(
+                    env.iter().any(|e| e["name"] == "PULLCHECK_NODE_NAME"
+                        && e["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"),
+                    "{name}: {env:?}"
+                );
                 let args = map["args"].as_array().unwrap();
+                assert!(args.iter().any(|a| a == "--hosts-dir"), "{name}: {args:?}");
                 assert_eq!(
                     args[..3],
                     json!(["check", "--ca-file", "/etc/pullcheck/ca/corp.crt"])

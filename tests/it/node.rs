@@ -27,6 +27,15 @@ fn run(api: Option<&ApiServer>, args: &[&str]) -> Run {
 /// [`run`] with `KUBERNETES_SERVICE_HOST`, `KUBERNETES_SERVICE_PORT` and the service-account
 /// directory given (or none of them).
 fn run_against(endpoint: Option<(String, String, std::path::PathBuf)>, args: &[&str]) -> Run {
+    run_with_vars(endpoint, args, &[])
+}
+
+/// [`run_against`] with more environment variables (set after the others).
+fn run_with_vars(
+    endpoint: Option<(String, String, std::path::PathBuf)>,
+    args: &[&str],
+    vars: &[(String, String)],
+) -> Run {
     let mut cmd = pullcheck_cmd();
     cmd.arg("check")
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
@@ -46,6 +55,7 @@ fn run_against(endpoint: Option<(String, String, std::path::PathBuf)>, args: &[&
             .env_remove("KUBERNETES_SERVICE_HOST")
             .env_remove("KUBERNETES_SERVICE_PORT"),
     };
+    cmd.envs(vars.iter().map(|(k, v)| (k, v)));
     let out = cmd.output().expect("run pullcheck");
     Run {
         code: out.status.code().unwrap_or(-1),
@@ -671,4 +681,158 @@ fn measure_node_lookup_time_and_memory() {
         let peak = runs.iter().map(|r| r.1).fold(0.0, f64::max);
         println!("{label}: median {ms:.0} ms wall, peak RSS {peak:.1} MiB (5 runs)");
     }
+}
+
+/// The kind/CI pod of the tests below, for the registry at `host`.
+fn ci_pod(host: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  restartPolicy: Never\n  \
+         initContainers:\n  - {{name: tool, image: 'tool:2', imagePullPolicy: IfNotPresent}}\n  \
+         containers:\n  - {{name: app, image: 'app:v1.0'}}\n  \
+         - {{name: side, image: '{host}/node/pod-always:v1', imagePullPolicy: Always}}\n  \
+         - {{name: local, image: 'local:1', imagePullPolicy: Never}}\n"
+    )
+}
+
+#[test]
+fn inject_node_images_gives_the_init_container_what_check_pod_spec_reads() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node/pod-always", "v1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pod.yaml");
+    std::fs::write(&file, ci_pod(&host)).unwrap();
+    let file = file.to_str().unwrap();
+    let api = api_with(&[
+        &["docker.io/library/app:v1.0"],
+        &["docker.io/library/tool:2"],
+    ]);
+    let from_spec = run(
+        Some(&api),
+        &["--pod-spec", file, "--node", NODE, "--plain-http", &host],
+    );
+    assert_eq!(from_spec.code, 0, "{}", from_spec.stderr);
+
+    let out = pullcheck_cmd()
+        .args([
+            "inject",
+            "--node-images",
+            "-f",
+            file,
+            "--image",
+            "r.example/pullcheck:1",
+        ])
+        .args(["--", "--plain-http", &host])
+        .env_remove("PULLCHECK_INJECT_NODE_IMAGES")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    let init = &doc["spec"]["initContainers"][0];
+    // The kubelet fills in the downward API: the node the pod was scheduled to.
+    let vars: Vec<(String, String)> = init["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let name = e["name"].as_str().unwrap().to_string();
+            match e["value"].as_str() {
+                Some(v) => (name, v.to_string()),
+                None => {
+                    assert_eq!(e["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
+                    (name, NODE.to_string())
+                }
+            }
+        })
+        .collect();
+    let names: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "PULLCHECK_IMAGES",
+            "PULLCHECK_IMAGES_IF_NOT_PRESENT",
+            "PULLCHECK_CONTAINERS",
+            "PULLCHECK_NODE_NAME"
+        ]
+    );
+    let args: Vec<&str> = init["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let api2 = api_with(&[
+        &["docker.io/library/app:v1.0"],
+        &["docker.io/library/tool:2"],
+    ]);
+    let endpoint = Some((
+        api2.host(),
+        api2.port(),
+        api2.service_account_dir().to_path_buf(),
+    ));
+    let from_env = run_with_vars(endpoint, &args, &vars);
+    assert_eq!(from_env.code, from_spec.code, "{}", from_env.stderr);
+    assert!(from_env.stderr.is_empty(), "{}", from_env.stderr);
+    let verdicts = |r: &Run| {
+        let mut v: Vec<String> = r.json()["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} {} {} {} {}",
+                    i["image"], i["status"], i["reason"], i["pull_policy"], i["present_on_node"]
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(verdicts(&from_env), verdicts(&from_spec));
+    assert_one_node_request(&api2);
+}
+
+#[test]
+fn check_pod_spec_looks_up_if_not_present_images_on_the_node() {
+    // A kind/CI pod: a loaded image without a policy (IfNotPresent by default), one that says
+    // IfNotPresent, one the registry holds and must be asked about (Always), one Never.
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node/pod-always", "v1");
+    let api = api_with(&[
+        &["docker.io/library/app:v1.0"],
+        &["docker.io/library/tool:2"],
+    ]);
+    let pod = ci_pod(&host);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pod.yaml");
+    std::fs::write(&file, pod).unwrap();
+    let run = run(
+        Some(&api),
+        &[
+            "--pod-spec",
+            file.to_str().unwrap(),
+            "--node",
+            NODE,
+            "--plain-http",
+            &host,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    for image in ["app:v1.0", "tool:2"] {
+        let r = run.image(image);
+        assert_eq!(r["reason"], "present_on_node", "{r}");
+        assert_eq!(r["pull_policy"], "IfNotPresent");
+    }
+    let always = run.image(&format!("{host}/node/pod-always:v1"));
+    assert_eq!(always["status"], "ok");
+    assert_eq!(always["pull_policy"], "Always");
+    assert!(!run.stdout.contains("local:1"), "{}", run.stdout);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    assert_one_node_request(&api);
 }

@@ -797,3 +797,200 @@ fn measure_start_check_cost() {
         median(off)
     );
 }
+
+/// `pullcheck ARGS` (a subcommand and its arguments) with no `PULLCHECK_*` setting from the
+/// environment but `vars`.
+fn pullcheck_with(args: &[&str], vars: &[(String, String)]) -> Run {
+    let mut cmd = pullcheck_cmd();
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PULLCHECK_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.args(args)
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .env_remove("DOCKER_CONFIG")
+        .stdin(std::process::Stdio::null());
+    let out = cmd.output().expect("run pullcheck");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Each image's verdict and its containers' predictions, by image.
+fn verdicts(r: &Run) -> std::collections::BTreeMap<String, (Value, Value, Value)> {
+    r.json()["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["image"].as_str().unwrap().to_string(),
+                (
+                    i["status"].clone(),
+                    i["reason"].clone(),
+                    i["containers"].clone(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// A pod whose init container sets `runAsUser: 0`, whose app runs an image without a user
+/// under the pod's `runAsNonRoot: true`, and one with neither a command nor a `Cmd`.
+fn wire_pod(host: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  restartPolicy: Never\n  \
+         securityContext: {{runAsNonRoot: true}}\n  initContainers:\n  \
+         - {{name: setup, image: '{host}/start/wire-user:v1', imagePullPolicy: Always, securityContext: {{runAsUser: 0}}}}\n  \
+         containers:\n  - {{name: app, image: '{host}/start/wire-root:v1', imagePullPolicy: Always}}\n  \
+         - {{name: bare, image: '{host}/start/wire-bare:v1', imagePullPolicy: Always}}\n  \
+         - {{name: fine, image: '{host}/start/wire-user:v1', imagePullPolicy: Always, args: [x]}}\n  \
+         - {{name: local, image: '{host}/start/wire-absent:v1', imagePullPolicy: Never}}\n  volumes:\n  \
+         - {{name: model, image: {{reference: '{host}/start/wire-root:v1', pullPolicy: Always}}}}\n"
+    )
+}
+
+fn push_wire_images(reg: &Registry) {
+    reg.push_image_with_config(
+        "start/wire-root",
+        "v1",
+        "linux/amd64",
+        false,
+        &RunSettings::user(""),
+    );
+    reg.push_image_with_config(
+        "start/wire-user",
+        "v1",
+        "linux/amd64",
+        false,
+        &RunSettings::user("1000"),
+    );
+    let bare = RunSettings {
+        user: Some("1000".into()),
+        ..RunSettings::default()
+    };
+    reg.push_image_with_config("start/wire-bare", "v1", "linux/amd64", false, &bare);
+}
+
+#[test]
+fn check_pod_spec_predicts_containers_that_will_not_start() {
+    let reg = plain_registry();
+    let host = reg.host();
+    push_wire_images(reg);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pod.yaml");
+    std::fs::write(&file, wire_pod(&host)).unwrap();
+    let r = pullcheck_with(
+        &[
+            "check",
+            "-o",
+            "json",
+            "--termination-log",
+            "",
+            "--secrets-dir",
+            "/nonexistent/pullcheck-secrets",
+            "--plain-http",
+            &host,
+            "--pod-spec",
+            path(&file),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 7, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    let root = r.image(&format!("{host}/start/wire-root:v1"));
+    assert_eq!(root["status"], "wont_start");
+    assert_eq!(root["reason"], "runs_as_root");
+    // The image volume runs nothing: one container uses the image.
+    assert_eq!(root["containers"].as_array().unwrap().len(), 1, "{root:#}");
+    assert_eq!(
+        start_of(&root, "app"),
+        ("wont_start".into(), "runs_as_root".into())
+    );
+    let user = r.image(&format!("{host}/start/wire-user:v1"));
+    assert_eq!(
+        start_of(&user, "setup"),
+        ("wont_start".into(), "run_as_user_zero".into())
+    );
+    assert_eq!(start_of(&user, "fine").0, "ok");
+    let bare = r.image(&format!("{host}/start/wire-bare:v1"));
+    assert_eq!(
+        start_of(&bare, "bare"),
+        ("wont_start".into(), "no_command".into())
+    );
+    // The Never container's image is neither checked nor asked for.
+    assert!(!r.stdout.contains("wire-absent"), "{}", r.stdout);
+    assert!(reg.requests_for("start/wire-absent").is_empty());
+}
+
+#[test]
+fn the_injected_init_container_predicts_what_check_pod_spec_predicts() {
+    let reg = plain_registry();
+    let host = reg.host();
+    push_wire_images(reg);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pod.yaml");
+    std::fs::write(&file, wire_pod(&host)).unwrap();
+    let common = [
+        "-o",
+        "json",
+        "--termination-log",
+        "",
+        "--secrets-dir",
+        "/nonexistent/pullcheck-secrets",
+    ];
+    let mut args = vec!["check"];
+    args.extend(common);
+    args.extend(["--plain-http", &host, "--pod-spec", path(&file)]);
+    let from_spec = pullcheck_with(&args, &[]);
+    assert_eq!(from_spec.code, 7, "{}", from_spec.stderr);
+
+    let injected = pullcheck_with(
+        &[
+            "inject",
+            "-f",
+            path(&file),
+            "--image",
+            "registry.example.com/pullcheck:1",
+            "--",
+            "--plain-http",
+            &host,
+        ],
+        &[],
+    );
+    assert_eq!(injected.code, 0, "{}", injected.stderr);
+    let doc: Value = serde_yaml_ng::from_str(&injected.stdout).unwrap();
+    let init = &doc["spec"]["initContainers"][0];
+    assert_eq!(init["name"], "pullcheck");
+    // The init container's own arguments and environment, run here in its place.
+    let mut args: Vec<String> = init["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(args[0], "check");
+    args.splice(1..1, common.iter().map(|a| a.to_string()));
+    let vars: Vec<(String, String)> = init["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        vars.iter().any(|(k, _)| k == "PULLCHECK_CONTAINERS"),
+        "{vars:?}"
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let from_env = pullcheck_with(&args, &vars);
+    assert_eq!(from_env.code, from_spec.code, "{}", from_env.stderr);
+    assert_eq!(verdicts(&from_env), verdicts(&from_spec));
+}
