@@ -2,6 +2,7 @@
 //! exponential back-off and jitter while its failure is transient, the whole run inside one
 //! deadline (`--timeout`). Every image gets a result; nothing here returns an error.
 
+use crate::credentials::{Lookup, NodeCredentials};
 use crate::keyring::{Credential, Keyring};
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, AuthUsed, Client, ClientOptions, Fact, Outcome, Progress, Verdict};
@@ -27,6 +28,10 @@ pub struct Options {
     /// Registries (`host[:port]`, `docker.io`, or `*`) whose `unauthorized` verdicts, when no
     /// credential matched, are warnings: the node may pull with credentials of its own.
     pub allow_unauthenticated: Vec<String>,
+    /// What the node would pull with (cloud providers, exec plugins), tried after the pull
+    /// secrets. None by default; the CLI builds them from `--cloud-credentials` and
+    /// `--image-credential-provider-config`.
+    pub node_credentials: NodeCredentials,
 }
 
 impl Default for Options {
@@ -37,6 +42,7 @@ impl Default for Options {
             client: ClientOptions::default(),
             keyring: Keyring::default(),
             allow_unauthenticated: Vec::new(),
+            node_credentials: NodeCredentials::none(),
         }
     }
 }
@@ -141,6 +147,7 @@ pub async fn check_until(
                     allow_unauthenticated: allowed,
                     client: client.clone(),
                     credentials,
+                    node: options.node_credentials.clone(),
                     slots: slots.clone(),
                     image: image.clone(),
                     reference,
@@ -214,6 +221,8 @@ struct Job {
     client: Arc<Client>,
     /// The credentials to try, in the kubelet's order (empty: anonymous).
     credentials: Vec<Credential>,
+    /// The node's credential sources, asked after the pull secrets.
+    node: NodeCredentials,
     slots: Arc<Semaphore>,
     image: String,
     reference: Reference,
@@ -231,7 +240,13 @@ impl Job {
             Ok(Ok(slot)) if Instant::now() < self.deadline => slot,
             _ => return self.deadline_passed("a free slot (raise --concurrency)", 0, start),
         };
-        let credentials: Vec<&Credential> = self.credentials.iter().collect();
+        // The node's credentials come after the pull secrets, as the kubelet orders them.
+        let node = self.node.lookup(&self.reference, self.deadline).await;
+        let credentials: Vec<&Credential> = self
+            .credentials
+            .iter()
+            .chain(node.credentials.iter())
+            .collect();
         let mut attempts = 0u32;
         loop {
             attempts += 1;
@@ -257,15 +272,7 @@ impl Job {
                     verdict.message.push_str(&self.gave_up(attempts, start));
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
-                if result.status == Status::Unauthorized
-                    && credentials.is_empty()
-                    && self.allow_unauthenticated
-                {
-                    result.fatal = false;
-                    result.message.push_str(
-                        "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
-                    );
-                }
+                self.count(&mut result, &node);
                 return result;
             };
             // A registry asking for no wait (`Retry-After: 0`, or a date in the past) still gets
@@ -276,6 +283,52 @@ impl Job {
                 return self.result(verdict, &outcome.auth, attempts, start);
             }
             tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Whether a refusal counts (`fatal`), and what the node's credential sources add to its
+    /// message: in one place. A `not_found` reached with any credential, the node's included,
+    /// always counts: that is the answer the check exists for.
+    fn count(&self, result: &mut ImageResult, node: &Lookup) {
+        if !matches!(result.status, Status::Unauthorized | Status::Denied) {
+            return;
+        }
+        for note in &node.notes {
+            result.message.push_str("; ");
+            result.message.push_str(note);
+        }
+        let secrets = self.credentials.len();
+        if secrets == 0 && !node.credentials.is_empty() {
+            // Only the pod's cloud identity (or a plugin run in the pod) was refused: the
+            // node pulls with its own identity, which may differ.
+            let names: Vec<&str> = node.credentials.iter().map(|c| c.source.as_str()).collect();
+            result.fatal = false;
+            result.message.push_str(&format!(
+                "; not counted: only the node-side credentials ({}) were tried, and the node's own identity may have access",
+                names.join(", ")
+            ));
+            result.hint = "Give the pod's identity read access to the repository (ECR: ecr:GetAuthorizationToken and ecr:BatchGetImage; Artifact Registry Reader; AcrPull), or mount a pull secret.".to_string();
+            return;
+        }
+        if let (Some((plugin, why)), Status::Unauthorized, 0) =
+            (&node.failed_plugin, result.status, secrets)
+        {
+            result.reason = "provider_failed";
+            result.message = format!(
+                "{}: the credential provider plugin {plugin} failed: {why}; {}",
+                result.reference, result.message
+            );
+            result.hint = "Check the plugin and its configuration (--image-credential-provider-config, --image-credential-provider-bin-dir); its output is not shown, as it may hold secrets.".to_string();
+        }
+        if result.status == Status::Unauthorized
+            && secrets == 0
+            && node.credentials.is_empty()
+            && self.allow_unauthenticated
+        {
+            result.fatal = false;
+            result.message.push_str(
+                "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
+            );
         }
     }
 

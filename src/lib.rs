@@ -28,7 +28,9 @@
 //!   files and stdin, for `config` and `keyring` alike.
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the container runtime does it.
 //! - [`podspec`]: the images of Pods, workloads and Lists.
-//! - [`keyring`]: pull-secret files and the kubelet's credential matching.
+//! - [`keyring`]: pull-secret files and the kubelet's credential matching;
+//!   [`credentials`]: what the node would pull with (cloud providers, exec plugins), tried
+//!   after the pull secrets.
 //! - [`registry`]: all HTTP to registries; [`registry::classify`](fn@registry::classify) turns what it found into a
 //!   verdict, in one place.
 //! - [`platform`]: the node's platform and index matching, as containerd does it;
@@ -41,6 +43,7 @@ pub mod app;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod inject;
 pub mod input;
 pub mod keyring;

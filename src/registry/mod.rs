@@ -202,6 +202,8 @@ pub struct ClientOptions {
     pub ca_certs: Vec<CertificateDer<'static>>,
     /// Whether and how to check the node's platform.
     pub platform: PlatformPolicy,
+    /// Tests only: hosts connected to at a fixed address instead of resolved.
+    pub resolve: Vec<(String, std::net::SocketAddr)>,
 }
 
 /// How far to go to check that an image has a variant for the node (`--platform-check`).
@@ -297,7 +299,11 @@ impl Client {
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
 
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        for (host, addr) in &options.resolve {
+            builder = builder.resolve(host, *addr);
+        }
+        let http = builder
             .tls_backend_preconfigured(tls)
             .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
             .redirect(redirect_policy())
