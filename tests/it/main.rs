@@ -5,15 +5,19 @@
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
+//! - `cloud`, `plugin`: the node's credentials (built-in cloud providers against stand-ins of
+//!   the cloud endpoints; the kubelet's exec plugins), against real registries.
 
 #![allow(clippy::unwrap_used)]
 
 mod auth;
 mod bad_input;
 mod check;
+mod cloud;
 mod common;
 mod faults;
 mod harness;
 mod image;
 mod inject;
 mod platform;
+mod plugin;
