@@ -314,9 +314,13 @@ impl Job {
             (&node.failed_plugin, result.status, secrets)
         {
             result.reason = "provider_failed";
+            let prefix = format!("{}: ", result.reference);
+            let rest = result
+                .message
+                .strip_prefix(&prefix)
+                .unwrap_or(&result.message);
             result.message = format!(
-                "{}: the credential provider plugin {plugin} failed: {why}; {}",
-                result.reference, result.message
+                "{prefix}the credential provider plugin {plugin} failed: {why}; then {rest}"
             );
             result.hint = "Check the plugin and its configuration (--image-credential-provider-config, --image-credential-provider-bin-dir); its output is not shown, as it may hold secrets.".to_string();
         }

@@ -429,8 +429,6 @@ enum CacheKey {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Response {
-    api_version: String,
-    kind: String,
     cache_key_type: String,
     #[serde(default)]
     cache_duration: Option<String>,
@@ -640,20 +638,28 @@ impl Plugins {
             return Err("its output is larger than 1 MiB".to_string());
         }
         // Never the output itself in a message, nor serde's, which can quote it.
-        let response: Response = serde_json::from_slice(&out).map_err(|e| {
+        let invalid = |e: serde_json::Error| {
             format!(
                 "its output is not a CredentialProviderResponse (invalid at line {} column {})",
                 e.line(),
                 e.column()
             )
-        })?;
-        if response.kind != "CredentialProviderResponse"
-            || !REQUEST_VERSIONS.contains(&response.api_version.as_str())
-        {
+        };
+        let value: Value = serde_json::from_slice(&out).map_err(invalid)?;
+        let is_response = value.get("kind").and_then(Value::as_str)
+            == Some("CredentialProviderResponse")
+            && value
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|v| REQUEST_VERSIONS.contains(&v));
+        if !is_response {
             return Err(
                 "its output is not a CredentialProviderResponse (kind or apiVersion)".to_string(),
             );
         }
+        let response: Response = serde_json::from_value(value).map_err(|_| {
+            "its CredentialProviderResponse has fields of the wrong type".to_string()
+        })?;
         let key_type = match response.cache_key_type.as_str() {
             "Image" => "Image",
             "Registry" => "Registry",

@@ -110,7 +110,10 @@ pub struct StandIn {
 impl StandIn {
     pub fn start(config: Value) -> StandIn {
         let mut child = Command::new(venv_python())
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/standin/cloud.py"))
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/it/standin/cloud.py"
+            ))
             .arg(config.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -132,7 +135,8 @@ impl StandIn {
     /// The requests it saw: `METHOD path outcome`.
     pub fn log(&self) -> Vec<String> {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.write_all(b"GET /_log HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        s.write_all(b"GET /_log HTTP/1.0\r\nHost: x\r\n\r\n")
+            .unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         let body = text.split("\r\n\r\n").nth(1).unwrap_or("[]");
@@ -194,7 +198,10 @@ impl<'a> Cloud<'a> {
             ("AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint.to_string()),
             ("AWS_ENDPOINT_URL_STS", format!("{endpoint}/sts")),
             ("AWS_ENDPOINT_URL_ECR", format!("{endpoint}/ecr")),
-            ("GCE_METADATA_HOST", endpoint.trim_start_matches("http://").to_string()),
+            (
+                "GCE_METADATA_HOST",
+                endpoint.trim_start_matches("http://").to_string(),
+            ),
             ("AZURE_POD_IDENTITY_AUTHORITY_HOST", endpoint.to_string()),
             ("AZURE_AUTHORITY_HOST", format!("{endpoint}/")),
             ("PULLCHECK_TEST_ACR_EXCHANGE", endpoint.to_string()),
@@ -233,9 +240,16 @@ impl<'a> Cloud<'a> {
         let mut cmd = pullcheck_cmd();
         for (name, _) in std::env::vars_os() {
             let n = name.to_string_lossy();
-            if ["PULLCHECK_", "AWS_", "GCE_", "AZURE_", "GOOGLE_", "DOCKER_CONFIG"]
-                .iter()
-                .any(|p| n.starts_with(p))
+            if [
+                "PULLCHECK_",
+                "AWS_",
+                "GCE_",
+                "AZURE_",
+                "GOOGLE_",
+                "DOCKER_CONFIG",
+            ]
+            .iter()
+            .any(|p| n.starts_with(p))
             {
                 cmd.env_remove(&name);
             }
@@ -385,7 +399,9 @@ fn aws_web_identity_refused_by_sts_says_so() {
     let r = c.expect(&c.image("cloud/irsa-refused:v1"), 5);
     let msg = r["message"].as_str().unwrap();
     assert!(
-        msg.contains(&format!("aws web identity {ROLE_ARN}: STS AssumeRoleWithWebIdentity")),
+        msg.contains(&format!(
+            "aws web identity {ROLE_ARN}: STS AssumeRoleWithWebIdentity"
+        )),
         "{msg}"
     );
     assert!(msg.contains("403 (AccessDenied: Not authorized"), "{msg}");
@@ -556,10 +572,7 @@ fn pull_secrets_are_tried_before_the_cloud_credential() {
     );
     c.args = vec!["--docker-config".into(), good];
     let r = c.expect(&c.image("cloud/secret-first:v1"), 0);
-    assert!(
-        r["auth"].as_str().unwrap().contains("good.json"),
-        "{r:#}"
-    );
+    assert!(r["auth"].as_str().unwrap().contains("good.json"), "{r:#}");
     // The pull secret worked: the cloud was asked (in parallel) but its credential not used.
     let bad_b64 = base64::engine::general_purpose::STANDARD.encode("AWS:wrong-password");
     let bad = c.file(
@@ -606,9 +619,12 @@ fn google_a_silent_metadata_server_costs_about_a_second() {
     let (run, elapsed) = c.run(std::slice::from_ref(&image));
     assert_eq!(run.code, 5, "{}", run.stdout);
     let msg = run.image(&image)["message"].as_str().unwrap().to_string();
-    assert!(msg.contains("google cloud credentials unavailable"), "{msg}");
+    assert!(
+        msg.contains("google cloud credentials unavailable"),
+        "{msg}"
+    );
     assert!(msg.contains("did not answer in time"), "{msg}");
-    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    assert!(elapsed < Duration::from_millis(2500), "{elapsed:?}");
 }
 
 #[test]
@@ -685,7 +701,10 @@ fn azure_a_federated_token_entra_refuses_is_unavailable_and_says_why() {
         .set("AZURE_TENANT_ID", AZURE_TENANT);
     let r = c.expect(&c.image("team/wrong:v1"), 5);
     let msg = r["message"].as_str().unwrap();
-    assert!(msg.contains("azure cloud credentials unavailable: azure workload identity"), "{msg}");
+    assert!(
+        msg.contains("azure cloud credentials unavailable: azure workload identity"),
+        "{msg}"
+    );
     assert!(msg.contains("invalid_client"), "{msg}");
 }
 

@@ -83,7 +83,14 @@ providers:
             }
         }
         cmd.arg("check")
-            .args(["-o", "json", "--timeout", "6s", "--cloud-credentials", "off"])
+            .args([
+                "-o",
+                "json",
+                "--timeout",
+                "6s",
+                "--cloud-credentials",
+                "off",
+            ])
             .arg("--ca-file")
             .arg(tls_basic_registry().ca_pem_path().unwrap())
             .arg("--termination-log")
@@ -134,12 +141,20 @@ fn plugin_credentials_are_used_and_cached_per_registry() {
     let p = Plugin::new();
     let config = p.config("127.0.0.*", "ok", "");
     // A pattern without a port does not match a host with one: the kubelet compares ports.
-    let (run, _) = p.run(&config, &response_env("Registry", "1h", &p.host), &[p.image("plugin/a:v1")]);
+    let (run, _) = p.run(
+        &config,
+        &response_env("Registry", "1h", &p.host),
+        &[p.image("plugin/a:v1")],
+    );
     assert_eq!(run.code, 5, "{}", run.stdout);
     assert!(p.requests().is_empty());
 
     let config = p.config(&p.host, "ok", "");
-    let images = [p.image("plugin/a:v1"), p.image("plugin/b:v1"), p.image("plugin/a:v9")];
+    let images = [
+        p.image("plugin/a:v1"),
+        p.image("plugin/b:v1"),
+        p.image("plugin/a:v9"),
+    ];
     let (run, _) = p.run(&config, &response_env("Registry", "1h", &p.host), &images);
     assert_eq!(run.code, 3, "{}", run.stdout);
     let a = run.image(&images[0]);
@@ -158,7 +173,10 @@ fn plugin_credentials_are_used_and_cached_per_registry() {
     );
     assert_eq!(requests[0]["kind"], "CredentialProviderRequest");
     assert!(
-        requests[0]["image"].as_str().unwrap().starts_with(&format!("{}/plugin/", p.host)),
+        requests[0]["image"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{}/plugin/", p.host)),
         "{requests:?}"
     );
 }
@@ -189,16 +207,27 @@ fn plugin_auth_entries_match_the_image_as_the_kubelet_matches_them() {
     // An auth key for another path prefix gives no credential for this image.
     let key = format!("{}/other", p.host);
     let image = p.image("plugin/e:v1");
-    let (run, _) = p.run(&config, &response_env("Registry", "1h", &key), std::slice::from_ref(&image));
+    let (run, _) = p.run(
+        &config,
+        &response_env("Registry", "1h", &key),
+        std::slice::from_ref(&image),
+    );
     assert_eq!(run.code, 5, "{}", run.stdout);
     let r = run.image(&image);
     assert_eq!(r["reason"], "no_credentials", "{r:#}");
     assert!(
-        r["message"].as_str().unwrap().contains("credential provider test-plugin gave no credential"),
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("credential provider test-plugin gave no credential"),
         "{r:#}"
     );
     let key = format!("{}/plugin", p.host);
-    let (run, _) = p.run(&config, &response_env("Registry", "1h", &key), std::slice::from_ref(&image));
+    let (run, _) = p.run(
+        &config,
+        &response_env("Registry", "1h", &key),
+        std::slice::from_ref(&image),
+    );
     assert_eq!(run.code, 0, "{}", run.stdout);
 }
 
@@ -211,8 +240,14 @@ fn plugin_failures_are_provider_failed_naming_the_plugin_and_never_its_output() 
     let images = [p.image("plugin/f:v1"), p.image("plugin/g:v1")];
     for (mode, why) in [
         ("fail", "it exited with exit status: 3"),
-        ("garbage", "its output is not a CredentialProviderResponse (invalid at line 1 column"),
-        ("wrong-kind", "its output is not a CredentialProviderResponse (kind or apiVersion)"),
+        (
+            "garbage",
+            "its output is not a CredentialProviderResponse (invalid at line 1 column",
+        ),
+        (
+            "wrong-kind",
+            "its output is not a CredentialProviderResponse (kind or apiVersion)",
+        ),
     ] {
         let _ = std::fs::remove_file(p.path("plugin.log"));
         let config = p.config(&p.host, mode, "");
@@ -224,7 +259,9 @@ fn plugin_failures_are_provider_failed_naming_the_plugin_and_never_its_output() 
             assert_eq!(r["reason"], "provider_failed", "{r:#}");
             let msg = r["message"].as_str().unwrap();
             assert!(
-                msg.contains(&format!("the credential provider plugin test-plugin failed: {why}")),
+                msg.contains(&format!(
+                    "the credential provider plugin test-plugin failed: {why}"
+                )),
                 "{mode}: {msg}"
             );
         }
@@ -240,12 +277,19 @@ fn a_hanging_plugin_is_cut_at_half_the_time_left() {
     let p = Plugin::new();
     let config = p.config(&p.host, "hang", "");
     let image = p.image("plugin/h:v1");
-    let (run, elapsed) = p.run(&config, &response_env("Registry", "1h", &p.host), std::slice::from_ref(&image));
+    let (run, elapsed) = p.run(
+        &config,
+        &response_env("Registry", "1h", &p.host),
+        std::slice::from_ref(&image),
+    );
     assert_eq!(run.code, 5, "{}", run.stdout);
     let r = run.image(&image);
     assert_eq!(r["reason"], "provider_failed", "{r:#}");
     assert!(
-        r["message"].as_str().unwrap().contains("it did not answer within 3.0s"),
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("it did not answer within 3.0s"),
         "{r:#}"
     );
     // --timeout 6s: half for the plugin, then the verdict.
@@ -271,7 +315,10 @@ fn plugin_token_attributes_pass_the_projected_service_account_token() {
     let r = run.image(&image);
     assert_eq!(r["reason"], "provider_failed", "{r:#}");
     assert!(
-        r["message"].as_str().unwrap().contains("pullcheck inject --credential-provider-config"),
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("pullcheck inject --credential-provider-config"),
         "{r:#}"
     );
     assert!(p.requests().is_empty());
@@ -307,5 +354,8 @@ fn a_config_without_bin_dir_or_plugin_is_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("provider missing-plugin: no plugin"), "{stderr}");
+    assert!(
+        stderr.contains("provider missing-plugin: no plugin"),
+        "{stderr}"
+    );
 }

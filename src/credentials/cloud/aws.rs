@@ -285,8 +285,9 @@ async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
     // IMDSv2: a session token first. Its answer is the one a hop limit of 1 drops on its way
     // into a pod: the connection opens, the answer never comes.
     let mut hop_limit = false;
+    let half = super::METADATA_TIMEOUT / 2;
     let token = match http
-        .metadata(|c| {
+        .metadata_within(half, |c| {
             c.put(&token_url)
                 .header("x-aws-ec2-metadata-token-ttl-seconds", "21600")
         })
@@ -310,10 +311,15 @@ async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
         Some(t) => req.header("x-aws-ec2-metadata-token", super::sensitive(t)),
         None => req,
     };
-    let hop_hint = "the IMDSv2 token answer did not arrive within 1s, as when the instance's metadata hop limit is 1 (raise HttpPutResponseHopLimit to 2, or give the pod IRSA or EKS Pod Identity)";
+    let hop_hint = "the IMDSv2 token answer did not arrive within 0.5s, as when the instance's metadata hop limit is 1 (raise HttpPutResponseHopLimit to 2, or give the pod IRSA or EKS Pod Identity)";
     let roles_url = format!("{base}/latest/meta-data/iam/security-credentials/");
+    let limit = if hop_limit {
+        half
+    } else {
+        super::METADATA_TIMEOUT
+    };
     let roles = http
-        .metadata(|c| with_token(c.get(&roles_url)))
+        .metadata_within(limit, |c| with_token(c.get(&roles_url)))
         .await
         .map_err(|e| {
             if hop_limit {

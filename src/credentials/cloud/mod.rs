@@ -8,7 +8,8 @@
 //! ECR token once per region; Google: once; Azure: the Entra token once, the refresh token
 //! once per registry), from whichever image needs it first; the other images wait for that
 //! answer. Metadata endpoints (IMDS, the GKE metadata server, Azure IMDS, Pod Identity's agent)
-//! get one second to connect and one to answer, then the provider is "unavailable".
+//! get one second in all (IMDS: half a second for IMDSv2's token, half for the IMDSv1 fallback
+//! when the token answer never came), then the provider is "unavailable".
 //!
 //! No cloud SDK: the three exchanges are a few HTTP requests each, and AWS's SigV4 is ~100 lines
 //! over `ring` (already in the binary for TLS); the SDKs would add megabytes to a binary whose
@@ -37,7 +38,7 @@ pub enum Mode {
     Off,
 }
 
-/// How long a metadata endpoint gets to accept a connection, and then to answer.
+/// How long a metadata endpoint gets to accept a connection and answer.
 pub const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a cloud API (STS, ECR, Entra ID, a registry's exchange) gets to accept a connection.
 const API_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -274,12 +275,21 @@ impl Http {
         Ok(Http { metadata, api })
     }
 
-    /// Sends a request to a metadata endpoint: one second to connect, one to answer.
+    /// Sends a request to a metadata endpoint: one second in all.
     pub(crate) async fn metadata(
         &self,
         build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
     ) -> Result<Answered, String> {
-        send(build(&self.metadata).timeout(METADATA_TIMEOUT * 2)).await
+        self.metadata_within(METADATA_TIMEOUT, build).await
+    }
+
+    /// Sends a request to a metadata endpoint, with its own time limit.
+    pub(crate) async fn metadata_within(
+        &self,
+        limit: Duration,
+        build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
+    ) -> Result<Answered, String> {
+        send(build(&self.metadata).timeout(limit)).await
     }
 
     /// Sends a request to a cloud API.
