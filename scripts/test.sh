@@ -9,4 +9,6 @@ need_registry
 if ! command -v kubernetes-validate >/dev/null 2>&1; then
   python3 -m pip install -q kubernetes-validate==1.37.0
 fi
+# botocore, for the cloud-credential tests' independent SigV4 check.
+scripts/test-venv.sh >/dev/null
 cargo test --all-targets "$@"
