@@ -73,7 +73,7 @@ impl NodeCredentials {
                 }
             }
             match &self.cloud {
-                Some(cloud) => cloud.lookup(reference, deadline).await,
+                Some(cloud) => cloud.lookup(reference).await,
                 None => Lookup::default(),
             }
         };
@@ -84,5 +84,27 @@ impl NodeCredentials {
                 ..Lookup::default()
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyring::Secret;
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let lookup = Lookup {
+            credentials: vec![Credential {
+                username: "AWS".to_string(),
+                password: Secret::new("ecr-token-value"),
+                source: "aws pod identity".to_string(),
+            }],
+            notes: Vec::new(),
+            failed_plugin: None,
+        };
+        let shown = format!("{lookup:?} {:?}", NodeCredentials::none());
+        assert!(!shown.contains("ecr-token-value"), "{shown}");
+        assert!(shown.contains("aws pod identity"));
     }
 }

@@ -20,7 +20,6 @@ use crate::keyring::{Credential, Secret};
 use base64::Engine;
 use ring::{digest, hmac};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::time::Instant;
 
 /// An ECR registry host, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,12 +102,7 @@ pub struct Keys {
 
 /// The pod's AWS identity, from the first source that is configured. `region` is the
 /// registry's, for STS when `AWS_REGION` is not set.
-pub(crate) async fn identity(
-    env: &Env,
-    http: &Http,
-    region: &str,
-    _deadline: Instant,
-) -> Result<Keys, String> {
+pub(crate) async fn identity(env: &Env, http: &Http, region: &str) -> Result<Keys, String> {
     if let (Some(id), Some(secret)) = (
         env.get("AWS_ACCESS_KEY_ID"),
         env.get("AWS_SECRET_ACCESS_KEY"),

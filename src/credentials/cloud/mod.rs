@@ -26,7 +26,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::OnceCell;
-use tokio::time::Instant;
 
 /// `--cloud-credentials`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -152,13 +151,13 @@ impl Cloud {
     }
 
     /// The credential for one image, or a note on why there is none; nothing for a registry
-    /// no provider serves.
-    pub async fn lookup(&self, reference: &Reference, deadline: Instant) -> Lookup {
+    /// no provider serves. The caller bounds it by the run's deadline.
+    pub async fn lookup(&self, reference: &Reference) -> Lookup {
         let Some(provider) = Provider::for_host(reference.api_host()) else {
             return Lookup::default();
         };
         let (name, answer) = match &provider {
-            Provider::Aws(host) => ("aws", self.ecr_credential(host, deadline).await),
+            Provider::Aws(host) => ("aws", self.ecr_credential(host).await),
             Provider::Google => (
                 "google",
                 self.google
@@ -166,7 +165,7 @@ impl Cloud {
                     .await
                     .clone(),
             ),
-            Provider::Azure(registry) => ("azure", self.acr_credential(registry, deadline).await),
+            Provider::Azure(registry) => ("azure", self.acr_credential(registry).await),
         };
         match answer {
             Ok(c) => Lookup {
@@ -180,12 +179,12 @@ impl Cloud {
         }
     }
 
-    async fn ecr_credential(&self, host: &aws::EcrHost, deadline: Instant) -> Answer {
+    async fn ecr_credential(&self, host: &aws::EcrHost) -> Answer {
         let cell = cell_for(&self.ecr, &host.api_key());
         cell.get_or_init(|| async {
             let keys = self
                 .aws_identity
-                .get_or_init(|| aws::identity(&self.env, &self.http, &host.region, deadline))
+                .get_or_init(|| aws::identity(&self.env, &self.http, &host.region))
                 .await
                 .clone()?;
             aws::ecr_token(&self.env, &self.http, host, &keys).await
@@ -194,7 +193,7 @@ impl Cloud {
         .clone()
     }
 
-    async fn acr_credential(&self, registry: &str, _deadline: Instant) -> Answer {
+    async fn acr_credential(&self, registry: &str) -> Answer {
         let cell = cell_for(&self.acr, registry);
         cell.get_or_init(|| async {
             let token = self
