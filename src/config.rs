@@ -277,13 +277,7 @@ fn node_credentials(
 ) -> NodeCredentials {
     let cloud = match args.cloud_credentials {
         cloud::Mode::Off => None,
-        cloud::Mode::Auto => match cloud::Cloud::new(cloud::Env::from_process(), ca_certs) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                errors.push(format!("--cloud-credentials: {e}"));
-                None
-            }
-        },
+        cloud::Mode::Auto => Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs)),
     };
     let plugins = match (
         &args.image_credential_provider_config,

@@ -95,9 +95,12 @@ impl Provider {
 pub struct Env(HashMap<String, String>);
 
 impl Env {
-    /// The process's environment.
+    /// The process's environment (variables that are not UTF-8 are left out: none of the
+    /// ones read here can be).
     pub fn from_process() -> Env {
-        Env(std::env::vars().collect())
+        Env(std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect())
     }
 
     /// The given variables only.
@@ -124,7 +127,9 @@ type Cell<T> = Arc<OnceCell<T>>;
 /// The built-in providers of a run.
 pub struct Cloud {
     env: Env,
-    http: Http,
+    /// Built on first use: a run without cloud images pays nothing for it.
+    http: std::sync::OnceLock<Result<Http, String>>,
+    extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
     aws_identity: OnceCell<Result<aws::Keys, String>>,
     ecr: Mutex<HashMap<String, Cell<Answer>>>,
     google: OnceCell<Answer>,
@@ -134,20 +139,18 @@ pub struct Cloud {
 
 impl Cloud {
     /// The providers, reading `env`. `extra_roots` are trusted besides the Mozilla roots (for
-    /// endpoints behind a private CA).
-    pub fn new(
-        env: Env,
-        extra_roots: &[rustls_pki_types::CertificateDer<'static>],
-    ) -> Result<Cloud, String> {
-        Ok(Cloud {
+    /// endpoints behind a private CA). Nothing is set up until an image needs a provider.
+    pub fn new(env: Env, extra_roots: &[rustls_pki_types::CertificateDer<'static>]) -> Cloud {
+        Cloud {
             env,
-            http: Http::new(extra_roots)?,
+            http: std::sync::OnceLock::new(),
+            extra_roots: extra_roots.to_vec(),
             aws_identity: OnceCell::new(),
             ecr: Mutex::new(HashMap::new()),
             google: OnceCell::new(),
             azure_token: OnceCell::new(),
             acr: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     /// The credential for one image, or a note on why there is none; nothing for a registry
@@ -156,16 +159,25 @@ impl Cloud {
         let Some(provider) = Provider::for_host(reference.api_host()) else {
             return Lookup::default();
         };
+        let http = match self.http.get_or_init(|| Http::new(&self.extra_roots)) {
+            Ok(h) => h,
+            Err(e) => {
+                return Lookup {
+                    notes: vec![format!("cloud credentials unavailable: {e}")],
+                    ..Lookup::default()
+                };
+            }
+        };
         let (name, answer) = match &provider {
-            Provider::Aws(host) => ("aws", self.ecr_credential(host).await),
+            Provider::Aws(host) => ("aws", self.ecr_credential(http, host).await),
             Provider::Google => (
                 "google",
                 self.google
-                    .get_or_init(|| google::credential(&self.env, &self.http))
+                    .get_or_init(|| google::credential(&self.env, http))
                     .await
                     .clone(),
             ),
-            Provider::Azure(registry) => ("azure", self.acr_credential(registry).await),
+            Provider::Azure(registry) => ("azure", self.acr_credential(http, registry).await),
         };
         match answer {
             Ok(c) => Lookup {
@@ -179,29 +191,29 @@ impl Cloud {
         }
     }
 
-    async fn ecr_credential(&self, host: &aws::EcrHost) -> Answer {
+    async fn ecr_credential(&self, http: &Http, host: &aws::EcrHost) -> Answer {
         let cell = cell_for(&self.ecr, &host.api_key());
         cell.get_or_init(|| async {
             let keys = self
                 .aws_identity
-                .get_or_init(|| aws::identity(&self.env, &self.http, &host.region))
+                .get_or_init(|| aws::identity(&self.env, http, &host.region))
                 .await
                 .clone()?;
-            aws::ecr_token(&self.env, &self.http, host, &keys).await
+            aws::ecr_token(&self.env, http, host, &keys).await
         })
         .await
         .clone()
     }
 
-    async fn acr_credential(&self, registry: &str) -> Answer {
+    async fn acr_credential(&self, http: &Http, registry: &str) -> Answer {
         let cell = cell_for(&self.acr, registry);
         cell.get_or_init(|| async {
             let token = self
                 .azure_token
-                .get_or_init(|| azure::entra_token(&self.env, &self.http))
+                .get_or_init(|| azure::entra_token(&self.env, http))
                 .await
                 .clone()?;
-            azure::exchange(&self.env, &self.http, registry, &token).await
+            azure::exchange(&self.env, http, registry, &token).await
         })
         .await
         .clone()
