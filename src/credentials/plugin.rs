@@ -572,9 +572,9 @@ impl Plugins {
         });
         if let Some(t) = &config.token_attributes {
             let path = self.token_dir.join(&config.name).join("token");
-            match std::fs::read_to_string(&path) {
-                Ok(token) if !token.trim().is_empty() => {
-                    request["serviceAccountToken"] = Value::String(token.trim().to_string());
+            match super::cloud::read_token_file(&path.to_string_lossy()) {
+                Ok(token) => {
+                    request["serviceAccountToken"] = Value::String(token);
                     request["serviceAccountAnnotations"] = json!({});
                 }
                 _ if t.require_service_account == Some(true) => {
