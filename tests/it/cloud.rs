@@ -426,6 +426,30 @@ fn aws_pod_identity() {
 }
 
 #[test]
+fn aws_pod_identity_with_a_wrong_token_is_unavailable_and_says_why() {
+    let reg = aws_registry();
+    let standin = aws_standin(json!({}));
+    let mut c = Cloud::new(reg, ECR_HOST, &standin.url());
+    let token = c.file("eks-pod-identity-token", "wrong-pod-token");
+    c.set(
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        &format!("{}/pod-identity", standin.url()),
+    )
+    .set("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", &token);
+    let r = c.expect(&c.image("cloud/pod-identity-wrong:v1"), 5);
+    let msg = r["message"].as_str().unwrap();
+    assert!(
+        msg.contains("aws cloud credentials unavailable: aws pod identity: http://127.0.0.1:"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("/pod-identity answered 401 (bad token)"),
+        "{msg}"
+    );
+    assert!(!msg.contains("wrong-pod-token"), "{msg}");
+}
+
+#[test]
 fn aws_source_order_env_keys_then_web_identity_then_pod_identity() {
     let reg = aws_registry();
     reg.push_oci_manifest("cloud/order", "v1");
