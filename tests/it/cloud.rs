@@ -629,10 +629,22 @@ fn google_metadata_token() {
     reg.push_oci_manifest("project/repo/app", "v1");
     let standin = StandIn::start(json!({"google": {"token": GOOGLE_TOKEN}}));
     let c = Cloud::new(reg, GAR_HOST, &standin.url());
-    let r = c.expect(&c.image("project/repo/app:v1"), 0);
-    assert_eq!(r["auth"], "google metadata default", "{r:#}");
-    let r = c.expect(&c.image("project/repo/app:v9"), 3);
-    assert_eq!(r["reason"], "tag_missing");
+    let images = [
+        c.image("project/repo/app:v1"),
+        c.image("project/repo/app:v9"),
+    ];
+    let (run, _) = c.run(&images);
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    let found = run.image(&images[0]);
+    assert_eq!(found["auth"], "google metadata default", "{found:#}");
+    let missing = run.image(&images[1]);
+    assert_eq!(missing["reason"], "tag_missing", "{missing:#}");
+    assert_eq!(missing["fatal"], true);
+    // Asked once for both images.
+    assert_eq!(
+        standin.count("GET /computeMetadata/v1/instance/service-accounts/default/token 200"),
+        1
+    );
 }
 
 #[test]
