@@ -30,6 +30,8 @@ if ! "$venv/bin/kubernetes-validate" --version >/dev/null 2>&1; then
   fi
   "$venv/bin/python3" -m pip install -q --disable-pip-version-check "$validator"
 fi
+# botocore, for the cloud-credential tests' independent SigV4 check.
+scripts/test-venv.sh >/dev/null
 export PATH="$PWD/$venv/bin:$PATH"
 if [ $# -gt 0 ]; then
   exec cargo test --all-targets "$@"

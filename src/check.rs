@@ -4,6 +4,7 @@
 //! pod's containers are known ([`Options::containers`]), an image that was found is then checked
 //! for whether its containers will start ([`crate::start`]), inside the same deadline.
 
+use crate::credentials::{Lookup, NodeCredentials};
 use crate::keyring::{Credential, Keyring};
 use crate::node::{self, NodeLookup, NodeOptions};
 use crate::progress::Events;
@@ -57,6 +58,10 @@ pub struct Options {
     pub router: Arc<Router>,
     /// Whether `unreachable` fails the run (`--on-unreachable`).
     pub on_unreachable: OnUnreachable,
+    /// What the node would pull with (cloud providers, exec plugins), tried after the pull
+    /// secrets. None by default; the CLI builds them from `--cloud-credentials` and
+    /// `--image-credential-provider-config`.
+    pub node_credentials: NodeCredentials,
 }
 
 /// What an image that ends `unreachable` means (`--on-unreachable`).
@@ -85,6 +90,7 @@ impl Default for Options {
             router: Arc::new(Router::default()),
             on_unreachable: OnUnreachable::Fail,
             started: None,
+            node_credentials: NodeCredentials::none(),
         }
     }
 }
@@ -275,6 +281,7 @@ pub async fn check_until(
                     allow_unauthenticated: allowed,
                     client: client.clone(),
                     credentials,
+                    node: options.node_credentials.clone(),
                     slots: slots.clone(),
                     image: image.clone(),
                     reference,
@@ -442,6 +449,8 @@ struct Job {
     client: Arc<Client>,
     /// The credentials to try, in the kubelet's order (empty: anonymous).
     credentials: Vec<Credential>,
+    /// The node's credential sources, asked after the pull secrets.
+    node: NodeCredentials,
     slots: Arc<Semaphore>,
     image: String,
     reference: Reference,
@@ -540,7 +549,13 @@ impl Job {
             Ok(Ok(slot)) if Instant::now() < self.deadline => slot,
             _ => return self.deadline_passed("a free slot (raise --concurrency)", 0, start),
         };
-        let credentials: Vec<&Credential> = self.credentials.iter().collect();
+        // The node's credentials come after the pull secrets, as the kubelet orders them.
+        let node = self.node.lookup(&self.reference, self.deadline).await;
+        let credentials: Vec<&Credential> = self
+            .credentials
+            .iter()
+            .chain(node.credentials.iter())
+            .collect();
         let mut attempts = 0u32;
         loop {
             attempts += 1;
@@ -614,20 +629,7 @@ impl Job {
                     }
                 }
                 self.place(&mut result, endpoint.as_ref());
-                if result.status == Status::Unauthorized
-                    && credentials.is_empty()
-                    && self.allow_unauthenticated
-                {
-                    result.fatal = false;
-                    result.message.push_str(
-                        "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
-                    );
-                    // The usual hint recommends the flag that is already given.
-                    result.hint = format!(
-                        "Not verified: make sure the nodes have credentials for {} (a credential provider or a node config.json), or give pullcheck the pod's pull secret to check it.",
-                        self.reference.registry
-                    );
-                }
+                self.count(&mut result, &node);
                 self.maybe_warn(&mut result);
                 return result;
             };
@@ -658,6 +660,61 @@ impl Job {
             self.place(&mut last, endpoint.as_ref());
             self.last.set(last);
             tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Whether a refusal counts (`fatal`), and what the node's credential sources add to its
+    /// message: in one place. A `not_found` reached with any credential, the node's included,
+    /// always counts: that is the answer the check exists for.
+    fn count(&self, result: &mut ImageResult, node: &Lookup) {
+        if !matches!(result.status, Status::Unauthorized | Status::Denied) {
+            return;
+        }
+        for note in &node.notes {
+            result.message.push_str("; ");
+            result.message.push_str(note);
+        }
+        let secrets = self.credentials.len();
+        if secrets == 0 && !node.credentials.is_empty() {
+            // Only the pod's cloud identity (or a plugin run in the pod) was refused: the
+            // node pulls with its own identity, which may differ.
+            let names: Vec<&str> = node.credentials.iter().map(|c| c.source.as_str()).collect();
+            result.fatal = false;
+            result.message.push_str(&format!(
+                "; not counted: only the node-side credentials ({}) were tried, and the node's own identity may have access",
+                names.join(", ")
+            ));
+            result.hint = "Give the pod's identity read access to the repository (ECR: ecr:GetAuthorizationToken and ecr:BatchGetImage; Artifact Registry Reader; AcrPull), or mount a pull secret.".to_string();
+            return;
+        }
+        if let (Some((plugin, why)), Status::Unauthorized, 0) =
+            (&node.failed_plugin, result.status, secrets)
+        {
+            result.reason = "provider_failed";
+            let prefix = format!("{}: ", result.reference);
+            let rest = result
+                .message
+                .strip_prefix(&prefix)
+                .unwrap_or(&result.message);
+            result.message = format!(
+                "{prefix}the credential provider plugin {plugin} failed: {why}; then {rest}"
+            );
+            result.hint = "Check the plugin and its configuration (--image-credential-provider-config, --image-credential-provider-bin-dir); its output is not shown, as it may hold secrets.".to_string();
+        }
+        if result.status == Status::Unauthorized
+            && secrets == 0
+            && node.credentials.is_empty()
+            && self.allow_unauthenticated
+        {
+            result.fatal = false;
+            result.message.push_str(
+                "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
+            );
+            // The usual hint recommends the flag that is already given.
+            result.hint = format!(
+                "Not verified: make sure the nodes have credentials for {} (a credential provider or a node config.json), or give pullcheck the pod's pull secret to check it.",
+                self.reference.registry
+            );
         }
     }
 

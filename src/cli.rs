@@ -252,6 +252,58 @@ pub struct CheckArgs {
     )]
     pub allow_unauthenticated: Vec<String>,
 
+    /// `auto`: for ECR, Artifact Registry / GCR and ACR images, also try a registry credential
+    /// from the pod's cloud identity (IRSA, EKS Pod Identity, IMDS; GKE metadata server; Azure
+    /// workload identity or IMDS), after the pull secrets; `off`: never.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        env = "PULLCHECK_CLOUD_CREDENTIALS",
+        default_value = "auto"
+    )]
+    pub cloud_credentials: crate::credentials::cloud::Mode,
+
+    /// The kubelet's CredentialProviderConfig (kubelet.config.k8s.io/v1): its exec plugins
+    /// are run for the images they match, after the pull secrets. Needs
+    /// --image-credential-provider-bin-dir.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "PULLCHECK_IMAGE_CREDENTIAL_PROVIDER_CONFIG"
+    )]
+    pub image_credential_provider_config: Option<PathBuf>,
+
+    /// The folder of the credential-provider plugins.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PULLCHECK_IMAGE_CREDENTIAL_PROVIDER_BIN_DIR"
+    )]
+    pub image_credential_provider_bin_dir: Option<PathBuf>,
+
+    /// Where the pod's service-account tokens for plugins with tokenAttributes are
+    /// (`<DIR>/<provider name>/token`, as `pullcheck inject --credential-provider-config`
+    /// mounts them).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PULLCHECK_CREDENTIAL_PROVIDER_TOKEN_DIR",
+        default_value = crate::credentials::plugin::DEFAULT_TOKEN_DIR
+    )]
+    pub credential_provider_token_dir: PathBuf,
+
+    /// Tests only: connect to HOST at ADDR instead of resolving it (`HOST=IP:PORT,…`), so that
+    /// cloud registry names reach a registry on loopback.
+    #[arg(
+        long,
+        hide = true,
+        value_name = "MAP",
+        env = "PULLCHECK_TEST_RESOLVE",
+        value_delimiter = ','
+    )]
+    pub test_resolve: Vec<String>,
+
     /// A PEM file of CA certificates to trust, besides the Mozilla roots built in. Repeatable;
     /// the environment variable takes a `:`-separated list.
     #[arg(

@@ -3,6 +3,7 @@
 
 use crate::check::Options;
 use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
+use crate::credentials::{NodeCredentials, cloud, plugin};
 use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
 use crate::manifests;
@@ -328,6 +329,25 @@ impl Config {
             ),
         );
 
+        let node_credentials = node_credentials(&args, &ca_certs, &mut errors);
+        let mut resolve = Vec::new();
+        for entry in args
+            .test_resolve
+            .iter()
+            .map(|e| e.trim())
+            .filter(|e| !e.is_empty())
+        {
+            match entry
+                .split_once('=')
+                .and_then(|(h, a)| Some((h.to_string(), a.parse().ok()?)))
+            {
+                Some(pair) => resolve.push(pair),
+                None => errors.push(format!(
+                    "PULLCHECK_TEST_RESOLVE {entry:?}: expected HOST=IP:PORT"
+                )),
+            }
+        }
+
         let allow_unauthenticated = args
             .allow_unauthenticated
             .iter()
@@ -437,6 +457,7 @@ impl Config {
                     plain_http,
                     ca_certs,
                     platform,
+                    resolve,
                 },
                 keyring,
                 allow_unauthenticated,
@@ -448,6 +469,7 @@ impl Config {
                 router: std::sync::Arc::new(router),
                 on_unreachable: args.on_unreachable,
                 started: Some(started),
+                node_credentials,
             },
             output: args.output,
             warnings,
@@ -484,6 +506,54 @@ fn add_creds(
             several.join(", ")
         )),
     }
+}
+
+/// The node's credential sources: the built-in cloud providers (`--cloud-credentials`) and
+/// the kubelet's exec plugins (`--image-credential-provider-config` and `-bin-dir`).
+fn node_credentials(
+    args: &CheckArgs,
+    ca_certs: &[CertificateDer<'static>],
+    errors: &mut Vec<String>,
+) -> NodeCredentials {
+    let cloud = match args.cloud_credentials {
+        cloud::Mode::Off => None,
+        cloud::Mode::Auto => Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs)),
+    };
+    let plugins = match (
+        &args.image_credential_provider_config,
+        &args.image_credential_provider_bin_dir,
+    ) {
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => {
+            errors.push("--image-credential-provider-config and --image-credential-provider-bin-dir go together, as on the kubelet".to_string());
+            None
+        }
+        (Some(file), Some(dir)) => {
+            let shown = file.display();
+            let parsed = match read_limited_file(file, 1024 * 1024) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => plugin::CredentialProviderConfig::parse(&text),
+                    Err(_) => Err(vec!["not UTF-8 text".to_string()]),
+                },
+                Err(LimitedReadError::TooLarge) => Err(vec!["larger than 1 MiB".to_string()]),
+                Err(LimitedReadError::Io(e)) => Err(vec![e.to_string()]),
+            };
+            let built = parsed.and_then(|c| {
+                plugin::Plugins::new(c, dir.clone(), args.credential_provider_token_dir.clone())
+            });
+            match built {
+                Ok(p) => Some(p),
+                Err(es) => {
+                    errors.extend(
+                        es.into_iter()
+                            .map(|e| format!("--image-credential-provider-config {shown}: {e}")),
+                    );
+                    None
+                }
+            }
+        }
+    };
+    NodeCredentials::new(cloud, plugins)
 }
 
 /// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.

@@ -29,7 +29,9 @@
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the container runtime does it.
 //! - [`manifests`]: the one reader of pod specs (every kind, job frameworks included), for
 //!   `check --pod-spec` and `inject`, and the text splice `inject` writes with.
-//! - [`keyring`]: pull-secret files and the kubelet's credential matching.
+//! - [`keyring`]: pull-secret files and the kubelet's credential matching;
+//!   [`credentials`]: what the node would pull with (cloud providers, exec plugins), tried
+//!   after the pull secrets.
 //! - [`pull_policy`]: when the kubelet pulls, and so what is checked; [`node`]: the images the
 //!   node already holds, from its Node object.
 //! - [`registry`]: all HTTP to registries; [`registry::classify`](fn@registry::classify) turns what it found into a
@@ -50,6 +52,7 @@ pub mod app;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod inject;
 pub mod input;
 pub mod keyring;

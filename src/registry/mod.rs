@@ -240,6 +240,8 @@ pub struct ClientOptions {
     pub ca_certs: Vec<CertificateDer<'static>>,
     /// Whether and how to check the node's platform.
     pub platform: PlatformPolicy,
+    /// Tests only: hosts connected to at a fixed address instead of resolved.
+    pub resolve: Vec<(String, std::net::SocketAddr)>,
 }
 
 /// How far to go to check that an image has a variant for the node (`--platform-check`).
@@ -298,6 +300,8 @@ pub struct Client {
     /// One resolver for every client of the run (the registries' and each endpoint's): one
     /// lookup per name in flight, each bounded by the deadline (see [`dns`]).
     resolver: Arc<dns::Resolver>,
+    /// Host names pinned to addresses (the hidden test-only `--test-resolve`).
+    pinned: Vec<(String, std::net::SocketAddr)>,
 }
 
 /// Manifest and config `GET`s in flight at once, whatever `--concurrency`.
@@ -359,7 +363,7 @@ impl Client {
                 .map_err(|e| ClientError(format!("CA certificate not usable: {e}")))?;
         }
         let resolver = Arc::new(dns::Resolver::default());
-        let http = build_http(roots.clone(), None, &[], resolver.clone())?;
+        let http = build_http(roots.clone(), None, &[], resolver.clone(), &options.resolve)?;
         Ok(Client {
             http,
             roots,
@@ -375,6 +379,7 @@ impl Client {
             bodies: tokio::sync::Semaphore::new(BODY_BUDGET_KIB as usize),
             body_gets: tokio::sync::Semaphore::new(BODY_GETS),
             resolver,
+            pinned: options.resolve.clone(),
         })
     }
 
@@ -569,6 +574,7 @@ impl Client {
                 endpoint.tls.as_deref(),
                 &endpoint.headers,
                 self.resolver.clone(),
+                &self.pinned,
             )?
         };
         let state = Arc::new(RegistryState {
@@ -1002,6 +1008,7 @@ fn build_http(
     tls: Option<&crate::route::Tls>,
     headers: &[(String, String)],
     resolver: Arc<dns::Resolver>,
+    pinned: &[(String, std::net::SocketAddr)],
 ) -> Result<reqwest::Client, ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     if let Some(t) = tls {
@@ -1038,7 +1045,11 @@ fn build_http(
         value.set_sensitive(true);
         default_headers.append(name, value);
     }
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder();
+    for (host, addr) in pinned {
+        builder = builder.resolve(host, *addr);
+    }
+    builder
         .tls_backend_preconfigured(config)
         .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
         .default_headers(default_headers)
@@ -1377,12 +1388,22 @@ mod tests {
                 rustls::RootCertStore::empty(),
                 Some(&tls),
                 &headers,
-                Arc::default()
+                Arc::default(),
+                &[]
             )
             .is_ok()
         );
         let bad = [("bad header".to_string(), "x".to_string())];
-        assert!(build_http(rustls::RootCertStore::empty(), None, &bad, Arc::default()).is_err());
+        assert!(
+            build_http(
+                rustls::RootCertStore::empty(),
+                None,
+                &bad,
+                Arc::default(),
+                &[]
+            )
+            .is_err()
+        );
     }
 
     #[test]

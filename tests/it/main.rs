@@ -11,12 +11,15 @@
 //! - `inject`, `manifests`: `pullcheck inject` and the corpus of job frameworks' manifests.
 //! - `hostile`: hostile registries and huge inputs: no crash, no overrun, bounded memory,
 //!   nothing leaked.
+//! - `cloud`, `plugin`: the node's credentials (built-in cloud providers against stand-ins of
+//!   the cloud endpoints; the kubelet's exec plugins), against real registries.
 
 #![allow(clippy::unwrap_used)]
 
 mod auth;
 mod bad_input;
 mod check;
+mod cloud;
 mod common;
 mod faults;
 mod harness;
@@ -27,5 +30,6 @@ mod manifests;
 mod node;
 mod operator;
 mod platform;
+mod plugin;
 mod route;
 mod start;

@@ -1,4 +1,5 @@
-//! A throw-away certificate authority and a server certificate for `127.0.0.1` and `localhost`.
+//! A throw-away certificate authority and a server certificate for `127.0.0.1` and `localhost`
+//! (and the cloud registry names the cloud-credential tests map to loopback).
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -46,6 +47,10 @@ impl TestPki {
             "127.0.0.1".to_string(),
             "localhost".to_string(),
             "::1".to_string(),
+            // Cloud registry names, which the cloud-credential tests map to loopback.
+            "*.dkr.ecr.us-east-1.amazonaws.com".to_string(),
+            "*.pkg.dev".to_string(),
+            "*.azurecr.io".to_string(),
         ])
         .expect("valid SANs");
         server_params.distinguished_name = rcgen::DistinguishedName::new();
