@@ -362,7 +362,9 @@ fn kyverno_policy_adds_what_inject_adds() {
             "ensure-init-containers",
             "insert-pullcheck",
             "ensure-volumes",
-            "mount-pull-secrets"
+            "mount-pull-secrets",
+            "node-images",
+            "node-registry-configuration"
         ]
     );
     for rule in rules {
@@ -430,6 +432,166 @@ fn kyverno_policy_adds_what_inject_adds() {
     assert_eq!(patch[1]["path"], "/spec/volumes/-");
     assert_eq!(patch[1]["value"]["secret"]["optional"], Value::Bool(true));
     assert_eq!(patch[0]["value"]["name"], patch[1]["value"]["name"]);
+
+    // Rules 5 and 6 are opt-in by a Pod annotation; unannotated Pods get rules 1 to 4 only.
+    let opt_in = |rule: &Value, annotation: &str| {
+        let key = format!("{{{{ request.object.metadata.annotations.\"{annotation}\" || '' }}}}");
+        rule["preconditions"]["all"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .any(|p| p["key"] == key.as_str() && p["operator"] == "Equals" && p["value"] == "true")
+    };
+    assert!(opt_in(&rules[4], "pullcheck.io/node-images"));
+    assert!(opt_in(&rules[5], "pullcheck.io/hosts-configmap"));
+    for (i, rule) in rules[..4].iter().enumerate() {
+        assert!(!opt_in(rule, "pullcheck.io/node-images"), "rule {i}");
+        assert!(!opt_in(rule, "pullcheck.io/hosts-configmap"), "rule {i}");
+    }
+    // /spec/volumes exists for rule 6 even without pull secrets.
+    let any = rules[2]["preconditions"]["any"].as_sequence().unwrap();
+    assert!(
+        any.iter()
+            .any(|p| p["key"].as_str().unwrap().contains("imagePullSecrets"))
+    );
+    assert!(any.iter().any(|p| {
+        p["key"]
+            .as_str()
+            .unwrap()
+            .contains("\"pullcheck.io/hosts-configmap\"")
+            && p["value"] == "true"
+    }));
+
+    // A Pod with an image of each policy (as the API server defaults them), through inject.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+               initContainers: [{name: i, image: 'busybox:1', imagePullPolicy: IfNotPresent}]\n  \
+               containers:\n  - {name: a, image: 'nginx:latest', imagePullPolicy: Always}\n  \
+               - {name: b, image: 'app:1', imagePullPolicy: IfNotPresent}\n  \
+               - {name: c, image: 'local:1', imagePullPolicy: Never}\n";
+    let image = str_at(from_policy, "image");
+
+    // Rule 5 is inject --node-images: the same env, in the same order, the images split by
+    // pull policy (Never left out), the node's name from the downward API.
+    let patch: Value =
+        serde_yaml_ng::from_str(rules[4]["mutate"]["patchesJson6902"].as_str().unwrap()).unwrap();
+    let ops: Vec<(&str, &str)> = patch
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|p| (p["op"].as_str().unwrap(), p["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("replace", "/spec/initContainers/0/env/0"),
+            ("add", "/spec/initContainers/0/env/-"),
+            ("add", "/spec/initContainers/0/env/-"),
+        ]
+    );
+    let out = inject_ok(&["--image", image, "--node-images"], pod);
+    let from_inject = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    // Less PULLCHECK_CONTAINERS, which the policy does not give (no start check).
+    let env: Vec<Value> = from_inject["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] != "PULLCHECK_CONTAINERS")
+        .cloned()
+        .collect();
+    assert_eq!(
+        names(&Value::Sequence(env.clone())),
+        [
+            "PULLCHECK_IMAGES",
+            "PULLCHECK_IMAGES_IF_NOT_PRESENT",
+            "PULLCHECK_NODE_NAME"
+        ]
+    );
+    assert_eq!(env[0]["value"], "nginx:latest");
+    assert_eq!(env[1]["value"], "busybox:1,app:1");
+    assert_eq!(patch[0]["value"]["name"], env[0]["name"]);
+    assert_eq!(patch[0]["value"]["value"], "{{ alwaysImages }}");
+    assert_eq!(patch[1]["value"]["name"], env[1]["name"]);
+    assert_eq!(patch[1]["value"]["value"], "{{ ifNotPresentImages }}");
+    assert_eq!(patch[2]["value"], env[2]);
+    let variables: Vec<&str> = rules[4]["context"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(variables, ["alwaysImages", "ifNotPresentImages"]);
+    let always = str_at(&rules[4]["context"][0], "variable.jmesPath");
+    let if_not_present = str_at(&rules[4]["context"][1], "variable.jmesPath");
+    for list in ["initContainers", "containers"] {
+        let part = format!(
+            "request.object.spec.{list}[?imagePullPolicy != 'Never' && imagePullPolicy != 'IfNotPresent'].image"
+        );
+        assert!(always.contains(&part), "{always:?} lacks {part:?}");
+        let part = format!("request.object.spec.{list}[?imagePullPolicy == 'IfNotPresent'].image");
+        assert!(
+            if_not_present.contains(&part),
+            "{if_not_present:?} lacks {part:?}"
+        );
+    }
+    // The separators inject uses (pullcheck reads both either way).
+    assert!(always.ends_with("join(' ', @)"), "{always:?}");
+    assert!(
+        if_not_present.ends_with("join(',', @)"),
+        "{if_not_present:?}"
+    );
+
+    // Rule 6 is inject --hosts-configmap pullcheck-hosts: the same arguments after `check`,
+    // the same mount and the same optional ConfigMap volume.
+    let patch: Value =
+        serde_yaml_ng::from_str(rules[5]["mutate"]["patchesJson6902"].as_str().unwrap()).unwrap();
+    let patch = patch.as_sequence().unwrap();
+    let out = inject_ok(
+        &["--image", image, "--hosts-configmap", "pullcheck-hosts"],
+        pod,
+    );
+    let d = &docs(&out.stdout)[0];
+    let from_inject = pullcheck_of(d, "spec");
+    let args: Vec<&Value> = patch
+        .iter()
+        .filter(|p| p["path"] == "/spec/initContainers/0/args/-")
+        .map(|p| &p["value"])
+        .collect();
+    let inject_args = from_inject["args"].as_sequence().unwrap();
+    assert_eq!(inject_args[0], "check");
+    assert_eq!(args, inject_args[1..].iter().collect::<Vec<_>>());
+    assert_eq!(args, ["--hosts-dir", "/etc/pullcheck/hosts.d"]);
+    let mounts: Vec<&Value> = patch
+        .iter()
+        .filter(|p| p["path"] == "/spec/initContainers/0/volumeMounts/-")
+        .map(|p| &p["value"])
+        .collect();
+    assert_eq!(
+        mounts,
+        from_inject["volumeMounts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    let volumes: Vec<&Value> = patch
+        .iter()
+        .filter(|p| p["path"] == "/spec/volumes/-")
+        .map(|p| &p["value"])
+        .collect();
+    assert_eq!(
+        volumes,
+        at(d, "spec.volumes")
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(patch.len(), args.len() + mounts.len() + volumes.len());
+    assert_eq!(
+        volumes[0]["configMap"]["optional"],
+        Value::Bool(true),
+        "a missing ConfigMap must not hold the Pod"
+    );
 
     // A policy has no pod template: inject passes it through byte for byte.
     let out = inject_ok(&["--image", IMAGE], &text);
