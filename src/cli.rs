@@ -112,6 +112,18 @@ pub struct InjectArgs {
     )]
     pub hosts_from_node: Option<String>,
 
+    /// The kubelet's CredentialProviderConfig: for the providers with `tokenAttributes`, add a
+    /// projected `serviceAccountToken` volume (each provider's audience), mounted by the init
+    /// container alone. Only the token volume: also pass `-- --image-credential-provider-config
+    /// PATH --image-credential-provider-bin-dir DIR` and mount that file and the plugins (e.g.
+    /// from a ConfigMap and an image volume), since pullcheck's image holds neither.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG"
+    )]
+    pub credential_provider_config: Option<PathBuf>,
+
     /// Arguments for `pullcheck check` in the init container (after `--`); checked with
     /// `check`'s own parser now, not in every pod.
     #[arg(last = true, value_name = "CHECK_ARGS")]
