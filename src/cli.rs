@@ -120,7 +120,13 @@ pub struct InjectArgs {
     #[arg(
         long,
         value_name = "FILE",
-        env = "PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG"
+        env = "PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG",
+        // An empty value (the variable set to nothing) turns the choice off, rather than
+        // being refused as an empty path.
+        value_parser = clap::builder::TypedValueParser::map(
+            clap::builder::OsStringValueParser::new(),
+            PathBuf::from
+        )
     )]
     pub credential_provider_config: Option<PathBuf>,
 
