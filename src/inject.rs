@@ -38,8 +38,14 @@
 //! Injecting into its own output changes nothing. The volumes it added are recognised (named
 //! `pullcheck-secret-…` with a secret, `pullcheck-ca`, `pullcheck-hosts` or
 //! `pullcheck-registries` with a ConfigMap, `pullcheck-node-hosts` with a hostPath,
-//! `pullcheck-serviceaccount` projected; mounted by no other container) and replaced, never
-//! duplicated.
+//! `pullcheck-serviceaccount` or `pullcheck-provider-tokens` projected; mounted by no other
+//! container) and replaced, never duplicated. A pod whose own volume has the name of one that
+//! would be added is left unchanged, with a warning.
+//!
+//! With `--credential-provider-config`, the projected token volume for the credential-provider
+//! plugins with `tokenAttributes`
+//! ([`inject_additions`](crate::credentials::plugin::inject_additions)) is added, mounted by
+//! the init container alone, with the variable that says where it is.
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
 use crate::credentials::plugin::{InjectAdditions, TOKEN_VOLUME};
