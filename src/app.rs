@@ -49,6 +49,27 @@ fn run_inject(args: InjectArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
+    // An empty value (an environment variable set to nothing) turns the choice off.
+    let provider_tokens = match args
+        .credential_provider_config
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        None => None,
+        Some(path) => match provider_token_additions(&path) {
+            Ok(additions) => additions,
+            Err(errors) => {
+                let name = path.display().to_string();
+                let name = escape(&name);
+                for e in &errors {
+                    eprintln!(
+                        "pullcheck: error: --credential-provider-config {name}: {}",
+                        escape(e)
+                    );
+                }
+                return ExitCode::Usage;
+            }
+        },
+    };
     let options = InjectOptions {
         image: args.image,
         secrets: args.secrets,
@@ -56,6 +77,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         ca_configmap: args.ca_configmap,
         job_failure_policy: args.job_failure_policy,
         node_images: args.node_images,
+        provider_tokens,
         // An empty value (an environment variable set to nothing) turns a choice off.
         route: crate::route::inject::RouteMounts {
             hosts_configmap: args.hosts_configmap.filter(|v| !v.is_empty()),
@@ -76,6 +98,22 @@ fn run_inject(args: InjectArgs) -> ExitCode {
             ExitCode::Usage
         }
     }
+}
+
+/// What `inject --credential-provider-config PATH` adds: the config read and checked as the
+/// kubelet would, `None` when no provider has `tokenAttributes`.
+fn provider_token_additions(
+    path: &std::path::Path,
+) -> Result<Option<crate::credentials::plugin::InjectAdditions>, Vec<String>> {
+    use crate::credentials::plugin::{CredentialProviderConfig, inject_additions};
+    if path == std::path::Path::new("-") {
+        return Err(vec![
+            "a file, not stdin (stdin holds the manifests)".to_string(),
+        ]);
+    }
+    let text = crate::input::read_input(path, &mut std::io::empty()).map_err(|e| vec![e])?;
+    let config = CredentialProviderConfig::parse(&text)?;
+    Ok(inject_additions(&config))
 }
 
 fn read_manifests(path: &std::path::Path) -> Result<String, String> {

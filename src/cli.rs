@@ -112,6 +112,24 @@ pub struct InjectArgs {
     )]
     pub hosts_from_node: Option<String>,
 
+    /// The kubelet's CredentialProviderConfig: for the providers with `tokenAttributes`, add a
+    /// projected `serviceAccountToken` volume (each provider's audience), mounted by the init
+    /// container alone. Only the token volume: also pass `-- --image-credential-provider-config
+    /// PATH --image-credential-provider-bin-dir DIR` and mount that file and the plugins (e.g.
+    /// from a ConfigMap and an image volume), since pullcheck's image holds neither.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG",
+        // An empty value (the variable set to nothing) turns the choice off, rather than
+        // being refused as an empty path.
+        value_parser = clap::builder::TypedValueParser::map(
+            clap::builder::OsStringValueParser::new(),
+            PathBuf::from
+        )
+    )]
+    pub credential_provider_config: Option<PathBuf>,
+
     /// Arguments for `pullcheck check` in the init container (after `--`); checked with
     /// `check`'s own parser now, not in every pod.
     #[arg(last = true, value_name = "CHECK_ARGS")]

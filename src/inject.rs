@@ -38,10 +38,17 @@
 //! Injecting into its own output changes nothing. The volumes it added are recognised (named
 //! `pullcheck-secret-…` with a secret, `pullcheck-ca`, `pullcheck-hosts` or
 //! `pullcheck-registries` with a ConfigMap, `pullcheck-node-hosts` with a hostPath,
-//! `pullcheck-serviceaccount` projected; mounted by no other container) and replaced, never
-//! duplicated.
+//! `pullcheck-serviceaccount` or `pullcheck-provider-tokens` projected; mounted by no other
+//! container) and replaced, never duplicated. A pod whose own volume has the name of one that
+//! would be added is left unchanged, with a warning.
+//!
+//! With `--credential-provider-config`, the projected token volume for the credential-provider
+//! plugins with `tokenAttributes`
+//! ([`inject_additions`](crate::credentials::plugin::inject_additions)) is added, mounted by
+//! the init container alone, with the variable that says where it is.
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
+use crate::credentials::plugin::{InjectAdditions, TOKEN_VOLUME};
 use crate::manifests::splice::{Edit, Splicer, Y, apply};
 use crate::manifests::tree::{NodeId, Tree};
 use crate::manifests::{self, Manifests, Spot};
@@ -111,6 +118,9 @@ pub struct InjectOptions {
     /// `--node-images`: split the images by pull policy, pass the node's name, and give the
     /// init container a token where the pod has none.
     pub node_images: bool,
+    /// `--credential-provider-config`: the projected token volume, its mount and variable for
+    /// the credential-provider plugins with `tokenAttributes`.
+    pub provider_tokens: Option<InjectAdditions>,
     /// The node's registry configuration to mount (`--hosts-configmap`,
     /// `--registries-configmap`, `--hosts-from-node`).
     pub route: RouteMounts,
@@ -312,6 +322,7 @@ fn is_our_volume(name: &str, source: &str) -> bool {
     (name.starts_with(VOLUME_PREFIX) && source == "secret")
         || (name == CA_VOLUME && source == "configMap")
         || (name == SERVICE_ACCOUNT_VOLUME && source == "projected")
+        || (name == TOKEN_VOLUME && source == "projected")
         || ROUTE_VOLUMES.contains(&(name, source))
 }
 
@@ -320,6 +331,7 @@ fn is_our_volume_name(name: &str) -> bool {
     name.starts_with(VOLUME_PREFIX)
         || name == CA_VOLUME
         || name == SERVICE_ACCOUNT_VOLUME
+        || name == TOKEN_VOLUME
         || ROUTE_VOLUMES.iter().any(|(n, _)| *n == name)
 }
 
@@ -626,6 +638,9 @@ impl Run<'_> {
             }
         }
         mounts.extend(self.route.mounts.iter().map(from_json));
+        if let Some(tokens) = &self.options.provider_tokens {
+            mounts.push(from_json(&tokens.mount));
+        }
         if self.needs_token(spot) {
             mounts.push(Y::map([
                 ("name", Y::s(SERVICE_ACCOUNT_VOLUME)),
@@ -746,6 +761,9 @@ impl Run<'_> {
                     SERVICE_ACCOUNT_MOUNT,
                 ));
             }
+        }
+        if let Some(tokens) = &self.options.provider_tokens {
+            env.push(from_json(&tokens.env));
         }
         env
     }
@@ -900,6 +918,7 @@ impl Run<'_> {
             .filter(|(i, _)| !ours.contains(i))
             .filter_map(|(_, &v)| t.str_at(v, "name").map(str::to_string))
             .collect();
+        let user_volumes = taken.clone();
         let mut names = Vec::new();
         let mut wanted = Vec::new();
         for secret in secrets {
@@ -926,8 +945,22 @@ impl Run<'_> {
         for volume in &self.route.volumes {
             wanted.push(from_json(volume));
         }
+        if let Some(tokens) = &self.options.provider_tokens {
+            wanted.push(from_json(&tokens.volume));
+        }
         if self.needs_token(spot) {
             wanted.push(service_account_volume());
+        }
+        // A volume of the pod's own with the name of one added here would make the pod
+        // invalid (volume names are unique): leave the pod alone and say so.
+        if let Some(clash) = wanted.iter().find_map(|v| {
+            let name = v.to_json().get("name")?.as_str()?.to_string();
+            user_volumes.contains(&name).then_some(name)
+        }) {
+            self.warn(format!(
+                "{at}: the pod already has a volume named {clash:?} of its own; left unchanged"
+            ));
+            return None;
         }
         self.volumes_done.insert(spot.volumes, names.clone());
 

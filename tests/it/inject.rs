@@ -34,7 +34,8 @@ fn inject(args: &[&str], stdin: &str) -> Out {
         .env_remove("PULLCHECK_INJECT_NODE_IMAGES")
         .env_remove("PULLCHECK_INJECT_HOSTS_CONFIGMAP")
         .env_remove("PULLCHECK_INJECT_REGISTRIES_CONFIGMAP")
-        .env_remove("PULLCHECK_INJECT_HOSTS_FROM_NODE");
+        .env_remove("PULLCHECK_INJECT_HOSTS_FROM_NODE")
+        .env_remove("PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG");
     let out = output_with_stdin(&mut cmd, stdin.as_bytes());
     Out {
         code: out.status.code().unwrap_or(-1),
@@ -1794,4 +1795,178 @@ fn route_flags_mount_optional_configmaps_and_pass_their_arguments() {
         assert_eq!(out.code, 2, "{bad:?}: {}", out.stderr);
         assert!(out.stdout.is_empty());
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kubelet's credential-provider plugins
+
+/// A CredentialProviderConfig with one provider that asks for service-account tokens and one
+/// that does not.
+const PROVIDER_CONFIG: &str = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\n\
+                               providers:\n- name: acr-credential-provider\n  matchImages: ['*.azurecr.io']\n  \
+                               defaultCacheDuration: 10m\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  \
+                               tokenAttributes:\n    serviceAccountTokenAudience: api://AzureADTokenExchange\n    \
+                               requireServiceAccount: true\n\
+                               - name: plain\n  matchImages: ['registry.corp']\n  defaultCacheDuration: 1m\n  \
+                               apiVersion: credentialprovider.kubelet.k8s.io/v1\n";
+
+const TOKEN_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                         containers: [{name: a, image: 'x.azurecr.io/a:1'}]\n";
+
+/// Writes `text` as a config file in `dir`; returns its path.
+fn provider_config(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn credential_provider_config_adds_a_token_volume_with_the_configured_audience() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = provider_config(dir.path(), "providers.yaml", PROVIDER_CONFIG);
+    let args = ["--image", IMAGE, "--credential-provider-config", &config];
+    let out = inject_ok(&args, TOKEN_POD);
+    let doc = &docs(&out.stdout)[0];
+    let volumes = at(doc, "spec.volumes").as_sequence().unwrap();
+    assert_eq!(volumes.len(), 1, "{}", out.stdout);
+    let volume = &volumes[0];
+    assert_eq!(volume["name"], "pullcheck-provider-tokens");
+    let sources = volume["projected"]["sources"].as_sequence().unwrap();
+    // Only the provider with tokenAttributes gets a token.
+    assert_eq!(sources.len(), 1);
+    let token = &sources[0]["serviceAccountToken"];
+    assert_eq!(token["audience"], "api://AzureADTokenExchange");
+    assert_eq!(token["path"], "acr-credential-provider/token");
+    assert!(token["expirationSeconds"].as_u64().unwrap() >= 600);
+    let c = pullcheck_of(doc, "spec");
+    let mount = &c["volumeMounts"][0];
+    assert_eq!(mount["name"], "pullcheck-provider-tokens");
+    assert_eq!(
+        mount["mountPath"],
+        "/var/run/secrets/pullcheck/credential-providers"
+    );
+    assert_eq!(mount["readOnly"], true);
+    assert_eq!(
+        env_var(c, "PULLCHECK_CREDENTIAL_PROVIDER_TOKEN_DIR").unwrap()["value"],
+        "/var/run/secrets/pullcheck/credential-providers"
+    );
+    // The config and the plugins are the user's to pass and mount: nothing else is added.
+    assert_eq!(c["args"].as_sequence().unwrap().len(), 1, "{:?}", c["args"]);
+    for app in at(doc, "spec.containers").as_sequence().unwrap() {
+        assert!(app.get("volumeMounts").is_none(), "{app:?}");
+    }
+    kubernetes_validate("credential-provider-tokens", &out.stdout);
+
+    // Injecting twice is injecting once, byte for byte, also with other volumes of ours and
+    // the user's; without the flag, the volume goes again.
+    assert_eq!(inject_ok(&args, &out.stdout).stdout, out.stdout);
+    let busy = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                automountServiceAccountToken: false\n  imagePullSecrets: [{name: regcred}]\n  \
+                volumes: [{name: data, emptyDir: {}}]\n  \
+                containers: [{name: a, image: 'x.azurecr.io/a:1', volumeMounts: [{name: data, mountPath: /d}]}]\n";
+    let busy_args = [
+        "--image",
+        IMAGE,
+        "--node-images",
+        "--credential-provider-config",
+        &config,
+    ];
+    let once = inject_ok(&busy_args, busy).stdout;
+    kubernetes_validate("credential-provider-tokens-busy", &once);
+    assert_eq!(inject_ok(&busy_args, &once).stdout, once);
+    let names_of = |text: &str| names(at(&docs(text)[0], "spec.volumes"));
+    assert!(names_of(&once).contains(&"pullcheck-provider-tokens".to_string()));
+    let without = inject_ok(&["--image", IMAGE, "--node-images"], &once).stdout;
+    assert!(!without.contains("pullcheck-provider-tokens"), "{without}");
+    assert!(!without.contains("PULLCHECK_CREDENTIAL_PROVIDER_TOKEN_DIR"));
+    assert_eq!(
+        without,
+        inject_ok(&["--image", IMAGE, "--node-images"], busy).stdout
+    );
+
+    // The environment variable names the file too; set to nothing it turns the choice off.
+    for (value, added) in [(config.as_str(), true), ("", false)] {
+        let mut cmd = pullcheck_cmd();
+        cmd.args(["inject", "--image", IMAGE])
+            .env("PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG", value);
+        let got = output_with_stdin(&mut cmd, TOKEN_POD.as_bytes());
+        assert!(
+            got.status.success(),
+            "{}",
+            String::from_utf8_lossy(&got.stderr)
+        );
+        let text = String::from_utf8(got.stdout).unwrap();
+        assert_eq!(text.contains("pullcheck-provider-tokens"), added, "{text}");
+    }
+}
+
+#[test]
+fn credential_provider_config_without_token_attributes_adds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = PROVIDER_CONFIG
+        .split("- name: plain")
+        .nth(1)
+        .map(|rest| {
+            format!(
+                "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\n\
+                 providers:\n- name: plain{rest}"
+            )
+        })
+        .unwrap();
+    let config = provider_config(dir.path(), "plain.yaml", &plain);
+    let out = inject_ok(
+        &["--image", IMAGE, "--credential-provider-config", &config],
+        TOKEN_POD,
+    );
+    assert_eq!(out.stdout, inject_ok(&["--image", IMAGE], TOKEN_POD).stdout);
+    assert!(!out.stdout.contains("pullcheck-provider-tokens"));
+}
+
+#[test]
+fn malformed_credential_provider_config_exits_2_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("absent.yaml").display().to_string();
+    for (name, text) in [
+        ("garbage.yaml", Some("providers: [unclosed\n")),
+        (
+            "wrong-kind.yaml",
+            Some(&*PROVIDER_CONFIG.replace("kind: CredentialProviderConfig", "kind: Pod")),
+        ),
+        ("absent.yaml", None),
+    ] {
+        let path = match text {
+            Some(text) => provider_config(dir.path(), name, text),
+            None => missing.clone(),
+        };
+        let out = inject(
+            &["--image", IMAGE, "--credential-provider-config", &path],
+            TOKEN_POD,
+        );
+        assert_eq!(out.code, 2, "{name}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{name}");
+        assert!(
+            out.stderr.contains(&path) && out.stderr.contains("--credential-provider-config"),
+            "{name}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_pod_volume_named_like_the_token_volume_is_left_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = provider_config(dir.path(), "providers.yaml", PROVIDER_CONFIG);
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+               volumes: [{name: pullcheck-provider-tokens, emptyDir: {}}]\n  \
+               containers: [{name: a, image: 'a:1', volumeMounts: [{name: pullcheck-provider-tokens, mountPath: /t}]}]\n";
+    let out = inject_ok(
+        &["--image", IMAGE, "--credential-provider-config", &config],
+        pod,
+    );
+    assert_eq!(out.stdout, pod);
+    assert!(
+        out.stderr.contains("pullcheck-provider-tokens") && out.stderr.contains("left unchanged"),
+        "{}",
+        out.stderr
+    );
 }
