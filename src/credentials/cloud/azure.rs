@@ -6,7 +6,7 @@
 //!
 //! `AZURE_POD_IDENTITY_AUTHORITY_HOST` overrides the IMDS endpoint, as in Azure's SDKs.
 
-use super::{Answer, Env, Http, form_encode, json_str, read_token_file};
+use super::{Answer, Answered, Env, Http, form_encode, json_str, read_token_file};
 use crate::keyring::{Credential, Secret};
 
 /// The user name ACR expects with a refresh token.
@@ -50,21 +50,9 @@ pub(crate) async fn entra_token(env: &Env, http: &Http) -> Result<EntraToken, St
             ),
             ("client_assertion", assertion.as_str()),
         ];
-        let answer = http
-            .api(|c| {
-                c.post(&url)
-                    .header("content-type", "application/x-www-form-urlencoded")
-                    .body(form_encode(&form))
-            })
+        let answer = post_form(http, &url, &form)
             .await
-            .map_err(|e| format!("{identity}: Entra ID: {e}"))?;
-        if answer.status != 200 {
-            return Err(format!(
-                "{identity}: Entra ID at {url} answered {} ({})",
-                answer.status,
-                oauth_error(&answer.body)
-            ));
-        }
+            .map_err(|e| format!("{identity}: Entra ID{e}"))?;
         let token = json_str(&answer.body, "access_token")
             .ok_or_else(|| format!("{identity}: Entra ID answered without a token"))?;
         return Ok(EntraToken {
@@ -112,6 +100,28 @@ pub(crate) async fn entra_token(env: &Env, http: &Http) -> Result<EntraToken, St
     })
 }
 
+/// POSTs an OAuth form (Entra ID's token endpoint, ACR's exchange) and returns a 200 answer;
+/// the error, to follow the caller's name for the endpoint, says what failed (`: <transport
+/// error>`, or ` at <url> answered <status> (<OAuth error>)`).
+async fn post_form(http: &Http, url: &str, form: &[(&str, &str)]) -> Result<Answered, String> {
+    let answer = http
+        .api(|c| {
+            c.post(url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(form_encode(form))
+        })
+        .await
+        .map_err(|e| format!(": {e}"))?;
+    if answer.status != 200 {
+        return Err(format!(
+            " at {url} answered {} ({})",
+            answer.status,
+            oauth_error(&answer.body)
+        ));
+    }
+    Ok(answer)
+}
+
 /// The registry's exchange: Entra token in, ACR refresh token out.
 pub(crate) async fn exchange(env: &Env, http: &Http, registry: &str, token: &EntraToken) -> Answer {
     // The exchange is on the registry itself; tests point it at a stand-in on loopback (and
@@ -131,21 +141,9 @@ pub(crate) async fn exchange(env: &Env, http: &Http, registry: &str, token: &Ent
     if let Some(t) = &token.tenant {
         form.push(("tenant", t.as_str()));
     }
-    let answer = http
-        .api(|c| {
-            c.post(&url)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(form_encode(&form))
-        })
+    let answer = post_form(http, &url, &form)
         .await
-        .map_err(|e| format!("{who}: {registry}'s token exchange: {e}"))?;
-    if answer.status != 200 {
-        return Err(format!(
-            "{who}: {url} answered {} ({})",
-            answer.status,
-            oauth_error(&answer.body)
-        ));
-    }
+        .map_err(|e| format!("{who}: {registry}'s token exchange{e}"))?;
     let refresh = json_str(&answer.body, "refresh_token")
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| format!("{who}: {registry}'s exchange answered without a refresh token"))?;
