@@ -1000,6 +1000,13 @@ enum Dns {
     ServFail,
 }
 
+/// A loopback address of this test process's own for a stand-in nameserver (`n` tells the
+/// stand-ins of one process apart): two runs of the suite at once must not share port 53.
+fn nameserver_ip(n: u8) -> String {
+    let pid = std::process::id();
+    format!("127.{}.{}.{n}", 100 + (pid >> 8) % 100, pid & 0xff)
+}
+
 /// A nameserver on `ip`:53 (UDP) that answers as `mode` says. Needs root for port 53.
 fn nameserver(ip: &str, mode: Dns) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
     let socket = UdpSocket::bind((ip, 53)).expect("bind a nameserver on port 53");
@@ -1095,14 +1102,15 @@ fn a_dns_server_that_never_answers_ends_at_the_deadline_and_at_sigterm() {
     if !can_run_dns_tests() {
         return;
     }
-    let queries = nameserver("127.0.0.71", Dns::Silent);
+    let silent = nameserver_ip(71);
+    let queries = nameserver(&silent, Dns::Silent);
     let dir = tempdir();
     let image = "registry.pullcheck-silent.test/team/app:v1";
     let out = run(
         dir.path(),
         with_resolver(
             dir.path(),
-            "127.0.0.71",
+            &silent,
             &["-o", "json", "--timeout", "3s", image],
         ),
         false,
@@ -1123,7 +1131,7 @@ fn a_dns_server_that_never_answers_ends_at_the_deadline_and_at_sigterm() {
 
     let (out, after_signal) = run_and_stop(
         dir.path(),
-        with_resolver(dir.path(), "127.0.0.71", &["--timeout", "60s", image]),
+        with_resolver(dir.path(), &silent, &["--timeout", "60s", image]),
         Duration::from_millis(1500),
     );
     assert!(
@@ -1143,15 +1151,16 @@ fn nxdomain_twice_stops_retrying_and_servfail_is_retried() {
     if !can_run_dns_tests() {
         return;
     }
-    nameserver("127.0.0.72", Dns::NxDomain);
-    nameserver("127.0.0.73", Dns::ServFail);
+    let (nxdomain, servfail) = (nameserver_ip(72), nameserver_ip(73));
+    nameserver(&nxdomain, Dns::NxDomain);
+    nameserver(&servfail, Dns::ServFail);
     let dir = tempdir();
     let image = "registry.invalid/team/app:v1";
     let out = run(
         dir.path(),
         with_resolver(
             dir.path(),
-            "127.0.0.72",
+            &nxdomain,
             &["-o", "json", "--timeout", "10s", image],
         ),
         false,
@@ -1171,7 +1180,7 @@ fn nxdomain_twice_stops_retrying_and_servfail_is_retried() {
         dir.path(),
         with_resolver(
             dir.path(),
-            "127.0.0.73",
+            &servfail,
             &["-o", "json", "--timeout", "3s", image],
         ),
         false,
