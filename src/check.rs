@@ -349,6 +349,15 @@ pub async fn check_until(
     let mut results: Vec<ImageResult> = results.into_iter().flatten().collect();
     for result in &mut results {
         node.annotate(result, policies.of(&result.image, &result.reference));
+        // Which of crane's two meanings `--insecure` took here: plain HTTP, never HTTPS
+        // without verification.
+        result.plain_http = result.endpoint.is_none()
+            && !result.registry.is_empty()
+            && options
+                .client
+                .plain_http
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(&result.registry));
     }
     let mut report = Report::new(results);
     report.stopped = stopped;
@@ -1005,6 +1014,7 @@ impl Job {
             present_on_node: None,
             endpoint: None,
             mirror_of: None,
+            plain_http: false,
         }
     }
 }
@@ -1047,6 +1057,7 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         present_on_node: None,
         endpoint: None,
         mirror_of: None,
+        plain_http: false,
     }
 }
 

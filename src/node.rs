@@ -289,6 +289,7 @@ impl NodeLookup {
             containers: Vec::new(),
             endpoint: None,
             mirror_of: None,
+            plain_http: false,
             pull_policy: PullPolicy::IfNotPresent,
             present_on_node: Some(true),
         }

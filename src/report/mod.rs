@@ -182,6 +182,9 @@ pub struct ImageResult {
     /// The registry that endpoint stands in for, when it is a mirror (or a rewritten
     /// location on another host).
     pub mirror_of: Option<String>,
+    /// The registry was asked over plain HTTP (`--plain-http`, or its alias `--insecure`):
+    /// said in the report, since crane's `--insecure` could also mean HTTPS unverified.
+    pub plain_http: bool,
     /// Will each container using this image start? One entry per container of the pod spec
     /// (`--containers`, `PULLCHECK_CONTAINERS`); empty, and left out of JSON, without them.
     pub containers: Vec<ContainerStart>,
@@ -220,7 +223,7 @@ pub struct ContainerStart {
 impl Serialize for ImageResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("ImageResult", 21)?;
+        let mut st = s.serialize_struct("ImageResult", 22)?;
         st.serialize_field("image", &self.image)?;
         st.serialize_field("reference", &self.reference)?;
         st.serialize_field("registry", &self.registry)?;
@@ -255,6 +258,9 @@ impl Serialize for ImageResult {
         }
         if let Some(m) = &self.mirror_of {
             st.serialize_field("mirror_of", m)?;
+        }
+        if self.plain_http {
+            st.serialize_field("plain_http", &true)?;
         }
         st.serialize_field("pull_policy", &self.pull_policy)?;
         st.serialize_field("present_on_node", &self.present_on_node)?;
@@ -448,6 +454,7 @@ pub(crate) mod tests {
             containers: Vec::new(),
             endpoint: None,
             mirror_of: None,
+            plain_http: false,
             message: format!("{image} is {}", status.as_str()),
             hint: if status == Status::Ok {
                 String::new()

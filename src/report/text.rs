@@ -44,6 +44,9 @@ fn line(out: &mut String, r: &ImageResult) {
         if let (Some(_), Some(endpoint)) = (&r.mirror_of, &r.endpoint) {
             let _ = write!(out, " via {}", escape(endpoint));
         }
+        if r.plain_http {
+            out.push_str(" (plain HTTP)");
+        }
         if let Some(why) = r.platform_note {
             let _ = write!(out, " platform not checked ({why})");
         }

@@ -661,6 +661,18 @@ fn insecure_is_plain_http_as_an_alias() {
     let run = check(&["-o", "json", "--insecure", &host, &image]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(run.image(&image)["status"], "ok");
+    // The report says which of crane's two meanings it took: plain HTTP.
+    assert_eq!(run.image(&image)["plain_http"], true);
+    let text = check(&["--insecure", &host, &image]);
+    assert!(
+        text.stdout
+            .lines()
+            .next()
+            .unwrap_or("")
+            .contains(" (plain HTTP)"),
+        "{}",
+        text.stdout
+    );
     // Without it, HTTPS is spoken to the plain registry, and fails.
     let run = check(&["-o", "json", "--timeout", "2s", &image]);
     assert_ne!(run.code, 0);
