@@ -432,23 +432,58 @@ fn document_of_line(text: &str, line: usize) -> usize {
 }
 
 /// Flow collections nested deeper than the tree allows, counted cheaply before the parser
-/// sees them (deep `[[[[` costs a YAML scanner time for every level). Brackets inside quotes
-/// and comments are counted too: an over-estimate, so the limit is generous.
+/// sees them (deep `[[[[` costs a YAML scanner time for every level). Only brackets that can
+/// open a flow collection count: at the start of a line, after white space, `,`, `:` or another
+/// bracket; one inside a plain scalar (`registry.example/a[b`) cannot, nor one inside a quoted
+/// scalar or a comment. Any closing bracket counts: an over-estimate, so the limit is generous,
+/// and a readable input made longer by `inject` (which repeats image names) stays readable.
 fn flow_depth_error(text: &str) -> Option<usize> {
+    let opens_here = |p: char| p.is_whitespace() || matches!(p, '[' | '{' | ',' | ':');
     let mut depth = 0usize;
     let mut line = 1;
-    for c in text.chars() {
+    let mut prev = '\n';
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
-            '[' | '{' => {
+            '[' | '{' if opens_here(prev) => {
                 depth += 1;
                 if depth > 2 * tree::MAX_DEPTH {
                     return Some(line);
                 }
             }
             ']' | '}' => depth = depth.saturating_sub(1),
+            '"' | '\'' if opens_here(prev) => {
+                // A quoted scalar: to its closing quote (`\"` escapes in double quotes, `''`
+                // in single ones). An unclosed one is the parser's to report.
+                loop {
+                    match chars.next() {
+                        None => return None,
+                        Some('\n') => line += 1,
+                        Some('\\') if c == '"' => {
+                            if chars.next() == Some('\n') {
+                                line += 1;
+                            }
+                        }
+                        Some(q) if q == c => {
+                            if c == '\'' && chars.peek() == Some(&'\'') {
+                                chars.next();
+                                continue;
+                            }
+                            break;
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            '#' if prev.is_whitespace() => {
+                while chars.peek().is_some_and(|n| *n != '\n') {
+                    chars.next();
+                }
+            }
             '\n' => line += 1,
             _ => {}
         }
+        prev = c;
     }
     None
 }
@@ -1742,6 +1777,29 @@ mod tests {
             image_list("\u{feff}containers: [{name: a, image: x:1}]\n"),
             ["x:1"]
         );
+    }
+
+    #[test]
+    fn brackets_inside_scalars_are_not_nesting_and_inject_keeps_such_input_readable() {
+        // Found by fuzzing `inject`: an image with 200 `[` in a plain scalar was readable,
+        // but inject repeats image names (PULLCHECK_IMAGES, PULLCHECK_CONTAINERS), and the
+        // bracket count of the output then passed the nesting guard.
+        let image = format!("registry.example/a{}:1", "[".repeat(200));
+        let pod = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    image: {image}\n    env:\n    - {{name: A, value: \"{q}\"}}\n    - {{name: B, value: '{q}'}}  # {q}\n",
+            q = "[".repeat(300)
+        );
+        assert!(read(&pod, "t").is_ok(), "{:?}", read(&pod, "t").err());
+        let options = crate::inject::InjectOptions {
+            image: "registry.example.com/pullcheck:1".to_string(),
+            ..crate::inject::InjectOptions::default()
+        };
+        let done = crate::inject::inject(&pod, "t", &options).expect("inject");
+        let again = read(&done.output, "t").expect("inject's output reads again");
+        assert_eq!(again.pod_specs.len(), 1);
+        // Real nesting still meets the guard.
+        let deep = format!("a: {}{}", "[".repeat(300), "]".repeat(300));
+        assert!(read(&deep, "t").is_err());
     }
 
     #[test]
