@@ -543,6 +543,14 @@ impl Run<'_> {
             ));
             return;
         }
+        if spec.containers.is_empty() {
+            // Nothing to check, and the API server refuses a pod without containers. (Found by
+            // fuzzing: two keys inserted into an empty JSON object `{}` lacked their comma.)
+            self.warn(format!(
+                "{at}: no containers and no image volumes; left unchanged (nothing to check)"
+            ));
+            return;
+        }
         // A list that comes through a `<<` merge key cannot be edited where it is written.
         let merged = |node: NodeId, key: &str| {
             t.has_merge(node) && t.own_entry(node, key).is_none() && t.get(node, key).is_some()
@@ -1502,6 +1510,19 @@ mod tests {
             assert_eq!(out.warnings.len(), 1, "{why}: {:?}", out.warnings);
             assert!(out.warnings[0].contains(why), "{why}: {:?}", out.warnings);
         }
+    }
+
+    #[test]
+    fn a_pod_spec_without_containers_is_left_unchanged() {
+        // Found by fuzzing: two keys inserted into an empty JSON object lacked their comma.
+        let input = "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"},\n \"spec\": {\n }}\n";
+        let out = run(input);
+        assert_eq!(out.output, input);
+        assert!(
+            out.warnings.iter().any(|w| w.contains("no containers")),
+            "{:?}",
+            out.warnings
+        );
     }
 
     #[test]
