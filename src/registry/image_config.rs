@@ -139,39 +139,14 @@ impl Client {
             .clone()
             .or_else(|| digest.clone())
             .unwrap_or_else(|| reference.manifest_ref().to_string());
-        if let Some(known) = self.known_config(&manifest_ref) {
-            return known;
-        }
-        let mut body = match self
-            .get_limited(
-                &state.http,
-                &manifest_url(&manifest_ref),
-                MANIFEST_ACCEPT,
-                authorization,
-                MAX_MANIFEST,
-                progress,
-            )
-            .await
-        {
-            Ok(b) => b,
-            Err(e) => return ConfigRead::Failed(e),
-        };
-        let mut manifest = match serde_json::from_slice::<Manifest>(&body) {
-            Ok(m) => m,
-            Err(e) => return ConfigRead::Failed(format!("the manifest is not JSON: {e}")),
-        };
-        if manifest.manifests.is_some() {
-            // An index the platform check did not read: the entry for the node.
-            let Some(child) = self.entry_for_node(&body) else {
-                return ConfigRead::Failed(
-                    "the index has no entry for the node's platform".to_string(),
-                );
-            };
-            manifest_ref = child;
+        // The manifest; for an index the platform check did not read, once more for the
+        // node's entry (an index of indexes is not followed: it names no config).
+        let mut descended = false;
+        let manifest = loop {
             if let Some(known) = self.known_config(&manifest_ref) {
                 return known;
             }
-            body = match self
+            let body = match self
                 .get_limited(
                     &state.http,
                     &manifest_url(&manifest_ref),
@@ -185,11 +160,21 @@ impl Client {
                 Ok(b) => b,
                 Err(e) => return ConfigRead::Failed(e),
             };
-            manifest = match serde_json::from_slice::<Manifest>(&body) {
+            let manifest = match serde_json::from_slice::<Manifest>(&body) {
                 Ok(m) => m,
                 Err(e) => return ConfigRead::Failed(format!("the manifest is not JSON: {e}")),
             };
-        }
+            if manifest.manifests.is_none() || descended {
+                break manifest;
+            }
+            let Some(child) = self.entry_for_node(&body) else {
+                return ConfigRead::Failed(
+                    "the index has no entry for the node's platform".to_string(),
+                );
+            };
+            manifest_ref = child;
+            descended = true;
+        };
         let Some(config) = manifest.config else {
             return ConfigRead::Failed("the manifest names no config".to_string());
         };
