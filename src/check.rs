@@ -791,7 +791,7 @@ impl Job {
         let route = match route {
             Ok(r) => r,
             Err(e) => {
-                let verdict = route_verdict(
+                let verdict = Verdict::new(
                     Status::Unreachable,
                     "node_configuration",
                     format!(
@@ -810,7 +810,7 @@ impl Job {
         let count = route.endpoints.len();
         for (i, endpoint) in route.endpoints.iter().enumerate() {
             if let Some(file) = &endpoint.blocked {
-                let verdict = route_verdict(
+                let verdict = Verdict::new(
                     Status::Denied,
                     "blocked",
                     format!(
@@ -911,7 +911,7 @@ impl Job {
                 message.push_str("; ");
                 message.push_str(n);
             }
-            let verdict = route_verdict(
+            let verdict = Verdict::new(
                 Status::NotFound,
                 "no_endpoint",
                 message,
@@ -1017,11 +1017,6 @@ impl Job {
             plain_http: false,
         }
     }
-}
-
-/// A verdict the route itself gives (blocked, nothing to ask, a configuration not usable).
-fn route_verdict(status: Status, reason: &'static str, message: String, hint: &str) -> Verdict {
-    Verdict::new(status, reason, message, hint)
 }
 
 /// Exponential back-off with "equal jitter": half the step fixed, half random, so that many
