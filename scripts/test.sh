@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: unit tests, and integration tests against a real registry that the test
-# harness starts on 127.0.0.1 (Debian's docker-registry, installed here when missing).
+# Runs every test: unit tests, integration tests against a real registry that the test harness
+# starts on 127.0.0.1 (Debian's docker-registry, installed here when missing), and the tests on a
+# real single-node Kubernetes (tests/cluster/test.sh: needs root and Go).
 #
 # The Kubernetes examples and `inject` output are validated offline with kubernetes-validate
 # (PyPI). Debian's own Python refuses a system-wide `pip install` (externally-managed-
@@ -44,3 +45,5 @@ skips=()
 for t in "${serial[@]}"; do skips+=(--skip "$t"); done
 cargo test --all-targets -- "${skips[@]}"
 cargo test --test it -- --test-threads=1 "${serial[@]}"
+# Last, the tests on a real Kubernetes (root and Go; the first run on a machine builds it).
+tests/cluster/test.sh

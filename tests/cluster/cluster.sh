@@ -1,0 +1,505 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes for the tests: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, containerd (Debian's, CRI on) and the kubelet, with a plain-HTTP registry
+# (Debian's docker-registry) that holds the pause image, pullcheck's image and a small tools
+# image. Everything is on this machine: loopback, and a bridge of its own (pullcheck0,
+# 10.213.0.0/24) that only the node's network namespaces use.
+#
+#   tests/cluster/cluster.sh up     start what is not running (idempotent); ready when the Node is
+#                                   Ready and the default service account exists
+#   tests/cluster/cluster.sh down   stop every process by PID, unmount, remove the bridge
+#   tests/cluster/cluster.sh env    print the variables of a running cluster (source it)
+#
+# All state is in one folder, ${PULLCHECK_CLUSTER_DIR:-target/cluster}; `up` writes `env` there
+# (KUBECONFIG, PULLCHECK_CLUSTER_REGISTRY, ...). Needs root. docs/kubernetes-in-tests.md says
+# how this node differs from a production one, and why that does not change what is proven.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+here=$repo/tests/cluster
+state=${PULLCHECK_CLUSTER_DIR:-$repo/target/cluster}
+mkdir -p "$state"
+state=$(cd "$state" && pwd)
+
+node=pullcheck-node
+bridge=pullcheck0
+node_ip=10.213.0.1
+pod_cidr=10.213.0.0/24
+service_cidr=10.213.1.0/24
+service_ip=10.213.1.1
+api_port=6443
+etcd_client=127.0.0.1:23790
+etcd_peer=127.0.0.1:23800
+
+log() { echo "== cluster: $*" >&2; }
+die() { echo "cluster: $*" >&2; exit 1; }
+
+# A process we started is running when its PID file names a live process of the same command.
+running() {
+  local pid
+  pid=$(cat "$state/pids/$1.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null
+}
+
+# start NAME CMD...: in its own session, output to logs/NAME.log, PID to pids/NAME.pid. Under
+# tini as a subreaper: this machine's PID 1 reaps nothing, and containerd's shims, which detach
+# from containerd, would otherwise stay zombies once they exit.
+start() {
+  local name=$1
+  shift
+  running "$name" && return 0
+  mkdir -p "$state/logs" "$state/pids"
+  setsid tini -s -g -- "$@" >>"$state/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$state/pids/$name.pid"
+}
+
+# wait_for NAME SECONDS CMD...: polls CMD until it succeeds; on time-out prints the component's
+# log tail and fails.
+wait_for() {
+  local name=$1 seconds=$2
+  shift 2
+  local deadline=$(($(date +%s) + seconds))
+  until "$@" >/dev/null 2>&1; do
+    if ! running "$name"; then
+      echo "cluster: $name exited; the last lines of $state/logs/$name.log:" >&2
+      tail -n 40 "$state/logs/$name.log" >&2 || true
+      exit 1
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "cluster: $name not ready after ${seconds} s; the last lines of $state/logs/$name.log:" >&2
+      tail -n 40 "$state/logs/$name.log" >&2 || true
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+need() {
+  [ "$(id -u)" = 0 ] || die "needs root: it runs containerd and the kubelet, makes a bridge and mounts"
+  local missing=()
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+  command -v docker-registry >/dev/null || missing+=(docker-registry)
+  command -v skopeo >/dev/null || missing+=(skopeo)
+  command -v buildah >/dev/null || missing+=(buildah)
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v iptables >/dev/null || missing+=(iptables)
+  command -v curl >/dev/null || missing+=(curl)
+  command -v tini >/dev/null || missing+=(tini)
+  [ -x /bin/busybox ] && file -b /bin/busybox | grep -q static || missing+=(busybox-static)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing Debian's ${missing[*]}"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# PKI: one CA signs every certificate (as kubeadm's does), made once per state folder.
+pki() {
+  local p=$state/pki
+  [ -f "$p/done" ] && return 0
+  mkdir -p "$p"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=pullcheck-test-ca" \
+    -keyout "$p/ca.key" -out "$p/ca.crt" 2>/dev/null
+  # cert NAME SUBJECT [SANS]
+  cert() {
+    local name=$1 subject=$2 sans=${3:-}
+    openssl req -newkey rsa:2048 -nodes -subj "$subject" -keyout "$p/$name.key" -out "$p/$name.csr" 2>/dev/null
+    {
+      echo "basicConstraints=CA:FALSE"
+      echo "keyUsage=digitalSignature,keyEncipherment"
+      if [ -n "$sans" ]; then
+        echo "extendedKeyUsage=serverAuth,clientAuth"
+        echo "subjectAltName=$sans"
+      else
+        echo "extendedKeyUsage=clientAuth"
+      fi
+    } >"$p/$name.ext"
+    openssl x509 -req -in "$p/$name.csr" -CA "$p/ca.crt" -CAkey "$p/ca.key" -CAcreateserial \
+      -days 3650 -extfile "$p/$name.ext" -out "$p/$name.crt" 2>/dev/null
+    rm -f "$p/$name.csr" "$p/$name.ext"
+  }
+  cert apiserver "/CN=kube-apiserver" \
+    "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:$node_ip,IP:$service_ip,IP:127.0.0.1"
+  cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+  cert admin "/O=system:masters/CN=kubernetes-admin"
+  cert controller-manager "/CN=system:kube-controller-manager"
+  cert scheduler "/CN=system:kube-scheduler"
+  cert kubelet-client "/O=system:nodes/CN=system:node:$node"
+  cert kubelet "/CN=$node" "DNS:$node,IP:$node_ip"
+  openssl genrsa -out "$p/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$p/sa.key" -pubout -out "$p/sa.pub" 2>/dev/null
+  touch "$p/done"
+}
+
+kubeconfig() {
+  local name=$1 user=$2
+  cat >"$state/kubeconfig/$name" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: pullcheck
+  cluster:
+    certificate-authority: $state/pki/ca.crt
+    server: https://$node_ip:$api_port
+users:
+- name: $user
+  user:
+    client-certificate: $state/pki/$user.crt
+    client-key: $state/pki/$user.key
+contexts:
+- name: pullcheck
+  context: {cluster: pullcheck, user: $user}
+current-context: pullcheck
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# The network: a bridge of our own carries the node's address (the kubelet and the API server
+# refuse loopback) and the pods' bridge. Service IPs are routed onto it, so nothing addressed to
+# one ever leaves the machine; the one service the tests need, `kubernetes`, is DNAT'ed to the
+# API server, which is the part of kube-proxy's job that this node needs.
+network() {
+  if ! ip link show "$bridge" >/dev/null 2>&1; then
+    ip link add "$bridge" type bridge
+  fi
+  ip addr replace "$node_ip/24" dev "$bridge"
+  ip link set "$bridge" up
+  ip route replace "$service_cidr" dev "$bridge"
+  if ! iptables -t nat -S PULLCHECK-SERVICES >/dev/null 2>&1; then
+    iptables -t nat -N PULLCHECK-SERVICES
+    iptables -t nat -A PULLCHECK-SERVICES -d "$service_ip/32" -p tcp --dport 443 \
+      -j DNAT --to-destination "$node_ip:$api_port"
+  fi
+  for chain in OUTPUT PREROUTING; do
+    iptables -t nat -C "$chain" -j PULLCHECK-SERVICES 2>/dev/null ||
+      iptables -t nat -I "$chain" -j PULLCHECK-SERVICES
+  done
+  # The kubelet's volume propagation (and containerd's mounts) want shared mounts; this
+  # machine's / is private.
+  mount --make-rshared /
+}
+
+# ---------------------------------------------------------------------------------------------
+# The registry: Debian's docker-registry, plain HTTP on loopback, its port kept in the state.
+registry() {
+  local dir=$state/registry port
+  mkdir -p "$dir/storage"
+  if [ -f "$dir/port" ]; then
+    port=$(cat "$dir/port")
+  else
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    echo "$port" >"$dir/port"
+  fi
+  cat >"$dir/config.yml" <<EOF
+version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: false
+storage:
+  filesystem:
+    rootdirectory: $dir/storage
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$port
+  secret: pullcheck-cluster
+health:
+  storagedriver:
+    enabled: false
+EOF
+  start registry docker-registry serve "$dir/config.yml"
+  wait_for registry 20 curl -fsS "http://127.0.0.1:$port/v2/"
+  registry_host=127.0.0.1:$port
+}
+
+# The images every test may use, built here without a Docker engine and pushed once:
+# - pause:3.10, containerd's sandbox image, from tests/cluster/pause/pause.c;
+# - tools:1, Debian's static busybox (sh, sleep, true, ...), for the containers under test, and
+#   two variants for the start check: tools-nobody:1 (user `nobody`), tools-nocmd:1 (no command);
+# - pullcheck:ci, the image scripts/build-image.sh built from the Dockerfile.
+images() {
+  local tmp store=(--storage-driver vfs)
+  pushed() { curl -fs -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$registry_host/v2/$1/manifests/$2"; }
+  tmp=$(mktemp -d)
+  if ! pushed pause 3.10; then
+    log "pushing pause:3.10"
+    mkdir -p "$tmp/pause"
+    cp "$cache/pause" "$tmp/pause/pause"
+    image_from "$tmp/pause" pause:3.10 --entrypoint '["/pause"]'
+  fi
+  if ! pushed tools 1; then
+    log "pushing tools:1 (busybox)"
+    mkdir -p "$tmp/tools/bin" "$tmp/tools/tmp"
+    cp /bin/busybox "$tmp/tools/bin/busybox"
+    for applet in sh echo cat ls sleep true false id env; do ln -s busybox "$tmp/tools/bin/$applet"; done
+    image_from "$tmp/tools" tools:1 --cmd '["/bin/sh","-c","echo ok"]' --env PATH=/bin
+    # For the start check: an image whose user is a name, and one with no command at all.
+    image_from "$tmp/tools" tools-nobody:1 --cmd '["/bin/sh","-c","echo ok"]' --env PATH=/bin --user nobody
+    image_from "$tmp/tools" tools-nocmd:1 --env PATH=/bin
+  fi
+  local image_tar=$repo/target/image.tar
+  [ -f "$image_tar" ] || die "$image_tar is missing: run scripts/build-image.sh first (it builds pullcheck's image from the Dockerfile)"
+  # Pushed afresh each time: the image follows the code under test.
+  skopeo copy -q --dest-tls-verify=false "oci-archive:$image_tar" "docker://$registry_host/pullcheck:ci" >/dev/null
+  rm -rf "$tmp"
+}
+
+# image_from DIR NAME CONFIG_FLAGS...: a one-layer image of DIR, pushed to the registry.
+image_from() {
+  local dir=$1 name=$2 store=(--storage-driver vfs) ctr
+  shift 2
+  ctr=$(buildah "${store[@]}" from --quiet scratch)
+  buildah "${store[@]}" copy --quiet "$ctr" "$dir" / >/dev/null
+  buildah "${store[@]}" config "$@" "$ctr"
+  buildah "${store[@]}" commit --quiet --rm "$ctr" "localhost/$name" >/dev/null
+  buildah "${store[@]}" push --quiet --tls-verify=false "localhost/$name" "docker://$registry_host/$name"
+}
+
+# ---------------------------------------------------------------------------------------------
+etcd_up() {
+  mkdir -p "$state/etcd"
+  start etcd "$cache/kube" etcd --name "$node" --data-dir "$state/etcd" \
+    --listen-client-urls "http://$etcd_client" --advertise-client-urls "http://$etcd_client" \
+    --listen-peer-urls "http://$etcd_peer" --initial-advertise-peer-urls "http://$etcd_peer" \
+    --initial-cluster "$node=http://$etcd_peer" --listen-metrics-urls "" --log-level warn
+  wait_for etcd 30 curl -fsS "http://$etcd_client/health"
+}
+
+apiserver_up() {
+  local p=$state/pki
+  start kube-apiserver "$cache/kube" kube-apiserver \
+    --advertise-address "$node_ip" --bind-address "$node_ip" --secure-port "$api_port" \
+    --etcd-servers "http://$etcd_client" \
+    --client-ca-file "$p/ca.crt" --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
+    --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+    --service-cluster-ip-range "$service_cidr" \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --allow-privileged=true --profiling=false
+  wait_for kube-apiserver 90 "$cache/kube" kubectl --kubeconfig "$state/kubeconfig/admin" get --raw /readyz
+}
+
+controllers_up() {
+  local p=$state/pki
+  start kube-controller-manager "$cache/kube" kube-controller-manager \
+    --kubeconfig "$state/kubeconfig/controller-manager" \
+    --authentication-kubeconfig "$state/kubeconfig/controller-manager" \
+    --authorization-kubeconfig "$state/kubeconfig/controller-manager" \
+    --bind-address 127.0.0.1 --secure-port 10257 \
+    --leader-elect=false --use-service-account-credentials=true \
+    --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
+    --cluster-signing-cert-file "$p/ca.crt" --cluster-signing-key-file "$p/ca.key" \
+    --controllers '*,-nodeipam,-route,-service,-cloud-node-lifecycle' --profiling=false
+  start kube-scheduler "$cache/kube" kube-scheduler \
+    --kubeconfig "$state/kubeconfig/scheduler" \
+    --authentication-kubeconfig "$state/kubeconfig/scheduler" \
+    --authorization-kubeconfig "$state/kubeconfig/scheduler" \
+    --bind-address 127.0.0.1 --secure-port 10259 --leader-elect=false --profiling=false
+}
+
+containerd_up() {
+  local c=$state/containerd
+  mkdir -p "$c/root" "$c/state" "$state/certs.d" "$state/cni/net.d" "$state/cni/ipam"
+  cat >"$state/cni/net.d/10-pullcheck.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "pullcheck",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$bridge",
+      "isGateway": true,
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$state/cni/ipam",
+        "ranges": [[{"subnet": "$pod_cidr", "rangeStart": "10.213.0.10", "gateway": "$node_ip"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+EOF
+  cat >"$c/config.toml" <<EOF
+version = 2
+root = "$c/root"
+state = "$c/state"
+[grpc]
+  address = "$c/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$registry_host/pause:3.10"
+  # This machine's root lacks CAP_SYS_RESOURCE, so no process may lower its oom_score_adj: the
+  # kubelet's -998 for a pod sandbox makes runc fail ("failed to update
+  # /proc/self/oom_score_adj: Permission denied"). This caps every container's at containerd's
+  # own (0), as containerd does for rootless use.
+  restrict_oom_score_adj = true
+  enable_cdi = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$state/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$state/certs.d"
+EOF
+  start containerd containerd --config "$c/config.toml"
+  wait_for containerd 30 ctr --address "$c/containerd.sock" version
+}
+
+kubelet_up() {
+  local p=$state/pki k=$state/kubelet
+  mkdir -p "$k"
+  echo "nameserver 127.0.0.1" >"$k/resolv.conf"
+  cat >"$k/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $node_ip
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+tlsCertFile: $p/kubelet.crt
+tlsPrivateKeyFile: $p/kubelet.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: $p/ca.crt}
+authorization:
+  mode: AlwaysAllow
+containerRuntimeEndpoint: unix://$state/containerd/containerd.sock
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+# Image GC never runs: containerd 1.6 does not pin the sandbox image, and the tests import
+# images the registry does not have.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
+serializeImagePulls: false
+clusterDomain: cluster.local
+# Pods resolve no names here: a resolver on loopback that answers nothing keeps any lookup on
+# the machine (the tests use addresses only).
+resolvConf: $k/resolv.conf
+nodeStatusUpdateFrequency: 4s
+EOF
+  start kubelet "$cache/kube" kubelet --config "$k/config.yaml" --kubeconfig "$state/kubeconfig/kubelet-client" \
+    --root-dir "$k/root" --cert-dir "$k/pki" --hostname-override "$node" --node-ip "$node_ip"
+}
+
+ready() {
+  local kubectl=("$cache/kube" kubectl --kubeconfig "$state/kubeconfig/admin")
+  "${kubectl[@]}" get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True &&
+    "${kubectl[@]}" -n default get serviceaccount default >/dev/null 2>&1
+}
+
+write_env() {
+  cat >"$state/env" <<EOF
+export KUBECONFIG=$state/kubeconfig/admin
+export PULLCHECK_CLUSTER_DIR=$state
+export PULLCHECK_CLUSTER_KUBE=$cache/kube
+export PULLCHECK_CLUSTER_REGISTRY=$registry_host
+export PULLCHECK_CLUSTER_NODE=$node
+export PULLCHECK_CLUSTER_NODE_IP=$node_ip
+export PULLCHECK_CLUSTER_API=https://$node_ip:$api_port
+export PULLCHECK_CLUSTER_CONTAINERD=$state/containerd/containerd.sock
+export PULLCHECK_CLUSTER_HOSTS_DIR=$state/certs.d
+EOF
+}
+
+up() {
+  need
+  cache=$("$here/build.sh" | tail -n 1)
+  log "state in $state, Kubernetes from $cache"
+  pki
+  mkdir -p "$state/kubeconfig"
+  kubeconfig admin admin
+  kubeconfig controller-manager controller-manager
+  kubeconfig scheduler scheduler
+  kubeconfig kubelet-client kubelet-client
+  network
+  registry
+  images
+  etcd_up
+  apiserver_up
+  controllers_up
+  containerd_up
+  kubelet_up
+  write_env
+  local deadline=$(($(date +%s) + 180))
+  until ready; do
+    for c in kube-controller-manager kube-scheduler kubelet containerd; do
+      running "$c" || { echo "cluster: $c exited; the last lines of its log:" >&2; tail -n 40 "$state/logs/$c.log" >&2; exit 1; }
+    done
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "cluster: the Node is not Ready (or no default service account) after 180 s:" >&2
+      "$cache/kube" kubectl --kubeconfig "$state/kubeconfig/admin" get node "$node" -o yaml >&2 || true
+      tail -n 40 "$state/logs/kubelet.log" >&2 || true
+      exit 1
+    fi
+    sleep 1
+  done
+  log "ready: source $state/env"
+}
+
+down() {
+  # The kubelet first, so it starts nothing new; then every container's shim, by the socket of
+  # our containerd named in its command line; then the control plane and the registry.
+  for c in kubelet kube-scheduler kube-controller-manager; do stop "$c"; done
+  local sock=$state/containerd/containerd.sock
+  if [ -S "$sock" ]; then
+    local ids
+    ids=$(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null || true)
+    for id in $ids; do ctr --address "$sock" -n k8s.io tasks kill -s KILL "$id" >/dev/null 2>&1 || true; done
+  fi
+  pkill -KILL -f "containerd-shim.*-address $sock" 2>/dev/null || true
+  sleep 0.5
+  for c in containerd kube-apiserver etcd registry; do stop "$c"; done
+  # Mounts the kubelet and containerd left under the state folder, deepest first.
+  grep -F " $state/" /proc/self/mounts | awk '{print $2}' | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null || true
+  done
+  # Network namespaces containerd made for pods: each holds an end of a veth on our bridge.
+  for ns in $(ip netns list 2>/dev/null | awk '/^cni-/ {print $1}'); do
+    if ip netns exec "$ns" ip -o addr 2>/dev/null | grep -q ' 10\.213\.0\.'; then ip netns delete "$ns" 2>/dev/null || true; fi
+  done
+  rm -rf "$state/cni/ipam"
+  for chain in OUTPUT PREROUTING; do
+    while iptables -t nat -D "$chain" -j PULLCHECK-SERVICES 2>/dev/null; do :; done
+  done
+  iptables -t nat -F PULLCHECK-SERVICES 2>/dev/null || true
+  iptables -t nat -X PULLCHECK-SERVICES 2>/dev/null || true
+  ip route del "$service_cidr" dev "$bridge" 2>/dev/null || true
+  ip link del "$bridge" 2>/dev/null || true
+  # Pods' cgroups, so the next `up` starts from none (cgroup v1: one tree per controller).
+  for d in /sys/fs/cgroup/*/kubepods; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  log "stopped"
+}
+
+stop() {
+  local name=$1 pid
+  pid=$(cat "$state/pids/$name.pid" 2>/dev/null) || return 0
+  if [ -n "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null; then
+    for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$state/pids/$name.pid"
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  env) cat "$state/env" ;;
+  *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
+esac

@@ -1,0 +1,313 @@
+//! The cluster tests' harness: the real single-node Kubernetes of `tests/cluster/cluster.sh`,
+//! started once per test binary (or found running), and the few verbs the tests need on it:
+//! kubectl, a namespace per test, waits that poll to a generous bound and fail with the object's
+//! state at that moment, and `pullcheck inject` on a manifest.
+//!
+//! Nothing here skips: a cluster that cannot start fails every test with the component and the
+//! last lines of its log (cluster.sh prints them), and a machine without root or Go says which.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The running cluster, as `cluster.sh up` describes it in `$PULLCHECK_CLUSTER_DIR/env`.
+pub struct Cluster {
+    /// `KUBECONFIG` of the cluster's admin (`system:masters`).
+    pub kubeconfig: PathBuf,
+    /// The multi-call Kubernetes binary (`kube kubectl …`).
+    pub kube: PathBuf,
+    /// The plain-HTTP registry on loopback that holds `pause:3.10`, `tools:1` and
+    /// `pullcheck:ci`.
+    pub registry: String,
+    /// The Node's name.
+    pub node: String,
+    /// containerd's socket.
+    pub containerd: PathBuf,
+    /// containerd's hosts directory (`config_path`): a test may add a host's `hosts.toml`.
+    pub hosts_dir: PathBuf,
+}
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The cluster, brought up on first use (`cluster.sh up` is idempotent: a running cluster is
+/// reused as it is).
+pub fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let dir = std::env::var_os("PULLCHECK_CLUSTER_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo().join("target/cluster"));
+        let script = repo().join("tests/cluster/cluster.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("up")
+            .env("PULLCHECK_CLUSTER_DIR", &dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tests/cluster/cluster.sh");
+        assert!(
+            out.status.success(),
+            "the cluster did not come up ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let env = read_env(&dir.join("env"));
+        let get = |k: &str| {
+            env.get(k)
+                .unwrap_or_else(|| panic!("{k} missing from {}/env", dir.display()))
+                .clone()
+        };
+        Cluster {
+            kubeconfig: get("KUBECONFIG").into(),
+            kube: get("PULLCHECK_CLUSTER_KUBE").into(),
+            registry: get("PULLCHECK_CLUSTER_REGISTRY"),
+            node: get("PULLCHECK_CLUSTER_NODE"),
+            containerd: get("PULLCHECK_CLUSTER_CONTAINERD").into(),
+            hosts_dir: get("PULLCHECK_CLUSTER_HOSTS_DIR").into(),
+        }
+    })
+}
+
+fn read_env(path: &Path) -> HashMap<String, String> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+impl Cluster {
+    /// `kubectl ARGS…` as the admin, its output whatever the status.
+    pub fn kubectl_output(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(&self.kube);
+        cmd.arg("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig);
+        match stdin {
+            None => cmd.stdin(Stdio::null()).output().expect("run kubectl"),
+            Some(input) => {
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+                crate::common::output_with_stdin(&mut cmd, input.as_bytes())
+            }
+        }
+    }
+
+    /// `kubectl ARGS…`, which must succeed; its standard output.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let out = self.kubectl_output(args, None);
+        assert!(
+            out.status.success(),
+            "kubectl {}: {}\n{}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl apply -f -` of `yaml` in namespace `ns`; must succeed.
+    pub fn apply(&self, ns: &str, yaml: &str) -> String {
+        let out = self.kubectl_output(&["apply", "-n", ns, "-f", "-"], Some(yaml));
+        assert!(
+            out.status.success(),
+            "kubectl apply: {}\n{}\n--- the manifest:\n{yaml}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The object `kind/name` in `ns` as JSON, or `None` when the API server has none.
+    pub fn get(&self, ns: &str, what: &str) -> Option<serde_json::Value> {
+        let out = self.kubectl_output(&["get", "-n", ns, what, "-o", "json"], None);
+        if !out.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&out.stdout).ok()
+    }
+
+    /// The pods of Job `job` in `ns`, as JSON items.
+    pub fn job_pods(&self, ns: &str, job: &str) -> Vec<serde_json::Value> {
+        let selector = format!("batch.kubernetes.io/job-name={job}");
+        let out = self.kubectl(&["get", "pods", "-n", ns, "-l", &selector, "-o", "json"]);
+        let list: serde_json::Value = serde_json::from_str(&out).expect("pod list JSON");
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// A namespace of the test's own, deleted (without waiting) when the guard drops.
+    pub fn namespace(&'static self, name: &str) -> Namespace {
+        let _ = self.kubectl_output(&["delete", "namespace", name, "--wait=true"], None);
+        self.kubectl(&["create", "namespace", name]);
+        // Pods cannot be created until the namespace's default service account exists.
+        wait_for(
+            &format!("service account default in {name}"),
+            minutes(2),
+            || {
+                self.get(name, "serviceaccount/default")
+                    .map(|_| ())
+                    .ok_or_else(|| "not yet created".to_string())
+            },
+        );
+        Namespace {
+            cluster: self,
+            name: name.to_string(),
+        }
+    }
+
+    /// Writes containerd's `hosts.toml` for `host` (read at every pull, no restart needed).
+    pub fn trust_registry(&self, host: &str, ca: &Path) {
+        let dir = self.hosts_dir.join(host);
+        std::fs::create_dir_all(&dir).expect("hosts dir");
+        std::fs::write(
+            dir.join("hosts.toml"),
+            format!(
+                "server = \"https://{host}\"\n\n[host.\"https://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"{}\"\n",
+                ca.display()
+            ),
+        )
+        .expect("write hosts.toml");
+    }
+
+    /// `ctr ARGS…` on the cluster's containerd, in the kubelet's `k8s.io` namespace.
+    pub fn ctr(&self, args: &[&str]) -> String {
+        let out = Command::new("ctr")
+            .arg("--address")
+            .arg(&self.containerd)
+            .args(["-n", "k8s.io"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run ctr");
+        assert!(
+            out.status.success(),
+            "ctr {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// pullcheck's own image, as CI builds it from the Dockerfile, in the cluster's registry.
+    pub fn pullcheck_image(&self) -> String {
+        format!("{}/pullcheck:ci", self.registry)
+    }
+
+    /// A small image that runs (busybox): `sh`, `sleep`, `true`.
+    pub fn tools_image(&self) -> String {
+        format!("{}/tools:1", self.registry)
+    }
+}
+
+/// A namespace a test made; deleted in the background when dropped.
+pub struct Namespace {
+    cluster: &'static Cluster,
+    /// Its name.
+    pub name: String,
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        if std::env::var_os("PULLCHECK_CLUSTER_KEEP").is_none() {
+            let _ = self
+                .cluster
+                .kubectl_output(&["delete", "namespace", &self.name, "--wait=false"], None);
+        }
+    }
+}
+
+/// `pullcheck inject ARGS… -f -` on `yaml` (the binary under test); must succeed. Returns the
+/// output manifest and the warnings inject wrote.
+pub fn inject(yaml: &str, args: &[&str]) -> (String, String) {
+    let mut cmd = crate::common::pullcheck_cmd();
+    cmd.arg("inject").args(args);
+    let out = crate::common::output_with_stdin(&mut cmd, yaml.as_bytes());
+    assert!(
+        out.status.success(),
+        "pullcheck inject {}: {}\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+pub fn minutes(n: u64) -> Duration {
+    Duration::from_secs(60 * n)
+}
+
+/// Polls `probe` every half second until it gives a value or `bound` has passed; then fails
+/// with what `probe` last said (the object's state at that moment).
+pub fn wait_for<T>(what: &str, bound: Duration, mut probe: impl FnMut() -> Result<T, String>) -> T {
+    let start = Instant::now();
+    loop {
+        match probe() {
+            Ok(v) => return v,
+            Err(state) if start.elapsed() >= bound => {
+                panic!(
+                    "{what}: not after {} s; the state now:\n{state}",
+                    bound.as_secs()
+                )
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
+}
+
+/// The condition of `type` with status `True` in an object's `status.conditions`, if any.
+pub fn condition<'a>(obj: &'a serde_json::Value, kind: &str) -> Option<&'a serde_json::Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind && c["status"] == "True")
+}
+
+/// A pretty JSON rendering of an object's `status`, for failure messages.
+pub fn status_of(obj: &Option<serde_json::Value>) -> String {
+    match obj {
+        None => "(no such object)".to_string(),
+        Some(o) => serde_json::to_string_pretty(&o["status"]).unwrap_or_default(),
+    }
+}
+
+/// The seconds between two RFC 3339 timestamps of the API server (`…Z`, whole seconds).
+pub fn seconds_between(from: &str, to: &str) -> i64 {
+    epoch(to) - epoch(from)
+}
+
+fn epoch(ts: &str) -> i64 {
+    // 2026-12-01T16:20:33Z: days from the civil date (Howard Hinnant's algorithm), then time.
+    let n = |r: std::ops::Range<usize>| -> i64 { ts[r].parse().expect("timestamp field") };
+    let (y, m, d) = (n(0..4), n(5..7), n(8..10));
+    let (hh, mm, ss) = (n(11..13), n(14..16), n(17..19));
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    days * 86_400 + hh * 3600 + mm * 60 + ss
+}
+
+#[test]
+fn timestamps_subtract() {
+    assert_eq!(
+        seconds_between("2026-12-31T23:59:50Z", "2027-01-01T00:00:05Z"),
+        15
+    );
+    assert_eq!(
+        seconds_between("2024-02-28T00:00:00Z", "2024-03-01T00:00:00Z"),
+        2 * 86_400
+    );
+}

@@ -1,0 +1,19 @@
+//! The cluster tests: pullcheck on a real Kubernetes v1.34.4 (API server, controller manager,
+//! scheduler, kubelet on containerd), built from its Go modules by `tests/cluster/build.sh` and
+//! run by `tests/cluster/cluster.sh` on this machine. Run with `tests/cluster/test.sh` (or
+//! `cargo test --test cluster`, which starts the cluster when it is not running).
+//!
+//! - `harness`: the cluster, kubectl, namespaces, bounded waits.
+//! - `jobs`: the seed case (a missing tag fails the Job through `podFailurePolicy`; without
+//!   pullcheck it waits), and a good Job.
+
+#![allow(clippy::unwrap_used)]
+
+mod accepted;
+#[path = "../it/common/mod.rs"]
+mod common;
+mod credentials;
+mod harness;
+mod jobs;
+mod node_images;
+mod start;

@@ -1,0 +1,101 @@
+//! Images the node already has: an image imported only into containerd's `k8s.io` namespace,
+//! `IfNotPresent`, which the kubelet starts without a pull. pullcheck put in by
+//! `inject --node-images`, with `examples/node-images-rbac.yaml` applied for real, reads the
+//! Node and does not fail it; without the RBAC it says once that it could not look.
+
+use crate::harness::{cluster, condition, minutes, repo, status_of, wait_for};
+use crate::jobs::{injected, job, wait_job};
+use std::process::Command;
+
+#[test]
+fn an_image_only_the_node_has_is_not_failed_with_the_examples_rbac() {
+    let c = cluster();
+    // The image: the tools image under a name the registry does not have, imported with ctr.
+    let image = format!("{}/node-only:1", c.registry);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let archive = dir.path().join("node-only.tar");
+    let out = Command::new("skopeo")
+        .args(["copy", "-q", "--src-tls-verify=false"])
+        .arg(format!("docker://{}", c.tools_image()))
+        .arg(format!("docker-archive:{}:{image}", archive.display()))
+        .output()
+        .expect("run skopeo");
+    assert!(
+        out.status.success(),
+        "skopeo: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    c.ctr(&["images", "import", archive.to_str().unwrap()]);
+    wait_for("the Node to list the imported image", minutes(3), || {
+        let node = c.get("default", &format!("node/{}", c.node));
+        let listed = node.as_ref().is_some_and(|n| {
+            n["status"]["images"].as_array().is_some_and(|l| {
+                l.iter().any(|i| {
+                    i["names"]
+                        .as_array()
+                        .is_some_and(|n| n.iter().any(|n| n == image.as_str()))
+                })
+            })
+        });
+        if listed {
+            Ok(())
+        } else {
+            Err(
+                serde_json::to_string_pretty(&node.map(|n| n["status"]["images"].clone()))
+                    .unwrap_or_default(),
+            )
+        }
+    });
+
+    // The example's subject is the default service account of namespace `ci`: applied as it is.
+    let ns = c.namespace("ci");
+    let rbac = std::fs::read_to_string(repo().join("examples/node-images-rbac.yaml")).unwrap();
+    c.apply("default", &rbac);
+    let norbac = c.namespace("pc-node-norbac");
+
+    let manifest = injected(&job("node-only", &image, 0), &["--node-images"], &[]);
+    c.apply(&ns.name, &manifest);
+    c.apply(&norbac.name, &manifest);
+
+    let done = wait_job(&ns.name, "node-only", "Complete");
+    assert!(condition(&done, "Complete").is_some());
+    let pod = &c.job_pods(&ns.name, "node-only")[0];
+    let name = pod["metadata"]["name"].as_str().unwrap();
+    assert_eq!(
+        pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"],
+        0
+    );
+    let logs = c.kubectl(&["logs", "-n", &ns.name, name, "-c", "pullcheck"]);
+    assert!(!logs.contains("node images not looked up"), "{logs}");
+
+    // Without the binding: the API server answers 403, pullcheck says so once and asks the
+    // registry, which does not have the image.
+    let pod = wait_for(
+        "the pod without RBAC to finish its init container",
+        minutes(5),
+        || {
+            let pods = c.job_pods(&norbac.name, "node-only");
+            match pods.first() {
+                Some(p)
+                    if !p["status"]["initContainerStatuses"][0]["state"]["terminated"]
+                        .is_null() =>
+                {
+                    Ok(p.clone())
+                }
+                other => Err(status_of(&other.cloned())),
+            }
+        },
+    );
+    let name = pod["metadata"]["name"].as_str().unwrap();
+    let logs = c.kubectl(&["logs", "-n", &norbac.name, name, "-c", "pullcheck"]);
+    assert_eq!(
+        logs.matches("node images not looked up").count(),
+        1,
+        "{logs}"
+    );
+    assert!(logs.contains("403") || logs.contains("forbidden"), "{logs}");
+    println!(
+        "without the RBAC: exit {}, {logs}",
+        pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"]
+    );
+}
