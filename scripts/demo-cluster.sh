@@ -53,8 +53,11 @@ target/debug/pullcheck inject --image "$PULLCHECK_CLUSTER_REGISTRY/pullcheck:ci"
   -f target/cluster/demo-with.yaml -- --plain-http "$PULLCHECK_CLUSTER_REGISTRY" | kubectl apply -n "$ns" -f -
 run kubectl apply -n "$ns" -f target/cluster/demo-without.yaml
 
-echo "== watching for $seconds s: kubectl get jobs,pods -n $ns -w"
-timeout "$seconds" kubectl get jobs,pods -n "$ns" -w --output-watch-events || true
+echo "== watching for $seconds s: kubectl get jobs -n $ns -w, and kubectl get pods -n $ns -w beside it"
+# One watch takes one resource type: two watches, their lines as they come.
+timeout "$seconds" kubectl get jobs -n "$ns" -w &
+timeout "$seconds" kubectl get pods -n "$ns" -w || true
+wait
 echo
 run kubectl get jobs -n "$ns"
 run kubectl get pods -n "$ns"

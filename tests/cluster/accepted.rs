@@ -107,23 +107,19 @@ fn the_api_server_accepts_every_fixture_and_example_inject_writes() {
         let output = String::from_utf8_lossy(&out.stdout).into_owned();
         // The input itself need not be accepted: a Job whose podFailurePolicy names the
         // container inject adds is refused until it is there (examples/cronjob.yaml says so).
-        let (after, custom_after) = match dry_run(
-            c,
-            &mut made,
-            &format!("{name} after inject"),
-            &output,
-        ) {
-            Ok(result) => result,
-            Err(parse_error) => {
-                // kubectl cannot read it: then neither could it read the input.
-                let input_error = dry_run(c, &mut made, &format!("{name} as written"), &input)
+        let (after, custom_after) =
+            match dry_run(c, &mut made, &format!("{name} after inject"), &output) {
+                Ok(result) => result,
+                Err(parse_error) => {
+                    // kubectl cannot read it: then neither could it read the input.
+                    let input_error = dry_run(c, &mut made, &format!("{name} as written"), &input)
                     .expect_err(&format!(
                         "{name}: kubectl reads the input but not inject's output:\n{parse_error}"
                     ));
-                unreadable.push(format!("{name} ({})", input_error.trim()));
-                continue;
-            }
-        };
+                    unreadable.push(format!("{name} ({})", input_error.trim()));
+                    continue;
+                }
+            };
         objects += after.len();
         if !custom_after.is_empty() {
             custom_files.push(name);

@@ -8,6 +8,8 @@
 #   tests/cluster/cluster.sh up     start what is not running (idempotent); ready when the Node is
 #                                   Ready and the default service account exists
 #   tests/cluster/cluster.sh down   stop every process by PID, unmount, remove the bridge
+#   tests/cluster/cluster.sh clean  down, then remove the state folder (etcd's data, the PKI, the
+#                                   registry's storage): the next `up` starts from nothing
 #   tests/cluster/cluster.sh env    print the variables of a running cluster (source it)
 #
 # All state is in one folder, ${PULLCHECK_CLUSTER_DIR:-target/cluster}; `up` writes `env` there
@@ -23,6 +25,7 @@ state=$(cd "$state" && pwd)
 node=pullcheck-node
 bridge=pullcheck0
 node_ip=10.213.0.1
+cluster_range=10.213.0.0/16
 pod_cidr=10.213.0.0/24
 service_cidr=10.213.1.0/24
 service_ip=10.213.1.1
@@ -161,6 +164,10 @@ EOF
 # one ever leaves the machine; the one service the tests need, `kubernetes`, is DNAT'ed to the
 # API server, which is the part of kube-proxy's job that this node needs.
 network() {
+  # The whole 10.213.0.0/16 is unreachable but for the more specific routes onto our bridge: a
+  # client that talks to the cluster while it is down (a stale kubeconfig) is refused on the
+  # machine instead of being routed out of it. Kept by `down` on purpose.
+  ip route replace unreachable "$cluster_range"
   if ! ip link show "$bridge" >/dev/null 2>&1; then
     ip link add "$bridge" type bridge
   fi
@@ -218,27 +225,37 @@ EOF
 # The images every test may use, built here without a Docker engine and pushed once:
 # - pause:3.10, containerd's sandbox image, from tests/cluster/pause/pause.c;
 # - tools:1, Debian's static busybox (sh, sleep, true, ...), for the containers under test, and
-#   two variants for the start check: tools-nobody:1 (user `nobody`), tools-nocmd:1 (no command);
+#   two variants for the start check: tools-nobody:1 (user `nobody`), tools-nocmd:1 (no command),
+#   and images/node-only.tar, an archive of an image the registry never gets;
 # - pullcheck:ci, the image scripts/build-image.sh built from the Dockerfile.
 images() {
-  local tmp store=(--storage-driver vfs)
+  local tmp
   pushed() { curl -fs -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$registry_host/v2/$1/manifests/$2"; }
   tmp=$(mktemp -d)
   if ! pushed pause 3.10; then
     log "pushing pause:3.10"
     mkdir -p "$tmp/pause"
     cp "$cache/pause" "$tmp/pause/pause"
-    image_from "$tmp/pause" pause:3.10 --entrypoint '["/pause"]'
+    image_from "$tmp/pause" pause:3.10 "docker://$registry_host/pause:3.10" --entrypoint '["/pause"]'
   fi
+  mkdir -p "$tmp/tools/bin" "$tmp/tools/tmp"
+  cp /bin/busybox "$tmp/tools/bin/busybox"
+  for applet in sh echo cat ls sleep true false id env; do ln -s busybox "$tmp/tools/bin/$applet"; done
+  local sh='["/bin/sh","-c","echo ok"]'
   if ! pushed tools 1; then
-    log "pushing tools:1 (busybox)"
-    mkdir -p "$tmp/tools/bin" "$tmp/tools/tmp"
-    cp /bin/busybox "$tmp/tools/bin/busybox"
-    for applet in sh echo cat ls sleep true false id env; do ln -s busybox "$tmp/tools/bin/$applet"; done
-    image_from "$tmp/tools" tools:1 --cmd '["/bin/sh","-c","echo ok"]' --env PATH=/bin
+    log "pushing tools:1, tools-nobody:1, tools-nocmd:1 (busybox)"
+    image_from "$tmp/tools" tools:1 "docker://$registry_host/tools:1" --cmd "$sh" --env PATH=/bin
     # For the start check: an image whose user is a name, and one with no command at all.
-    image_from "$tmp/tools" tools-nobody:1 --cmd '["/bin/sh","-c","echo ok"]' --env PATH=/bin --user nobody
-    image_from "$tmp/tools" tools-nocmd:1 --env PATH=/bin
+    image_from "$tmp/tools" tools-nobody:1 "docker://$registry_host/tools-nobody:1" --cmd "$sh" --env PATH=/bin --user nobody
+    image_from "$tmp/tools" tools-nocmd:1 "docker://$registry_host/tools-nocmd:1" --env PATH=/bin
+  fi
+  # For the node-images test: an image of its own content (the kubelet lists at most 5 names per
+  # image in the Node), named for this registry, which never gets it: only an archive for
+  # `ctr images import`.
+  if [ ! -f "$state/images/node-only.tar" ]; then
+    mkdir -p "$state/images"
+    image_from "$tmp/tools" node-only:1 "docker-archive:$state/images/node-only.tar:$registry_host/node-only:1" \
+      --cmd "$sh" --env PATH=/bin --label pullcheck.test=node-only
   fi
   local image_tar=$repo/target/image.tar
   [ -f "$image_tar" ] || die "$image_tar is missing: run scripts/build-image.sh first (it builds pullcheck's image from the Dockerfile)"
@@ -247,15 +264,16 @@ images() {
   rm -rf "$tmp"
 }
 
-# image_from DIR NAME CONFIG_FLAGS...: a one-layer image of DIR, pushed to the registry.
+# image_from DIR NAME DEST CONFIG_FLAGS...: a one-layer image of DIR, pushed to DEST (a
+# containers-transports reference).
 image_from() {
-  local dir=$1 name=$2 store=(--storage-driver vfs) ctr
-  shift 2
+  local dir=$1 name=$2 dest=$3 store=(--storage-driver vfs) ctr
+  shift 3
   ctr=$(buildah "${store[@]}" from --quiet scratch)
   buildah "${store[@]}" copy --quiet "$ctr" "$dir" / >/dev/null
   buildah "${store[@]}" config "$@" "$ctr"
   buildah "${store[@]}" commit --quiet --rm "$ctr" "localhost/$name" >/dev/null
-  buildah "${store[@]}" push --quiet --tls-verify=false "localhost/$name" "docker://$registry_host/$name"
+  buildah "${store[@]}" push --quiet --tls-verify=false "localhost/$name" "$dest"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -465,11 +483,11 @@ down() {
   sleep 0.5
   for c in containerd kube-apiserver etcd registry; do stop "$c"; done
   # Mounts the kubelet and containerd left under the state folder, deepest first.
-  grep -F " $state/" /proc/self/mounts | awk '{print $2}' | sort -r | while read -r m; do
+  { grep -F " $state/" /proc/self/mounts || true; } | awk '{print $2}' | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true
   done
   # Network namespaces containerd made for pods: each holds an end of a veth on our bridge.
-  for ns in $(ip netns list 2>/dev/null | awk '/^cni-/ {print $1}'); do
+  for ns in $(ip netns list 2>/dev/null | awk '/^cni-/ {print $1}' || true); do
     if ip netns exec "$ns" ip -o addr 2>/dev/null | grep -q ' 10\.213\.0\.'; then ip netns delete "$ns" 2>/dev/null || true; fi
   done
   rm -rf "$state/cni/ipam"
@@ -480,6 +498,7 @@ down() {
   iptables -t nat -X PULLCHECK-SERVICES 2>/dev/null || true
   ip route del "$service_cidr" dev "$bridge" 2>/dev/null || true
   ip link del "$bridge" 2>/dev/null || true
+  ip route replace unreachable "$cluster_range"
   # Pods' cgroups, so the next `up` starts from none (cgroup v1: one tree per controller).
   for d in /sys/fs/cgroup/*/kubepods; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
@@ -501,5 +520,6 @@ case ${1:-} in
   up) up ;;
   down) down ;;
   env) cat "$state/env" ;;
-  *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
+  clean) down && rm -rf "$state" ;;
+  *) echo "usage: $0 up|down|clean|env" >&2; exit 2 ;;
 esac

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 /// The running cluster, as `cluster.sh up` describes it in `$PULLCHECK_CLUSTER_DIR/env`.
 pub struct Cluster {
+    /// The state folder (`PULLCHECK_CLUSTER_DIR`).
+    pub dir: PathBuf,
     /// `KUBECONFIG` of the cluster's admin (`system:masters`).
     pub kubeconfig: PathBuf,
     /// The multi-call Kubernetes binary (`kube kubectl …`).
@@ -64,6 +66,7 @@ pub fn cluster() -> &'static Cluster {
                 .clone()
         };
         Cluster {
+            dir: get("PULLCHECK_CLUSTER_DIR").into(),
             kubeconfig: get("KUBECONFIG").into(),
             kube: get("PULLCHECK_CLUSTER_KUBE").into(),
             registry: get("PULLCHECK_CLUSTER_REGISTRY"),
