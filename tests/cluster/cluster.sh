@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real single-node Kubernetes for the tests: etcd, kube-apiserver, kube-controller-manager,
+# A real single-node Kubernetes for the tests: etcd (Debian's), kube-apiserver, kube-controller-manager,
 # kube-scheduler, containerd (Debian's, CRI on) and the kubelet, with a plain-HTTP registry
 # (Debian's docker-registry) that holds the pause image, pullcheck's image and a small tools
 # image. Everything is on this machine: loopback, and a bridge of its own (pullcheck0,
@@ -80,6 +80,7 @@ need() {
   [ "$(id -u)" = 0 ] || die "needs root: it runs containerd and the kubelet, makes a bridge and mounts"
   local missing=()
   command -v containerd >/dev/null || missing+=(containerd)
+  command -v etcd >/dev/null || missing+=(etcd-server)
   command -v runc >/dev/null || missing+=(runc)
   [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
   command -v docker-registry >/dev/null || missing+=(docker-registry)
@@ -279,7 +280,7 @@ image_from() {
 # ---------------------------------------------------------------------------------------------
 etcd_up() {
   mkdir -p "$state/etcd"
-  start etcd "$cache/kube" etcd --name "$node" --data-dir "$state/etcd" \
+  start etcd etcd --name "$node" --data-dir "$state/etcd" \
     --listen-client-urls "http://$etcd_client" --advertise-client-urls "http://$etcd_client" \
     --listen-peer-urls "http://$etcd_peer" --initial-advertise-peer-urls "http://$etcd_peer" \
     --initial-cluster "$node=http://$etcd_peer" --listen-metrics-urls "" --log-level warn
@@ -482,6 +483,9 @@ down() {
   pkill -KILL -f "containerd-shim.*-address $sock" 2>/dev/null || true
   sleep 0.5
   for c in containerd kube-apiserver etcd registry; do stop "$c"; done
+  # Whatever else still names the state folder (a daemon whose PID file was lost to an
+  # interrupted `up`): every process of ours has it in its arguments.
+  pkill -KILL -f -- " $state/" 2>/dev/null || true
   # Mounts the kubelet and containerd left under the state folder, deepest first.
   { grep -F " $state/" /proc/self/mounts || true; } | awk '{print $2}' | sort -r | while read -r m; do
     umount -l "$m" 2>/dev/null || true

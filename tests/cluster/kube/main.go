@@ -1,6 +1,6 @@
 // Command kube is the cluster tests' Kubernetes: one binary that runs as kube-apiserver,
-// kube-controller-manager, kube-scheduler, kubelet, kubectl or etcd, chosen by its first
-// argument or by the name it is called by, as hyperkube did. One binary means the packages the
+// kube-controller-manager, kube-scheduler, kubelet or kubectl, chosen by its first argument or
+// by the name it is called by, as hyperkube did. One binary means the packages the
 // five commands share compile and link once.
 package main
 
@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	_ "time/tzdata" // CronJob time zones, as the upstream commands import it
 
 	"github.com/spf13/cobra"
-	"go.etcd.io/etcd/server/v3/etcdmain"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/logs"
@@ -49,8 +49,6 @@ func main() {
 		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
 			kubectlutil.CheckErr(err)
 		}
-	case name == "etcd":
-		etcdmain.Main(os.Args)
 	case commands[name] != nil:
 		os.Exit(cli.Run(commands[name]()))
 	default:
@@ -60,13 +58,14 @@ func main() {
 }
 
 func known(name string) bool {
-	return name == "kubectl" || name == "etcd" || commands[name] != nil
+	return name == "kubectl" || commands[name] != nil
 }
 
 func names() []string {
-	out := []string{"etcd"}
+	out := []string{"kubectl"}
 	for n := range commands {
 		out = append(out, n)
 	}
-	return append(out, "kubectl")
+	sort.Strings(out)
+	return out
 }
