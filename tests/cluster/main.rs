@@ -15,5 +15,6 @@ mod common;
 mod credentials;
 mod harness;
 mod jobs;
+mod mirror;
 mod node_images;
 mod start;
