@@ -6,7 +6,6 @@
 use crate::common::{ALICE, ALICE_PASSWORD, plain_registry, token_registry};
 use crate::harness::{cluster, condition, minutes, wait_for};
 use crate::jobs::{job_with, wait_job};
-use std::process::Command;
 
 #[test]
 fn containerd_offers_the_pods_credential_to_a_mirror() {
@@ -18,21 +17,7 @@ fn containerd_offers_the_pods_credential_to_a_mirror() {
     let mirror_host = mirror.host();
     let ca = mirror.ca_pem_path().expect("CA").to_path_buf();
     let repo = "private/mirrored-tools";
-    let certs = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(&ca, certs.path().join("ca.crt")).expect("copy CA");
-    let out = Command::new("skopeo")
-        .args(["copy", "-q", "--src-tls-verify=false", "--dest-cert-dir"])
-        .arg(certs.path())
-        .args(["--dest-creds", &format!("{ALICE}:{ALICE_PASSWORD}")])
-        .arg(format!("docker://{}", c.tools_image()))
-        .arg(format!("docker://{mirror_host}/{repo}:1"))
-        .output()
-        .expect("run skopeo");
-    assert!(
-        out.status.success(),
-        "skopeo: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    c.copy_tools_into(mirror, &format!("{repo}:1"));
 
     // containerd's hosts directory for the upstream: the mirror first, then the upstream itself.
     let dir = c.hosts_dir.join(&upstream);
