@@ -349,6 +349,8 @@ state = "$c/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        # runc's state of our own, not the machine's /run/containerd/runc.
+        Root = "$c/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$state/cni/net.d"
