@@ -1369,3 +1369,164 @@ fn peak_memory_stays_bounded_for_huge_credential_files() {
         measured(name, dir.path(), command(dir.path(), &args), 0, bound);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 14. A FIFO where a file is expected.
+// ---------------------------------------------------------------------------------------------
+
+/// A FIFO that no process ever opens for writing: `open` of it blocks for ever.
+fn fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let ok = Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", path.display());
+    path
+}
+
+#[test]
+fn a_fifo_for_any_file_read_at_start_is_a_usage_error_at_once() {
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/fifo:v1");
+    let dir = tempdir();
+    let fifo = fifo(dir.path(), "fifo");
+    let f = fifo.to_str().unwrap();
+    // hosts.toml whose `ca`, then `client`, is the FIFO.
+    let hosts_dir = |key: &str| {
+        let d = dir.path().join(format!("hosts-{key}"));
+        std::fs::create_dir_all(d.join(&host)).unwrap();
+        std::fs::write(
+            d.join(&host).join("hosts.toml"),
+            format!("server = \"http://{host}\"\n[host.\"http://{host}\"]\n{key} = \"{f}\"\n"),
+        )
+        .unwrap();
+        d
+    };
+    let (ca_dir, client_dir) = (hosts_dir("ca"), hosts_dir("client"));
+    let cases: &[(&str, Vec<&str>)] = &[
+        ("--ca-file", vec!["--ca-file", f]),
+        ("--docker-config", vec!["--docker-config", f]),
+        ("--registries-conf", vec!["--registries-conf", f]),
+        (
+            "hosts.toml ca",
+            vec!["--hosts-dir", ca_dir.to_str().unwrap()],
+        ),
+        (
+            "hosts.toml client",
+            vec!["--hosts-dir", client_dir.to_str().unwrap()],
+        ),
+        (
+            "--image-credential-provider-config",
+            vec![
+                "--image-credential-provider-config",
+                f,
+                "--image-credential-provider-bin-dir",
+                "/nonexistent",
+            ],
+        ),
+    ];
+    for (name, flags) in cases {
+        let mut args = vec!["--timeout", "5s", "--plain-http", &host];
+        args.extend(flags.iter().copied());
+        args.push(&image);
+        let out = run(dir.path(), command(dir.path(), &args), false);
+        out.assert_no_panic();
+        assert_eq!(out.code, 2, "{name}: {}{}", out.stdout, out.stderr);
+        assert!(out.stdout.is_empty(), "{name}: {}", out.stdout);
+        assert!(
+            out.stderr.contains(f) && out.stderr.contains("a FIFO, not a regular file"),
+            "{name}: {}",
+            out.stderr
+        );
+        assert!(
+            out.took < Duration::from_secs(1),
+            "{name}: took {:?}",
+            out.took
+        );
+    }
+}
+
+#[test]
+fn a_fifo_for_the_service_account_or_web_identity_token_fails_that_source_only() {
+    let proxy = open_registry();
+    let host = proxy.host();
+    let dir = tempdir();
+    let sa = dir.path().join("sa");
+    std::fs::create_dir(&sa).unwrap();
+    fifo(&sa, "token");
+    let web = fifo(dir.path(), "web-identity-token");
+    // The node lookup reads the service-account token: the FIFO fails it, the image is asked
+    // at its registry.
+    let image = format!("{host}/hostile/fifo-sa:v1");
+    let mut cmd = command(
+        dir.path(),
+        &[
+            "-o",
+            "json",
+            "--timeout",
+            "3s",
+            "--plain-http",
+            &host,
+            "--node",
+            "kind-worker",
+            "--if-not-present",
+            &image,
+        ],
+    );
+    cmd.env("PULLCHECK_SERVICE_ACCOUNT_DIR", &sa)
+        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        .env("KUBERNETES_SERVICE_PORT", "1");
+    let out = run(dir.path(), cmd, false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    within(out.took, 3);
+    assert!(
+        out.stderr.contains("no service-account token")
+            && out.stderr.contains("a FIFO, not a regular file"),
+        "{}",
+        out.stderr
+    );
+    // An ECR image (resolved to a loopback registry that wants credentials) with IRSA whose
+    // token file is the FIFO: the provider is unavailable, and the verdict says why.
+    let refusing = refusing_registry();
+    let host = refusing.host();
+    let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
+    let image = format!("{ecr}/hostile/fifo-web:v1");
+    let mut cmd = command(
+        dir.path(),
+        &["-o", "json", "--timeout", "3s", "--plain-http", ecr, &image],
+    );
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AWS_") {
+            cmd.env_remove(&name);
+        }
+    }
+    let closed = format!("http://{}", closed_loopback_port());
+    cmd.env("PULLCHECK_TEST_RESOLVE", format!("{ecr}={host}"))
+        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &web)
+        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
+        .env("AWS_ENDPOINT_URL_STS", format!("{closed}/sts"))
+        .env("AWS_ENDPOINT_URL_ECR", format!("{closed}/ecr"))
+        .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &closed);
+    let out = run(dir.path(), cmd, false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 5, "{}{}", out.stdout, out.stderr);
+    within(out.took, 3);
+    let r = out.first();
+    assert!(
+        r["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("a FIFO, not a regular file")),
+        "{r:#}"
+    );
+}
+
+/// A loopback port nothing listens on.
+fn closed_loopback_port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    drop(l);
+    addr
+}
