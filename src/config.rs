@@ -388,7 +388,9 @@ impl Config {
             service_account_dir: args.service_account_dir.clone(),
             api_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
             api_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
-        };
+            wanted: None,
+        }
+        .for_images(&references);
         // The node's registry configuration, read before any request so that a file the
         // runtime could not use either stops the run here (exit 2), naming it.
         let mut router = Router {

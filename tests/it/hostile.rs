@@ -1530,3 +1530,125 @@ fn closed_loopback_port() -> String {
     drop(l);
     addr
 }
+
+// ---------------------------------------------------------------------------------------------
+// 15. A 4 MiB Node object with a million image names.
+// ---------------------------------------------------------------------------------------------
+
+/// A Node of 4 MiB: the image `HOST/hostile/app:v1.0`, then `names` of one million `"A"` (no
+/// reference) or of `HOST/hostile/app:vN` (each parsed: its repository is the one asked
+/// about).
+fn huge_node(host: &str, alike: bool) -> Vec<u8> {
+    let mut body = format!(
+        r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"big"}},"status":{{"images":[{{"names":["{host}/hostile/app:v1.0"]}},{{"names":["#
+    );
+    let mut i = 0;
+    while body.len() < (4 << 20) - 64 {
+        if i > 0 {
+            body.push(',');
+        }
+        if alike {
+            body.push_str(&format!("\"{host}/hostile/app:v{i}\""));
+        } else {
+            body.push_str("\"A\"");
+        }
+        i += 1;
+    }
+    body.push_str("]}]}}");
+    assert!(body.len() <= 4 << 20, "{} bytes", body.len());
+    body.into_bytes()
+}
+
+/// `check` of `HOST/hostile/app:v1.0` (IfNotPresent, on the node; `HOST` a loopback registry
+/// that has it, should the lookup fail), with the node `big` served by `api`.
+fn node_command(
+    dir: &Path,
+    api: &crate::common::apiserver::ApiServer,
+    image: &str,
+    args: &[&str],
+) -> Command {
+    let mut all = vec!["-o", "json", "--node", "big", "--if-not-present", image];
+    all.extend(args);
+    let mut cmd = command(dir, &all);
+    cmd.env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
+        .env("KUBERNETES_SERVICE_HOST", api.host())
+        .env("KUBERNETES_SERVICE_PORT", api.port());
+    cmd
+}
+
+#[test]
+fn a_4_mib_node_of_a_million_names_keeps_the_asked_ones_within_the_deadline_and_memory() {
+    use crate::common::apiserver::{ApiServer, Mode};
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/app:v1.0");
+    // The release binary (bench/memory.sh) reads the Node within a quarter of --timeout 1s;
+    // the debug binary is ~10x slower at parsing 4 MiB, so it gets --timeout 20s.
+    let (timeout, secs) = if std::env::var_os(MEMORY_BIN_ENV).is_some() {
+        ("1s", 1)
+    } else {
+        ("20s", 20)
+    };
+    for (name, alike) in [
+        (
+            "a 4 MiB Node of a million names that are no reference",
+            false,
+        ),
+        (
+            "a 4 MiB Node of 140,000 names of the asked repository",
+            true,
+        ),
+    ] {
+        let api = ApiServer::start(Mode::Serve);
+        api.add_raw_node("big", huge_node(&host, alike));
+        let dir = tempdir();
+        let out = measured(
+            name,
+            dir.path(),
+            node_command(
+                dir.path(),
+                &api,
+                &image,
+                &["--timeout", timeout, "--plain-http", &host],
+            ),
+            0,
+            bound_kib(24),
+        );
+        out.assert_no_panic();
+        within(out.took, secs);
+        let r = out.first();
+        assert_eq!(r["reason"], "present_on_node", "{name}: {r:#}");
+        assert!(out.stderr.is_empty(), "{name}: {}", out.stderr);
+        assert!(proxy.requests_matching("/hostile/app").is_empty());
+    }
+}
+
+#[test]
+fn sigterm_while_a_4_mib_node_is_read_exits_within_a_second() {
+    use crate::common::apiserver::{ApiServer, Mode};
+    let api = ApiServer::start(Mode::Serve);
+    let hole = black_hole();
+    api.add_raw_node("big", huge_node(&hole, false));
+    let dir = tempdir();
+    let image = format!("{hole}/hostile/app:v1.0");
+    let other = format!("{hole}/hostile/node-term:v1");
+    for after in [Duration::from_millis(100), Duration::from_millis(600)] {
+        let cmd = node_command(
+            dir.path(),
+            &api,
+            &image,
+            &["--timeout", "60s", "--plain-http", &hole, &other],
+        );
+        let (out, after_signal) = run_and_stop(dir.path(), cmd, after);
+        out.assert_no_panic();
+        assert!(
+            after_signal < Duration::from_secs(1),
+            "{after:?}: exited {after_signal:?} after SIGTERM"
+        );
+        assert!(
+            out.termination.starts_with("pullcheck: stopped by SIGTERM"),
+            "{after:?}: {}",
+            out.termination
+        );
+    }
+}
