@@ -1652,3 +1652,141 @@ fn sigterm_while_a_4_mib_node_is_read_exits_within_a_second() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 16. Credential-provider plugins: a 1 MiB answer of 100,000 entries; a child that keeps
+// stdout open.
+// ---------------------------------------------------------------------------------------------
+
+/// A bin dir with the plugin `hostile-plugin` (the shell script `script`) and a config that
+/// runs it for every image of `host`. Returns the flags for `check`.
+fn plugin_flags(dir: &Path, host: &str, script: &str) -> Vec<String> {
+    let bin = dir.join("plugin-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let plugin = bin.join("hostile-plugin");
+    std::fs::write(&plugin, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = dir.join("provider-config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: hostile-plugin\n    matchImages: [\"{host}\"]\n    defaultCacheDuration: 1h\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n"
+        ),
+    )
+    .unwrap();
+    let registry = crate::common::tls_basic_registry();
+    vec![
+        "--cloud-credentials".into(),
+        "off".into(),
+        "--ca-file".into(),
+        registry.ca_pem_path().unwrap().display().to_string(),
+        "--image-credential-provider-config".into(),
+        config.display().to_string(),
+        "--image-credential-provider-bin-dir".into(),
+        bin.display().to_string(),
+    ]
+}
+
+/// A CredentialProviderResponse of 100,000 entries for other hosts (1 MiB), then the one for
+/// `host` with Alice's credentials.
+fn huge_plugin_answer(host: &str) -> String {
+    let mut s = String::from(
+        r#"{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","auth":{"#,
+    );
+    // Keys of base 36 (at most 4 characters), so that 100,000 entries fit in 1 MiB.
+    for i in 0..100_000u32 {
+        let (mut k, mut key) = (i, String::new());
+        loop {
+            key.push(char::from_digit(k % 36, 36).unwrap());
+            k /= 36;
+            if k == 0 {
+                break;
+            }
+        }
+        s.push_str(&format!(r#""{key}":{{}},"#));
+    }
+    s.push_str(&format!(
+        r#""{host}":{{"username":"{}","password":"{}"}}}}}}"#,
+        crate::common::ALICE,
+        crate::common::ALICE_PASSWORD
+    ));
+    assert!(s.len() <= 1 << 20, "{} bytes", s.len());
+    s
+}
+
+#[test]
+fn a_plugin_answer_of_100000_entries_keeps_the_one_that_serves_within_memory() {
+    let registry = crate::common::tls_basic_registry();
+    let host = registry.host();
+    let images: Vec<String> = (0..16)
+        .map(|i| {
+            registry.push_oci_manifest(&format!("hostile/plugin-big{i}"), "v1");
+            format!("{host}/hostile/plugin-big{i}:v1")
+        })
+        .collect();
+    let dir = tempdir();
+    let answer = dir.path().join("answer.json");
+    std::fs::write(&answer, huge_plugin_answer(&host)).unwrap();
+    let script = format!("#!/bin/sh\ncat >/dev/null\ncat '{}'\n", answer.display());
+    let flags = plugin_flags(dir.path(), &host, &script);
+    let mut args: Vec<&str> = vec!["-o", "json", "--timeout", "10s"];
+    args.extend(flags.iter().map(String::as_str));
+    args.extend(images.iter().map(String::as_str));
+    let out = measured(
+        "a plugin answer of 100,000 entries (1 MiB), 16 images",
+        dir.path(),
+        command(dir.path(), &args),
+        0,
+        bound_kib(24),
+    );
+    within(out.took, 10);
+    assert_eq!(
+        out.first()["auth"],
+        format!("credential provider hostile-plugin ({host})"),
+        "{}",
+        out.stdout
+    );
+    out.assert_never_shows(crate::common::ALICE, crate::common::ALICE_PASSWORD);
+}
+
+#[test]
+fn a_plugin_whose_child_keeps_stdout_open_is_heard_and_its_group_is_killed() {
+    let registry = crate::common::tls_basic_registry();
+    registry.push_oci_manifest("hostile/plugin-child", "v1");
+    let host = registry.host();
+    let image = format!("{host}/hostile/plugin-child:v1");
+    let dir = tempdir();
+    let pid_file = dir.path().join("child.pid");
+    // The answer, then a child that inherits stdout and lives on; the plugin itself exits.
+    let script = format!(
+        "#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' '{{\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\",\"kind\":\"CredentialProviderResponse\",\"cacheKeyType\":\"Registry\",\"auth\":{{\"{host}\":{{\"username\":\"{}\",\"password\":\"{}\"}}}}}}'\nsleep 300 &\necho $! > '{}'\nexit 0\n",
+        crate::common::ALICE,
+        crate::common::ALICE_PASSWORD,
+        pid_file.display()
+    );
+    let flags = plugin_flags(dir.path(), &host, &script);
+    let mut args: Vec<&str> = vec!["-o", "json", "--timeout", "6s"];
+    args.extend(flags.iter().map(String::as_str));
+    args.push(&image);
+    let out = run(dir.path(), command(dir.path(), &args), false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.took < Duration::from_secs(2),
+        "waited for the child: {:?}",
+        out.took
+    );
+    assert_eq!(
+        out.first()["auth"],
+        format!("credential provider hostile-plugin ({host})")
+    );
+    // The child is gone (or a zombie no one reaps here: PID 1 of a container may not).
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+    assert!(
+        stat.is_empty() || state.starts_with('Z'),
+        "the plugin's child outlived pullcheck: {stat}"
+    );
+}
