@@ -1790,3 +1790,204 @@ fn a_plugin_whose_child_keeps_stdout_open_is_heard_and_its_group_is_killed() {
         "the plugin's child outlived pullcheck: {stat}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 17. hosts.toml and registries.conf of 1 MiB; 48,000 registries.
+// ---------------------------------------------------------------------------------------------
+
+/// A hosts directory for `host` whose hosts.toml is `text`.
+fn hosts_dir_with(dir: &Path, host: &str, text: &str) -> PathBuf {
+    let d = dir.join("hosts.d");
+    std::fs::create_dir_all(d.join(host)).unwrap();
+    std::fs::write(d.join(host).join("hosts.toml"), text).unwrap();
+    d
+}
+
+/// `[host."http://127.0.0.1:PORT"]` entries (closed loopback ports only) up to `bytes`.
+fn many_hosts(server: &str, bytes: usize) -> String {
+    let mut s = format!("server = \"http://{server}\"\n");
+    let mut i = 0u32;
+    while s.len() < bytes - 64 {
+        s.push_str(&format!("[host.\"http://127.0.0.1:{}\"]\n", 1 + i % 60_000));
+        i += 1;
+    }
+    s
+}
+
+/// `[[registry]]` entries of distinct loopback locations up to `bytes`; with `conflict`, the
+/// last repeats the first with another `insecure`.
+fn many_registries(bytes: usize, conflict: bool) -> String {
+    let mut s = String::new();
+    let mut i = 0u32;
+    while s.len() < bytes - 128 {
+        s.push_str(&format!(
+            "[[registry]]\nlocation = \"127.0.{}.{}:5000\"\n",
+            i / 250,
+            i % 250
+        ));
+        i += 1;
+    }
+    if conflict {
+        s.push_str("[[registry]]\nlocation = \"127.0.0.0:5000\"\ninsecure = true\n");
+    }
+    s
+}
+
+#[test]
+fn a_1_mib_hosts_toml_or_registries_conf_is_refused_naming_the_file_and_the_cap() {
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/big-route:v1");
+    let dir = tempdir();
+    let hosts = hosts_dir_with(dir.path(), &host, &many_hosts(&host, 1 << 20));
+    let conf = dir.path().join("registries.conf");
+    std::fs::write(&conf, many_registries(1 << 20, true)).unwrap();
+    for (name, flag, path, file) in [
+        (
+            "a 1 MiB hosts.toml of 40,000 hosts",
+            "--hosts-dir",
+            hosts.clone(),
+            hosts.join(&host).join("hosts.toml"),
+        ),
+        (
+            "a 1 MiB registries.conf of 34,000 registries",
+            "--registries-conf",
+            conf.clone(),
+            conf.clone(),
+        ),
+    ] {
+        let out = measured(
+            name,
+            dir.path(),
+            command(
+                dir.path(),
+                &[
+                    "--timeout",
+                    "5s",
+                    "--plain-http",
+                    &host,
+                    flag,
+                    path.to_str().unwrap(),
+                    &image,
+                ],
+            ),
+            2,
+            bound_kib(24),
+        );
+        out.assert_no_panic();
+        assert!(
+            out.stderr.contains(file.to_str().unwrap())
+                && out
+                    .stderr
+                    .contains("more than the 10000 pullcheck reads in one file"),
+            "{name}: {}",
+            out.stderr
+        );
+        assert!(out.took < Duration::from_secs(1), "{name}: {:?}", out.took);
+        assert!(proxy.requests_matching("big-route").is_empty());
+    }
+}
+
+#[test]
+fn files_at_the_caps_are_read_within_memory_and_the_conflict_check_is_linear() {
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/capped-route:v1");
+    let dir = tempdir();
+    // 100 hosts (the cap) on closed loopback ports, then the registry itself.
+    let mut text = format!("server = \"http://{host}\"\n");
+    let mut ports = std::collections::BTreeSet::new();
+    while ports.len() < 100 {
+        ports.insert(closed_loopback_port());
+    }
+    for (i, addr) in ports.iter().enumerate() {
+        text.push_str(&format!(
+            "[host.\"http://{addr}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  [host.\"http://{addr}\".header]\n    x-mirror-token = \"t{i}\"\n"
+        ));
+    }
+    // One more host is refused.
+    let over = format!("{text}[host.\"http://127.0.0.1:2\"]\n");
+    let hosts = hosts_dir_with(dir.path(), &host, &text);
+    let out = measured(
+        "a hosts.toml of 100 hosts",
+        dir.path(),
+        command(
+            dir.path(),
+            &[
+                "--timeout",
+                "10s",
+                "--plain-http",
+                &host,
+                "--hosts-dir",
+                hosts.to_str().unwrap(),
+                &image,
+            ],
+        ),
+        0,
+        bound_kib(24),
+    );
+    within(out.took, 10);
+    assert!(!out.stderr.contains("ignored"), "{}", out.stderr);
+    let hosts = hosts_dir_with(dir.path(), &host, &over);
+    let out = run(
+        dir.path(),
+        command(
+            dir.path(),
+            &[
+                "--timeout",
+                "5s",
+                "--plain-http",
+                &host,
+                "--hosts-dir",
+                hosts.to_str().unwrap(),
+                &image,
+            ],
+        ),
+        false,
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("101 hosts, more than the 100 pullcheck reads in one hosts.toml"),
+        "{}",
+        out.stderr
+    );
+    // 1,000 registries (the cap), the last in conflict with the first: found at once.
+    let conf = dir.path().join("registries.conf");
+    let mut text = String::new();
+    for i in 0..999 {
+        text.push_str(&format!(
+            "[[registry]]\nlocation = \"127.0.{}.{}:5000\"\n",
+            i / 250,
+            i % 250
+        ));
+    }
+    text.push_str("[[registry]]\nlocation = \"127.0.0.0:5000\"\ninsecure = true\n");
+    std::fs::write(&conf, &text).unwrap();
+    let out = measured(
+        "a registries.conf of 1,000 registries in conflict",
+        dir.path(),
+        command(
+            dir.path(),
+            &[
+                "--timeout",
+                "5s",
+                "--plain-http",
+                &host,
+                "--registries-conf",
+                conf.to_str().unwrap(),
+                &image,
+            ],
+        ),
+        2,
+        bound_kib(24),
+    );
+    assert!(
+        out.stderr.contains(
+            "registry '127.0.0.0:5000' is defined multiple times with conflicting 'insecure' setting"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.took < Duration::from_secs(1), "{:?}", out.took);
+}
