@@ -1991,3 +1991,96 @@ fn files_at_the_caps_are_read_within_memory_and_the_conflict_check_is_linear() {
     );
     assert!(out.took < Duration::from_secs(1), "{:?}", out.took);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 18. The metadata budget: one second for all of IMDS.
+// ---------------------------------------------------------------------------------------------
+
+/// An instance metadata stand-in on loopback that answers each step just inside the time
+/// each step used to get: the session token after 0.45 s, the role after 0.9 s, and never the
+/// keys. Each answer alone is in time; the three together took 2.35 s.
+fn slow_imds() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                let line = String::from_utf8_lossy(&head)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                let (delay, body) = if line.starts_with("PUT /latest/api/token") {
+                    (450, "imds-session")
+                } else if line.ends_with("/security-credentials/ HTTP/1.1") {
+                    (900, "hostile-role")
+                } else {
+                    std::thread::sleep(Duration::from_secs(30));
+                    return;
+                };
+                std::thread::sleep(Duration::from_millis(delay));
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn instance_metadata_gets_one_second_in_all() {
+    let refusing = refusing_registry();
+    let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
+    let image = format!("{ecr}/hostile/imds-budget:v1");
+    let dir = tempdir();
+    let mut cmd = command(
+        dir.path(),
+        &[
+            "-o",
+            "json",
+            "--timeout",
+            "10s",
+            "--plain-http",
+            ecr,
+            &image,
+        ],
+    );
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AWS_") {
+            cmd.env_remove(&name);
+        }
+    }
+    let closed = format!("http://{}", closed_loopback_port());
+    cmd.env(
+        "PULLCHECK_TEST_RESOLVE",
+        format!("{ecr}={}", refusing.host()),
+    )
+    .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", slow_imds())
+    .env("AWS_ENDPOINT_URL_STS", format!("{closed}/sts"))
+    .env("AWS_ENDPOINT_URL_ECR", format!("{closed}/ecr"));
+    let out = run(dir.path(), cmd, false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 5, "{}{}", out.stdout, out.stderr);
+    let r = out.first();
+    assert!(
+        r["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("did not answer in time")),
+        "{r:#}"
+    );
+    // One second for IMDS, the rest for the registry's 401s (the debug binary, on loopback).
+    assert!(
+        out.took < Duration::from_millis(1600),
+        "took {:?}: more than IMDS's second",
+        out.took
+    );
+}
