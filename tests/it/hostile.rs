@@ -2084,3 +2084,73 @@ fn instance_metadata_gets_one_second_in_all() {
         out.took
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 19. A hosts.toml header on a redirect to another host.
+// ---------------------------------------------------------------------------------------------
+
+const MIRROR_HEADER_SECRET: &str = "mirror-header-S3cret-0123456789abcdef";
+
+#[test]
+fn a_hosts_toml_header_is_not_sent_along_a_redirect_to_another_host() {
+    let storage = open_registry();
+    let mirror = Proxy::standalone("127.0.0.1", Fault::status(404));
+    mirror.rule(Rule::exact("/v2/", Fault::status(200)));
+    let target = format!("{}/v2/hostile/redirect/manifests/v1", storage.url());
+    mirror.rule(Rule::contains("/manifests/", Fault::redirect(&target)));
+    // The image's own registry: a closed loopback port (only the mirror is asked).
+    let upstream = closed_loopback_port();
+    let dir = tempdir();
+    let hosts = hosts_dir_with(
+        dir.path(),
+        &upstream,
+        &format!(
+            "server = \"http://{upstream}\"\n[host.\"http://{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  [host.\"http://{}\".header]\n    x-mirror-token = \"{MIRROR_HEADER_SECRET}\"\n",
+            mirror.host(),
+            mirror.host()
+        ),
+    );
+    let image = format!("{upstream}/hostile/redirect:v1");
+    for output in ["text", "json"] {
+        let out = run(
+            dir.path(),
+            command(
+                dir.path(),
+                &[
+                    "-o",
+                    output,
+                    "--verbose",
+                    "--timeout",
+                    "5s",
+                    "--hosts-dir",
+                    hosts.to_str().unwrap(),
+                    &image,
+                ],
+            ),
+            false,
+        );
+        out.assert_no_panic();
+        assert_eq!(out.code, 0, "{output}: {}{}", out.stdout, out.stderr);
+        assert!(!out.all().contains(MIRROR_HEADER_SECRET), "{}", out.all());
+    }
+    let at_mirror = mirror.requests_matching("/manifests/");
+    assert!(
+        !at_mirror.is_empty()
+            && at_mirror.iter().all(|r| r.headers.iter().any(|(n, v)| n
+                .eq_ignore_ascii_case("x-mirror-token")
+                && v == MIRROR_HEADER_SECRET)),
+        "the mirror gets its header: {at_mirror:#?}"
+    );
+    let at_storage = storage.requests_matching("/hostile/redirect/");
+    assert!(!at_storage.is_empty(), "the redirect was followed");
+    for r in &at_storage {
+        assert!(
+            !r.headers
+                .iter()
+                .any(|(n, v)| n.eq_ignore_ascii_case("x-mirror-token")
+                    || v.contains(MIRROR_HEADER_SECRET)),
+            "the mirror's header went to another host: {r:#?}"
+        );
+        assert_eq!(r.authorization, None, "{r:#?}");
+    }
+}
