@@ -8,8 +8,9 @@
 //! replaced, unless it already is what would be written): `args: [check, CHECK_ARGS…]`,
 //! `PULLCHECK_IMAGES` = the other images of the pod spec (init containers, then containers,
 //! then image volumes, in order, without duplicates, leaving out `imagePullPolicy: Never`; an
-//! image with whitespace in it, such as JobSet's `<CHANGE ME>` placeholder, is passed as one
-//! argument instead, so that it stays one (invalid) image), each pull secret (the pod's
+//! image with whitespace or a comma in it, such as JobSet's `<CHANGE ME>` placeholder, is
+//! passed as one argument instead, so that it stays one (invalid) image, after a `--` when it
+//! starts with `-`, so that it is never read as an option), each pull secret (the pod's
 //! `imagePullSecrets`, then `--secret`) mounted read-only at
 //! `/var/run/pullcheck/secrets/<name>` from a secret volume marked `optional: true`, each
 //! `--ca-file PATH` of the check arguments mounted from the ConfigMap `--ca-configmap` names, a
@@ -225,7 +226,18 @@ pub fn init_container(
     };
     let mut args = vec![Y::s("check")];
     args.extend(check_args.iter().map(|a| Y::s(a)));
-    args.extend(extra_args.iter().map(|a| Y::s(a)));
+    // Images are data: one that starts with '-' goes after a `--` (the user's, or one added),
+    // so that `check` never reads it as an option (`--allow-unauthenticated=*,x y` would
+    // otherwise turn the check off).
+    let ended = check_args.iter().any(|a| a == "--");
+    let (dashed, plain): (Vec<&String>, Vec<&String>) = extra_args
+        .iter()
+        .partition(|a| !ended && a.starts_with('-'));
+    args.extend(plain.into_iter().map(|a| Y::s(a)));
+    if !dashed.is_empty() {
+        args.push(Y::s("--"));
+        args.extend(dashed.into_iter().map(|a| Y::s(a)));
+    }
     let flow = |y: Y| Y::Flow(Box::new(y));
     let mut c = vec![
         ("name".to_string(), Y::s(CONTAINER_NAME)),
@@ -590,15 +602,11 @@ impl Run<'_> {
             if let Some(f) = c.start_facts() {
                 facts.push(f);
             }
-            if image.contains(char::is_whitespace) {
-                if image.starts_with('-') {
-                    self.warn(format!(
-                        "{at}: {} {}: an image that starts with '-' and holds whitespace cannot \
-                         be passed to the check; not checked",
-                        c.list.as_str(),
-                        c.name
-                    ));
-                } else if !extra_args.iter().any(|i| i == &c.image) {
+            // PULLCHECK_IMAGES is split at whitespace and commas: an image holding either
+            // would become other images there, so it is an argument, never dropped (the check
+            // then says it is an invalid reference, as the kubelet would).
+            if image.contains(|c: char| c.is_whitespace() || c == ',') {
+                if !extra_args.iter().any(|i| i == &c.image) {
                     extra_args.push(c.image.clone());
                 }
             } else {

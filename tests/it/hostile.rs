@@ -2154,3 +2154,105 @@ fn a_hosts_toml_header_is_not_sent_along_a_redirect_to_another_host() {
         assert_eq!(r.authorization, None, "{r:#?}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 20. An image name that looks like flags of the init container.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn an_image_that_looks_like_flags_is_checked_as_an_invalid_image_by_the_injected_container() {
+    let images = [
+        "--allow-unauthenticated=*,x y",
+        "-o=json --timeout=1s",
+        "a,b",
+        "<CHANGE ME>",
+    ];
+    let containers: Vec<Value> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| serde_json::json!({"name": format!("c{i}"), "image": image}))
+        .collect();
+    let pod = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"restartPolicy": "Never", "containers": containers},
+    })
+    .to_string();
+    let dir = tempdir();
+    let mut inject = pullcheck_cmd();
+    inject.args([
+        "inject",
+        "--image",
+        "pullcheck:test",
+        "--",
+        "--timeout",
+        "5s",
+    ]);
+    let out = crate::common::output_with_stdin(&mut inject, pod.as_bytes());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let injected: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let init = &injected["spec"]["initContainers"][0];
+    let args: Vec<String> = init["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    // The init container's own command line and environment, run as the kubelet would.
+    let mut cmd = pullcheck_cmd();
+    // The test's own flags right after `check`, before the init container's arguments.
+    cmd.arg(&args[0])
+        .args([
+            "-o",
+            "json",
+            "--secrets-dir",
+            "/nonexistent/pullcheck-secrets",
+        ])
+        .arg("--termination-log")
+        .arg(dir.path().join("termination-log"))
+        .args(&args[1..])
+        .env_remove("DOCKER_CONFIG")
+        .env("HOME", dir.path());
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PULLCHECK_") {
+            cmd.env_remove(&name);
+        }
+    }
+    for e in init["env"].as_array().unwrap() {
+        if let Some(v) = e["value"].as_str() {
+            cmd.env(e["name"].as_str().unwrap(), v);
+        }
+    }
+    let out = run(dir.path(), cmd, false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 3, "args {args:?}: {}{}", out.stdout, out.stderr);
+    let checked: Vec<(String, String)> = out.json()["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["image"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for image in images {
+        assert!(
+            checked.contains(&(image.to_string(), "invalid_reference".to_string())),
+            "{image:?} is not checked as one invalid image: {checked:?} (args {args:?})"
+        );
+    }
+    assert_eq!(checked.len(), images.len(), "{checked:?}");
+}
