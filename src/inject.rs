@@ -43,6 +43,13 @@
 //! container) and replaced, never duplicated. A pod whose own volume has the name of one that
 //! would be added is left unchanged, with a warning.
 //!
+//! # What it costs
+//!
+//! Linear in the input: each pod spec is edited once, and the spots that share a volume holder
+//! are indexed once. The input, its tree and the edits are held in memory, then the output
+//! (the tree is dropped first): peak memory is at most about 48 times the input plus the
+//! binary's own 16 MiB (14 MB of 100,000 Pods: 4.6 s and 637 MiB; the input is at most 16 MiB).
+//!
 //! With `--credential-provider-config`, the projected token volume for the credential-provider
 //! plugins with `tokenAttributes`
 //! ([`inject_additions`](crate::credentials::plugin::inject_additions)) is added, mounted by
@@ -165,9 +172,16 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
         warnings: found.notes.clone(),
         edits: Vec::new(),
         volumes_done: HashMap::new(),
+        spots_by_volumes: HashMap::new(),
         jobs_done: HashSet::new(),
         pod_specs: 0,
     };
+    for (i, spot) in found.spots.iter().enumerate() {
+        run.spots_by_volumes
+            .entry(spot.volumes)
+            .or_default()
+            .push(i);
+    }
     for spot in &found.spots {
         run.spot(spot);
     }
@@ -194,12 +208,22 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
             edit.insert = edit.insert.replace('\n', "\r\n");
         }
     }
-    let output = apply(input, &run.edits);
+    // The tree and the pod specs are dropped before the output is built: the peak is then the
+    // larger of the two, not their sum.
+    let Run {
+        edits,
+        warnings,
+        pod_specs,
+        ..
+    } = run;
+    let format = found.format;
+    drop(found);
+    let output = apply(input, &edits);
     Ok(Injected {
         output,
-        warnings: run.warnings,
-        pod_specs: run.pod_specs,
-        format: found.format,
+        warnings,
+        pod_specs,
+        format,
     })
 }
 
@@ -515,6 +539,9 @@ struct Run<'a> {
     /// Volume holders already edited (shared by a workflow's templates, a Spark app's driver
     /// and executor), with the volume names chosen there.
     volumes_done: HashMap<NodeId, Vec<(String, String)>>,
+    /// The spots of each volume holder, indexed once: looking them up by scanning every spot
+    /// for each pod spec made 100,000 documents quadratic (60 s).
+    spots_by_volumes: HashMap<NodeId, Vec<usize>>,
     /// Job specs already given a failure policy.
     jobs_done: HashSet<NodeId>,
     pod_specs: usize,
@@ -900,12 +927,12 @@ impl Run<'_> {
         let t = self.tree;
         // Volumes any container but ours mounts are the user's, whatever their name.
         let mut mounted_by_others = HashSet::new();
-        for spot2 in self
-            .manifests
-            .spots
-            .iter()
-            .filter(|s| s.volumes == spot.volumes)
-        {
+        let sharing = self
+            .spots_by_volumes
+            .get(&spot.volumes)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for spot2 in sharing.iter().map(|&i| &self.manifests.spots[i]) {
             for &c in &spot2.container_nodes {
                 for key in ["volumeMounts", "volumeDevices"] {
                     if let Some(list) = t.get(c, key) {
@@ -928,10 +955,11 @@ impl Run<'_> {
                     .any(|source| t.get(v, source).is_some() && is_our_volume(name, source))
         };
         let ours: Vec<usize> = (0..items.len()).filter(|&i| is_ours(items[i])).collect();
+        let ours_set: HashSet<usize> = ours.iter().copied().collect();
         let mut taken: HashSet<String> = items
             .iter()
             .enumerate()
-            .filter(|(i, _)| !ours.contains(i))
+            .filter(|(i, _)| !ours_set.contains(i))
             .filter_map(|(_, &v)| t.str_at(v, "name").map(str::to_string))
             .collect();
         let user_volumes = taken.clone();

@@ -2256,3 +2256,53 @@ fn an_image_that_looks_like_flags_is_checked_as_an_invalid_image_by_the_injected
     }
     assert_eq!(checked.len(), images.len(), "{checked:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 21. inject on tens of thousands of documents.
+// ---------------------------------------------------------------------------------------------
+
+/// `n` Pod documents of one container each (~140 bytes a document).
+fn pod_documents(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}}}\nspec:\n  restartPolicy: Never\n  containers: [{{name: c, image: \"reg.example/app:{i}\"}}]\n"
+            )
+        })
+        .collect()
+}
+
+/// The bound the README states for inject: 48 times the input, plus the binary's own 16 MiB.
+fn inject_bound_kib(input_bytes: usize) -> u64 {
+    (48 * input_bytes as u64 + (16 << 20)) / 1024
+}
+
+#[test]
+fn inject_on_30000_documents_is_linear_and_its_memory_a_multiple_of_the_input() {
+    let mut took = Vec::new();
+    for n in [10_000, 30_000] {
+        let dir = tempdir();
+        let input = dir.path().join("pods.yaml");
+        let text = pod_documents(n);
+        std::fs::write(&input, &text).unwrap();
+        let mut cmd = pullcheck_cmd();
+        cmd.args(["inject", "--image", "pullcheck:test", "-f"])
+            .arg(&input);
+        let out = measured(
+            &format!("inject, {n} documents ({} bytes)", text.len()),
+            dir.path(),
+            cmd,
+            0,
+            inject_bound_kib(text.len()),
+        );
+        took.push(out.took);
+    }
+    // Three times the documents: about three times the time (it was quadratic: 60 s for
+    // 100,000 against 0.57 s for 10,000).
+    assert!(
+        took[1] < took[0] * 5,
+        "10,000 documents {:?}, 30,000 {:?}",
+        took[0],
+        took[1]
+    );
+}
