@@ -681,6 +681,7 @@ fn read_token(path: &Path) -> Result<String, NodeError> {
     if token.is_empty() {
         return Err(err("empty".to_string()));
     }
+    crate::redact::register(token);
     Ok(token.to_string())
 }
 

@@ -1172,10 +1172,9 @@ impl Progress {
 fn basic_auth(c: &Credential) -> String {
     use base64::Engine;
     let raw = format!("{}:{}", c.username, c.password.expose());
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(raw)
-    )
+    let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
+    crate::redact::register(&encoded);
+    format!("Basic {encoded}")
 }
 
 /// Adds an `Authorization` header, when there is one, marked sensitive.

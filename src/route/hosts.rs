@@ -520,6 +520,10 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
         }
         Some(_) => return Err(syntax("header must be a table".into())),
     }
+    // A header's value may be a mirror's own token.
+    for (_, value) in &headers {
+        crate::redact::register(value);
+    }
     if headers.len() > super::MAX_HEADERS {
         return Err(ParseError::TooLarge(format!(
             "{} header values for one host, more than the {} pullcheck sends",

@@ -1567,7 +1567,7 @@ fn node_command(
     image: &str,
     args: &[&str],
 ) -> Command {
-    let mut all = vec!["-o", "json", "--node", "big", "--if-not-present", image];
+    let mut all = vec!["--node", "big", "--if-not-present", image];
     all.extend(args);
     let mut cmd = command(dir, &all);
     cmd.env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
@@ -1609,7 +1609,7 @@ fn a_4_mib_node_of_a_million_names_keeps_the_asked_ones_within_the_deadline_and_
                 dir.path(),
                 &api,
                 &image,
-                &["--timeout", timeout, "--plain-http", &host],
+                &["-o", "json", "--timeout", timeout, "--plain-http", &host],
             ),
             0,
             bound_kib(24),
@@ -2305,4 +2305,137 @@ fn inject_on_30000_documents_is_linear_and_its_memory_a_multiple_of_the_input() 
         took[0],
         took[1]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 22. Echoed secrets, redacted by value.
+// ---------------------------------------------------------------------------------------------
+
+/// A web identity token (a JWT's shape), longer than anything a message keeps whole.
+const WEB_IDENTITY_JWT: &str = "eyJhbGciOiJSUzI1NiIsImtpZCI6Imhvc3RpbGUifQ.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6aG9zdGlsZSJ9.c2lnbmF0dXJlLW9mLXRoZS1ob3N0aWxlLXRva2Vu";
+
+/// No output holds `secret`, nor any 16 characters of it from its start.
+fn assert_no_prefix(out: &Outcome, what: &str, secret: &str) {
+    let all = out.all();
+    assert!(
+        !all.contains(&secret[..16]),
+        "{what}: a prefix of the secret shows in:\n{all}"
+    );
+}
+
+#[test]
+fn a_token_echoed_by_sts_is_redacted_in_text_json_verbose_and_the_termination_message() {
+    // STS answers 400 and quotes the token it was sent, whole in `Message` and cut in `Code`.
+    let sts = Proxy::standalone(
+        "127.0.0.1",
+        Fault::respond(Canned::new(400).body(format!(
+            "<ErrorResponse><Error><Code>InvalidIdentityToken {}</Code><Message>token {WEB_IDENTITY_JWT} is not valid</Message></Error></ErrorResponse>",
+            &WEB_IDENTITY_JWT[..40]
+        ))),
+    );
+    let refusing = refusing_registry();
+    let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
+    let image = format!("{ecr}/hostile/echo:v1");
+    // The termination message shows images as given: one that holds the token (a pod spec
+    // pasted with a secret in it) is redacted there too.
+    let pasted = format!("echo/{WEB_IDENTITY_JWT}");
+    let dir = tempdir();
+    let token = dir.path().join("web-identity-token");
+    std::fs::write(&token, WEB_IDENTITY_JWT).unwrap();
+    for (what, flags) in [
+        ("text", vec!["-o", "text"]),
+        ("json", vec!["-o", "json"]),
+        ("--verbose", vec!["-o", "text", "--verbose"]),
+    ] {
+        let mut args = flags.clone();
+        args.extend(["--timeout", "5s", "--plain-http", ecr, &image]);
+        // A secret is redacted from the moment it is read: a --verbose line written before
+        // (the pasted image's verdict comes before the token is read) cannot be.
+        if what != "--verbose" {
+            args.push(&pasted);
+        }
+        let mut cmd = command(dir.path(), &args);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("AWS_") {
+                cmd.env_remove(&name);
+            }
+        }
+        cmd.env(
+            "PULLCHECK_TEST_RESOLVE",
+            format!("{ecr}={}", refusing.host()),
+        )
+        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &token)
+        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL_STS", sts.url())
+        .env(
+            "AWS_ENDPOINT_URL_ECR",
+            format!("http://{}", closed_loopback_port()),
+        );
+        let out = run(dir.path(), cmd, false);
+        out.assert_no_panic();
+        assert!(!sts.requests().is_empty(), "{what}: STS was asked");
+        if what == "--verbose" {
+            assert_eq!(out.code, 5, "{what}: {}{}", out.stdout, out.stderr);
+        } else {
+            // 3: the pasted image is an invalid reference (which outranks the 401).
+            assert_eq!(out.code, 3, "{what}: {}{}", out.stdout, out.stderr);
+            assert!(
+                out.termination.contains("echo/<redacted>"),
+                "{what}: termination message: {}",
+                out.termination
+            );
+        }
+        assert!(
+            out.all().contains("<redacted>"),
+            "{what}: the echo is in the message, redacted: {}",
+            out.all()
+        );
+        out.assert_never_shows("x", WEB_IDENTITY_JWT);
+        assert_no_prefix(&out, what, WEB_IDENTITY_JWT);
+    }
+}
+
+#[test]
+fn a_service_account_token_echoed_by_the_api_server_is_redacted_in_the_node_warning() {
+    use crate::common::apiserver::{ApiServer, Mode};
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/echo-node:v1");
+    let api = ApiServer::start(Mode::Serve);
+    // A 200 that is no Node, quoting the token: serde's message quotes the value.
+    api.add_raw_node(
+        "big",
+        format!(
+            r#"{{"kind":"Node","status":{{"images":"echo {}"}}}}"#,
+            api.token()
+        )
+        .into_bytes(),
+    );
+    let dir = tempdir();
+    for output in ["text", "json"] {
+        let out = run(
+            dir.path(),
+            node_command(
+                dir.path(),
+                &api,
+                &image,
+                &["-o", output, "--timeout", "5s", "--plain-http", &host],
+            ),
+            false,
+        );
+        out.assert_no_panic();
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("node images not looked up") && out.stderr.contains("<redacted>"),
+            "{output}: {}",
+            out.stderr
+        );
+        assert!(
+            api.token().len() > 16,
+            "the stand-in's token is long enough"
+        );
+        out.assert_never_shows("x", api.token());
+        assert_no_prefix(&out, output, api.token());
+    }
 }
