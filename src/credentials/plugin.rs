@@ -792,41 +792,7 @@ impl Plugins {
         if !status.success() {
             return Err(format!("it exited with {status}"));
         }
-        // Never the output itself in a message, nor serde's, which can quote it.
-        let invalid = |e: serde_json::Error| {
-            format!(
-                "its output is not a CredentialProviderResponse (invalid at line {} column {})",
-                e.line(),
-                e.column()
-            )
-        };
-        // Three passes over at most 1 MiB, none of which builds a tree of the answer: is it
-        // JSON at all, is it a response, and its fields, keeping only the entries of the run.
-        serde_json::from_slice::<serde::de::IgnoredAny>(&out).map_err(invalid)?;
-        let head: Head = serde_json::from_slice(&out).map_err(invalid)?;
-        let is_response = head.kind.0.as_deref() == Some("CredentialProviderResponse")
-            && head
-                .api_version
-                .0
-                .as_deref()
-                .is_some_and(|v| REQUEST_VERSIONS.contains(&v));
-        if !is_response {
-            return Err(
-                "its output is not a CredentialProviderResponse (kind or apiVersion)".to_string(),
-            );
-        }
-        KEEP_FOR.with(|k| *k.borrow_mut() = self.targets.clone());
-        let response = serde_json::from_slice::<Response>(&out);
-        KEEP_FOR.with(|k| *k.borrow_mut() = None);
-        let response: Response = response.map_err(|_| {
-            "its CredentialProviderResponse has fields of the wrong type".to_string()
-        })?;
-        let key_type = match response.cache_key_type.as_str() {
-            "Image" => "Image",
-            "Registry" => "Registry",
-            "Global" => "Global",
-            _ => return Err("its response has no valid cacheKeyType".to_string()),
-        };
+        let (key_type, response) = parse_response(&out, self.targets.clone())?;
         let duration = match &response.cache_duration {
             Some(d) => parse_go_duration(d)
                 .ok_or_else(|| "its response's cacheDuration is not a duration".to_string())?,
@@ -852,6 +818,60 @@ impl Plugins {
         }
         Ok((key_type, duration, auth))
     }
+}
+
+/// Reads a plugin's stdout as a `CredentialProviderResponse`: its cache key type and the
+/// response, with only the `auth` entries that serve one of `targets` (all with `None`).
+/// Never the output itself in a message, nor serde's, which can quote it.
+fn parse_response(
+    out: &[u8],
+    targets: Option<std::sync::Arc<Targets>>,
+) -> Result<(&'static str, Response), String> {
+    let invalid = |e: serde_json::Error| {
+        format!(
+            "its output is not a CredentialProviderResponse (invalid at line {} column {})",
+            e.line(),
+            e.column()
+        )
+    };
+    // Three passes over at most 1 MiB, none of which builds a tree of the answer: is it JSON
+    // at all, is it a response, and its fields, keeping only the entries of the run.
+    serde_json::from_slice::<serde::de::IgnoredAny>(out).map_err(invalid)?;
+    let head: Head = serde_json::from_slice(out).map_err(invalid)?;
+    let is_response = head.kind.0.as_deref() == Some("CredentialProviderResponse")
+        && head
+            .api_version
+            .0
+            .as_deref()
+            .is_some_and(|v| REQUEST_VERSIONS.contains(&v));
+    if !is_response {
+        return Err(
+            "its output is not a CredentialProviderResponse (kind or apiVersion)".to_string(),
+        );
+    }
+    KEEP_FOR.with(|k| *k.borrow_mut() = targets);
+    let response = serde_json::from_slice::<Response>(out);
+    KEEP_FOR.with(|k| *k.borrow_mut() = None);
+    let response: Response = response
+        .map_err(|_| "its CredentialProviderResponse has fields of the wrong type".to_string())?;
+    let key_type = match response.cache_key_type.as_str() {
+        "Image" => "Image",
+        "Registry" => "Registry",
+        "Global" => "Global",
+        _ => return Err("its response has no valid cacheKeyType".to_string()),
+    };
+    Ok((key_type, response))
+}
+
+/// [`parse_response`] for the fuzz target: the cache key type and how many `auth` entries
+/// serve one of `images`, or why the answer is refused.
+pub fn read_response_for(
+    out: &[u8],
+    images: &[Reference],
+) -> Result<(&'static str, usize), String> {
+    let targets = std::sync::Arc::new(Targets::of(images));
+    let (key_type, response) = parse_response(out, Some(targets))?;
+    Ok((key_type, response.auth.0.len()))
 }
 
 /// A plugin's process group, killed when the run of the plugin ends in any way (answered,
