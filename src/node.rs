@@ -6,7 +6,8 @@
 //! The request is `GET /api/v1/nodes/NAME` to `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`
 //! with the pod's service-account token (read afresh each run: the kubelet rotates it) and the
 //! cluster CA from the service-account directory, trusting that CA alone. The answer is read up
-//! to [`MAX_NODE_BYTES`] and only the image names are kept. Whatever goes wrong (no token, 401,
+//! to [`MAX_NODE_BYTES`], then in one pass on a blocking thread that keeps only the names of
+//! the run's images ([`Wanted`]): a Node of a million names costs a scan of each. Whatever goes wrong (no token, 401,
 //! 403, no API server) is a [`NodeError`]: the run then says so once and asks the registries as
 //! it would without a node.
 

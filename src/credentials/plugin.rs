@@ -17,6 +17,11 @@
 //! A plugin that fails, hangs past half of the time left, or prints something that is not a
 //! response, fails the lookup for the run (it is not run again) and the image's verdict names
 //! it (`provider_failed`). Its output is never shown: it may hold secrets.
+//!
+//! A plugin runs in a process group of its own, killed when its run ends (a child it leaves
+//! behind would outlive pullcheck), and its answer is read once the plugin itself has exited,
+//! whoever still holds the pipe. Of the answer, read without building a tree of it, only the
+//! `auth` entries that serve an image of the run are kept ([`Plugins::for_images`]).
 
 use super::Lookup;
 use crate::keyring::{Credential, Secret};
@@ -863,8 +868,8 @@ fn parse_response(
     Ok((key_type, response))
 }
 
-/// [`parse_response`] for the fuzz target: the cache key type and how many `auth` entries
-/// serve one of `images`, or why the answer is refused.
+/// A plugin's answer read as a run reads it, for the fuzz target: the cache key type and how
+/// many `auth` entries serve one of `images`, or why the answer is refused.
 pub fn read_response_for(
     out: &[u8],
     images: &[Reference],

@@ -10,6 +10,10 @@
 //! Credentials are pinned to their host, as containerd's CRI plugin and containers/image pin
 //! them: a pod's credential for a registry goes to that registry only, never to a mirror on
 //! another host ([`Endpoint::credentials`]).
+//!
+//! A node's files are small; what is not is refused before it costs memory: a file is counted
+//! ([`toml_values`]) before it is parsed, and hosts, registries, mirrors and headers are capped
+//! ([`MAX_TOML_VALUES`], [`hosts::MAX_HOSTS`], [`conf::MAX_REGISTRIES`], [`MAX_HEADERS`]).
 
 pub mod conf;
 pub mod hosts;
