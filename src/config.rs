@@ -329,7 +329,7 @@ impl Config {
             ),
         );
 
-        let node_credentials = node_credentials(&args, &ca_certs, &mut errors);
+        let node_credentials = node_credentials(&args, &ca_certs, &references, &mut errors);
         let mut resolve = Vec::new();
         for entry in args
             .test_resolve
@@ -388,7 +388,9 @@ impl Config {
             service_account_dir: args.service_account_dir.clone(),
             api_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
             api_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
-        };
+            wanted: None,
+        }
+        .for_images(&references);
         // The node's registry configuration, read before any request so that a file the
         // runtime could not use either stops the run here (exit 2), naming it.
         let mut router = Router {
@@ -510,9 +512,11 @@ fn add_creds(
 
 /// The node's credential sources: the built-in cloud providers (`--cloud-credentials`) and
 /// the kubelet's exec plugins (`--image-credential-provider-config` and `-bin-dir`).
+/// The node's credential sources; a plugin's answer keeps only the entries of `references`.
 fn node_credentials(
     args: &CheckArgs,
     ca_certs: &[CertificateDer<'static>],
+    references: &[Reference],
     errors: &mut Vec<String>,
 ) -> NodeCredentials {
     let cloud = match args.cloud_credentials {
@@ -540,6 +544,7 @@ fn node_credentials(
             };
             let built = parsed.and_then(|c| {
                 plugin::Plugins::new(c, dir.clone(), args.credential_provider_token_dir.clone())
+                    .map(|p| p.for_images(references))
             });
             match built {
                 Ok(p) => Some(p),

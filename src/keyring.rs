@@ -82,7 +82,9 @@ pub struct Secret(String);
 impl Secret {
     /// Wraps a secret.
     pub fn new(s: impl Into<String>) -> Secret {
-        Secret(s.into())
+        let s = s.into();
+        crate::redact::register(&s);
+        Secret(s)
     }
 
     /// The secret itself, for the one place that sends it.
@@ -238,7 +240,7 @@ impl Entry {
         let label = labels.get(self.label as usize).map_or("", String::as_str);
         Credential {
             username: self.part(4).to_string(),
-            password: Secret(self.part(5).to_string()),
+            password: Secret::new(self.part(5)),
             source: format!("{label}, {}", self.part(3)),
         }
     }

@@ -249,7 +249,7 @@ impl Client {
         progress.set(format!("GET {url}"));
         let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
         let too_large = || format!("GET {url}: larger than {} KiB", max / 1024);
-        let resp = req.send().await.map_err(|e| {
+        let resp = self.execute(req).await.map_err(|e| {
             let cause = std::error::Error::source(&e).map_or_else(|| error_chain(&e), error_chain);
             format!("GET {url}: {cause}")
         })?;

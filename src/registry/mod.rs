@@ -395,7 +395,7 @@ impl Client {
         method: &str,
         url: &str,
     ) -> Result<reqwest::Response, reqwest::Error> {
-        let answer = req.send().await;
+        let answer = self.execute(req).await;
         if self.events.shows_requests() {
             let shown = match &answer {
                 Ok(r) => Ok(r.status().as_u16()),
@@ -407,6 +407,43 @@ impl Client {
             self.events.request(method, url, shown);
         }
         answer
+    }
+
+    /// Sends a request, following redirects as [`redirect_policy`] allows.
+    ///
+    /// An endpoint's own client (hosts.toml `header`, `ca`, `client`, `skip_verify`) stops at
+    /// a redirect to another origin: those settings belong to their host, and reqwest would
+    /// send the configured headers along (it strips only `Authorization` and cookies). The
+    /// redirect is then followed here with the run's plain client, without them and without
+    /// `Authorization`, as a registry's redirect to its storage is followed.
+    pub(crate) async fn execute(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let (client, req) = req.build_split();
+        let req = req?;
+        let again = req.try_clone();
+        let answer = client.execute(req).await;
+        let (Ok(resp), Some(mut again)) = (&answer, again) else {
+            return answer;
+        };
+        let Some(target) = elsewhere(resp) else {
+            return answer;
+        };
+        if resp.status() == reqwest::StatusCode::SEE_OTHER
+            && again.method() != reqwest::Method::HEAD
+        {
+            *again.method_mut() = reqwest::Method::GET;
+        }
+        *again.url_mut() = target;
+        for name in [
+            header::AUTHORIZATION,
+            header::COOKIE,
+            header::PROXY_AUTHORIZATION,
+        ] {
+            again.headers_mut().remove(name);
+        }
+        self.http.execute(again).await
     }
 
     fn state(&self, host: &str) -> Arc<RegistryState> {
@@ -1052,8 +1089,8 @@ fn build_http(
     builder
         .tls_backend_preconfigured(config)
         .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
+        .redirect(redirect_policy(tls.is_some() || !headers.is_empty()))
         .default_headers(default_headers)
-        .redirect(redirect_policy())
         .pool_idle_timeout(Duration::from_secs(30))
         .dns_resolver(resolver)
         .build()
@@ -1135,10 +1172,9 @@ impl Progress {
 fn basic_auth(c: &Credential) -> String {
     use base64::Engine;
     let raw = format!("{}:{}", c.username, c.password.expose());
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(raw)
-    )
+    let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
+    crate::redact::register(&encoded);
+    format!("Basic {encoded}")
 }
 
 /// Adds an `Authorization` header, when there is one, marked sensitive.
@@ -1215,21 +1251,44 @@ pub fn is_digest(s: &str) -> bool {
 
 /// Follows up to 5 redirects, never from HTTPS down to plain HTTP. reqwest itself drops the
 /// `Authorization` header when a redirect leaves the host, port or scheme.
-fn redirect_policy() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
+/// Redirects: never from HTTPS to plain HTTP, at most 5. With `same_origin_only` (a client
+/// with an endpoint's own headers or TLS settings), a redirect to another origin is not
+/// followed by the client but handed back ([`Client::send`] follows it without them).
+fn redirect_policy(same_origin_only: bool) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
         let downgrade = attempt.url().scheme() == "http"
             && attempt
                 .previous()
                 .last()
                 .is_some_and(|u| u.scheme() == "https");
+        let elsewhere = same_origin_only
+            && attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() != attempt.url().origin());
         if downgrade {
             attempt.error("refusing a redirect from HTTPS to plain HTTP")
         } else if attempt.previous().len() > 5 {
             attempt.error("more than 5 redirects")
+        } else if elsewhere {
+            attempt.stop()
         } else {
             attempt.follow()
         }
     })
+}
+
+/// The target of a redirect that an endpoint's client handed back ([`redirect_policy`]): a
+/// 301, 302, 303, 307 or 308 whose `Location` is on another origin than the answer's, and
+/// not a downgrade from HTTPS to plain HTTP (which is left as the answer, refused).
+fn elsewhere(resp: &reqwest::Response) -> Option<reqwest::Url> {
+    if !matches!(resp.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let location = resp.headers().get(header::LOCATION)?.to_str().ok()?;
+    let target = resp.url().join(location).ok()?;
+    let downgrade = resp.url().scheme() == "https" && target.scheme() == "http";
+    (target.origin() != resp.url().origin() && !downgrade).then_some(target)
 }
 
 async fn read_limited(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, reqwest::Error> {

@@ -408,6 +408,7 @@ pub(crate) fn read_token_file(path: &str) -> Result<String, String> {
     if token.is_empty() {
         return Err(format!("{shown} is empty"));
     }
+    crate::redact::register(&token);
     Ok(token)
 }
 
