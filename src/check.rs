@@ -770,8 +770,8 @@ impl Job {
     /// the verdict is `unreachable` if any endpoint could not be reached, else a refusal if
     /// any refused, else `not_found`, and its message names every endpoint and its answer.
     ///
-    /// Credentials go only to endpoints that may have them ([`Endpoint::credentials`]); a
-    /// mirror elsewhere is asked anonymously.
+    /// Credentials go only to endpoints that may have them ([`Endpoint::credentials`]): every
+    /// host of a hosts.toml, but a registries.conf mirror elsewhere is asked anonymously.
     async fn walk(
         &self,
         route: &Result<Route, String>,
@@ -863,7 +863,7 @@ impl Job {
                 && !credentials.is_empty()
             {
                 verdict.message.push_str(&format!(
-                    " (asked anonymously: the pod's credentials for {} are not sent to a mirror on another host)",
+                    " (asked anonymously: the pod's credentials for {} are not sent to a registries.conf mirror on another host, as containers/image resets them)",
                     self.reference.registry
                 ));
             }
@@ -948,10 +948,14 @@ impl Job {
     }
 
     /// The pod's credentials were chosen for the image's own registry: they go to an endpoint
-    /// only when the route allows it and the endpoint is that registry's host (a short name's
-    /// search registry is another host, and is asked anonymously).
+    /// only when the route allows it ([`Endpoint::credentials`]), and then to that registry's
+    /// host, or to a mirror that stands in for it (containerd's hosts.toml, whose CRI plugin
+    /// offers them to every host); a short name's search registry is another host, and is
+    /// asked anonymously.
     fn may_send_credentials(&self, endpoint: &Endpoint) -> bool {
-        endpoint.credentials && crate::route::is_upstream(&endpoint.host, &self.reference.registry)
+        endpoint.credentials
+            && (endpoint.mirror_of.is_some()
+                || crate::route::is_upstream(&endpoint.host, &self.reference.registry))
     }
 
     async fn probe_endpoint(

@@ -189,7 +189,11 @@ fn route_from(config: Option<&HostsConfig>, reference: &Reference, plain_http: &
             http_fallback,
             tls: h.tls.clone(),
             headers: h.headers.clone(),
-            credentials: upstream,
+            // containerd's CRI plugin offers the pod's credential to every host of the file,
+            // mirrors included: the kubelet's keyring hands it over without a server address,
+            // and the CRI filters by host only when one is set (seen on the real kubelet in
+            // tests/cluster/mirror.rs, in the mirror's own token log).
+            credentials: true,
             mirror_of: (!upstream).then(|| reference.registry.clone()),
             reference: reference.clone(),
             blocked: None,
@@ -703,7 +707,8 @@ server = "https://registry-1.docker.io"
         );
         let e = &route.endpoints;
         assert_eq!(e[0].mirror_of.as_deref(), Some("docker.io"));
-        assert!(!e[0].credentials && !e[1].credentials && e[2].credentials);
+        // The CRI plugin offers the pod's credential to every host, mirrors included.
+        assert!(e[0].credentials && e[1].credentials && e[2].credentials);
         assert!(e[2].mirror_of.is_none());
         assert_eq!(e[1].headers.len(), 2);
         assert!(

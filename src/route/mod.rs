@@ -7,9 +7,10 @@
 //! speaks no HTTP; `registry` asks each endpoint and `check` combines the answers, as the
 //! runtime would.
 //!
-//! Credentials are pinned to their host, as containerd's CRI plugin and containers/image pin
-//! them: a pod's credential for a registry goes to that registry only, never to a mirror on
-//! another host ([`Endpoint::credentials`]).
+//! Who is sent the pod's credentials follows each runtime ([`Endpoint::credentials`]):
+//! containerd's CRI plugin offers the credential the kubelet chose for the image's registry to
+//! every host of that registry's `hosts.toml`, mirrors included; containers/image (CRI-O,
+//! Podman) resets it for a mirror on another host, which is asked anonymously.
 //!
 //! A node's files are small; what is not is refused before it costs memory: a file is counted
 //! ([`toml_values`]) before it is parsed, and hosts, registries, mirrors and headers are capped

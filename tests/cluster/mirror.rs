@@ -1,7 +1,8 @@
 //! Mirrors and the pod's credentials on the real kubelet with containerd: the kubelet's keyring
 //! hands the runtime a credential without a server address, and containerd's CRI then offers it
 //! to every host of a `hosts.toml`, mirrors included. Seen here in the mirror's own token log: a
-//! private mirror that needs the pod's credential serves the pull.
+//! private mirror that needs the pod's credential serves the pull; and pullcheck, given the same
+//! hosts directory and credential, says `ok` from the same mirror.
 
 use crate::common::{ALICE, ALICE_PASSWORD, plain_registry, token_registry};
 use crate::harness::{cluster, condition, minutes, wait_for};
@@ -103,10 +104,16 @@ fn containerd_offers_the_pods_credential_to_a_mirror() {
         .output()
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    println!(
-        "pullcheck on the same route: exit {:?}, {}",
+    let result = &json["images"][0];
+    assert_eq!(
         out.status.code(),
-        json["images"][0]
+        Some(0),
+        "pullcheck and the kubelet disagree: {result}"
+    );
+    assert_eq!(
+        result["endpoint"],
+        format!("https://{mirror_host}/v2"),
+        "{result}"
     );
 }
 
