@@ -14,7 +14,7 @@ use crate::registry::{
     self, AuthUsed, Client, ClientOptions, ConfigRead, Fact, Outcome, PlatformSeen, Progress,
     Verdict,
 };
-use crate::report::{ContainerStart, ImageResult, Report, Status};
+use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Report, Status};
 use crate::route::{Endpoint, Route, Router};
 use crate::start::{ContainerFacts, NotRead, StartCheck};
 use std::collections::{HashMap, HashSet};
@@ -688,11 +688,13 @@ impl Job {
             // Only the pod's cloud identity (or a plugin run in the pod) was refused: the
             // node pulls with its own identity, which may differ.
             let names: Vec<&str> = node.credentials.iter().map(|c| c.source.as_str()).collect();
-            result.fatal = false;
-            result.message.push_str(&format!(
-                "; not counted: only the node-side credentials ({}) were tried, and the node's own identity may have access",
-                names.join(", ")
-            ));
+            result.not_counted(
+                NotCounted::NodeCredentialsRefused,
+                &format!(
+                    "only the node-side credentials ({}) were tried, and the node's own identity may have access",
+                    names.join(", ")
+                ),
+            );
             result.hint = "Give the pod's identity read access to the repository (ECR: ecr:GetAuthorizationToken and ecr:BatchGetImage; Artifact Registry Reader; AcrPull), or mount a pull secret.".to_string();
             return;
         }
@@ -715,9 +717,9 @@ impl Job {
             && node.credentials.is_empty()
             && self.allow_unauthenticated
         {
-            result.fatal = false;
-            result.message.push_str(
-                "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
+            result.not_counted(
+                NotCounted::AllowUnauthenticated,
+                "--allow-unauthenticated (the node may pull with credentials of its own)",
             );
             // The usual hint recommends the flag that is already given.
             result.hint = format!(
@@ -746,13 +748,10 @@ impl Job {
 
     /// `--on-unreachable warn`: an unreachable image is reported, not counted.
     fn maybe_warn(&self, result: &mut ImageResult) {
-        if result.status == Status::Unreachable
-            && result.fatal
-            && self.on_unreachable == OnUnreachable::Warn
-        {
-            result.fatal = false;
-            result.message.push_str(
-                "; not counted: --on-unreachable warn (the node may reach registries that this pod cannot)",
+        if result.status == Status::Unreachable && self.on_unreachable == OnUnreachable::Warn {
+            result.not_counted(
+                NotCounted::OnUnreachableWarn,
+                "--on-unreachable warn (the node may reach registries that this pod cannot)",
             );
         }
     }
@@ -1007,7 +1006,7 @@ impl Job {
             message: v.message,
             hint: v.hint,
             auth: auth.describe(),
-            fatal: true,
+            counted: Counted::Yes,
             attempts,
             elapsed_ms: start.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
             pull_policy: PullPolicy::Always,
@@ -1045,7 +1044,7 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         message,
         hint: String::new(),
         auth: AuthUsed::Anonymous.describe(),
-        fatal: true,
+        counted: Counted::Yes,
         attempts: 0,
         elapsed_ms: 0,
         pull_policy: PullPolicy::Always,

@@ -14,7 +14,7 @@ use crate::input::{LimitedReadError, read_limited_file};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::error_chain;
-use crate::report::{ImageResult, Status};
+use crate::report::{Counted, ImageResult, NotCounted, Status};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -278,7 +278,7 @@ impl NodeLookup {
             ),
             hint: String::new(),
             auth: "anonymous".to_string(),
-            fatal: true,
+            counted: Counted::Yes,
             attempts: 0,
             elapsed_ms: 0,
             platform_digest: None,
@@ -311,12 +311,14 @@ impl NodeLookup {
         result.present_on_node = self.presence(&reference);
         let cap = images.max_images.unwrap_or(images.listed);
         match (policy, result.present_on_node, result.status) {
-            (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal => {
-                result.fatal = false;
-                result.message.push_str(&format!(
-                    "; not counted: imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
-                    images.node
-                ));
+            (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal() => {
+                result.not_counted(
+                    NotCounted::NodeListTruncated,
+                    &format!(
+                        "imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
+                        images.node
+                    ),
+                );
             }
             (PullPolicy::IfNotPresent, Some(false), Status::NotFound) => {
                 result.message.push_str(&format!(
@@ -700,7 +702,7 @@ mod tests {
             let before = r.message.clone();
             lookup.annotate(&mut r, *policy);
             assert_eq!(r.pull_policy, *policy, "{name}");
-            assert_eq!((r.fatal, r.present_on_node), (*fatal, *present), "{name}");
+            assert_eq!((r.fatal(), r.present_on_node), (*fatal, *present), "{name}");
             if part.is_empty() {
                 assert_eq!(r.message, before, "{name}");
             } else {

@@ -54,7 +54,10 @@ pub fn termination_message(report: &Report, max: usize) -> String {
 /// `\ntag_missing: IMAGE — HINT`: the reason names the status too (README, "Statuses and
 /// reasons"), and a result that does not count says so.
 fn short_line(r: &ImageResult, hint: &str) -> String {
-    let counted = if r.fatal { "" } else { " (not counted)" };
+    let counted = match r.counted {
+        super::Counted::Yes => String::new(),
+        super::Counted::No(why) => format!(" (not counted: {})", why.because()),
+    };
     let mut line = format!("\n{}{counted}: {}", r.reason, escape(&r.image));
     // A container that will not start is named: the image alone does not say which to fix.
     let refused: Vec<String> = r

@@ -593,6 +593,7 @@ fn allow_unauthenticated_turns_missing_pod_credentials_into_a_warning() {
         r["message"].as_str().unwrap().contains("not counted"),
         "{r:#}"
     );
+    assert_eq!(r["not_counted"], "allow_unauthenticated", "{r:#}");
     let text = check(&["--ca-file", &ca, "--allow-unauthenticated", "*", &image]);
     assert_eq!(text.code, 0);
     assert!(

@@ -286,6 +286,11 @@ impl<'a> Cloud<'a> {
         (run, elapsed)
     }
 
+    /// The termination message of the last run: its first line is the run's summary.
+    pub fn termination(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("termination-log")).unwrap_or_default()
+    }
+
     /// Runs one image; returns its JSON result after checking the exit code.
     pub fn expect(&self, image: &str, code: i32) -> Value {
         let (run, _) = self.run(&[image.to_string()]);
@@ -567,6 +572,15 @@ fn aws_a_token_the_registry_refuses_is_a_warning_naming_the_identity() {
     assert!(
         msg.contains("not counted: only the node-side credentials (aws instance profile node-role) were tried"),
         "{msg}"
+    );
+    assert_eq!(r["not_counted"], "node_credentials_refused", "{r:#}");
+    let term = c.termination();
+    assert_eq!(
+        term.lines().next(),
+        Some(
+            "pullcheck: no image failed; 1 image not verified (node-side credentials refused; not counted: the node's own identity may have access)"
+        ),
+        "{term}"
     );
 }
 

@@ -615,6 +615,40 @@ fn conflicting_registries_conf_is_a_configuration_error_naming_file_and_entry() 
 }
 
 #[test]
+fn on_unreachable_warn_is_named_as_the_cause_in_the_summary_not_allow_unauthenticated() {
+    let image = format!("{}/route/warn-summary:v1", dead_host());
+    let host = image.split('/').next().unwrap().to_string();
+    let args = [
+        "--timeout",
+        "2s",
+        "--plain-http",
+        &host,
+        "--on-unreachable",
+        "warn",
+        &image,
+    ];
+    let text = check(&args);
+    assert_eq!(text.code, 0, "{}{}", text.stdout, text.stderr);
+    assert_eq!(
+        text.stdout.lines().last(),
+        Some(
+            "pullcheck: no image failed; 1 image not verified (unreachable; not counted: --on-unreachable warn)"
+        ),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        !text.stdout.contains("--allow-unauthenticated"),
+        "{}",
+        text.stdout
+    );
+    let mut json_args = vec!["-o", "json"];
+    json_args.extend(args);
+    let json = check(&json_args);
+    assert_eq!(only(&json)["not_counted"], "on_unreachable_warn");
+}
+
+#[test]
 fn on_unreachable_warn_reports_but_does_not_fail() {
     let image = format!("{}/route/warn:v1", dead_host());
     let host = image.split('/').next().unwrap().to_string();
