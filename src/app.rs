@@ -76,6 +76,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         check_args: args.check_args,
         ca_configmap: args.ca_configmap,
         job_failure_policy: args.job_failure_policy,
+        ignore_unreachable_without_deadline: args.ignore_unreachable_without_deadline,
         node_images: args.node_images,
         provider_tokens,
         // An empty value (an environment variable set to nothing) turns a choice off.
@@ -89,6 +90,9 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         Ok(done) => {
             for w in &done.warnings {
                 eprintln!("pullcheck: warning: {}", escape(w));
+            }
+            for n in &done.notes {
+                eprintln!("pullcheck: note: {}", escape(n));
             }
             let _ = std::io::stdout().lock().write_all(done.output.as_bytes());
             ExitCode::Ok

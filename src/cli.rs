@@ -73,10 +73,23 @@ pub struct InjectArgs {
     pub ca_configmap: Option<String>,
 
     /// Also add to each batch/v1 Job (and CronJob job template) the podFailurePolicy rules
-    /// for pullcheck's exit codes (FailJob on 3, 4, 5, 7; Ignore on 6), unless it has rules
-    /// for container `pullcheck` already, and restartPolicy: Never where none is set.
+    /// for pullcheck's exit codes (FailJob on 3, 4, 5, 7; on 6, Count against backoffLimit,
+    /// or Ignore when the Job has activeDeadlineSeconds), unless it has rules for container
+    /// `pullcheck` already, and restartPolicy: Never where none is set. Says on stderr which
+    /// rule was written and why.
     #[arg(long, env = "PULLCHECK_INJECT_JOB_FAILURE_POLICY", value_parser = FalseyValueParser::new())]
     pub job_failure_policy: bool,
+
+    /// With --job-failure-policy: write Ignore on exit 6 even for a Job without
+    /// activeDeadlineSeconds. Such a Job recreates a pod every --timeout for as long as the
+    /// registry stays unreachable, without end: only for Jobs something else bounds.
+    #[arg(
+        long,
+        env = "PULLCHECK_INJECT_IGNORE_UNREACHABLE_WITHOUT_DEADLINE",
+        value_parser = FalseyValueParser::new(),
+        requires = "job_failure_policy"
+    )]
+    pub ignore_unreachable_without_deadline: bool,
 
     /// Look up `IfNotPresent` images on the node first: split the images into
     /// `PULLCHECK_IMAGES` (`Always`) and `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's

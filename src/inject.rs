@@ -99,7 +99,9 @@ pub const MEMORY_LIMIT: &str = "32Mi";
 /// Exit codes of `pullcheck check` after which a Job must fail at once (not found or invalid,
 /// no variant for the platform, access refused, will not start).
 pub const FAIL_JOB_EXIT_CODES: [i64; 4] = [3, 4, 5, 7];
-/// Exit codes after which a Job retries the pod without counting it (registry unreachable).
+/// Exit codes of a registry that could not be reached (it may pass): the Job retries the pod,
+/// counted against `backoffLimit` by default, not counted (`Ignore`) only when the Job's
+/// `activeDeadlineSeconds` bounds the retries, or with `--ignore-unreachable-without-deadline`.
 pub const IGNORE_EXIT_CODES: [i64; 1] = [6];
 
 /// Settings of one `inject` run.
@@ -115,6 +117,9 @@ pub struct InjectOptions {
     pub ca_configmap: Option<String>,
     /// Add the recommended `podFailurePolicy` to each `batch/v1` Job.
     pub job_failure_policy: bool,
+    /// Write `Ignore` on exit 6 even for a Job without `activeDeadlineSeconds` (unbounded:
+    /// only when the user says so).
+    pub ignore_unreachable_without_deadline: bool,
     /// `--node-images`: split the images by pull policy, pass the node's name, and give the
     /// init container a token where the pod has none.
     pub node_images: bool,
@@ -133,6 +138,8 @@ pub struct Injected {
     pub output: String,
     /// Notes for stderr (e.g. a pod template whose `restartPolicy` is not `Never`).
     pub warnings: Vec<String>,
+    /// What was written and why, for stderr (e.g. which `podFailurePolicy` rule on exit 6).
+    pub notes: Vec<String>,
     /// How many pod specs have the init container (added now, or already as it would be).
     pub pod_specs: usize,
     /// The format that was read and written.
@@ -162,6 +169,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
         ca_files,
         route,
         warnings: found.notes.clone(),
+        notes: Vec::new(),
         edits: Vec::new(),
         volumes_done: HashMap::new(),
         jobs_done: HashSet::new(),
@@ -197,6 +205,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
     Ok(Injected {
         output,
         warnings: run.warnings,
+        notes: run.notes,
         pod_specs: run.pod_specs,
         format: found.format,
     })
@@ -505,6 +514,8 @@ struct Run<'a> {
     volumes_done: HashMap<NodeId, Vec<(String, String)>>,
     /// Job specs already given a failure policy.
     jobs_done: HashSet<NodeId>,
+    /// What was written and why, for stderr.
+    notes: Vec<String>,
     pod_specs: usize,
 }
 
@@ -1066,9 +1077,39 @@ impl Run<'_> {
                 ),
             ])
         };
+        // Exit 6 may pass, so the pod is retried; but a rule that does not count it must
+        // have an end, or a registry that stays unreachable recreates pods for ever.
+        let deadline = t
+            .get(job, "activeDeadlineSeconds")
+            .and_then(|v| t.as_i64(v))
+            .filter(|n| *n > 0);
+        // The API server's default backoffLimit is 6.
+        let backoff = t
+            .get(job, "backoffLimit")
+            .and_then(|v| t.as_i64(v))
+            .unwrap_or(6);
+        let (unreachable, why) = match (&deadline, self.options.ignore_unreachable_without_deadline)
+        {
+            (Some(seconds), _) => (
+                "Ignore",
+                format!(
+                    "Ignore on 6 (unreachable, not counted against backoffLimit): the Job's activeDeadlineSeconds: {seconds} ends the retries"
+                ),
+            ),
+            (None, true) => (
+                "Ignore",
+                "Ignore on 6 (unreachable, not counted against backoffLimit), as --ignore-unreachable-without-deadline asks: the Job has no activeDeadlineSeconds, so it recreates a pod for as long as the registry stays unreachable".to_string(),
+            ),
+            (None, false) => (
+                "Count",
+                format!(
+                    "Count on 6 (unreachable, counted against backoffLimit {backoff}, so the Job fails after its retries): the Job has no activeDeadlineSeconds to bound an Ignore rule (set one to retry without counting)"
+                ),
+            ),
+        };
         let rules = vec![
             rule("FailJob", &FAIL_JOB_EXIT_CODES),
-            rule("Ignore", &IGNORE_EXIT_CODES),
+            rule(unreachable, &IGNORE_EXIT_CODES),
         ];
         let result = (|| -> Result<Vec<Edit>, &'static str> {
             let mut edits = Vec::new();
@@ -1108,7 +1149,17 @@ impl Run<'_> {
             Ok(edits)
         })();
         match result {
-            Ok(edits) => self.edits.extend(edits),
+            Ok(edits) if edits.is_empty() => self.notes.push(format!(
+                "{}: {at}: podFailurePolicy kept: it has rules for container {CONTAINER_NAME} already",
+                self.source
+            )),
+            Ok(edits) => {
+                self.edits.extend(edits);
+                self.notes.push(format!(
+                    "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (permanent); {why}",
+                    self.source
+                ));
+            }
             Err(why) => self.warn(format!("{at}: no podFailurePolicy added ({why})")),
         }
     }
