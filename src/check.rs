@@ -4,7 +4,7 @@
 //! pod's containers are known ([`Options::containers`]), an image that was found is then checked
 //! for whether its containers will start ([`crate::start`]), inside the same deadline.
 
-use crate::credentials::{Lookup, NodeCredentials};
+use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
 use crate::keyring::{Credential, Keyring};
 use crate::node::{self, NodeLookup, NodeOptions};
 use crate::progress::Events;
@@ -712,6 +712,58 @@ impl Job {
             );
             result.hint = "Check the plugin and its configuration (--image-credential-provider-config, --image-credential-provider-bin-dir); its output is not shown, as it may hold secrets.".to_string();
         }
+        // No credential at all could be had for an image a node-side source serves: the
+        // kubelet asks the same source with the node's identity, which the pod may lack
+        // (IMDS hop limit 1, no IRSA, no Workload Identity). Not a failure unless the user
+        // says every pod has an identity (`--cloud-credentials required`).
+        let served_but_empty = result.status == Status::Unauthorized
+            && secrets == 0
+            && node.credentials.is_empty()
+            && !node.unavailable.is_empty();
+        if served_but_empty {
+            result.providers_tried = node.unavailable.clone();
+        }
+        if served_but_empty && !self.allow_unauthenticated && !self.node.is_required() {
+            let tried: Vec<String> = node
+                .unavailable
+                .iter()
+                .map(|p| p.provider.clone())
+                .collect();
+            let plugin = node
+                .unavailable
+                .iter()
+                .any(|p| p.kind == ProviderKind::Plugin);
+            let (cause, words) = if plugin {
+                (
+                    NotCounted::CredentialProviderUnavailable,
+                    format!(
+                        "no credential could be had in the pod ({} tried; no pull secret matched), and the kubelet runs the same plugin with the node's identity (--cloud-credentials required makes this a failure)",
+                        tried.join(", ")
+                    ),
+                )
+            } else {
+                (
+                    NotCounted::CloudIdentityUnavailable,
+                    format!(
+                        "no credential could be had from the pod's cloud identity ({} tried; no pull secret matched), and the kubelet pulls with the node's own credential provider (--cloud-credentials required makes this a failure)",
+                        tried.join(", ")
+                    ),
+                )
+            };
+            result.not_counted(cause, &words);
+            result.hint = if plugin {
+                format!(
+                    "Not verified: the node's kubelet runs the plugin for {} with the node's identity. To check it here, give the pod what the plugin needs (its service-account token, a cloud identity) or mount a pull secret; pass --cloud-credentials required where every pod has it.",
+                    self.reference.registry
+                )
+            } else {
+                format!(
+                    "Not verified: the node pulls {} images with its own identity. To check them here, give the pod an identity with pull access (EKS: IRSA or Pod Identity with ecr:GetAuthorizationToken and ecr:BatchGetImage; GKE: Workload Identity with Artifact Registry Reader; AKS: workload identity with AcrPull) or mount a pull secret; pass --cloud-credentials required where every pod has one.",
+                    self.reference.registry
+                )
+            };
+            return;
+        }
         if result.status == Status::Unauthorized
             && secrets == 0
             && node.credentials.is_empty()
@@ -1003,6 +1055,7 @@ impl Job {
             available_platforms: v.available_platforms,
             suggestions: v.suggestions,
             containers: Vec::new(),
+            providers_tried: Vec::new(),
             message: v.message,
             hint: v.hint,
             auth: auth.describe(),
@@ -1041,6 +1094,7 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         available_platforms: Vec::new(),
         suggestions: Vec::new(),
         containers: Vec::new(),
+        providers_tried: Vec::new(),
         message,
         hint: String::new(),
         auth: AuthUsed::Anonymous.describe(),

@@ -285,7 +285,11 @@ pub struct CheckArgs {
 
     /// `auto`: for ECR, Artifact Registry / GCR and ACR images, also try a registry credential
     /// from the pod's cloud identity (IRSA, EKS Pod Identity, IMDS; GKE metadata server; Azure
-    /// workload identity or IMDS), after the pull secrets; `off`: never.
+    /// workload identity or IMDS), after the pull secrets; when no credential at all can be
+    /// had for such an image (or one a credential-provider plugin matches), `unauthorized` is
+    /// a warning, since the kubelet pulls with the node's identity. `required`: the same, but
+    /// that `unauthorized` fails, for clusters where every pod has an identity. `off`: never
+    /// ask.
     #[arg(
         long,
         value_enum,

@@ -517,7 +517,9 @@ fn node_credentials(
 ) -> NodeCredentials {
     let cloud = match args.cloud_credentials {
         cloud::Mode::Off => None,
-        cloud::Mode::Auto => Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs)),
+        cloud::Mode::Auto | cloud::Mode::Required => {
+            Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs))
+        }
     };
     let plugins = match (
         &args.image_credential_provider_config,
@@ -553,7 +555,7 @@ fn node_credentials(
             }
         }
     };
-    NodeCredentials::new(cloud, plugins)
+    NodeCredentials::new(cloud, plugins).required(args.cloud_credentials == cloud::Mode::Required)
 }
 
 /// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.

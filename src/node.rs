@@ -287,6 +287,7 @@ impl NodeLookup {
             platform_checked: Some(false),
             platform_note: None,
             containers: Vec::new(),
+            providers_tried: Vec::new(),
             endpoint: None,
             mirror_of: None,
             plain_http: false,

@@ -13,6 +13,7 @@ pub use escape::escape;
 pub use termination::{TERMINATION_MESSAGE_MAX, termination_message};
 pub use text::render_text;
 
+use crate::credentials::ProviderTried;
 use crate::keyring::CredentialSource;
 use crate::pull_policy::PullPolicy;
 use serde::Serialize;
@@ -272,6 +273,10 @@ pub struct ImageResult {
     /// The registry was asked over plain HTTP (`--plain-http`, or its alias `--insecure`):
     /// said in the report, since crane's `--insecure` could also mean HTTPS unverified.
     pub plain_http: bool,
+    /// The node-side credential sources (built-in cloud providers, credential-provider
+    /// plugins) that serve this image and gave no credential for it, each with why; empty,
+    /// and left out of JSON, when none did.
+    pub providers_tried: Vec<ProviderTried>,
     /// Will each container using this image start? One entry per container of the pod spec
     /// (`--containers`, `PULLCHECK_CONTAINERS`); empty, and left out of JSON, without them.
     pub containers: Vec<ContainerStart>,
@@ -310,7 +315,7 @@ pub struct ContainerStart {
 impl Serialize for ImageResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("ImageResult", 23)?;
+        let mut st = s.serialize_struct("ImageResult", 24)?;
         st.serialize_field("image", &self.image)?;
         st.serialize_field("reference", &self.reference)?;
         st.serialize_field("registry", &self.registry)?;
@@ -354,6 +359,9 @@ impl Serialize for ImageResult {
         }
         st.serialize_field("pull_policy", &self.pull_policy)?;
         st.serialize_field("present_on_node", &self.present_on_node)?;
+        if !self.providers_tried.is_empty() {
+            st.serialize_field("providers_tried", &self.providers_tried)?;
+        }
         if !self.containers.is_empty() {
             st.serialize_field("containers", &self.containers)?;
         }
@@ -567,6 +575,7 @@ pub(crate) mod tests {
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
             containers: Vec::new(),
+            providers_tried: Vec::new(),
             endpoint: None,
             mirror_of: None,
             plain_http: false,
