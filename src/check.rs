@@ -353,11 +353,12 @@ pub async fn check_until(
         // without verification.
         result.plain_http = result.endpoint.is_none()
             && !result.registry.is_empty()
-            && options
+            && (options
                 .client
                 .plain_http
                 .iter()
-                .any(|h| h.eq_ignore_ascii_case(&result.registry));
+                .any(|h| h.eq_ignore_ascii_case(&result.registry))
+                || client.fell_back_to_plain_http(&result.registry));
     }
     let mut report = Report::new(results);
     report.stopped = stopped;
@@ -800,7 +801,11 @@ impl Job {
 
     /// `--on-unreachable warn`: an unreachable image is reported, not counted.
     fn maybe_warn(&self, result: &mut ImageResult) {
-        if result.status == Status::Unreachable && self.on_unreachable == OnUnreachable::Warn {
+        // The pod's network (or its DNS, or its CAs) may not be the node's: both kinds of
+        // "cannot reach from here" are what the flag is for.
+        if matches!(result.status, Status::Unreachable | Status::Unverifiable)
+            && self.on_unreachable == OnUnreachable::Warn
+        {
             result.not_counted(
                 NotCounted::OnUnreachableWarn,
                 "--on-unreachable warn (the node may reach registries that this pod cannot)",
@@ -928,9 +933,9 @@ impl Job {
             .iter()
             .position(|(_, _, _, v)| matches!(v.status, Status::Ok | Status::WrongPlatform))
             .or_else(|| {
-                answers
-                    .iter()
-                    .position(|(_, _, _, v)| v.status == Status::Unreachable)
+                answers.iter().position(|(_, _, _, v)| {
+                    matches!(v.status, Status::Unreachable | Status::Unverifiable)
+                })
             })
             .or_else(|| {
                 answers.iter().position(|(_, _, _, v)| {

@@ -103,6 +103,11 @@ pub const FAIL_JOB_EXIT_CODES: [i64; 4] = [3, 4, 5, 7];
 /// counted against `backoffLimit` by default, not counted (`Ignore`) only when the Job's
 /// `activeDeadlineSeconds` bounds the retries, or with `--ignore-unreachable-without-deadline`.
 pub const IGNORE_EXIT_CODES: [i64; 1] = [6];
+/// Exit codes of a registry this pod cannot check (plain HTTP asked over TLS, an untrusted
+/// certificate, a name its resolver does not know): permanent for the pod, so never ignored,
+/// but maybe not for the node, so not `FailJob` at once either: counted against
+/// `backoffLimit`.
+pub const COUNT_EXIT_CODES: [i64; 1] = [8];
 
 /// Settings of one `inject` run.
 #[derive(Debug, Clone, Default)]
@@ -1110,6 +1115,7 @@ impl Run<'_> {
         let rules = vec![
             rule("FailJob", &FAIL_JOB_EXIT_CODES),
             rule(unreachable, &IGNORE_EXIT_CODES),
+            rule("Count", &COUNT_EXIT_CODES),
         ];
         let result = (|| -> Result<Vec<Edit>, &'static str> {
             let mut edits = Vec::new();
@@ -1156,7 +1162,7 @@ impl Run<'_> {
             Ok(edits) => {
                 self.edits.extend(edits);
                 self.notes.push(format!(
-                    "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (permanent); {why}",
+                    "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (permanent); {why}; Count on 8 (cannot be checked from the pod: retrying will not change it, but the node may pull it, so backoffLimit decides)",
                     self.source
                 ));
             }

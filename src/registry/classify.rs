@@ -6,7 +6,7 @@
 //! inside the deadline; permanent ones (404, 401, 403, certificate errors) never are, because
 //! waiting will not change them.
 
-use super::{AuthUsed, Fact, Outcome, PlatformSeen, Step};
+use super::{AuthUsed, Fact, Outcome, PlatformSeen, Step, TlsFailure};
 use crate::reference::Reference;
 use crate::report::{ContainerStart, StartStatus, Status};
 use std::time::Duration;
@@ -292,14 +292,15 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
         } => {
             if *no_such_host {
                 // Retried (a cluster's DNS can be wrong for a moment); the check stops after the
-                // resolver said it twice for a registry.
+                // resolver said it twice for a registry. Permanent for this pod, not for the
+                // node, which may resolve it through its own DNS or /etc/hosts: exit 8, not 6.
                 Verdict::new(
-                    Status::Unreachable,
+                    Status::Unverifiable,
                     "no_such_host",
                     format!(
                         "{image}: the resolver says the host of {method} {url} does not exist ({detail})"
                     ),
-                    "Check the registry's host name for a typo, and the node's DNS (search domains, CoreDNS).",
+                    "Check the registry's host name for a typo, and the pod's DNS (search domains, CoreDNS); the node may resolve it through its own DNS or /etc/hosts, which this pod does not see.",
                 )
                 .retry(None)
             } else if *redirect {
@@ -313,12 +314,28 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                     ),
                     "The registry redirects in a loop, or from HTTPS to plain HTTP: check its configuration or the proxy in front of it.",
                 )
-            } else if *tls {
+            } else if *tls == Some(TlsFailure::PlainHttpAnswer) {
+                // The registry speaks plain HTTP; asking again over TLS gets the same answer.
+                // Loopback registries never end here (they are asked in plain HTTP, as
+                // containerd asks them), unless a node configuration names HTTPS for them.
                 Verdict::new(
-                    Status::Unreachable,
+                    Status::Unverifiable,
+                    "plain_http",
+                    format!(
+                        "{image}: {registry} answers in plain HTTP: add --plain-http {registry} ({method} {url}: {detail})"
+                    ),
+                    &format!(
+                        "Add --plain-http {registry}; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf)."
+                    ),
+                )
+            } else if tls.is_some() {
+                // A certificate this pod does not trust (or a handshake it cannot make) will
+                // not change by retrying, but the node may trust a CA the pod lacks: exit 8.
+                Verdict::new(
+                    Status::Unverifiable,
                     "tls",
                     format!("{image}: TLS with {registry} failed ({method} {url}: {detail})"),
-                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP.",
+                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d).",
                 )
             } else if *timeout {
                 Verdict::new(
@@ -683,15 +700,49 @@ mod tests {
                     method: "GET",
                     url: "u".into(),
                     detail: "bad cert".into(),
-                    tls: true,
+                    tls: Some(TlsFailure::Certificate),
                     timeout: false,
                     redirect: false,
                     no_such_host: false,
                 },
                 AuthUsed::Anonymous,
-                Status::Unreachable,
+                Status::Unverifiable,
                 "tls",
                 false,
+            ),
+            (
+                "plain HTTP asked over TLS",
+                Fact::Transport {
+                    step: Step::Ping,
+                    method: "GET",
+                    url: "https://r.io/v2/".into(),
+                    detail: "received corrupt message of type InvalidContentType".into(),
+                    tls: Some(TlsFailure::PlainHttpAnswer),
+                    timeout: false,
+                    redirect: false,
+                    no_such_host: false,
+                },
+                AuthUsed::Anonymous,
+                Status::Unverifiable,
+                "plain_http",
+                false,
+            ),
+            (
+                "no such host",
+                Fact::Transport {
+                    step: Step::Ping,
+                    method: "GET",
+                    url: "https://r.io/v2/".into(),
+                    detail: "dns error: no such host".into(),
+                    tls: None,
+                    timeout: false,
+                    redirect: false,
+                    no_such_host: true,
+                },
+                AuthUsed::Anonymous,
+                Status::Unverifiable,
+                "no_such_host",
+                true,
             ),
             (
                 "connect",
@@ -700,7 +751,7 @@ mod tests {
                     method: "GET",
                     url: "u".into(),
                     detail: "refused".into(),
-                    tls: false,
+                    tls: None,
                     timeout: false,
                     redirect: false,
                     no_such_host: false,
@@ -717,7 +768,7 @@ mod tests {
                     method: "HEAD",
                     url: "u".into(),
                     detail: "more than 5 redirects".into(),
-                    tls: false,
+                    tls: None,
                     timeout: false,
                     redirect: true,
                     no_such_host: false,

@@ -108,6 +108,19 @@ impl AuthUsed {
     }
 }
 
+/// What went wrong in a TLS handshake, as far as it decides the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsFailure {
+    /// The server answered the TLS hello in plain HTTP (rustls: "received corrupt message of
+    /// type InvalidContentType"): a plain-HTTP registry asked over HTTPS.
+    PlainHttpAnswer,
+    /// The certificate does not verify: an issuer this pod does not trust, another name,
+    /// expired.
+    Certificate,
+    /// Any other handshake failure (an alert, no common protocol version or cipher suite).
+    Other,
+}
+
 /// The raw facts one probe found, before classification.
 #[derive(Debug)]
 pub enum Fact {
@@ -171,8 +184,8 @@ pub enum Fact {
         url: String,
         /// What went wrong, with its causes.
         detail: String,
-        /// A certificate or TLS handshake failure: it will not heal by retrying.
-        tls: bool,
+        /// A certificate or TLS handshake failure (it will not heal by retrying), and which.
+        tls: Option<TlsFailure>,
         /// The request timed out.
         timeout: bool,
         /// Redirects that were refused: a loop, or from HTTPS down to plain HTTP.
@@ -302,6 +315,9 @@ pub struct Client {
     resolver: Arc<dns::Resolver>,
     /// Host names pinned to addresses (the hidden test-only `--test-resolve`).
     pinned: Vec<(String, std::net::SocketAddr)>,
+    /// Loopback registries that answered HTTPS in plain HTTP and are asked in plain HTTP
+    /// since, as containerd asks loopback registries (see [`Client::loopback_fallback`]).
+    fell_back: Mutex<HashSet<String>>,
 }
 
 /// Manifest and config `GET`s in flight at once, whatever `--concurrency`.
@@ -380,6 +396,7 @@ impl Client {
             body_gets: tokio::sync::Semaphore::new(BODY_GETS),
             resolver,
             pinned: options.resolve.clone(),
+            fell_back: Mutex::new(HashSet::new()),
         })
     }
 
@@ -487,6 +504,73 @@ impl Client {
         self.plain_http.contains(&host.to_ascii_lowercase())
     }
 
+    /// Whether the registry `host` was asked in plain HTTP because it is on loopback and
+    /// answered HTTPS in plain HTTP.
+    pub fn fell_back_to_plain_http(&self, host: &str) -> bool {
+        self.fell_back
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&host.to_ascii_lowercase())
+    }
+
+    /// containerd's rule for a loopback registry (`localhost`, `127.0.0.0/8`, `::1`) that
+    /// no configuration names: it is spoken to in plain HTTP (containerd 1.6's CRI and
+    /// `ctr` ask it in plain HTTP; 1.7 and 2.x try HTTPS and fall back). pullcheck asks HTTPS
+    /// first, as without the rule, and when the answer is plain HTTP it asks the same registry
+    /// in plain HTTP from then on: the plain-HTTP state replaces the registry's own (the same
+    /// token plan), for every image of the run. `None` when the rule does not apply: not
+    /// loopback, not the registry's own state (a route's endpoint keeps its own scheme), or
+    /// another failure.
+    fn loopback_fallback(
+        &self,
+        state: &Arc<RegistryState>,
+        fact: &Fact,
+    ) -> Option<Arc<RegistryState>> {
+        if !matches!(
+            fact,
+            Fact::Transport {
+                tls: Some(TlsFailure::PlainHttpAnswer),
+                ..
+            }
+        ) {
+            return None;
+        }
+        let host = state.base.strip_prefix("https://")?.to_string();
+        if !is_loopback(&host) || state.root != "/v2" {
+            return None;
+        }
+        let mut map = self
+            .registries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = map.get(&host)?.clone();
+        if current.base.starts_with("http://") {
+            // Another image of the registry fell back already.
+            return Some(current);
+        }
+        if !Arc::ptr_eq(&current, state) {
+            return None;
+        }
+        let plain = Arc::new(RegistryState {
+            base: format!("http://{host}"),
+            root: state.root.clone(),
+            http: self.http.clone(),
+            // The node's runtime speaks plain HTTP to it, credentials included; the traffic
+            // stays on the host.
+            plain_host: Some(host.to_ascii_lowercase()),
+            scopes: state.scopes.clone(),
+            groups: state.groups.clone(),
+            ping: OnceCell::new(),
+            tokens: Mutex::new(HashMap::new()),
+        });
+        map.insert(host.clone(), plain.clone());
+        self.fell_back
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(host.to_ascii_lowercase());
+        Some(plain)
+    }
+
     /// Probes one image with the credentials the keyring chose (empty: anonymous). Credentials
     /// are tried in order until one is not refused, as the kubelet does.
     ///
@@ -525,7 +609,7 @@ impl Client {
                         method: "GET",
                         url: format!("{}/", endpoint.url()),
                         detail: e.to_string(),
-                        tls: true,
+                        tls: Some(TlsFailure::Other),
                         timeout: false,
                         redirect: false,
                         no_such_host: false,
@@ -606,16 +690,22 @@ impl Client {
         deadline: Instant,
         explain: bool,
     ) -> Outcome {
-        let state = state.clone();
-        progress.set(format!("GET {}{}/", state.base, state.root));
-        let scheme = match state.ping.get_or_try_init(|| self.ping(&state)).await {
-            Ok(s) => s.clone(),
-            Err(fact) => {
-                return Outcome {
-                    fact,
-                    auth: AuthUsed::Anonymous,
-                    tried: Vec::new(),
-                };
+        let mut state = state.clone();
+        let scheme = loop {
+            progress.set(format!("GET {}{}/", state.base, state.root));
+            match state.ping.get_or_try_init(|| self.ping(&state)).await {
+                Ok(s) => break s.clone(),
+                Err(fact) => {
+                    if let Some(plain) = self.loopback_fallback(&state, &fact) {
+                        state = plain;
+                        continue;
+                    }
+                    return Outcome {
+                        fact,
+                        auth: AuthUsed::Anonymous,
+                        tried: Vec::new(),
+                    };
+                }
             }
         };
         // A registry that asks for no authentication gets no credentials: they would only leak.
@@ -1266,7 +1356,7 @@ fn transport(step: Step, method: &'static str, url: &str, e: &reqwest::Error) ->
         method,
         url: url.to_string(),
         detail,
-        tls: is_tls_error(e),
+        tls: tls_failure(e),
         timeout: e.is_timeout(),
         redirect: e.is_redirect(),
         no_such_host: dns::dns_error(e).is_some_and(|d| d.no_such_host),
@@ -1289,16 +1379,44 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
-/// Whether a TLS failure (a certificate that does not verify, a handshake refused) is in the
-/// error's causes. `io::Error::source` skips the error it wraps, and the TLS stack nests one
-/// `io::Error` in another, so each one is opened down to what it wraps.
-fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
+/// Whether `host[:port]` is a loopback registry in containerd's sense (`docker.IsLocalhost`):
+/// `localhost`, an address in `127.0.0.0/8`, or `::1` (bracketed, with or without a port).
+pub fn is_loopback(host: &str) -> bool {
+    let name = if host.parse::<std::net::IpAddr>().is_ok() {
+        host
+    } else if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        })
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The TLS failure (a plain-HTTP answer, a certificate that does not verify, a handshake
+/// refused) in the error's causes, if any. `io::Error::source` skips the error it wraps, and
+/// the TLS stack nests one `io::Error` in another, so each one is opened down to what it wraps.
+fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<TlsFailure> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cur {
         let mut inner = c;
         loop {
-            if inner.downcast_ref::<rustls::Error>().is_some() {
-                return true;
+            if let Some(r) = inner.downcast_ref::<rustls::Error>() {
+                return Some(match r {
+                    rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+                        TlsFailure::PlainHttpAnswer
+                    }
+                    rustls::Error::InvalidCertificate(_) => TlsFailure::Certificate,
+                    _ => TlsFailure::Other,
+                });
             }
             match inner
                 .downcast_ref::<std::io::Error>()
@@ -1310,12 +1428,34 @@ fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
         }
         cur = c.source();
     }
-    false
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_hosts_as_containerd_counts_them() {
+        for (host, want) in [
+            ("localhost", true),
+            ("localhost:5000", true),
+            ("LOCALHOST:5000", true),
+            ("127.0.0.1", true),
+            ("127.0.0.1:5000", true),
+            ("127.1.2.3:80", true),
+            ("[::1]:5000", true),
+            ("[::1]", true),
+            ("::1", true),
+            ("128.0.0.1:5000", false),
+            ("localhost.example.com", false),
+            ("registry.local:5000", false),
+            ("[::2]:5000", false),
+            ("10.0.0.1", false),
+        ] {
+            assert_eq!(is_loopback(host), want, "{host}");
+        }
+    }
 
     #[test]
     fn retry_after_forms() {

@@ -34,8 +34,13 @@ pub enum Status {
     Unauthorized,
     /// The registry refused access (403).
     Denied,
-    /// DNS, connect, TLS, time-outs, 5xx or 429 that lasted until the deadline.
+    /// Connect errors, time-outs, 5xx or 429 that lasted until the deadline: it may pass.
     Unreachable,
+    /// The registry cannot be checked from this pod, and retrying will not change it: a
+    /// plain-HTTP registry asked over TLS, a certificate this pod does not trust, a name this
+    /// pod's resolver says does not exist. Permanent for the pod, possibly not for the node
+    /// (its runtime's configuration, its CAs, its DNS).
+    Unverifiable,
     /// The image can be pulled, but a container using it will not start
     /// (`CreateContainerConfigError`, `CreateContainerError`).
     WontStart,
@@ -51,6 +56,7 @@ impl Status {
             Status::Unauthorized | Status::Denied => ExitCode::AccessRefused,
             Status::Unreachable => ExitCode::Unreachable,
             Status::WontStart => ExitCode::WontStart,
+            Status::Unverifiable => ExitCode::Unverifiable,
         }
     }
 
@@ -65,14 +71,16 @@ impl Status {
             Status::Denied => "denied",
             Status::Unreachable => "unreachable",
             Status::WontStart => "wont_start",
+            Status::Unverifiable => "unverifiable",
         }
     }
 }
 
 /// The process exit codes: one enum, documented in `--help` and the README.
 ///
-/// When images fail differently the lowest of 3–7 wins, so that a Job's `podFailurePolicy`
-/// can fail the Job at once on 3–5 and 7 (permanent) and treat 6 (transient) differently.
+/// When images fail differently the lowest of 3–8 wins, so that a Job's `podFailurePolicy`
+/// can fail the Job at once on 3–5 and 7 (permanent), retry on 6 (it may pass), and count 8
+/// (permanent for the pod, maybe not for the node) against `backoffLimit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum ExitCode {
@@ -90,6 +98,10 @@ pub enum ExitCode {
     Unreachable = 6,
     /// An image can be pulled, but a container using it will not start (permanent).
     WontStart = 7,
+    /// A registry cannot be checked from this pod, and retrying will not change it (plain
+    /// HTTP asked over TLS, an untrusted certificate, a name the pod's resolver does not
+    /// know): permanent for the pod, possibly not for the node.
+    Unverifiable = 8,
 }
 
 impl ExitCode {
@@ -126,7 +138,10 @@ Exit codes:
   5  access refused: no credentials, credentials rejected, or no permission
   6  a registry could not be reached, or kept failing, until the deadline (transient)
   7  an image can be pulled, but a container using it will not start (permanent)
-When images fail differently, the lowest code of 3-7 wins.";
+  8  a registry cannot be checked from this pod, and retrying will not change it: plain
+     HTTP asked over TLS, an untrusted certificate, a name the pod's resolver does not know
+     (permanent for the pod; the node may differ)
+When images fail differently, the lowest code of 3-8 wins.";
 
 /// Whether a verdict counts towards the exit code. A failure that does not count is a warning
 /// (JSON `"fatal": false`), always for a named reason: the run's summary, the JSON and the
@@ -481,10 +496,25 @@ impl Report {
             .failures()
             .filter(|r| r.status == Status::WontStart)
             .count();
+        // Images that could not be checked from this pod (exit 8) are not said to be
+        // impossible to pull: the node may pull them.
+        let unverifiable = self
+            .failures()
+            .filter(|r| r.status == Status::Unverifiable)
+            .count();
+        let failing = failing - unverifiable;
         let not_pulled = failing - wont_start;
         let noun = if total == 1 { "image" } else { "images" };
         let mut s = if total == 0 {
             "pullcheck: no images to check".to_string()
+        } else if unverifiable > 0 && failing == 0 {
+            if total == 1 {
+                "pullcheck: the 1 image cannot be checked from this pod".to_string()
+            } else {
+                format!(
+                    "pullcheck: {unverifiable} of {total} images cannot be checked from this pod"
+                )
+            }
         } else if failing > 0 && wont_start == 0 {
             if total == 1 {
                 "pullcheck: the 1 image cannot be pulled".to_string()
@@ -527,6 +557,11 @@ impl Report {
         } else {
             format!("pullcheck: {pullable} of {total} images can be pulled")
         };
+        if unverifiable > 0 && failing > 0 {
+            s.push_str(&format!(
+                "; {unverifiable} more cannot be checked from this pod"
+            ));
+        }
         // One clause per cause, in the order of [`NotCounted::ALL`], each in its own words.
         for why in NotCounted::ALL {
             let n = self
@@ -849,6 +884,47 @@ pub(crate) mod tests {
             serde_json::from_str(&Report::new(vec![result("d", Status::NotFound)]).to_json())
                 .unwrap();
         assert!(v["images"][0].get("not_counted").is_none());
+    }
+
+    #[test]
+    fn images_that_cannot_be_checked_from_the_pod_are_not_said_to_be_unpullable() {
+        let cases: Vec<(&str, Vec<ImageResult>, &str, u8)> = vec![
+            (
+                "one",
+                vec![result("a", Status::Unverifiable)],
+                "pullcheck: the 1 image cannot be checked from this pod",
+                8,
+            ),
+            (
+                "with an ok one",
+                vec![result("a", Status::Unverifiable), result("b", Status::Ok)],
+                "pullcheck: 1 of 2 images cannot be checked from this pod",
+                8,
+            ),
+            (
+                "with a missing one",
+                vec![
+                    result("a", Status::Unverifiable),
+                    result("b", Status::NotFound),
+                ],
+                "pullcheck: 1 of 2 images cannot be pulled; 1 more cannot be checked from this pod",
+                3,
+            ),
+            (
+                "with an unreachable one: 6 wins",
+                vec![
+                    result("a", Status::Unverifiable),
+                    result("b", Status::Unreachable),
+                ],
+                "pullcheck: 1 of 2 images cannot be pulled; 1 more cannot be checked from this pod",
+                6,
+            ),
+        ];
+        for (name, images, want, code) in cases {
+            let report = Report::new(images);
+            assert_eq!(report.summary(), want, "{name}");
+            assert_eq!(report.exit_code.code(), code, "{name}");
+        }
     }
 
     #[test]

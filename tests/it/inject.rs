@@ -358,6 +358,11 @@ fn rule_for_unreachable(job: &str, args: &[&str]) -> (String, String) {
         .expect("a rule for 6");
     assert_eq!(six["onExitCodes"]["containerName"], "pullcheck");
     assert_eq!(rules[0]["action"], "FailJob");
+    let eight = rules
+        .iter()
+        .find(|r| r["onExitCodes"]["values"][0].as_u64() == Some(8))
+        .expect("a rule for 8");
+    assert_eq!(eight["action"], "Count");
     (six["action"].as_str().unwrap().to_string(), out.stderr)
 }
 

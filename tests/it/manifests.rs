@@ -467,7 +467,7 @@ fn assert_job_failure_policy(name: &str, doc: &Value) {
         .iter()
         .filter(|r| r["onExitCodes"]["containerName"] == "pullcheck")
         .collect();
-    assert_eq!(ours.len(), 2, "{name}: {rules:?}");
+    assert_eq!(ours.len(), 3, "{name}: {rules:?}");
     assert_eq!(ours[0]["action"], "FailJob");
     assert_eq!(ours[0]["onExitCodes"]["values"], json!([3, 4, 5, 7]));
     // Exit 6 is retried without counting only where activeDeadlineSeconds ends the retries;
@@ -478,6 +478,9 @@ fn assert_job_failure_policy(name: &str, doc: &Value) {
     let want = if bounded { "Ignore" } else { "Count" };
     assert_eq!(ours[1]["action"], want, "{name}");
     assert_eq!(ours[1]["onExitCodes"]["values"], json!([6]));
+    // Exit 8 (cannot be checked from the pod) counts against backoffLimit.
+    assert_eq!(ours[2]["action"], "Count", "{name}");
+    assert_eq!(ours[2]["onExitCodes"]["values"], json!([8]));
 }
 
 /// With `--ca-configmap corp-ca -- --ca-file /etc/pullcheck/ca/corp.crt`, every injected init

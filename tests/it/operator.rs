@@ -673,9 +673,31 @@ fn insecure_is_plain_http_as_an_alias() {
         "{}",
         text.stdout
     );
-    // Without it, HTTPS is spoken to the plain registry, and fails.
+    // Without it, HTTPS is spoken to a plain registry that is not on loopback (a name pinned
+    // to it), and fails; a loopback registry is spoken to in plain HTTP as containerd does.
+    let pinned = "plain.insecure.test/operator/insecure:v1";
+    let out = pullcheck_cmd()
+        .args([
+            "check",
+            "-o",
+            "json",
+            "--timeout",
+            "2s",
+            "--termination-log",
+            "",
+        ])
+        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+        .arg(pinned)
+        .env_remove("DOCKER_CONFIG")
+        .env(
+            "PULLCHECK_TEST_RESOLVE",
+            format!("plain.insecure.test={host}"),
+        )
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
     let run = check(&["-o", "json", "--timeout", "2s", &image]);
-    assert_ne!(run.code, 0);
+    assert_eq!(run.image(&image)["plain_http"], true, "{}", run.stdout);
     let help = pullcheck_cmd().args(["check", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("--insecure"), "{help}");

@@ -913,3 +913,42 @@ fn a_short_names_search_registry_never_gets_docker_hub_credentials() {
     assert_eq!(only(&run)["status"], "unauthorized");
     assert_eq!(alice_seen(), pushed_as_alice, "{}", search.logs());
 }
+
+#[test]
+fn loopback_registries_are_spoken_to_in_plain_http_as_containerd_does() {
+    let Some(containerd) = Containerd::start() else {
+        eprintln!("containerd not installed: skipped");
+        return;
+    };
+    let plain = plain_registry();
+    plain.push_oci_manifest("route/loopback", "v1");
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("no-hosts");
+    std::fs::create_dir_all(&empty).unwrap();
+    let host = plain.host();
+    let port = host.rsplit(':').next().unwrap();
+    for image in [
+        format!("{host}/route/loopback:v1"),
+        format!("localhost:{port}/route/loopback:v1"),
+    ] {
+        // containerd, with no configuration for the host: plain HTTP.
+        let (pulled, words) = containerd.pull(&empty, &image);
+        assert!(pulled, "containerd: {image}: {words}");
+        // pullcheck without --plain-http: the same.
+        let run = check(&["-o", "json", "--timeout", "10s", &image]);
+        assert_eq!(run.code, 0, "{image}: {}{}", run.stdout, run.stderr);
+        assert_eq!(only(&run)["status"], "ok");
+        assert_eq!(only(&run)["plain_http"], true, "{}", run.stdout);
+        // And with the node's (empty) hosts directory.
+        let dir = empty.display().to_string();
+        let run = check(&["-o", "json", "--hosts-dir", &dir, &image]);
+        assert_eq!(run.code, 0, "{image}: {}{}", run.stdout, run.stderr);
+    }
+    // A TLS registry on loopback is still asked over HTTPS, its certificate checked.
+    let tls = crate::common::tls_basic_registry();
+    let image = format!("{}/private/loopback-tls:v1", tls.host());
+    let run = check(&["-o", "json", "--timeout", "10s", &image]);
+    assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["reason"], "tls");
+    assert!(only(&run).get("plain_http").is_none(), "{}", run.stdout);
+}
