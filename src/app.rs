@@ -5,9 +5,7 @@ use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
 use crate::config::Config;
 use crate::inject::{InjectOptions, inject};
-use crate::report::{
-    ExitCode, Report, TERMINATION_MESSAGE_MAX, escape, render_text, termination_message,
-};
+use crate::report::{ExitCode, Report, escape, render_text, termination_message};
 use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
@@ -214,7 +212,7 @@ fn write_outputs(config: &Config, report: &Report) {
     // One write of the whole report; a closed stdout (a pipe to `head`) is not an error.
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     if let Some(path) = &config.termination_log {
-        let message = termination_message(report, TERMINATION_MESSAGE_MAX);
+        let message = termination_message(report, config.termination_max);
         if let Err(e) = std::fs::write(path, message.as_bytes()) {
             eprintln!(
                 "pullcheck: warning: cannot write the termination message to {}: {e}",

@@ -417,6 +417,17 @@ pub struct CheckArgs {
     )]
     pub containers: Option<std::ffi::OsString>,
 
+    /// How many containers the pod has (init, sidecar and app, pullcheck's own included),
+    /// so that the termination message fits the kubelet's share of 12 KiB per container
+    /// (`pullcheck inject` writes it). Unset: one more than --containers lists, or 1.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "PULLCHECK_POD_CONTAINERS",
+        value_parser = clap::value_parser!(u32).range(1..=100_000)
+    )]
+    pub pod_containers: Option<u32>,
+
     /// `auto`: predict containers that will not start (runAsNonRoot against the image's user,
     /// no command), reading an image's config (a manifest and a blob GET) only when a
     /// container's spec leaves the answer to the image; `off`: no prediction, no extra request.

@@ -39,6 +39,9 @@ pub struct Config {
     pub output: OutputFormat,
     /// Where the termination message goes, if anywhere.
     pub termination_log: Option<PathBuf>,
+    /// The most bytes the termination message may hold: the kubelet's share for the pod's
+    /// containers ([`crate::report::termination_limit`]).
+    pub termination_max: usize,
     /// Print problems only.
     pub quiet: bool,
     /// Notes for stderr that do not stop the run (a credential helper that failed).
@@ -169,11 +172,15 @@ impl Config {
             }
         }
         let from_pod_spec = containers.len();
+        let mut listed_containers = None;
         if let Some(json) = &args.containers {
             use std::os::unix::ffi::OsStrExt;
             match std::str::from_utf8(json.as_bytes()) {
                 Ok(text) => match ContainerFacts::parse_list(text) {
-                    Ok(list) => containers.extend(list),
+                    Ok(list) => {
+                        listed_containers = Some(list.len());
+                        containers.extend(list);
+                    }
                     Err(e) => errors.push(format!("--containers / PULLCHECK_CONTAINERS: {e}")),
                 },
                 Err(e) => errors.push(format!(
@@ -445,6 +452,13 @@ impl Config {
             }
         };
 
+        // The pod's containers: as given, else those PULLCHECK_CONTAINERS lists and pullcheck.
+        let pod_containers = args
+            .pod_containers
+            .map(|n| n as usize)
+            .or(listed_containers.map(|n| n.saturating_add(1)));
+        let termination_max = crate::report::termination_limit(pod_containers);
+
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
@@ -474,6 +488,7 @@ impl Config {
             output: args.output,
             warnings,
             termination_log,
+            termination_max,
             quiet: args.quiet,
         })
     }

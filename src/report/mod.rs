@@ -10,7 +10,10 @@ mod termination;
 mod text;
 
 pub use escape::escape;
-pub use termination::{TERMINATION_MESSAGE_MAX, termination_message};
+pub use termination::{
+    KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
+    termination_message,
+};
 pub use text::render_text;
 
 use crate::credentials::ProviderTried;

@@ -440,7 +440,12 @@ fn termination_message_is_small_and_cut_cleanly() {
     assert!(msg.len() <= 1024, "{} bytes", msg.len());
     let lines: Vec<_> = msg.lines().collect();
     assert_eq!(lines[0], "pullcheck: 60 of 60 images cannot be pulled");
-    assert!(lines[1].starts_with("repository_missing: "), "{msg}");
+    // The image first, then its reason.
+    assert!(
+        lines[1].starts_with(&format!("{host}/check/termination-"))
+            && lines[1].contains(": repository_missing"),
+        "{msg}"
+    );
     assert!(
         lines.last().unwrap().starts_with("… and ") && msg.ends_with(" more"),
         "{msg}"

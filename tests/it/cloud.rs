@@ -810,7 +810,9 @@ fn no_cloud_identity_is_a_warning_naming_each_provider_and_required_makes_it_fat
         "{term}"
     );
     assert!(
-        term.contains("no_credentials (not counted: no cloud identity in the pod, the node pulls with its own): "),
+        term.contains(&format!(
+            "\n{image}: no_credentials (not counted: no cloud identity in the pod, the node pulls with its own)"
+        )),
         "{term}"
     );
 

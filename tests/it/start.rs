@@ -731,7 +731,10 @@ fn text_report_and_termination_message_name_the_container_and_the_fix() {
         message.starts_with("pullcheck: the 1 image can be pulled, but"),
         "{message}"
     );
-    assert!(message.contains("\nruns_as_root: "), "{message}");
+    assert!(
+        message.contains(&format!("\n{image}: runs_as_root (container \"trainer\")")),
+        "{message}"
+    );
     assert!(message.contains("\"trainer\""), "{message}");
 }
 
