@@ -559,6 +559,14 @@ impl Run<'_> {
             ));
             return;
         }
+        if spec.containers.is_empty() && spec.parameter_images > 0 {
+            // The template has a container: its image is known only when the workflow runs.
+            self.warn(format!(
+                "{at}: its image is an Argo workflow parameter, known only at run time; left \
+                 unchanged (there is no image to check before the workflow fills it in)"
+            ));
+            return;
+        }
         if spec.containers.is_empty() {
             // Nothing to check, and the API server refuses a pod without containers. (Found by
             // fuzzing: two keys inserted into an empty JSON object `{}` lacked their comma.)

@@ -284,6 +284,7 @@ impl NodeLookup {
             platform_digest: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            existing_tags: Vec::new(),
             platform_checked: Some(false),
             platform_note: None,
             containers: Vec::new(),

@@ -166,6 +166,9 @@ pub struct PodSpec {
     /// sidecars), then app containers, then image volumes. pullcheck's own container is left
     /// out.
     pub containers: Vec<PodContainer>,
+    /// Containers whose image is an Argo workflow parameter (`{{inputs.parameters.image}}`),
+    /// known only at run time: left out of `containers`, with a note.
+    pub parameter_images: usize,
 }
 
 /// Everything the reader found.
@@ -258,6 +261,7 @@ pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
         spots: Vec::new(),
         notes: Vec::new(),
         budget: tree.nodes.len().saturating_mul(4).saturating_add(1024),
+        parameter_images: 0,
     };
     for (index, doc) in tree.docs.iter().enumerate() {
         reader.document(index, doc.root)?;
@@ -587,6 +591,8 @@ struct Reader<'a> {
     notes: Vec<String>,
     /// Nodes the generic search may still visit (aliases can make a walk revisit nodes).
     budget: usize,
+    /// Argo parameter images seen since the last pod spec was recorded.
+    parameter_images: usize,
 }
 
 /// The object being read, for origins.
@@ -1065,7 +1071,12 @@ impl Reader<'_> {
     fn push(&mut self, origin: Origin, containers: Vec<PodContainer>, mut spot: Spot) {
         spot.spec = self.out.len();
         self.spots.push(spot);
-        self.out.push(PodSpec { origin, containers });
+        let parameter_images = std::mem::take(&mut self.parameter_images);
+        self.out.push(PodSpec {
+            origin,
+            containers,
+            parameter_images,
+        });
     }
 
     fn origin(&self, owner: &Owner, path: &str) -> Origin {
@@ -1194,6 +1205,7 @@ impl Reader<'_> {
         if image.contains("{{") {
             if origin.api_version.starts_with("argoproj.io/") {
                 // Argo fills `{{inputs.parameters.image}}` in at run time.
+                self.parameter_images += 1;
                 self.note(format!(
                     "{origin} {} {name}: the image is an Argo parameter, known only at run time; not checked",
                     list.as_str()

@@ -34,6 +34,8 @@ pub struct Verdict {
     pub available_platforms: Vec<String>,
     /// Close tags or repositories, when one is missing.
     pub suggestions: Vec<String>,
+    /// When no tag is close to a missing one: a few the repository has.
+    pub some_tags: Vec<String>,
 }
 
 impl Verdict {
@@ -55,6 +57,7 @@ impl Verdict {
             platform: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            some_tags: Vec::new(),
         }
     }
 
@@ -131,38 +134,42 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             url,
             repository_missing,
             suggestions,
-        } => with_suggestions(
-            suggestions,
-            match repository_missing {
-                Some(true) => Verdict::new(
-                    Status::NotFound,
-                    "repository_missing",
-                    format!(
-                        "{image}: repository {repo} does not exist on {registry} (HEAD {url} answered 404; tags/list answered NAME_UNKNOWN; {who})"
+            some_tags,
+        } => with_some_tags(
+            some_tags,
+            with_suggestions(
+                suggestions,
+                match repository_missing {
+                    Some(true) => Verdict::new(
+                        Status::NotFound,
+                        "repository_missing",
+                        format!(
+                            "{image}: repository {repo} does not exist on {registry} (HEAD {url} answered 404; tags/list answered NAME_UNKNOWN; {who})"
+                        ),
+                        "Check the image name and registry; a typo in the repository path is the usual cause.",
                     ),
-                    "Check the image name and registry; a typo in the repository path is the usual cause.",
-                ),
-                Some(false) => Verdict::new(
-                    Status::NotFound,
-                    if reference.digest.is_some() {
-                        "digest_missing"
-                    } else {
-                        "tag_missing"
-                    },
-                    format!(
-                        "{image}: {what} not found in repository {repo} on {registry}, which exists (HEAD {url} answered 404; {who})"
+                    Some(false) => Verdict::new(
+                        Status::NotFound,
+                        if reference.digest.is_some() {
+                            "digest_missing"
+                        } else {
+                            "tag_missing"
+                        },
+                        format!(
+                            "{image}: {what} not found in repository {repo} on {registry}, which exists (HEAD {url} answered 404; {who})"
+                        ),
+                        "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.",
                     ),
-                    "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.",
-                ),
-                None => Verdict::new(
-                    Status::NotFound,
-                    "manifest_missing",
-                    format!(
-                        "{image}: {what} not found on {registry} (HEAD {url} answered 404; {who})"
+                    None => Verdict::new(
+                        Status::NotFound,
+                        "manifest_missing",
+                        format!(
+                            "{image}: {what} not found on {registry} (HEAD {url} answered 404; {who})"
+                        ),
+                        "Check the image name, tag and digest for a typo, or push the image.",
                     ),
-                    "Check the image name, tag and digest for a typo, or push the image.",
-                ),
-            },
+                },
+            ),
         ),
         Fact::Status {
             step,
@@ -457,6 +464,18 @@ pub fn wont_start(
     ))
 }
 
+/// Adds "no tag is close; the repository has …" to a not-found verdict without suggestions.
+fn with_some_tags(some_tags: &[String], mut v: Verdict) -> Verdict {
+    if !some_tags.is_empty() && v.suggestions.is_empty() {
+        v.message.push_str(&format!(
+            "; no tag is close; tags the repository has include {}",
+            some_tags.join(", ")
+        ));
+        v.some_tags = some_tags.to_vec();
+    }
+    v
+}
+
 /// Adds "did you mean …" to a not-found verdict.
 fn with_suggestions(suggestions: &[String], mut v: Verdict) -> Verdict {
     if !suggestions.is_empty() {
@@ -549,6 +568,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: Some(true),
                     suggestions: vec![],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -561,6 +581,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: Some(false),
                     suggestions: vec!["v2".into(), "v1.1".into()],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -573,6 +594,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: None,
                     suggestions: vec![],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -840,6 +862,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: Some(false),
                     suggestions: vec!["v2".into(), "v1.1".into()],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
             ),
@@ -915,6 +938,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: Some(true),
                     suggestions: vec![],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
             ),

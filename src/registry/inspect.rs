@@ -35,6 +35,8 @@ const TAGS_MAX_PAGES: usize = 10;
 const TAGS_MAX_BYTES: usize = 1024 * 1024;
 /// Suggestions given at most.
 const MAX_SUGGESTIONS: usize = 3;
+/// Tags listed when none is close to the one asked for.
+const MAX_SOME_TAGS: usize = 5;
 
 #[derive(Deserialize)]
 struct Manifest {
@@ -307,10 +309,21 @@ impl Client {
             }
             _ => Vec::new(),
         };
+        // No tag is close: a few that exist still tell the user what to ask for.
+        let some_tags = if suggestions.is_empty()
+            && repository_missing == Some(false)
+            && reference.tag.is_some()
+            && reference.digest.is_none()
+        {
+            crate::suggest::some_tags(&tags, MAX_SOME_TAGS)
+        } else {
+            Vec::new()
+        };
         Fact::Missing {
             url,
             repository_missing,
             suggestions,
+            some_tags,
         }
     }
 

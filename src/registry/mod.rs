@@ -147,6 +147,9 @@ pub enum Fact {
         repository_missing: Option<bool>,
         /// Close tags (or repositories) the registry has: best effort, never a verdict.
         suggestions: Vec<String>,
+        /// When no tag is close: a few of the tags the repository has (newest versions
+        /// first), so that the message still says what exists.
+        some_tags: Vec<String>,
     },
     /// The image exists, but has no variant for the node's platform.
     WrongPlatform {
@@ -780,6 +783,7 @@ impl Client {
                 url,
                 repository_missing: None,
                 suggestions: Vec::new(),
+                some_tags: Vec::new(),
             },
             Fact::Missing { url, .. } => {
                 let suggest_by = deadline
@@ -856,6 +860,7 @@ impl Client {
                     url,
                     repository_missing: None,
                     suggestions: Vec::new(),
+                    some_tags: Vec::new(),
                 };
                 return (fact, authorization);
             }

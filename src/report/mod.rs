@@ -276,6 +276,9 @@ pub struct ImageResult {
     pub available_platforms: Vec<String>,
     /// Close tags or repositories, when the image is `not_found` (best effort).
     pub suggestions: Vec<String>,
+    /// When no tag is close to a missing one: a few of the tags the repository has, newest
+    /// versions first (best effort; JSON `existing_tags`).
+    pub existing_tags: Vec<String>,
     /// The image's pull policy: `Always` is checked at the registry, `IfNotPresent` on the
     /// node first.
     pub pull_policy: PullPolicy,
@@ -333,7 +336,7 @@ pub struct ContainerStart {
 impl Serialize for ImageResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("ImageResult", 24)?;
+        let mut st = s.serialize_struct("ImageResult", 25)?;
         st.serialize_field("image", &self.image)?;
         st.serialize_field("reference", &self.reference)?;
         st.serialize_field("registry", &self.registry)?;
@@ -365,6 +368,9 @@ impl Serialize for ImageResult {
         }
         if !self.suggestions.is_empty() {
             st.serialize_field("suggestions", &self.suggestions)?;
+        }
+        if !self.existing_tags.is_empty() {
+            st.serialize_field("existing_tags", &self.existing_tags)?;
         }
         if let Some(e) = &self.endpoint {
             st.serialize_field("endpoint", e)?;
@@ -612,6 +618,7 @@ pub(crate) mod tests {
             platform_note: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            existing_tags: Vec::new(),
             containers: Vec::new(),
             providers_tried: Vec::new(),
             endpoint: None,

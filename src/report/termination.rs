@@ -96,6 +96,9 @@ fn short_line(r: &ImageResult, hint: &str) -> String {
     } else if !r.available_platforms.is_empty() {
         let names: Vec<_> = r.available_platforms.iter().map(|s| escape(s)).collect();
         line.push_str(&format!("; available: {}", names.join(", ")));
+    } else if !r.existing_tags.is_empty() {
+        let names: Vec<_> = r.existing_tags.iter().map(|s| escape(s)).collect();
+        line.push_str(&format!("; it has {}", names.join(", ")));
     }
     if !hint.is_empty() {
         line.push_str(" — ");

@@ -430,6 +430,26 @@ fn the_job_failure_policy_written_for_exit_6_always_ends() {
 }
 
 #[test]
+fn an_argo_template_whose_image_is_a_parameter_is_said_to_be_left_unchanged_for_that_reason() {
+    let wf = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  generateName: wf-\nspec:\n  entrypoint: main\n  templates:\n  - name: main\n    inputs:\n      parameters:\n      - name: image\n    container:\n      image: \"{{inputs.parameters.image}}\"\n      command: [run]\n  - name: fixed\n    container:\n      image: registry.example.com/team/app:v1\n";
+    let out = inject_ok(&["--image", IMAGE], wf);
+    assert!(
+        out.stderr.contains("spec.templates[0]: its image is an Argo workflow parameter, known only at run time; left unchanged"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("no containers and no image volumes"),
+        "{}",
+        out.stderr
+    );
+    // The other template still gets the init container.
+    let d = &docs(&out.stdout)[0];
+    let fixed = pullcheck_of(d, "spec.templates[1]");
+    assert_eq!(env_images(fixed), "registry.example.com/team/app:v1");
+}
+
+#[test]
 fn kyverno_policy_adds_what_inject_adds() {
     let text = example("kyverno-clusterpolicy.yaml");
     let policy = &docs(&text)[0];

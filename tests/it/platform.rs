@@ -239,6 +239,23 @@ fn close_tags_are_suggested_for_a_missing_tag() {
     let res = run(&[&image]).image(&image);
     assert_eq!(res["reason"], "tag_missing");
     assert!(res.get("suggestions").is_none());
+    // But a few tags it has, newest versions first, in the message and the JSON.
+    assert_eq!(
+        res["existing_tags"],
+        serde_json::json!(["v2", "v1.1", "v1.0", "v1", "latest"]),
+        "{res:#}"
+    );
+    assert!(
+        res["message"].as_str().unwrap().ends_with(
+            "; no tag is close; tags the repository has include v2, v1.1, v1.0, v1, latest"
+        ),
+        "{res:#}"
+    );
+    // A missing digest lists none (tags do not help there).
+    let digest = format!("{host}/suggest/app@sha256:{}", "0".repeat(64));
+    let res = run(&[&digest]).image(&digest);
+    assert_eq!(res["reason"], "digest_missing", "{res:#}");
+    assert!(res.get("existing_tags").is_none(), "{res:#}");
 }
 
 #[test]
