@@ -153,7 +153,7 @@ impl Config {
                         }
                         // Each image with its pull policy, as `inject --node-images` passes
                         // them; each container (not an image volume) with its facts.
-                        for c in found.pod_specs.iter().flat_map(|p| &p.containers) {
+                        for c in found.pod_specs.iter().flat_map(|p| p.checked()) {
                             let written = c.image_pull_policy.as_deref();
                             match PullPolicy::resolve(&c.image, written) {
                                 PullPolicy::Never => continue,

@@ -169,6 +169,19 @@ pub struct PodSpec {
     /// Containers whose image is an Argo workflow parameter (`{{inputs.parameters.image}}`),
     /// known only at run time: left out of `containers`, with a note.
     pub parameter_images: usize,
+    /// A Windows pod (`spec.os.name: windows`, or a `kubernetes.io/os: windows` node
+    /// selector): decided here once for both subcommands. pullcheck's image runs on Linux, so
+    /// `inject` leaves it unchanged, and `check --pod-spec` does not check its images either
+    /// (it checks for a Linux node); the reader's note says so.
+    pub windows: bool,
+}
+
+impl PodSpec {
+    /// The containers whose images `check --pod-spec` checks and `inject` passes to the
+    /// check: none for a Windows pod, else every container and image volume read.
+    pub fn checked(&self) -> &[PodContainer] {
+        if self.windows { &[] } else { &self.containers }
+    }
 }
 
 /// Everything the reader found.
@@ -308,7 +321,7 @@ impl Manifests {
     pub fn images(&self) -> Vec<PodImage> {
         let mut out = Vec::new();
         for spec in &self.pod_specs {
-            for c in &spec.containers {
+            for c in spec.checked() {
                 if c.image_pull_policy.as_deref() == Some("Never") {
                     continue;
                 }
@@ -1050,7 +1063,19 @@ impl Reader<'_> {
         }
         self.image_volumes(&origin, spec, &mut containers);
         let (secrets, bad_secrets) = self.pull_secrets(t.get(spec, "imagePullSecrets"));
-        let windows = t.get(spec, "os").and_then(|o| t.str_at(o, "name")) == Some("windows");
+        // `spec.os.name` is what the API server checks; a node selector for Windows nodes
+        // means the same pod.
+        let windows = t.get(spec, "os").and_then(|o| t.str_at(o, "name")) == Some("windows")
+            || t.get(spec, "nodeSelector").is_some_and(|s| {
+                ["kubernetes.io/os", "beta.kubernetes.io/os"]
+                    .iter()
+                    .any(|k| t.str_at(s, k) == Some("windows"))
+            });
+        if windows {
+            self.note(format!(
+                "{origin}: a Windows pod; left out: pullcheck's image runs on Linux and checks for Linux nodes, so inject leaves it unchanged and check --pod-spec does not check its images"
+            ));
+        }
         self.push(
             origin,
             containers,
@@ -1070,12 +1095,14 @@ impl Reader<'_> {
     /// Records a pod spec and where `inject` edits it.
     fn push(&mut self, origin: Origin, containers: Vec<PodContainer>, mut spot: Spot) {
         spot.spec = self.out.len();
+        let windows = spot.windows;
         self.spots.push(spot);
         let parameter_images = std::mem::take(&mut self.parameter_images);
         self.out.push(PodSpec {
             origin,
             containers,
             parameter_images,
+            windows,
         });
     }
 
@@ -1198,6 +1225,18 @@ impl Reader<'_> {
         if image.trim().is_empty() {
             self.note(format!(
                 "{origin} {} {name}: an empty image; not checked",
+                list.as_str()
+            ));
+            return Ok(None);
+        }
+        // One answer for both subcommands: the image as the check sees it, without the
+        // whitespace around it; a placeholder with whitespace inside (JobSet's `<CHANGE ME>`)
+        // stays one (invalid) image, but one that also starts with '-' cannot be passed to
+        // the check as an argument, so neither subcommand checks it.
+        let image = image.trim().to_string();
+        if image.contains(char::is_whitespace) && image.starts_with('-') {
+            self.note(format!(
+                "{origin} {} {name}: an image that starts with '-' and holds whitespace cannot be passed to the check; not checked",
                 list.as_str()
             ));
             return Ok(None);
