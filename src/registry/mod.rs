@@ -719,24 +719,37 @@ impl Client {
                 credentials.iter().copied().map(Some).collect()
             };
         let mut tried = Vec::new();
-        let mut last = None;
+        let mut last: Option<(Fact, AuthUsed, Option<String>)> = None;
+        let refusal = |f: &Fact| {
+            matches!(
+                f,
+                Fact::Status {
+                    status: 401 | 403,
+                    ..
+                } | Fact::InsecureRealm { .. }
+            )
+        };
         for cred in candidates {
             let auth = AuthUsed::of(cred);
             tried.push(auth.clone());
             let (fact, authorization) = self
                 .probe_with(&state, &scheme, reference, cred, progress)
                 .await;
-            // Refusals (401/403, a token server saying no) move on to the next credential;
-            // anything else is the answer.
-            let refused = matches!(
+            // As the kubelet: any failed pull moves on to the next matching credential (a
+            // registry may answer 404 to a user who may not see a private repository), not
+            // only a refusal. A transport failure is not the credential's: it ends the search.
+            let answered = matches!(
                 fact,
-                Fact::Status {
-                    status: 401 | 403,
-                    ..
-                } | Fact::InsecureRealm { .. }
+                Fact::Status { .. } | Fact::Missing { .. } | Fact::InsecureRealm { .. }
             );
-            last = Some((fact, auth, authorization));
-            if !refused {
+            let found = matches!(fact, Fact::Found { .. });
+            // What is reported when none finds it: the first answer that is not a refusal
+            // (a 404 says more than a later 401), else the last refusal.
+            let keep = last.as_ref().is_none_or(|(f, _, _)| refusal(f)) || found;
+            if keep {
+                last = Some((fact, auth, authorization));
+            }
+            if found || !answered {
                 break;
             }
         }

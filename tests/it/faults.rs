@@ -780,3 +780,55 @@ fn the_fault_proxy_records_requests_and_stops_when_dropped() {
     assert_eq!(std::io::Read::read(&mut held, &mut buf).unwrap_or(0), 0);
     assert!(std::net::TcpStream::connect(&addr).is_err());
 }
+
+#[test]
+fn a_404_to_one_credential_moves_on_to_the_next_as_the_kubelet_does() {
+    // The kubelet tries the next matching credential after any failed pull: a registry that
+    // answers 404 to a user who may not see a private repository must not end the search.
+    let digest = format!("sha256:{}", "8".repeat(64));
+    let proxy = Proxy::standalone("127.0.0.1", Fault::manifest(&digest));
+    proxy.rule(Rule::exact("/v2/", Fault::basic_challenge()));
+    proxy.rule(
+        Rule::contains("/manifests/", Fault::status(404))
+            .method("HEAD")
+            .times(1),
+    );
+    let p = proxy.host();
+    let dir = tempfile::tempdir().unwrap();
+    let b64 = |s: &str| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, s);
+    // Two keys match; the kubelet's order tries the more specific `HOST/faults` first.
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"auths": {{"{p}/faults": {{"auth": "{}"}}, "{p}": {{"auth": "{}"}}}}}}"#,
+            b64("wrong-user:pw"),
+            b64("right-user:pw")
+        ),
+    )
+    .unwrap();
+    let image = format!("{p}/faults/private:v1");
+    let (run, _) = timed(&[
+        "--timeout",
+        "5s",
+        "--plain-http",
+        &p,
+        "--docker-config",
+        config.to_str().unwrap(),
+        &image,
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "ok", "{r:#}");
+    assert!(
+        text(&r["auth"]).contains(&format!("key {p}")) && !text(&r["auth"]).contains("/faults"),
+        "the second credential found it: {r:#}"
+    );
+    let heads: Vec<Seen> = proxy
+        .requests()
+        .into_iter()
+        .filter(|s| s.method == "HEAD")
+        .collect();
+    assert_eq!(heads.len(), 2, "{heads:#?}");
+    assert_ne!(heads[0].authorization, heads[1].authorization);
+}
