@@ -503,6 +503,7 @@ impl Job {
         &self,
         outcome: &Outcome,
         endpoint: Option<&Endpoint>,
+        node_credentials: &[Credential],
     ) -> Vec<ContainerStart> {
         if self.start_check == StartCheck::Off {
             return self
@@ -516,11 +517,14 @@ impl Job {
             .iter()
             .any(|c| c.needs_image_config() && c.refusal_without_image().is_none());
         let read = if needed {
+            // The credential the pull found it with: a pull secret's, or a node-side one (a
+            // cloud identity, a plugin's answer), as the runtime would read the config with it.
             let credential = match &outcome.auth {
                 AuthUsed::Anonymous => None,
                 AuthUsed::Credential { username, source } => self
                     .credentials
                     .iter()
+                    .chain(node_credentials)
                     .find(|c| c.source == *source && c.username == *username),
             };
             let progress = Progress::default();
@@ -621,7 +625,9 @@ impl Job {
                 }
                 let mut containers = Vec::new();
                 if verdict.status == Status::Ok && !self.containers.is_empty() {
-                    containers = self.predict_start(&outcome, asked.as_ref()).await;
+                    containers = self
+                        .predict_start(&outcome, asked.as_ref(), &node.credentials)
+                        .await;
                     verdict = registry::classify_start(&self.reference, verdict, &containers);
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);

@@ -410,3 +410,35 @@ fn a_config_without_bin_dir_or_plugin_is_a_usage_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_start_check_reads_the_config_with_the_plugins_credential() {
+    // The pull would use the plugin's credential, so the config read does too: a runAsNonRoot
+    // container whose image runs as root is runs_as_root, as with the same credential in a
+    // pull secret.
+    let reg = tls_basic_registry();
+    reg.push_image_with_config(
+        "plugin/root",
+        "v1",
+        "linux/amd64",
+        false,
+        &crate::common::RunSettings::default(),
+    );
+    let p = Plugin::new();
+    let config = p.config(&p.host, "ok", "");
+    let image = p.image("plugin/root:v1");
+    let mut env = response_env("Registry", "1h", &p.host);
+    env.push((
+        "PULLCHECK_CONTAINERS",
+        format!(
+            r#"[{{"name":"trainer","image":"{image}","command":true,"args":false,"runAsNonRoot":true}}]"#
+        ),
+    ));
+    env.push(("PULLCHECK_PLATFORM", "linux/amd64".to_string()));
+    let (run, _) = p.run(&config, &env, std::slice::from_ref(&image));
+    assert_eq!(run.code, 7, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "wont_start", "{r:#}");
+    assert_eq!(r["reason"], "runs_as_root", "{r:#}");
+    assert_eq!(r["containers"][0]["reason"], "runs_as_root", "{r:#}");
+}
