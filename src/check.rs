@@ -494,6 +494,29 @@ impl Job {
                 .map(|c| c.evaluate(Err(&why)))
                 .collect();
         }
+        // A certain prediction counts: `runAsNonRoot` with `runAsUser: 0` needs no image, and
+        // the kubelet refuses that container whatever the pull does. A pull verdict that does
+        // not count (--allow-unauthenticated, --on-unreachable warn, …) must not hide it.
+        if !result.is_ok() && !result.fatal() {
+            if let Some((reason, message, hint)) =
+                registry::wont_start(&self.reference, &result.containers)
+            {
+                let cause = match result.counted {
+                    Counted::No(why) => why.because(),
+                    Counted::Yes => "",
+                };
+                let pull = format!(
+                    "; its pull was not verified ({} {}, not counted: {cause})",
+                    result.status.as_str(),
+                    result.reason
+                );
+                result.status = Status::WontStart;
+                result.reason = reason;
+                result.message = message + &pull;
+                result.hint = hint;
+                result.counted = Counted::Yes;
+            }
+        }
         result
     }
 
