@@ -113,6 +113,11 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
         } => {
             let more = if *more_platforms > 0 {
                 format!(", and {more_platforms} more")
+            } else if available.is_empty() {
+                // Only attestations, or no entry at all: containerd says "no match for
+                // platform in manifest".
+                "none (the index lists no manifest a node can run: only attestations, or nothing)"
+                    .to_string()
             } else {
                 String::new()
             };

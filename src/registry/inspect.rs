@@ -143,12 +143,18 @@ impl Client {
             let Ok(Some(scan)) = scan else {
                 return found(None, PlatformSeen::Skipped("the index could not be read"));
             };
-            if scan.usable == 0 {
-                return found(None, PlatformSeen::Skipped("the index names no platform"));
-            }
-            return match scan.best {
-                Some(platform_digest) => found(platform_digest, PlatformSeen::Checked),
-                None => Fact::WrongPlatform {
+            // As containerd: an entry that matches wins; else an entry without a platform,
+            // whose config the runtime reads to decide (pullcheck does not: never a false
+            // wrong_platform); else no match, attestations and Windows entries included.
+            return match (scan.best, scan.no_platform) {
+                (Some(platform_digest), _) => found(platform_digest, PlatformSeen::Checked),
+                (None, Some(entry)) => found(
+                    entry,
+                    PlatformSeen::Skipped(
+                        "an index entry names no platform; the runtime reads its config to decide",
+                    ),
+                ),
+                (None, None) => Fact::WrongPlatform {
                     digest,
                     wanted: want.to_string(),
                     available: scan.shown,

@@ -283,3 +283,77 @@ fn a_missing_repository_suggests_a_close_one_from_the_catalog() {
     assert_eq!(res["reason"], "repository_missing");
     assert_eq!(res["suggestions"][0], "suggest-team/application", "{res:#}");
 }
+
+#[test]
+fn index_entries_are_read_as_containerd_reads_them() {
+    // containerd 1.6 (ctr images pull, this machine's platform linux/amd64) is the oracle:
+    // an entry without platform is kept (its config decides), os.features are ignored, and an
+    // index of only attestations or only Windows entries has no match.
+    if std::env::consts::ARCH != "x86_64" {
+        eprintln!("the oracle pulls for linux/amd64: skipped");
+        return;
+    }
+    let reg = plain_registry();
+    let host = reg.host();
+    let strip_platform = |entries: &mut [serde_json::Value]| {
+        if let Some(e) = entries.get_mut(1) {
+            e.as_object_mut().unwrap().remove("platform");
+        }
+    };
+    let add_features = |entries: &mut [serde_json::Value]| {
+        for e in entries.iter_mut() {
+            e["platform"]["os.features"] = serde_json::json!(["win32k"]);
+        }
+    };
+    reg.push_oci_index_edited(
+        "platform/no-platform",
+        "v1",
+        &["linux/arm64/v8", "linux/amd64"],
+        &strip_platform,
+    );
+    reg.push_oci_index_edited(
+        "platform/os-features",
+        "v1",
+        &["linux/amd64"],
+        &add_features,
+    );
+    reg.push_oci_index("platform/attestations", "v1", &["unknown/unknown"]);
+    reg.push_oci_index_edited("platform/windows", "v1", &["windows/amd64"], &add_features);
+    let cases = [
+        ("platform/no-platform", true),
+        ("platform/os-features", true),
+        ("platform/attestations", false),
+        ("platform/windows", false),
+    ];
+    let containerd = crate::route::Containerd::start();
+    let empty = tempfile::tempdir().unwrap();
+    for (repo, pulls) in cases {
+        let image = format!("{host}/{repo}:v1");
+        let r = run(&["--platform", "linux/amd64", &image]);
+        let res = r.image(&image);
+        if pulls {
+            assert_eq!(r.code, 0, "{repo}: {res:#}");
+            assert_eq!(res["status"], "ok", "{repo}: {res:#}");
+        } else {
+            assert_eq!(r.code, 4, "{repo}: {res:#}");
+            assert_eq!(res["status"], "wrong_platform", "{repo}: {res:#}");
+        }
+        if let Some(c) = &containerd {
+            let (pulled, words) = c.pull(empty.path(), &image);
+            assert_eq!(pulled, pulls, "containerd on {repo}: {words}");
+        }
+    }
+    // The entry without platform is the one the runtime would read: not checked here.
+    let image = format!("{host}/platform/no-platform:v1");
+    let res = run(&["--platform", "linux/amd64", &image]).image(&image);
+    assert_eq!(res["platform_checked"], false, "{res:#}");
+    let image = format!("{host}/platform/attestations:v1");
+    let res = run(&["--platform", "linux/amd64", &image]).image(&image);
+    assert!(
+        res["message"]
+            .as_str()
+            .unwrap()
+            .contains("available: none (the index lists no manifest a node can run"),
+        "{res:#}"
+    );
+}

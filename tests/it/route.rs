@@ -14,14 +14,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A containerd daemon of our own: root, state and socket in a temp dir, CRI off.
-struct Containerd {
+/// A containerd daemon of our own: root, state and socket in a temp dir, CRI off; driven with
+/// `ctr`, the oracle for what the runtime pulls.
+pub(crate) struct Containerd {
     child: Child,
     dir: tempfile::TempDir,
 }
 
 impl Containerd {
-    fn start() -> Option<Containerd> {
+    pub(crate) fn start() -> Option<Containerd> {
         if Command::new("containerd")
             .arg("--version")
             .output()
@@ -85,7 +86,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
     }
 
     /// `ctr images pull --hosts-dir DIR REF`: whether containerd could pull it, and its words.
-    fn pull(&self, hosts_dir: &Path, reference: &str) -> (bool, String) {
+    pub(crate) fn pull(&self, hosts_dir: &Path, reference: &str) -> (bool, String) {
         let dir = hosts_dir.display().to_string();
         let out = self.ctr(&[
             "images",

@@ -309,11 +309,24 @@ impl Registry {
         platforms: &[&str],
         run: &RunSettings,
     ) -> PushedIndex {
-        self.push_index_with(Flavor::Oci, repo, tag, platforms, Some(run))
+        self.push_index_with(Flavor::Oci, repo, tag, platforms, Some(run), &|_| {})
     }
 
     fn push_index(&self, flavor: Flavor, repo: &str, tag: &str, platforms: &[&str]) -> PushedIndex {
-        self.push_index_with(flavor, repo, tag, platforms, None)
+        self.push_index_with(flavor, repo, tag, platforms, None, &|_| {})
+    }
+
+    /// [`Registry::push_oci_index`] with its entries edited before the index is pushed (an
+    /// entry without `platform`, one with `os.features`): the children are pushed as built.
+    pub fn push_oci_index_edited(
+        &self,
+        repo: &str,
+        tag: &str,
+        platforms: &[&str],
+        edit: &dyn Fn(&mut [Value]),
+    ) -> String {
+        self.push_index_with(Flavor::Oci, repo, tag, platforms, None, edit)
+            .digest
     }
 
     fn push_index_with(
@@ -323,6 +336,7 @@ impl Registry {
         tag: &str,
         platforms: &[&str],
         run: Option<&RunSettings>,
+        edit: &dyn Fn(&mut [Value]),
     ) -> PushedIndex {
         let parsed: Vec<Platform> = platforms.iter().map(|p| Platform::parse(p)).collect();
         // Real images first: attestations point at one of them.
@@ -354,10 +368,11 @@ impl Registry {
             entry["annotations"] = annotations;
             children[i] = Some((entry, digest));
         }
-        let (entries, digests): (Vec<Value>, Vec<String>) = children
+        let (mut entries, digests): (Vec<Value>, Vec<String>) = children
             .into_iter()
             .map(|c| c.expect("every child built"))
             .unzip();
+        edit(&mut entries);
         let index = json!({
             "schemaVersion": 2,
             "mediaType": flavor.index_type(),
