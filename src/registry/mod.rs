@@ -362,6 +362,10 @@ struct RegistryState {
     /// For each credential, the group of `scopes` each repository is in.
     groups: HashMap<String, HashMap<String, usize>>,
     ping: OnceCell<AuthScheme>,
+    /// The version check (`GET /v2/`) answered 404: not proof of anything (the runtime never
+    /// sends it), so the manifest request decides; only when it is a 404 too, and the
+    /// registry does not say which part is missing, is the host "not a registry".
+    ping_404: std::sync::atomic::AtomicBool,
     tokens: Mutex<HashMap<TokenKey, TokenCell>>,
 }
 
@@ -460,6 +464,7 @@ impl Client {
             scopes,
             groups,
             ping: OnceCell::new(),
+            ping_404: std::sync::atomic::AtomicBool::new(false),
             tokens: Mutex::new(HashMap::new()),
         }
     }
@@ -564,6 +569,7 @@ impl Client {
             scopes: state.scopes.clone(),
             groups: state.groups.clone(),
             ping: OnceCell::new(),
+            ping_404: std::sync::atomic::AtomicBool::new(false),
             tokens: Mutex::new(HashMap::new()),
         });
         map.insert(host.clone(), plain.clone());
@@ -675,6 +681,7 @@ impl Client {
             scopes: HashMap::new(),
             groups: HashMap::new(),
             ping: OnceCell::new(),
+            ping_404: std::sync::atomic::AtomicBool::new(false),
             tokens: Mutex::new(HashMap::new()),
         });
         let mut map = self
@@ -694,7 +701,7 @@ impl Client {
         explain: bool,
     ) -> Outcome {
         let mut state = state.clone();
-        let scheme = loop {
+        let mut scheme = loop {
             progress.set(format!("GET {}{}/", state.base, state.root));
             match state.ping.get_or_try_init(|| self.ping(&state)).await {
                 Ok(s) => break s.clone(),
@@ -711,48 +718,68 @@ impl Client {
                 }
             }
         };
-        // A registry that asks for no authentication gets no credentials: they would only leak.
-        let candidates: Vec<Option<&Credential>> =
-            if credentials.is_empty() || scheme == AuthScheme::None {
-                vec![None]
-            } else {
-                credentials.iter().copied().map(Some).collect()
-            };
         let mut tried = Vec::new();
-        let mut last: Option<(Fact, AuthUsed, Option<String>)> = None;
-        let refusal = |f: &Fact| {
-            matches!(
-                f,
-                Fact::Status {
-                    status: 401 | 403,
-                    ..
-                } | Fact::InsecureRealm { .. }
-            )
+        // The manifest request's own challenge: a registry whose `/v2/` answers without
+        // authentication may still protect its repositories, as the runtime (which never
+        // pings) finds out from the manifest request. Answered once per probe.
+        let mut challenge: Option<AuthScheme> = None;
+        let mut challenge_answered = false;
+        let last = loop {
+            // A registry that asks for no authentication gets no credentials: they would only leak.
+            let candidates: Vec<Option<&Credential>> =
+                if credentials.is_empty() || scheme == AuthScheme::None {
+                    vec![None]
+                } else {
+                    credentials.iter().copied().map(Some).collect()
+                };
+            let mut last: Option<(Fact, AuthUsed, Option<String>)> = None;
+            let refusal = |f: &Fact| {
+                matches!(
+                    f,
+                    Fact::Status {
+                        status: 401 | 403,
+                        ..
+                    } | Fact::InsecureRealm { .. }
+                )
+            };
+            for cred in candidates {
+                let auth = AuthUsed::of(cred);
+                tried.push(auth.clone());
+                let (fact, authorization) = self
+                    .probe_with(&state, &scheme, reference, cred, progress, &mut challenge)
+                    .await;
+                // As the kubelet: any failed pull moves on to the next matching credential (a
+                // registry may answer 404 to a user who may not see a private repository), not
+                // only a refusal. A transport failure is not the credential's: it ends the search.
+                let answered = matches!(
+                    fact,
+                    Fact::Status { .. } | Fact::Missing { .. } | Fact::InsecureRealm { .. }
+                );
+                let found = matches!(fact, Fact::Found { .. });
+                // What is reported when none finds it: the first answer that is not a refusal
+                // (a 404 says more than a later 401), else the last refusal.
+                let keep = last.as_ref().is_none_or(|(f, _, _)| refusal(f)) || found;
+                if keep {
+                    last = Some((fact, auth, authorization));
+                }
+                if found || !answered {
+                    break;
+                }
+            }
+            match challenge.take() {
+                // Basic without a credential to send would only ask the same again.
+                Some(asked)
+                    if !challenge_answered
+                        && scheme == AuthScheme::None
+                        && asked != AuthScheme::None
+                        && !(credentials.is_empty() && asked == AuthScheme::Basic) =>
+                {
+                    challenge_answered = true;
+                    scheme = asked;
+                }
+                _ => break last,
+            }
         };
-        for cred in candidates {
-            let auth = AuthUsed::of(cred);
-            tried.push(auth.clone());
-            let (fact, authorization) = self
-                .probe_with(&state, &scheme, reference, cred, progress)
-                .await;
-            // As the kubelet: any failed pull moves on to the next matching credential (a
-            // registry may answer 404 to a user who may not see a private repository), not
-            // only a refusal. A transport failure is not the credential's: it ends the search.
-            let answered = matches!(
-                fact,
-                Fact::Status { .. } | Fact::Missing { .. } | Fact::InsecureRealm { .. }
-            );
-            let found = matches!(fact, Fact::Found { .. });
-            // What is reported when none finds it: the first answer that is not a refusal
-            // (a 404 says more than a later 401), else the last refusal.
-            let keep = last.as_ref().is_none_or(|(f, _, _)| refusal(f)) || found;
-            if keep {
-                last = Some((fact, auth, authorization));
-            }
-            if found || !answered {
-                break;
-            }
-        }
         let Some((fact, auth, authorization)) = last else {
             let fact = Fact::UnsupportedAuth {
                 scheme: "(no credential to try)".to_string(),
@@ -807,6 +834,23 @@ impl Client {
             }
             other => other,
         };
+        // The version check and the manifest both answered 404, and nothing said which part
+        // is missing: the host is not a registry (a web server, a wrong path), not a missing
+        // image. Where the manifest request was answered otherwise, it decided.
+        let fact = match fact {
+            Fact::Missing {
+                repository_missing: None,
+                ..
+            } if state.ping_404.load(std::sync::atomic::Ordering::Relaxed) => Fact::Status {
+                step: Step::Ping,
+                method: "GET",
+                url: format!("{}{}/", state.base, state.root),
+                status: 404,
+                retry_after: None,
+                bearer_error: None,
+            },
+            other => other,
+        };
         Outcome { fact, auth, tried }
     }
 
@@ -817,6 +861,7 @@ impl Client {
         reference: &Reference,
         cred: Option<&Credential>,
         progress: &Progress,
+        challenge: &mut Option<AuthScheme>,
     ) -> (Fact, Option<String>) {
         let url = format!(
             "{}{}/{}/manifests/{}",
@@ -879,6 +924,15 @@ impl Client {
             }
             let bearer_error =
                 www_authenticate(resp.headers()).and_then(|h| auth::bearer_error(&h));
+            if status == StatusCode::UNAUTHORIZED && authorization.is_none() {
+                // Asked without credentials and challenged: how this request wants them.
+                let challenges = www_authenticate(resp.headers())
+                    .map(|h| auth::parse_www_authenticate(&h))
+                    .unwrap_or_default();
+                if !challenges.is_empty() {
+                    *challenge = Some(AuthScheme::from_challenges(&challenges));
+                }
+            }
             if status == StatusCode::UNAUTHORIZED
                 && bearer_error.as_deref() == Some("invalid_token")
                 && !fresh_token
@@ -946,6 +1000,14 @@ impl Client {
         // A node configuration's own API root (`override_path`, a proxy project's path) need
         // not answer the version check: the runtime never sends one, it asks for the manifest.
         if status.is_success() || (status == StatusCode::NOT_FOUND && state.root != "/v2") {
+            return Ok(AuthScheme::None);
+        }
+        if status == StatusCode::NOT_FOUND {
+            // The version check is not the pull: ask for the manifest anyway (its own
+            // challenge, if any, says how to authenticate).
+            state
+                .ping_404
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             return Ok(AuthScheme::None);
         }
         if status == StatusCode::UNAUTHORIZED {

@@ -832,3 +832,80 @@ fn a_404_to_one_credential_moves_on_to_the_next_as_the_kubelet_does() {
     assert_eq!(heads.len(), 2, "{heads:#?}");
     assert_ne!(heads[0].authorization, heads[1].authorization);
 }
+
+#[test]
+fn a_manifest_requests_own_challenge_is_answered_when_the_version_check_was_open() {
+    // `/v2/` answers 200, the repository is protected: the runtime (which never pings)
+    // answers the manifest request's 401 with the pull secret, and pulls.
+    let digest = format!("sha256:{}", "9".repeat(64));
+    let proxy = Proxy::standalone("127.0.0.1", Fault::manifest(&digest));
+    proxy.rule(Rule::exact("/v2/", Fault::status(200)));
+    proxy.rule(
+        Rule::contains("/manifests/", Fault::basic_challenge())
+            .method("HEAD")
+            .times(1),
+    );
+    let p = proxy.host();
+    let dir = tempfile::tempdir().unwrap();
+    let config = alice_for(dir.path(), &p);
+    let image = format!("{p}/faults/protected:v1");
+    let (run, _) = timed(&[
+        "--timeout",
+        "5s",
+        "--plain-http",
+        &p,
+        "--docker-config",
+        &config,
+        &image,
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "ok", "{r:#}");
+    assert!(text(&r["auth"]).contains("config.json"), "{r:#}");
+    let heads: Vec<Seen> = proxy
+        .requests()
+        .into_iter()
+        .filter(|s| s.method == "HEAD")
+        .collect();
+    assert_eq!(heads.len(), 2, "{heads:#?}");
+    assert!(heads[0].authorization.is_none(), "asked anonymously first");
+    assert!(
+        heads[1]
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Basic ")),
+        "{heads:#?}"
+    );
+    // Without a credential it stays no_credentials, after one HEAD (Basic without a credential
+    // would only ask the same again).
+    let image = format!("{p}/faults/protected-anon:v1");
+    proxy.rule(
+        Rule::contains("/protected-anon/", Fault::basic_challenge())
+            .method("HEAD")
+            .times(1),
+    );
+    let (run, _) = timed(&["--timeout", "5s", "--plain-http", &p, &image]);
+    assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["reason"], "no_credentials");
+}
+
+#[test]
+fn a_version_check_answering_404_does_not_decide() {
+    // `/v2/` answers 404, the manifest request works: ok, as the runtime pulls it.
+    let digest = format!("sha256:{}", "a".repeat(64));
+    let proxy = Proxy::standalone("127.0.0.1", Fault::manifest(&digest));
+    proxy.rule(Rule::exact("/v2/", Fault::status(404)));
+    let p = proxy.host();
+    let image = format!("{p}/faults/no-version-check:v1");
+    let (run, _) = timed(&["--timeout", "5s", "--plain-http", &p, &image]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["status"], "ok");
+    // A host that answers 404 to everything is still not a registry (exit 6), not a
+    // missing image.
+    let web = Proxy::standalone("127.0.0.1", Fault::status(404));
+    let w = web.host();
+    let image = format!("{w}/faults/web-server:v1");
+    let (run, _) = timed(&["--timeout", "5s", "--plain-http", &w, &image]);
+    assert_eq!(run.code, 6, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["reason"], "not_a_registry");
+}
