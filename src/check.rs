@@ -527,14 +527,16 @@ impl Job {
         outcome: &Outcome,
         endpoint: Option<&Endpoint>,
         node_credentials: &[Credential],
-    ) -> Vec<ContainerStart> {
+    ) -> (Vec<ContainerStart>, Option<String>) {
         if self.start_check == StartCheck::Off {
-            return self
+            let off = self
                 .containers
                 .iter()
                 .map(|c| c.evaluate(Err(&NotRead::Off)))
                 .collect();
+            return (off, None);
         }
+        let mut artifact = None;
         let needed = self
             .containers
             .iter()
@@ -562,6 +564,10 @@ impl Job {
                 Ok(ConfigRead::Read(config)) => Ok(config),
                 Ok(ConfigRead::NotLinux(os)) => Err(NotRead::NotLinux(os)),
                 Ok(ConfigRead::Failed(why)) => Err(NotRead::Failed(why)),
+                Ok(ConfigRead::NotAnImage(what)) => {
+                    artifact = Some(what.clone());
+                    Err(NotRead::Failed(format!("not an image: {what}")))
+                }
                 Err(_) => Err(NotRead::Failed(format!(
                     "the deadline passed waiting for {}",
                     progress.get()
@@ -571,10 +577,12 @@ impl Job {
             // No container needs it: never read.
             Err(NotRead::Failed("not needed".to_string()))
         };
-        self.containers
+        let containers = self
+            .containers
             .iter()
             .map(|c| c.evaluate(read.as_ref()))
-            .collect()
+            .collect();
+        (containers, artifact)
     }
 
     /// Probes the image until it has a verdict, then predicts whether its containers start.
@@ -648,10 +656,27 @@ impl Job {
                 }
                 let mut containers = Vec::new();
                 if verdict.status == Status::Ok && !self.containers.is_empty() {
-                    containers = self
+                    let artifact;
+                    (containers, artifact) = self
                         .predict_start(&outcome, asked.as_ref(), &node.credentials)
                         .await;
                     verdict = registry::classify_start(&self.reference, verdict, &containers);
+                    // The config read found an artifact, not an image: the pull would fail.
+                    if let Some(what) = artifact {
+                        let url = "read for the start check".to_string();
+                        let not_image = registry::classify(
+                            &self.reference,
+                            &Outcome {
+                                fact: Fact::NotAnImage { url, what },
+                                auth: outcome.auth.clone(),
+                                tried: outcome.tried.clone(),
+                            },
+                        );
+                        verdict = Verdict {
+                            digest: verdict.digest,
+                            ..not_image
+                        };
+                    }
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
                 result.containers = containers;

@@ -367,6 +367,14 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 .retry(None)
             }
         }
+        Fact::NotAnImage { url, what } => Verdict::new(
+            Status::NotFound,
+            "not_an_image",
+            format!(
+                "{image}: {registry} holds an OCI artifact there, not an image ({what}; {url}): the runtime refuses to pull it (containerd: mismatched image rootfs and manifest layers)"
+            ),
+            "Point the container at an image: an artifact (a Helm chart, a signature, an SBOM) cannot run as one.",
+        ),
         Fact::UnsupportedAuth { scheme } => Verdict::new(
             Status::Unauthorized,
             "unsupported_auth",
@@ -825,6 +833,17 @@ mod tests {
                 AuthUsed::Anonymous,
                 Status::Unreachable,
                 "timeout",
+                false,
+            ),
+            (
+                "artifact",
+                Fact::NotAnImage {
+                    url: "GET u".into(),
+                    what: "config media type application/vnd.cncf.helm.config.v1+json".into(),
+                },
+                AuthUsed::Anonymous,
+                Status::NotFound,
+                "not_an_image",
                 false,
             ),
             (

@@ -87,6 +87,16 @@ impl Client {
             platform,
             digest_invalid: false,
         };
+        // The HEAD's own type can already say "artifact" (OCI 1.1's draft artifact manifest):
+        // no GET is needed to know that no runtime pulls it.
+        if let Some(t) = media_type.as_deref().and_then(|t| t.split(';').next()) {
+            if t.trim() == "application/vnd.oci.artifact.manifest.v1+json" {
+                return Fact::NotAnImage {
+                    url: "the HEAD's Content-Type".to_string(),
+                    what: format!("manifest type {}", t.trim().escape_default()),
+                };
+            }
+        }
         let policy = &self.platform;
         let Some(want) = &policy.want else {
             return found(None, PlatformSeen::NotAsked);
@@ -160,6 +170,13 @@ impl Client {
                     available: scan.shown,
                     more_platforms: scan.more,
                 },
+            };
+        }
+        // An artifact is not an image: the runtime refuses it, whatever the platform.
+        if let Some(what) = super::artifact_kind(&body) {
+            return Fact::NotAnImage {
+                url: format!("GET {url}"),
+                what,
             };
         }
         // A single manifest: its platform is in its config blob.

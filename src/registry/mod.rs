@@ -196,6 +196,15 @@ pub enum Fact {
         /// The resolver said the registry's name does not exist.
         no_such_host: bool,
     },
+    /// The manifest is an OCI artifact (a Helm chart, a signature, an SBOM), not an image:
+    /// its config is not an image config, or it names an `artifactType`. The runtime refuses
+    /// to pull it.
+    NotAnImage {
+        /// The manifest's URL.
+        url: String,
+        /// What it is (`artifactType …`, `config media type …`), escaped.
+        what: String,
+    },
     /// The registry asks for an authentication scheme we do not speak.
     UnsupportedAuth {
         /// The scheme.
@@ -1459,6 +1468,37 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// The config media types of images (OCI, Docker schema 2): any other config, or an
+/// `artifactType`, makes a manifest an artifact that no runtime runs.
+const IMAGE_CONFIG_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.config.v1+json",
+    "application/vnd.docker.container.image.v1+json",
+];
+
+/// What a single manifest is when it is not an image (`artifactType application/…`, `config
+/// media type application/vnd.cncf.helm.config.v1+json`); `None` for an image, and for a body
+/// that says nothing either way (no config media type: old manifests leave it out).
+pub(crate) fn artifact_kind(manifest: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        #[serde(rename = "artifactType")]
+        artifact_type: Option<String>,
+        config: Option<ConfigShape>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ConfigShape {
+        #[serde(rename = "mediaType")]
+        media_type: Option<String>,
+    }
+    let shape: Shape = serde_json::from_slice(manifest).ok()?;
+    if let Some(t) = shape.artifact_type.filter(|t| !t.is_empty()) {
+        return Some(format!("artifactType {}", t.escape_default()));
+    }
+    let media = shape.config?.media_type?;
+    (!IMAGE_CONFIG_TYPES.contains(&media.as_str()))
+        .then(|| format!("config media type {}", media.escape_default()))
+}
+
 /// Whether `host[:port]` is a loopback registry in containerd's sense (`docker.IsLocalhost`):
 /// `localhost`, an address in `127.0.0.0/8`, or `::1` (bracketed, with or without a port).
 pub fn is_loopback(host: &str) -> bool {
@@ -1514,6 +1554,33 @@ fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<TlsFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn artifacts_are_told_from_images() {
+        let cases: [(&str, Option<&str>); 6] = [
+            (
+                r#"{"config":{"mediaType":"application/vnd.oci.image.config.v1+json"}}"#,
+                None,
+            ),
+            (
+                r#"{"config":{"mediaType":"application/vnd.docker.container.image.v1+json"}}"#,
+                None,
+            ),
+            (r#"{"config":{"digest":"sha256:0"}}"#, None),
+            (
+                r#"{"config":{"mediaType":"application/vnd.cncf.helm.config.v1+json"}}"#,
+                Some("config media type application/vnd.cncf.helm.config.v1+json"),
+            ),
+            (
+                r#"{"artifactType":"application/vnd.example.sbom","config":{"mediaType":"application/vnd.oci.empty.v1+json"}}"#,
+                Some("artifactType application/vnd.example.sbom"),
+            ),
+            ("not json", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(artifact_kind(body.as_bytes()).as_deref(), want, "{body}");
+        }
+    }
 
     #[test]
     fn loopback_hosts_as_containerd_counts_them() {

@@ -357,3 +357,43 @@ fn index_entries_are_read_as_containerd_reads_them() {
         "{res:#}"
     );
 }
+
+#[test]
+fn an_artifact_read_for_the_platform_or_start_check_is_not_an_image() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_helm_chart("platform/chart", "0.1.0");
+    let image = format!("{host}/platform/chart:0.1.0");
+    // A HEAD alone cannot tell: ok, as documented (no GET only for this).
+    let r = run(&[&image]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // Where the manifest is read anyway (--platform-check full), it is not an image.
+    let r = run(&["--platform-check", "full", &image]);
+    assert_eq!(r.code, 3, "{}", r.stdout);
+    let res = r.image(&image);
+    assert_eq!(res["status"], "not_found", "{res:#}");
+    assert_eq!(res["reason"], "not_an_image", "{res:#}");
+    assert!(
+        res["message"]
+            .as_str()
+            .unwrap()
+            .contains("config media type application/vnd.cncf.helm.config.v1+json"),
+        "{res:#}"
+    );
+    // And where the start check reads it.
+    let containers = format!(
+        r#"[{{"name":"c","image":"{image}","command":false,"args":false,"runAsNonRoot":true}}]"#
+    );
+    let out = crate::common::pullcheck_cmd()
+        .args(["check", "-o", "json", "--termination-log", ""])
+        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+        .args(["--plain-http", &host])
+        .env("PULLCHECK_CONTAINERS", containers)
+        .env_remove("DOCKER_CONFIG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["images"][0]["reason"], "not_an_image", "{json:#}");
+}

@@ -395,6 +395,25 @@ impl Registry {
     }
 
     /// Uploads the fixture's blobs, then PUTs its manifest as `repo:reference`.
+    /// Pushes a Helm chart as `repo:tag`, the way `helm push` stores one: an OCI manifest whose
+    /// config is `application/vnd.cncf.helm.config.v1+json` (an artifact, not an image).
+    pub fn push_helm_chart(&self, repo: &str, tag: &str) -> String {
+        let config = br#"{"name":"chart","version":"0.1.0","apiVersion":"v2"}"#.to_vec();
+        let chart = b"not really a tgz, but a blob all the same".to_vec();
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": descriptor("application/vnd.cncf.helm.config.v1+json", &config),
+            "layers": [descriptor("application/vnd.cncf.helm.chart.content.v1.tar+gzip", &chart)],
+        });
+        let fixture = Fixture {
+            media_type: "application/vnd.oci.image.manifest.v1+json",
+            manifest: serde_json::to_vec_pretty(&manifest).expect("manifest JSON"),
+            blobs: vec![config, chart],
+        };
+        self.push_fixture(repo, tag, &fixture)
+    }
+
     fn push_fixture(&self, repo: &str, reference: &str, fixture: &Fixture) -> String {
         let client = self.http_client();
         let base = self.base_url();
