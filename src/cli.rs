@@ -367,8 +367,9 @@ pub struct CheckArgs {
     #[arg(long, value_name = "PATH", env = "PULLCHECK_REGISTRIES_CONF")]
     pub registries_conf: Option<PathBuf>,
 
-    /// What an image that stays `unreachable` means: `fail` (exit 6), or `warn` for pods whose
-    /// network cannot reach registries that their nodes can (reported, not counted).
+    /// What an image that stays `unreachable` (exit 6), or is `unverifiable` from the pod
+    /// (exit 8), means: `fail`, or `warn` for pods whose network, DNS or CAs are not their
+    /// nodes' (reported, not counted).
     #[arg(
         long,
         value_enum,
