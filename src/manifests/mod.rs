@@ -1684,6 +1684,21 @@ mod tests {
     }
 
     #[test]
+    fn a_quoted_scalars_continuation_may_be_indented_less_as_kubectl_reads_it() {
+        // go-yaml (libyaml) does not check a quoted scalar's continuation indentation;
+        // neither does the vendored parser (vendor/saphyr-parser/PULLCHECK-PATCH.md).
+        for indent in 0..6 {
+            let text = format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    image: busybox:1.36\n    command: [\"bash\", \"-c\", \"python train.py\n{}--epochs 3\"]\n",
+                " ".repeat(indent)
+            );
+            let found = read(&text, "t").unwrap_or_else(|e| panic!("{indent}: {e}"));
+            assert_eq!(found.pod_specs[0].containers[0].image, "busybox:1.36");
+            assert!(found.pod_specs[0].containers[0].command_set, "{indent}");
+        }
+    }
+
+    #[test]
     fn job_frameworks() {
         let argo = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {generateName: wf-}\nspec:\n  entrypoint: main\n  \
                     templates:\n  - name: main\n    steps: [[{name: s, template: echo}]]\n  - name: echo\n    initContainers: [{name: i, image: argo-init:1}]\n    \
