@@ -5,9 +5,7 @@ use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
 use crate::config::Config;
 use crate::inject::{InjectOptions, inject};
-use crate::report::{
-    ExitCode, Report, TERMINATION_MESSAGE_MAX, escape, render_text, termination_message,
-};
+use crate::report::{ExitCode, Report, escape, render_text, termination_message};
 use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
@@ -83,6 +81,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         check_args: args.check_args,
         ca_configmap: args.ca_configmap,
         job_failure_policy: args.job_failure_policy,
+        ignore_unreachable_without_deadline: args.ignore_unreachable_without_deadline,
         node_images: args.node_images,
         provider_tokens,
         // An empty value (an environment variable set to nothing) turns a choice off.
@@ -96,6 +95,9 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         Ok(done) => {
             for w in &done.warnings {
                 say!("pullcheck: warning: {}", escape(w));
+            }
+            for n in &done.notes {
+                eprintln!("pullcheck: note: {}", escape(n));
             }
             let _ = std::io::stdout().lock().write_all(done.output.as_bytes());
             ExitCode::Ok
@@ -218,11 +220,12 @@ fn write_outputs(config: &Config, report: &Report) {
     let out = crate::redact::redact(&out);
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     if let Some(path) = &config.termination_log {
-        let message = termination_message(report, TERMINATION_MESSAGE_MAX);
-        // `<redacted>` can be longer than a short secret: cut again to the kubelet's 4 KiB.
+        let limit = config.termination_max;
+        let message = termination_message(report, limit);
+        // `<redacted>` can be longer than a short secret: cut again to the same limit.
         let mut message = crate::redact::redact(&message).into_owned();
-        if message.len() > TERMINATION_MESSAGE_MAX {
-            let mut end = TERMINATION_MESSAGE_MAX;
+        if message.len() > limit {
+            let mut end = limit;
             while !message.is_char_boundary(end) {
                 end -= 1;
             }

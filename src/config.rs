@@ -39,6 +39,9 @@ pub struct Config {
     pub output: OutputFormat,
     /// Where the termination message goes, if anywhere.
     pub termination_log: Option<PathBuf>,
+    /// The most bytes the termination message may hold: the kubelet's share for the pod's
+    /// containers ([`crate::report::termination_limit`]).
+    pub termination_max: usize,
     /// Print problems only.
     pub quiet: bool,
     /// Notes for stderr that do not stop the run (a credential helper that failed).
@@ -150,7 +153,7 @@ impl Config {
                         }
                         // Each image with its pull policy, as `inject --node-images` passes
                         // them; each container (not an image volume) with its facts.
-                        for c in found.pod_specs.iter().flat_map(|p| &p.containers) {
+                        for c in found.pod_specs.iter().flat_map(|p| p.checked()) {
                             let written = c.image_pull_policy.as_deref();
                             match PullPolicy::resolve(&c.image, written) {
                                 PullPolicy::Never => continue,
@@ -169,11 +172,15 @@ impl Config {
             }
         }
         let from_pod_spec = containers.len();
+        let mut listed_containers = None;
         if let Some(json) = &args.containers {
             use std::os::unix::ffi::OsStrExt;
             match std::str::from_utf8(json.as_bytes()) {
                 Ok(text) => match ContainerFacts::parse_list(text) {
-                    Ok(list) => containers.extend(list),
+                    Ok(list) => {
+                        listed_containers = Some(list.len());
+                        containers.extend(list);
+                    }
                     Err(e) => errors.push(format!("--containers / PULLCHECK_CONTAINERS: {e}")),
                 },
                 Err(e) => errors.push(format!(
@@ -447,6 +454,13 @@ impl Config {
             }
         };
 
+        // The pod's containers: as given, else those PULLCHECK_CONTAINERS lists and pullcheck.
+        let pod_containers = args
+            .pod_containers
+            .map(|n| n as usize)
+            .or(listed_containers.map(|n| n.saturating_add(1)));
+        let termination_max = crate::report::termination_limit(pod_containers);
+
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
@@ -476,6 +490,7 @@ impl Config {
             output: args.output,
             warnings,
             termination_log,
+            termination_max,
             quiet: args.quiet,
         })
     }
@@ -521,7 +536,9 @@ fn node_credentials(
 ) -> NodeCredentials {
     let cloud = match args.cloud_credentials {
         cloud::Mode::Off => None,
-        cloud::Mode::Auto => Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs)),
+        cloud::Mode::Auto | cloud::Mode::Required => {
+            Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs))
+        }
     };
     let plugins = match (
         &args.image_credential_provider_config,
@@ -558,7 +575,7 @@ fn node_credentials(
             }
         }
     };
-    NodeCredentials::new(cloud, plugins)
+    NodeCredentials::new(cloud, plugins).required(args.cloud_credentials == cloud::Mode::Required)
 }
 
 /// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.

@@ -107,8 +107,15 @@ pub const MEMORY_LIMIT: &str = "32Mi";
 /// Exit codes of `pullcheck check` after which a Job must fail at once (not found or invalid,
 /// no variant for the platform, access refused, will not start).
 pub const FAIL_JOB_EXIT_CODES: [i64; 4] = [3, 4, 5, 7];
-/// Exit codes after which a Job retries the pod without counting it (registry unreachable).
+/// Exit codes of a registry that could not be reached (it may pass): the Job retries the pod,
+/// counted against `backoffLimit` by default, not counted (`Ignore`) only when the Job's
+/// `activeDeadlineSeconds` bounds the retries, or with `--ignore-unreachable-without-deadline`.
 pub const IGNORE_EXIT_CODES: [i64; 1] = [6];
+/// Exit codes of a registry this pod cannot check (plain HTTP asked over TLS, an untrusted
+/// certificate, a name its resolver does not know): permanent for the pod, so never ignored,
+/// but maybe not for the node, so not `FailJob` at once either: counted against
+/// `backoffLimit`.
+pub const COUNT_EXIT_CODES: [i64; 1] = [8];
 
 /// Settings of one `inject` run.
 #[derive(Debug, Clone, Default)]
@@ -123,6 +130,9 @@ pub struct InjectOptions {
     pub ca_configmap: Option<String>,
     /// Add the recommended `podFailurePolicy` to each `batch/v1` Job.
     pub job_failure_policy: bool,
+    /// Write `Ignore` on exit 6 even for a Job without `activeDeadlineSeconds` (unbounded:
+    /// only when the user says so).
+    pub ignore_unreachable_without_deadline: bool,
     /// `--node-images`: split the images by pull policy, pass the node's name, and give the
     /// init container a token where the pod has none.
     pub node_images: bool,
@@ -141,6 +151,8 @@ pub struct Injected {
     pub output: String,
     /// Notes for stderr (e.g. a pod template whose `restartPolicy` is not `Never`).
     pub warnings: Vec<String>,
+    /// What was written and why, for stderr (e.g. which `podFailurePolicy` rule on exit 6).
+    pub notes: Vec<String>,
     /// How many pod specs have the init container (added now, or already as it would be).
     pub pod_specs: usize,
     /// The format that was read and written.
@@ -170,6 +182,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
         ca_files,
         route,
         warnings: found.notes.clone(),
+        notes: Vec::new(),
         edits: Vec::new(),
         volumes_done: HashMap::new(),
         spots_by_volumes: HashMap::new(),
@@ -213,6 +226,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
     let Run {
         edits,
         warnings,
+        notes,
         pod_specs,
         ..
     } = run;
@@ -222,6 +236,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
     Ok(Injected {
         output,
         warnings,
+        notes,
         pod_specs,
         format,
     })
@@ -544,6 +559,8 @@ struct Run<'a> {
     spots_by_volumes: HashMap<NodeId, Vec<usize>>,
     /// Job specs already given a failure policy.
     jobs_done: HashSet<NodeId>,
+    /// What was written and why, for stderr.
+    notes: Vec<String>,
     pod_specs: usize,
 }
 
@@ -569,16 +586,22 @@ impl Run<'_> {
             self.warn(format!("{at}: {key} is not a list; left unchanged"));
             return;
         }
-        if spot.windows {
-            self.warn(format!(
-                "{at}: a Windows pod; left unchanged (pullcheck's image is for Linux)"
-            ));
+        if spec.windows {
+            // The reader's note says why (and that check --pod-spec leaves it out too).
             return;
         }
         if spot.name_taken {
             self.warn(format!(
                 "{at}: a container is already named {CONTAINER_NAME}; left unchanged \
                  (container names are unique across initContainers and containers)"
+            ));
+            return;
+        }
+        if spec.containers.is_empty() && spec.parameter_images > 0 {
+            // The template has a container: its image is known only when the workflow runs.
+            self.warn(format!(
+                "{at}: its image is an Argo workflow parameter, known only at run time; left \
+                 unchanged (there is no image to check before the workflow fills it in)"
             ));
             return;
         }
@@ -625,7 +648,8 @@ impl Run<'_> {
             if c.image_pull_policy.as_deref() == Some("Never") {
                 continue;
             }
-            let image = c.image.trim();
+            // The reader trimmed it and left out what cannot be checked.
+            let image = c.image.as_str();
             if let Some(f) = c.start_facts() {
                 facts.push(f);
             }
@@ -1102,9 +1126,40 @@ impl Run<'_> {
                 ),
             ])
         };
+        // Exit 6 may pass, so the pod is retried; but a rule that does not count it must
+        // have an end, or a registry that stays unreachable recreates pods for ever.
+        let deadline = t
+            .get(job, "activeDeadlineSeconds")
+            .and_then(|v| t.as_i64(v))
+            .filter(|n| *n > 0);
+        // The API server's default backoffLimit is 6.
+        let backoff = t
+            .get(job, "backoffLimit")
+            .and_then(|v| t.as_i64(v))
+            .unwrap_or(6);
+        let (unreachable, why) = match (&deadline, self.options.ignore_unreachable_without_deadline)
+        {
+            (Some(seconds), _) => (
+                "Ignore",
+                format!(
+                    "Ignore on 6 (unreachable, not counted against backoffLimit): the Job's activeDeadlineSeconds: {seconds} ends the retries"
+                ),
+            ),
+            (None, true) => (
+                "Ignore",
+                "Ignore on 6 (unreachable, not counted against backoffLimit), as --ignore-unreachable-without-deadline asks: the Job has no activeDeadlineSeconds, so it recreates a pod for as long as the registry stays unreachable".to_string(),
+            ),
+            (None, false) => (
+                "Count",
+                format!(
+                    "Count on 6 (unreachable, counted against backoffLimit {backoff}, so the Job fails after its retries): the Job has no activeDeadlineSeconds to bound an Ignore rule (set one to retry without counting)"
+                ),
+            ),
+        };
         let rules = vec![
             rule("FailJob", &FAIL_JOB_EXIT_CODES),
-            rule("Ignore", &IGNORE_EXIT_CODES),
+            rule(unreachable, &IGNORE_EXIT_CODES),
+            rule("Count", &COUNT_EXIT_CODES),
         ];
         let result = (|| -> Result<Vec<Edit>, &'static str> {
             let mut edits = Vec::new();
@@ -1144,7 +1199,17 @@ impl Run<'_> {
             Ok(edits)
         })();
         match result {
-            Ok(edits) => self.edits.extend(edits),
+            Ok(edits) if edits.is_empty() => self.notes.push(format!(
+                "{}: {at}: podFailurePolicy kept: it has rules for container {CONTAINER_NAME} already",
+                self.source
+            )),
+            Ok(edits) => {
+                self.edits.extend(edits);
+                self.notes.push(format!(
+                    "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (permanent); {why}; Count on 8 (cannot be checked from the pod: retrying will not change it, but the node may pull it, so backoffLimit decides)",
+                    self.source
+                ));
+            }
             Err(why) => self.warn(format!("{at}: no podFailurePolicy added ({why})")),
         }
     }

@@ -15,7 +15,7 @@ use crate::input::{LimitedReadError, read_limited_file};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::error_chain;
-use crate::report::{ImageResult, Status};
+use crate::report::{Counted, ImageResult, NotCounted, Status};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -486,15 +486,17 @@ impl NodeLookup {
             ),
             hint: String::new(),
             auth: "anonymous".to_string(),
-            fatal: true,
+            counted: Counted::Yes,
             attempts: 0,
             elapsed_ms: 0,
             platform_digest: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            existing_tags: Vec::new(),
             platform_checked: Some(false),
             platform_note: None,
             containers: Vec::new(),
+            providers_tried: Vec::new(),
             endpoint: None,
             mirror_of: None,
             plain_http: false,
@@ -519,12 +521,14 @@ impl NodeLookup {
         result.present_on_node = self.presence(&reference);
         let cap = images.max_images.unwrap_or(images.listed);
         match (policy, result.present_on_node, result.status) {
-            (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal => {
-                result.fatal = false;
-                result.message.push_str(&format!(
-                    "; not counted: imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
-                    images.node
-                ));
+            (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal() => {
+                result.not_counted(
+                    NotCounted::NodeListTruncated,
+                    &format!(
+                        "imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
+                        images.node
+                    ),
+                );
             }
             (PullPolicy::IfNotPresent, Some(false), Status::NotFound) => {
                 result.message.push_str(&format!(
@@ -914,7 +918,7 @@ mod tests {
             let before = r.message.clone();
             lookup.annotate(&mut r, *policy);
             assert_eq!(r.pull_policy, *policy, "{name}");
-            assert_eq!((r.fatal, r.present_on_node), (*fatal, *present), "{name}");
+            assert_eq!((r.fatal(), r.present_on_node), (*fatal, *present), "{name}");
             if part.is_empty() {
                 assert_eq!(r.message, before, "{name}");
             } else {

@@ -90,7 +90,7 @@ impl Events {
                 escape(digest)
             ));
         } else {
-            let status = if r.fatal {
+            let status = if r.fatal() {
                 r.status.as_str()
             } else {
                 "warning"

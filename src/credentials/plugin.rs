@@ -653,6 +653,16 @@ impl Plugins {
         self
     }
 
+    /// The name of the first provider whose `matchImages` matches the image, if any.
+    pub fn provider_for(&self, reference: &Reference) -> Option<String> {
+        let image = format!("{}/{}", reference.registry, reference.repository);
+        let target = Pattern::parse(&image)?;
+        self.providers
+            .iter()
+            .find(|p| p.patterns.iter().any(|m| m.matches(&target)))
+            .map(|p| p.config.name.escape_default().to_string())
+    }
+
     /// The credentials of the first provider whose `matchImages` matches the image; `None`
     /// when none does.
     pub async fn lookup(&self, reference: &Reference, deadline: Instant) -> Option<Lookup> {
@@ -704,17 +714,25 @@ impl Plugins {
         matching.sort_by(|a, b| b.1.cmp(&a.1));
         let credentials: Vec<Credential> =
             matching.into_iter().map(|(_, _, c)| c.clone()).collect();
-        let notes = if credentials.is_empty() {
-            vec![format!(
-                "credential provider {name} gave no credential for {image}"
-            )]
+        let (notes, unavailable) = if credentials.is_empty() {
+            (
+                vec![format!(
+                    "credential provider {name} gave no credential for {image}"
+                )],
+                vec![super::ProviderTried {
+                    provider: format!("plugin {name}"),
+                    kind: super::ProviderKind::Plugin,
+                    why: format!("its answer has no auth entry matching {image}"),
+                }],
+            )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         Some(Lookup {
             credentials,
             notes,
             failed_plugin: None,
+            unavailable,
         })
     }
 
@@ -944,6 +962,11 @@ fn failed(name: &str, why: &str) -> Lookup {
         credentials: Vec::new(),
         notes: Vec::new(),
         failed_plugin: Some((name.to_string(), why.to_string())),
+        unavailable: vec![super::ProviderTried {
+            provider: format!("plugin {name}"),
+            kind: super::ProviderKind::Plugin,
+            why: format!("it failed: {why}"),
+        }],
     }
 }
 

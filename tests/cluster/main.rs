@@ -17,4 +17,5 @@ mod harness;
 mod jobs;
 mod mirror;
 mod node_images;
+mod policy;
 mod start;

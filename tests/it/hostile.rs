@@ -1165,9 +1165,9 @@ fn nxdomain_twice_stops_retrying_and_servfail_is_retried() {
         ),
         false,
     );
-    assert_eq!(out.code, 6, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 8, "{}{}", out.stdout, out.stderr);
     let r = out.first();
-    assert_eq!(r["status"], "unreachable", "{r:#}");
+    assert_eq!(r["status"], "unverifiable", "{r:#}");
     assert_eq!(r["reason"], "no_such_host", "{r:#}");
     assert_eq!(r["attempts"], 2, "{r:#}");
     assert!(

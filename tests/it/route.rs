@@ -14,14 +14,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A containerd daemon of our own: root, state and socket in a temp dir, CRI off.
-struct Containerd {
+/// A containerd daemon of our own: root, state and socket in a temp dir, CRI off; driven with
+/// `ctr`, the oracle for what the runtime pulls.
+pub(crate) struct Containerd {
     child: Child,
     dir: tempfile::TempDir,
 }
 
 impl Containerd {
-    fn start() -> Option<Containerd> {
+    pub(crate) fn start() -> Option<Containerd> {
         if Command::new("containerd")
             .arg("--version")
             .output()
@@ -85,7 +86,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
     }
 
     /// `ctr images pull --hosts-dir DIR REF`: whether containerd could pull it, and its words.
-    fn pull(&self, hosts_dir: &Path, reference: &str) -> (bool, String) {
+    pub(crate) fn pull(&self, hosts_dir: &Path, reference: &str) -> (bool, String) {
         let dir = hosts_dir.display().to_string();
         let out = self.ctr(&[
             "images",
@@ -615,6 +616,40 @@ fn conflicting_registries_conf_is_a_configuration_error_naming_file_and_entry() 
 }
 
 #[test]
+fn on_unreachable_warn_is_named_as_the_cause_in_the_summary_not_allow_unauthenticated() {
+    let image = format!("{}/route/warn-summary:v1", dead_host());
+    let host = image.split('/').next().unwrap().to_string();
+    let args = [
+        "--timeout",
+        "2s",
+        "--plain-http",
+        &host,
+        "--on-unreachable",
+        "warn",
+        &image,
+    ];
+    let text = check(&args);
+    assert_eq!(text.code, 0, "{}{}", text.stdout, text.stderr);
+    assert_eq!(
+        text.stdout.lines().last(),
+        Some(
+            "pullcheck: no image failed; 1 image not verified (unreachable; not counted: --on-unreachable warn)"
+        ),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        !text.stdout.contains("--allow-unauthenticated"),
+        "{}",
+        text.stdout
+    );
+    let mut json_args = vec!["-o", "json"];
+    json_args.extend(args);
+    let json = check(&json_args);
+    assert_eq!(only(&json)["not_counted"], "on_unreachable_warn");
+}
+
+#[test]
 fn on_unreachable_warn_reports_but_does_not_fail() {
     let image = format!("{}/route/warn:v1", dead_host());
     let host = image.split('/').next().unwrap().to_string();
@@ -874,4 +909,43 @@ fn a_short_names_search_registry_never_gets_docker_hub_credentials() {
     assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
     assert_eq!(only(&run)["status"], "unauthorized");
     assert_eq!(alice_seen(), pushed_as_alice, "{}", search.logs());
+}
+
+#[test]
+fn loopback_registries_are_spoken_to_in_plain_http_as_containerd_does() {
+    let Some(containerd) = Containerd::start() else {
+        eprintln!("containerd not installed: skipped");
+        return;
+    };
+    let plain = plain_registry();
+    plain.push_oci_manifest("route/loopback", "v1");
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("no-hosts");
+    std::fs::create_dir_all(&empty).unwrap();
+    let host = plain.host();
+    let port = host.rsplit(':').next().unwrap();
+    for image in [
+        format!("{host}/route/loopback:v1"),
+        format!("localhost:{port}/route/loopback:v1"),
+    ] {
+        // containerd, with no configuration for the host: plain HTTP.
+        let (pulled, words) = containerd.pull(&empty, &image);
+        assert!(pulled, "containerd: {image}: {words}");
+        // pullcheck without --plain-http: the same.
+        let run = check(&["-o", "json", "--timeout", "10s", &image]);
+        assert_eq!(run.code, 0, "{image}: {}{}", run.stdout, run.stderr);
+        assert_eq!(only(&run)["status"], "ok");
+        assert_eq!(only(&run)["plain_http"], true, "{}", run.stdout);
+        // And with the node's (empty) hosts directory.
+        let dir = empty.display().to_string();
+        let run = check(&["-o", "json", "--hosts-dir", &dir, &image]);
+        assert_eq!(run.code, 0, "{image}: {}{}", run.stdout, run.stderr);
+    }
+    // A TLS registry on loopback is still asked over HTTPS, its certificate checked.
+    let tls = crate::common::tls_basic_registry();
+    let image = format!("{}/private/loopback-tls:v1", tls.host());
+    let run = check(&["-o", "json", "--timeout", "10s", &image]);
+    assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["reason"], "tls");
+    assert!(only(&run).get("plain_http").is_none(), "{}", run.stdout);
 }
