@@ -217,7 +217,8 @@ fn strip(v: &Value) -> Value {
 }
 
 /// The images of every injected init container: `PULLCHECK_IMAGES` and the images passed as
-/// arguments after `check` (with no other check arguments in this run).
+/// arguments after `check` (with no other check arguments in this run; a `--` before images
+/// that start with '-' ends the options, and is no image).
 fn injected_images(v: &Value, out: &mut BTreeSet<String>) {
     match v {
         Value::Object(map) => {
@@ -236,7 +237,12 @@ fn injected_images(v: &Value, out: &mut BTreeSet<String>) {
                     }
                 }
                 let args = map["args"].as_array().unwrap();
-                out.extend(args.iter().skip(1).map(|a| a.as_str().unwrap().to_string()));
+                out.extend(
+                    args.iter()
+                        .skip(1)
+                        .map(|a| a.as_str().unwrap().to_string())
+                        .filter(|a| a != "--"),
+                );
                 return;
             }
             for value in map.values() {
