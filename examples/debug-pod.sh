@@ -9,8 +9,9 @@
 #              Hub answers alike for missing and private repositories, so: exit 5)
 #   PULLCHECK_SECRET: a pull secret of the namespace to check with (default: none, anonymous)
 #
-# The pod's exit code is pullcheck's: 0 ok, 3 not found, 4 no platform variant, 5 refused,
-# 6 unreachable.
+# The pod's exit code is pullcheck's: 0 ok, 2 usage error, 3 not found, 4 no platform variant,
+# 5 refused, 6 unreachable, 7 pulled but a container will not start, 8 cannot be checked from
+# this pod (plain HTTP asked over TLS, an untrusted certificate, a name that does not resolve).
 set -euo pipefail
 IMAGE=${1:?usage: $0 IMAGE [REFERENCE...]}
 shift
