@@ -318,6 +318,18 @@ impl Manifests {
     }
 }
 
+impl Manifests {
+    /// Every document's value as kubectl reads it (YAML 1.1 scalars, merge keys applied; an
+    /// empty document is null), in order: what the tests compare with kubectl's own reading.
+    pub fn documents(&self) -> Vec<serde_json::Value> {
+        self.tree
+            .docs
+            .iter()
+            .map(|d| self.tree.to_json(d.root).unwrap_or(serde_json::Value::Null))
+            .collect()
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Parsing
 
