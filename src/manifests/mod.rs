@@ -25,6 +25,7 @@
 //! Service, a ConfigMap) are not errors. Image volumes (`volumes[].image.reference`) count as
 //! images. The container named `pullcheck` is pullcheck itself and is left out.
 
+mod kubectl;
 pub mod splice;
 pub mod tree;
 
@@ -250,13 +251,20 @@ pub enum ManifestError {
 /// [`ManifestError`] when the text is not YAML or JSON, or holds Go template syntax.
 pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
     let (tree, format) = parse(text, source)?;
+    // What kubectl would read otherwise, first: it is about the input as a whole.
+    let mut notes = Vec::new();
+    if format == Format::Yaml {
+        for d in kubectl::differences(text, &tree) {
+            notes.push(format!("{source}: {d}"));
+        }
+    }
     let mut reader = Reader {
         text,
         source,
         tree: &tree,
         out: Vec::new(),
         spots: Vec::new(),
-        notes: Vec::new(),
+        notes,
         budget: tree.nodes.len().saturating_mul(4).saturating_add(1024),
     };
     for (index, doc) in tree.docs.iter().enumerate() {

@@ -178,15 +178,21 @@ impl Tree {
                     continue;
                 }
                 Event::StreamStart | Event::StreamEnd | Event::Nothing => continue,
-                Event::Scalar(value, style, anchor, _tag) => Node {
-                    start,
-                    end,
-                    anchor,
-                    kind: Kind::Scalar {
-                        value: value.into_owned(),
-                        plain: style == ScalarStyle::Plain,
-                    },
-                },
+                Event::Scalar(value, style, anchor, tag) => {
+                    // `!!str 1.5` is the string "1.5", as quotes would make it.
+                    let string_tag = tag
+                        .as_ref()
+                        .is_some_and(|t| t.is_yaml_core_schema() && t.suffix == "str");
+                    Node {
+                        start,
+                        end,
+                        anchor,
+                        kind: Kind::Scalar {
+                            value: value.into_owned(),
+                            plain: style == ScalarStyle::Plain && !string_tag,
+                        },
+                    }
+                }
                 Event::Alias(id) => {
                     *self.alias_count.entry(id).or_default() += 1;
                     Node {
