@@ -802,7 +802,7 @@ fn corpus() -> Vec<(String, String)> {
         ("no final newline", p.trim_end().to_string()),
         ("no final newline after a block scalar", pod("name: c\n    image: |-\n      reg.example/a:1").trim_end().to_string()),
         ("lone CR line ends", p.replace('\n', "\r")),
-        ("JSON after ---", format!("---\n{{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {{\"name\": \"j\"}},\n \"spec\": {{\"containers\": [{{\"name\": \"c\", \"image\": \"reg.example/j:1\"}}]}}}}\n")),
+        ("JSON after ---", "---\n{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"j\"},\n \"spec\": {\"containers\": [{\"name\": \"c\", \"image\": \"reg.example/j:1\"}]}}\n".to_string()),
         ("a List of Pods", format!("apiVersion: v1\nkind: List\nitems:\n- {}\n", p.trim_end().replace('\n', "\n  "))),
     ] {
         add(label, text);
