@@ -7,32 +7,29 @@
 //! libyaml with YAML 1.1's rules. `tests/cluster/yaml.rs` compares the two readers on every
 //! fixture and a generated corpus; each check here is a row of its table.
 
-use super::tree::{Kind, Tree};
+use super::tree::{Kind, NodeId, Tree};
 
 /// go-yaml's bound on alias expansion (`decode.go`): past 1,000 decoded nodes and 100 through
-/// aliases, the share through aliases may be 99 % up to 400,000 nodes, falling to 10 % at
-/// 4,000,000.
-const ALIAS_LOW: f64 = 400_000.0;
-const ALIAS_HIGH: f64 = 4_000_000.0;
+/// aliases, the share through aliases may be 99 % up to this many nodes (falling to 10 % at
+/// ten times as many, which is not followed here).
+const ALIAS_LOW: usize = 400_000;
 
 /// The notes, in document order (`document N: …`), at most one of each kind per document.
 pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
     let mut out: Vec<(usize, &'static str)> = Vec::new();
-    let doc_at = |offset: usize| {
-        tree.docs
-            .iter()
-            .rposition(|d| d.start <= offset)
-            .map_or(1, |i| i + 1)
-    };
+    // Documents are in text order: a binary search finds the one an offset is in.
+    let doc_at = |offset: usize| tree.docs.partition_point(|d| d.start <= offset).max(1);
 
-    // kubectl's parts: the offset of each `---` line (the part's start) and of its end.
-    let mut separators = Vec::new();
-    let mut offset = 0;
+    // kubectl's parts, one pass: each starts at a `---` line (or the text's start).
     let mut lines = Vec::new();
+    let mut parts = vec![0];
+    let mut offset = 0;
     for line in text.split_inclusive('\n') {
         lines.push((offset, line));
         if let Some(rest) = line.strip_prefix("---") {
-            separators.push(offset);
+            if offset > 0 {
+                parts.push(offset);
+            }
             let rest = rest.trim();
             if !rest.is_empty() && !rest.starts_with('#') {
                 out.push((doc_at(offset), SEPARATOR));
@@ -40,35 +37,38 @@ pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
         }
         offset += line.len();
     }
-    let mut bounds = vec![0];
-    bounds.extend(separators.iter().copied().filter(|&s| s > 0));
-    bounds.push(text.len());
-    for part in bounds.windows(2) {
+    parts.push(text.len());
+    let mut line = 0;
+    let mut doc = 0;
+    for part in parts.windows(2) {
         let (start, end) = (part[0], part[1]);
-        let body: Vec<&str> = lines
-            .iter()
-            .filter(|(o, _)| *o >= start && *o < end)
-            .map(|(_, l)| *l)
-            .filter(|l| !l.starts_with("---"))
-            .collect();
         // A part of directives alone: go-yaml finds no document after them.
-        let directives = body.iter().any(|l| l.starts_with('%'));
-        let only = body.iter().all(|l| {
+        let (mut directives, mut only) = (false, true);
+        while line < lines.len() && lines[line].0 < end {
+            let l = lines[line].1;
+            line += 1;
+            if l.starts_with("---") {
+                continue;
+            }
+            directives |= l.starts_with('%');
             let t = l.trim_start_matches('\u{feff}').trim();
-            t.is_empty() || t.starts_with('#') || l.starts_with('%')
-        });
+            only &= t.is_empty() || t.starts_with('#') || l.starts_with('%');
+        }
         if directives && only && end < text.len() {
             out.push((doc_at(end), DIRECTIVE));
         }
         // Documents after the first in one part (after `...`): go-yaml reads only the first.
-        let mut in_part = tree
-            .docs
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.start >= start && d.start < end && !tree.is_null(d.root));
-        in_part.next();
-        for (i, _) in in_part {
-            out.push((i + 1, AFTER_END));
+        let mut first = true;
+        while doc < tree.docs.len() && tree.docs[doc].start < end {
+            let d = &tree.docs[doc];
+            doc += 1;
+            if d.start < start || tree.is_null(d.root) {
+                continue;
+            }
+            if !first {
+                out.push((doc, AFTER_END));
+            }
+            first = false;
         }
     }
 
@@ -173,52 +173,52 @@ fn tab_in_indentation(line: &str) -> bool {
 }
 
 /// The first document whose alias expansion go-yaml refuses, walking it as go-yaml decodes it
-/// (each node once per path, aliases followed), bounded by [`ALIAS_HIGH`] nodes in all.
+/// (each node once per path, aliases followed). The walk stops at [`ALIAS_LOW`] nodes in all
+/// (the stack never holds more): past that, nothing is said.
 fn excessive_aliasing(tree: &Tree) -> Option<usize> {
     if !tree.nodes.iter().any(|n| matches!(n.kind, Kind::Alias(_))) {
         return None;
     }
-    let mut decoded = 0f64;
+    let mut pushed = 0usize;
     for (i, doc) in tree.docs.iter().enumerate() {
-        let mut aliased = 0f64;
-        let mut doc_decoded = 0f64;
+        let (mut decoded, mut aliased) = (0usize, 0usize);
         // (node, under an alias)
         let mut stack = vec![(doc.root, false)];
         while let Some((id, under)) = stack.pop() {
-            decoded += 1.0;
-            doc_decoded += 1.0;
-            if under {
-                aliased += 1.0;
-            }
-            let allowed = if doc_decoded <= ALIAS_LOW {
-                0.99
-            } else if doc_decoded >= ALIAS_HIGH {
-                0.10
-            } else {
-                0.99 - 0.89 * (doc_decoded - ALIAS_LOW) / (ALIAS_HIGH - ALIAS_LOW)
-            };
-            if aliased > 100.0 && doc_decoded > 1000.0 && aliased / doc_decoded > allowed {
+            decoded += 1;
+            aliased += usize::from(under);
+            // go-yaml allows 99 % through aliases up to ALIAS_LOW decoded nodes.
+            if aliased > 100 && decoded > 1000 && aliased * 100 > decoded * 99 {
                 return Some(i + 1);
             }
-            if decoded >= ALIAS_HIGH {
-                return None;
-            }
-            match &tree.nodes[id].kind {
+            let children: &[NodeId] = match &tree.nodes[id].kind {
                 Kind::Alias(_) => {
                     let target = tree.resolve(id);
                     if target != id {
                         stack.push((target, true));
+                        pushed += 1;
                     }
+                    &[]
                 }
-                Kind::Seq { items, .. } => stack.extend(items.iter().map(|&c| (c, under))),
+                Kind::Seq { items, .. } => items,
                 Kind::Map { entries, .. } => {
+                    pushed += entries.len() * 2;
+                    if pushed >= ALIAS_LOW {
+                        return None;
+                    }
                     for &(k, v) in entries {
                         stack.push((k, under));
                         stack.push((v, under));
                     }
+                    &[]
                 }
-                Kind::Scalar { .. } => {}
+                Kind::Scalar { .. } => &[],
+            };
+            pushed += children.len();
+            if pushed >= ALIAS_LOW {
+                return None;
             }
+            stack.extend(children.iter().map(|&c| (c, under)));
         }
     }
     None
