@@ -13,6 +13,7 @@
 # Times come from `kubectl wait`, which watches the Job: whole-process figures, no polling gap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 runs=${1:-5}
 cut=${2:-600}
 scripts/build-image.sh >/dev/null
@@ -26,25 +27,6 @@ k delete namespace "$ns" --wait=true >/dev/null 2>&1 || true
 k create namespace "$ns" >/dev/null
 until k -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
 
-job() { # job NAME IMAGE
-  cat <<EOF
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: $1
-spec:
-  backoffLimit: 5
-  template:
-    spec:
-      restartPolicy: Never
-      hostNetwork: true
-      containers:
-      - name: app
-        image: $2
-        imagePullPolicy: IfNotPresent
-        command: ["true"]
-EOF
-}
 inject() {
   target/release/pullcheck inject --image "$PULLCHECK_CLUSTER_REGISTRY/pullcheck:ci" \
     --job-failure-policy -- --plain-http "$PULLCHECK_CLUSTER_REGISTRY" 2>/dev/null
@@ -65,15 +47,15 @@ seconds() {
 missing=$PULLCHECK_CLUSTER_REGISTRY/tools:no-such-tag
 good=$PULLCHECK_CLUSTER_REGISTRY/tools:1
 echo "== the seed case (missing tag), cut at $cut s without pullcheck"
-with=$(seconds seed-with Failed 300 "$(job seed-with "$missing" | inject)")
-without=$(seconds seed-without Failed "$cut" "$(job seed-without "$missing")")
+with=$(seconds seed-with Failed 300 "$(cluster_job seed-with "$missing" | inject)")
+without=$(seconds seed-without Failed "$cut" "$(cluster_job seed-without "$missing")")
 printf '| %-18s | %s |\n' "with pullcheck" "${with:-> 300} s to Failed" "without" "${without:-> $cut} s to Failed"
 
 echo "== a good Job, create to Complete, $runs runs each, in turn"
 w=() o=() r=()
 for i in $(seq "$runs"); do
-  a=$(seconds "good-with-$i" Complete 300 "$(job "good-with-$i" "$good" | inject)")
-  b=$(seconds "good-without-$i" Complete 300 "$(job "good-without-$i" "$good")")
+  a=$(seconds "good-with-$i" Complete 300 "$(cluster_job "good-with-$i" "$good" | inject)")
+  b=$(seconds "good-without-$i" Complete 300 "$(cluster_job "good-without-$i" "$good")")
   w+=("$a") o+=("$b") r+=("$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", a / b}')")
 done
 stats() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {printf "median %.2f (min %.2f, max %.2f)", (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2), v[1], v[NR]}'; }

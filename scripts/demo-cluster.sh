@@ -9,6 +9,7 @@
 #        tests/cluster/cluster.sh down stops it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 seconds=${1:-90}
 scripts/build-image.sh >/dev/null
 cargo build --quiet --bin pullcheck
@@ -25,27 +26,8 @@ kubectl delete namespace "$ns" --wait=true >/dev/null 2>&1 || true
 run kubectl create namespace "$ns"
 until kubectl -n "$ns" get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
 
-job() {
-  cat <<EOF
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: $1
-spec:
-  backoffLimit: 5
-  template:
-    spec:
-      restartPolicy: Never
-      hostNetwork: true
-      containers:
-      - name: train
-        image: $PULLCHECK_CLUSTER_REGISTRY/tools:no-such-tag
-        imagePullPolicy: IfNotPresent
-        command: ["true"]
-EOF
-}
-job train-with-pullcheck >"target/cluster/demo-with.yaml"
-job train-without >"target/cluster/demo-without.yaml"
+cluster_job train-with-pullcheck "$PULLCHECK_CLUSTER_REGISTRY/tools:no-such-tag" >"target/cluster/demo-with.yaml"
+cluster_job train-without "$PULLCHECK_CLUSTER_REGISTRY/tools:no-such-tag" >"target/cluster/demo-without.yaml"
 echo "== the Job (target/cluster/demo-without.yaml), and the same put through pullcheck inject:"
 cat target/cluster/demo-without.yaml
 printf '$ %s\n' "target/debug/pullcheck inject --image $PULLCHECK_CLUSTER_REGISTRY/pullcheck:ci --job-failure-policy -f target/cluster/demo-with.yaml -- --plain-http $PULLCHECK_CLUSTER_REGISTRY | kubectl apply -n $ns -f -"

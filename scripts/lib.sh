@@ -21,12 +21,10 @@ free_port() {
     echo $((20000 + RANDOM % 20000))
 }
 
-# start_registry DIR [EXTRA_YAML]: plain-HTTP registry with storage under DIR. Sets
-# REGISTRY_HOST, REGISTRY_PID, REGISTRY_LOG.
-start_registry() {
-  local dir=$1 extra=${2:-}
-  local port
-  port=$(free_port)
+# registry_config DIR ADDR [EXTRA_YAML]: writes DIR/config.yml for a plain-HTTP registry on ADDR
+# with storage under DIR/storage and an access log.
+registry_config() {
+  local dir=$1 addr=$2 extra=${3:-}
   mkdir -p "$dir/storage"
   cat >"$dir/config.yml" <<EOF
 version: 0.1
@@ -40,13 +38,22 @@ storage:
   delete:
     enabled: true
 http:
-  addr: 127.0.0.1:$port
+  addr: $addr
   secret: pullcheck-demo
 health:
   storagedriver:
     enabled: false
 $extra
 EOF
+}
+
+# start_registry DIR [EXTRA_YAML]: plain-HTTP registry with storage under DIR. Sets
+# REGISTRY_HOST, REGISTRY_PID, REGISTRY_LOG.
+start_registry() {
+  local dir=$1 extra=${2:-}
+  local port
+  port=$(free_port)
+  registry_config "$dir" "127.0.0.1:$port" "$extra"
   REGISTRY_LOG=$dir/registry.log
   docker-registry serve "$dir/config.yml" >"$REGISTRY_LOG" 2>&1 &
   REGISTRY_PID=$!
@@ -58,6 +65,29 @@ EOF
   echo "the registry did not start; its log:" >&2
   cat "$REGISTRY_LOG" >&2
   exit 1
+}
+
+# cluster_job NAME IMAGE: a batch/v1 Job of one container (`command: ["true"]`, IfNotPresent,
+# restartPolicy Never, backoffLimit 5) on the host's network, for the cluster of tests/cluster/
+# (the seed case of scripts/demo-cluster.sh and bench/cluster.sh).
+cluster_job() {
+  cat <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+spec:
+  backoffLimit: 5
+  template:
+    spec:
+      restartPolicy: Never
+      hostNetwork: true
+      containers:
+      - name: app
+        image: $2
+        imagePullPolicy: IfNotPresent
+        command: ["true"]
+EOF
 }
 
 stop_registry() {

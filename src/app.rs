@@ -5,12 +5,17 @@ use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
 use crate::config::Config;
 use crate::inject::{InjectOptions, inject};
-use crate::report::{
-    ExitCode, Report, TERMINATION_MESSAGE_MAX, escape, render_text, termination_message,
-};
+use crate::report::{ExitCode, Report, escape, render_text, termination_message};
 use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
+
+/// One line to stderr, with every secret of the run redacted ([`crate::redact`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", crate::redact::redact(&format!($($arg)*)))
+    };
+}
 
 /// Runs pullcheck with these arguments (the first is the program name).
 pub fn run<I, T>(args: I) -> ExitCode
@@ -45,7 +50,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     let input = match read_manifests(&args.file) {
         Ok(text) => text,
         Err(e) => {
-            eprintln!("pullcheck: error: {}: {}", escape(&source), escape(&e));
+            say!("pullcheck: error: {}: {}", escape(&source), escape(&e));
             return ExitCode::Usage;
         }
     };
@@ -61,7 +66,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
                 let name = path.display().to_string();
                 let name = escape(&name);
                 for e in &errors {
-                    eprintln!(
+                    say!(
                         "pullcheck: error: --credential-provider-config {name}: {}",
                         escape(e)
                     );
@@ -76,6 +81,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         check_args: args.check_args,
         ca_configmap: args.ca_configmap,
         job_failure_policy: args.job_failure_policy,
+        ignore_unreachable_without_deadline: args.ignore_unreachable_without_deadline,
         node_images: args.node_images,
         provider_tokens,
         // An empty value (an environment variable set to nothing) turns a choice off.
@@ -88,13 +94,16 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     match inject(&input, &source, &options) {
         Ok(done) => {
             for w in &done.warnings {
-                eprintln!("pullcheck: warning: {}", escape(w));
+                say!("pullcheck: warning: {}", escape(w));
+            }
+            for n in &done.notes {
+                eprintln!("pullcheck: note: {}", escape(n));
             }
             let _ = std::io::stdout().lock().write_all(done.output.as_bytes());
             ExitCode::Ok
         }
         Err(e) => {
-            eprintln!("pullcheck: error: {}", escape(&e.to_string()));
+            say!("pullcheck: error: {}", escape(&e.to_string()));
             ExitCode::Usage
         }
     }
@@ -127,7 +136,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("pullcheck: error: cannot start the async runtime: {e}");
+            say!("pullcheck: error: cannot start the async runtime: {e}");
             return ExitCode::Usage;
         }
     };
@@ -143,14 +152,14 @@ fn run_check(args: CheckArgs) -> ExitCode {
         Ok(c) => c,
         Err(errors) => {
             for e in &errors.0 {
-                eprintln!("pullcheck: error: {}", escape(&e.to_string()));
+                say!("pullcheck: error: {}", escape(&e.to_string()));
             }
-            eprintln!("pullcheck: nothing was checked (exit 2); see `pullcheck check --help`");
+            say!("pullcheck: nothing was checked (exit 2); see `pullcheck check --help`");
             return ExitCode::Usage;
         }
     };
     for w in &config.warnings {
-        eprintln!("pullcheck: warning: {}", escape(w));
+        say!("pullcheck: warning: {}", escape(w));
     }
     let report = runtime.block_on(check_until(
         &config.images,
@@ -162,7 +171,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
     // this returns.
     runtime.shutdown_background();
     for w in &report.warnings {
-        eprintln!("pullcheck: warning: {}", escape(w));
+        say!("pullcheck: warning: {}", escape(w));
     }
     write_outputs(&config, &report);
     report.exit_code
@@ -208,11 +217,22 @@ fn write_outputs(config: &Config, report: &Report) {
         OutputFormat::Text => render_text(report, config.quiet),
     };
     // One write of the whole report; a closed stdout (a pipe to `head`) is not an error.
+    let out = crate::redact::redact(&out);
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     if let Some(path) = &config.termination_log {
-        let message = termination_message(report, TERMINATION_MESSAGE_MAX);
+        let limit = config.termination_max;
+        let message = termination_message(report, limit);
+        // `<redacted>` can be longer than a short secret: cut again to the same limit.
+        let mut message = crate::redact::redact(&message).into_owned();
+        if message.len() > limit {
+            let mut end = limit;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+        }
         if let Err(e) = std::fs::write(path, message.as_bytes()) {
-            eprintln!(
+            say!(
                 "pullcheck: warning: cannot write the termination message to {}: {e}",
                 escape(&path.display().to_string())
             );

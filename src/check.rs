@@ -4,7 +4,7 @@
 //! pod's containers are known ([`Options::containers`]), an image that was found is then checked
 //! for whether its containers will start ([`crate::start`]), inside the same deadline.
 
-use crate::credentials::{Lookup, NodeCredentials};
+use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
 use crate::keyring::{Credential, Keyring};
 use crate::node::{self, NodeLookup, NodeOptions};
 use crate::progress::Events;
@@ -14,7 +14,7 @@ use crate::registry::{
     self, AuthUsed, Client, ClientOptions, ConfigRead, Fact, Outcome, PlatformSeen, Progress,
     Verdict,
 };
-use crate::report::{ContainerStart, ImageResult, Report, Status};
+use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Report, Status};
 use crate::route::{Endpoint, Route, Router};
 use crate::start::{ContainerFacts, NotRead, StartCheck};
 use std::collections::{HashMap, HashSet};
@@ -353,11 +353,12 @@ pub async fn check_until(
         // without verification.
         result.plain_http = result.endpoint.is_none()
             && !result.registry.is_empty()
-            && options
+            && (options
                 .client
                 .plain_http
                 .iter()
-                .any(|h| h.eq_ignore_ascii_case(&result.registry));
+                .any(|h| h.eq_ignore_ascii_case(&result.registry))
+                || client.fell_back_to_plain_http(&result.registry));
     }
     let mut report = Report::new(results);
     report.stopped = stopped;
@@ -493,6 +494,29 @@ impl Job {
                 .map(|c| c.evaluate(Err(&why)))
                 .collect();
         }
+        // A certain prediction counts: `runAsNonRoot` with `runAsUser: 0` needs no image, and
+        // the kubelet refuses that container whatever the pull does. A pull verdict that does
+        // not count (--allow-unauthenticated, --on-unreachable warn, …) must not hide it.
+        if !result.is_ok() && !result.fatal() {
+            if let Some((reason, message, hint)) =
+                registry::wont_start(&self.reference, &result.containers)
+            {
+                let cause = match result.counted {
+                    Counted::No(why) => why.because(),
+                    Counted::Yes => "",
+                };
+                let pull = format!(
+                    "; its pull was not verified ({} {}, not counted: {cause})",
+                    result.status.as_str(),
+                    result.reason
+                );
+                result.status = Status::WontStart;
+                result.reason = reason;
+                result.message = message + &pull;
+                result.hint = hint;
+                result.counted = Counted::Yes;
+            }
+        }
         result
     }
 
@@ -502,24 +526,30 @@ impl Job {
         &self,
         outcome: &Outcome,
         endpoint: Option<&Endpoint>,
-    ) -> Vec<ContainerStart> {
+        node_credentials: &[Credential],
+    ) -> (Vec<ContainerStart>, Option<String>) {
         if self.start_check == StartCheck::Off {
-            return self
+            let off = self
                 .containers
                 .iter()
                 .map(|c| c.evaluate(Err(&NotRead::Off)))
                 .collect();
+            return (off, None);
         }
+        let mut artifact = None;
         let needed = self
             .containers
             .iter()
             .any(|c| c.needs_image_config() && c.refusal_without_image().is_none());
         let read = if needed {
+            // The credential the pull found it with: a pull secret's, or a node-side one (a
+            // cloud identity, a plugin's answer), as the runtime would read the config with it.
             let credential = match &outcome.auth {
                 AuthUsed::Anonymous => None,
                 AuthUsed::Credential { username, source } => self
                     .credentials
                     .iter()
+                    .chain(node_credentials)
                     .find(|c| c.source == *source && c.username == *username),
             };
             let progress = Progress::default();
@@ -534,6 +564,10 @@ impl Job {
                 Ok(ConfigRead::Read(config)) => Ok(config),
                 Ok(ConfigRead::NotLinux(os)) => Err(NotRead::NotLinux(os)),
                 Ok(ConfigRead::Failed(why)) => Err(NotRead::Failed(why)),
+                Ok(ConfigRead::NotAnImage(what)) => {
+                    artifact = Some(what.clone());
+                    Err(NotRead::Failed(format!("not an image: {what}")))
+                }
                 Err(_) => Err(NotRead::Failed(format!(
                     "the deadline passed waiting for {}",
                     progress.get()
@@ -543,10 +577,12 @@ impl Job {
             // No container needs it: never read.
             Err(NotRead::Failed("not needed".to_string()))
         };
-        self.containers
+        let containers = self
+            .containers
             .iter()
             .map(|c| c.evaluate(read.as_ref()))
-            .collect()
+            .collect();
+        (containers, artifact)
     }
 
     /// Probes the image until it has a verdict, then predicts whether its containers start.
@@ -620,8 +656,27 @@ impl Job {
                 }
                 let mut containers = Vec::new();
                 if verdict.status == Status::Ok && !self.containers.is_empty() {
-                    containers = self.predict_start(&outcome, asked.as_ref()).await;
+                    let artifact;
+                    (containers, artifact) = self
+                        .predict_start(&outcome, asked.as_ref(), &node.credentials)
+                        .await;
                     verdict = registry::classify_start(&self.reference, verdict, &containers);
+                    // The config read found an artifact, not an image: the pull would fail.
+                    if let Some(what) = artifact {
+                        let url = "read for the start check".to_string();
+                        let not_image = registry::classify(
+                            &self.reference,
+                            &Outcome {
+                                fact: Fact::NotAnImage { url, what },
+                                auth: outcome.auth.clone(),
+                                tried: outcome.tried.clone(),
+                            },
+                        );
+                        verdict = Verdict {
+                            digest: verdict.digest,
+                            ..not_image
+                        };
+                    }
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
                 result.containers = containers;
@@ -688,11 +743,13 @@ impl Job {
             // Only the pod's cloud identity (or a plugin run in the pod) was refused: the
             // node pulls with its own identity, which may differ.
             let names: Vec<&str> = node.credentials.iter().map(|c| c.source.as_str()).collect();
-            result.fatal = false;
-            result.message.push_str(&format!(
-                "; not counted: only the node-side credentials ({}) were tried, and the node's own identity may have access",
-                names.join(", ")
-            ));
+            result.not_counted(
+                NotCounted::NodeCredentialsRefused,
+                &format!(
+                    "only the node-side credentials ({}) were tried, and the node's own identity may have access",
+                    names.join(", ")
+                ),
+            );
             result.hint = "Give the pod's identity read access to the repository (ECR: ecr:GetAuthorizationToken and ecr:BatchGetImage; Artifact Registry Reader; AcrPull), or mount a pull secret.".to_string();
             return;
         }
@@ -710,14 +767,66 @@ impl Job {
             );
             result.hint = "Check the plugin and its configuration (--image-credential-provider-config, --image-credential-provider-bin-dir); its output is not shown, as it may hold secrets.".to_string();
         }
+        // No credential at all could be had for an image a node-side source serves: the
+        // kubelet asks the same source with the node's identity, which the pod may lack
+        // (IMDS hop limit 1, no IRSA, no Workload Identity). Not a failure unless the user
+        // says every pod has an identity (`--cloud-credentials required`).
+        let served_but_empty = result.status == Status::Unauthorized
+            && secrets == 0
+            && node.credentials.is_empty()
+            && !node.unavailable.is_empty();
+        if served_but_empty {
+            result.providers_tried = node.unavailable.clone();
+        }
+        if served_but_empty && !self.allow_unauthenticated && !self.node.is_required() {
+            let tried: Vec<String> = node
+                .unavailable
+                .iter()
+                .map(|p| p.provider.clone())
+                .collect();
+            let plugin = node
+                .unavailable
+                .iter()
+                .any(|p| p.kind == ProviderKind::Plugin);
+            let (cause, words) = if plugin {
+                (
+                    NotCounted::CredentialProviderUnavailable,
+                    format!(
+                        "no credential could be had in the pod ({} tried; no pull secret matched), and the kubelet runs the same plugin with the node's identity (--cloud-credentials required makes this a failure)",
+                        tried.join(", ")
+                    ),
+                )
+            } else {
+                (
+                    NotCounted::CloudIdentityUnavailable,
+                    format!(
+                        "no credential could be had from the pod's cloud identity ({} tried; no pull secret matched), and the kubelet pulls with the node's own credential provider (--cloud-credentials required makes this a failure)",
+                        tried.join(", ")
+                    ),
+                )
+            };
+            result.not_counted(cause, &words);
+            result.hint = if plugin {
+                format!(
+                    "Not verified: the node's kubelet runs the plugin for {} with the node's identity. To check it here, give the pod what the plugin needs (its service-account token, a cloud identity) or mount a pull secret; pass --cloud-credentials required where every pod has it.",
+                    self.reference.registry
+                )
+            } else {
+                format!(
+                    "Not verified: the node pulls {} images with its own identity. To check them here, give the pod an identity with pull access (EKS: IRSA or Pod Identity with ecr:GetAuthorizationToken and ecr:BatchGetImage; GKE: Workload Identity with Artifact Registry Reader; AKS: workload identity with AcrPull) or mount a pull secret; pass --cloud-credentials required where every pod has one.",
+                    self.reference.registry
+                )
+            };
+            return;
+        }
         if result.status == Status::Unauthorized
             && secrets == 0
             && node.credentials.is_empty()
             && self.allow_unauthenticated
         {
-            result.fatal = false;
-            result.message.push_str(
-                "; not counted: --allow-unauthenticated (the node may pull with credentials of its own)",
+            result.not_counted(
+                NotCounted::AllowUnauthenticated,
+                "--allow-unauthenticated (the node may pull with credentials of its own)",
             );
             // The usual hint recommends the flag that is already given.
             result.hint = format!(
@@ -746,13 +855,14 @@ impl Job {
 
     /// `--on-unreachable warn`: an unreachable image is reported, not counted.
     fn maybe_warn(&self, result: &mut ImageResult) {
-        if result.status == Status::Unreachable
-            && result.fatal
+        // The pod's network (or its DNS, or its CAs) may not be the node's: both kinds of
+        // "cannot reach from here" are what the flag is for.
+        if matches!(result.status, Status::Unreachable | Status::Unverifiable)
             && self.on_unreachable == OnUnreachable::Warn
         {
-            result.fatal = false;
-            result.message.push_str(
-                "; not counted: --on-unreachable warn (the node may reach registries that this pod cannot)",
+            result.not_counted(
+                NotCounted::OnUnreachableWarn,
+                "--on-unreachable warn (the node may reach registries that this pod cannot)",
             );
         }
     }
@@ -770,8 +880,8 @@ impl Job {
     /// the verdict is `unreachable` if any endpoint could not be reached, else a refusal if
     /// any refused, else `not_found`, and its message names every endpoint and its answer.
     ///
-    /// Credentials go only to endpoints that may have them ([`Endpoint::credentials`]); a
-    /// mirror elsewhere is asked anonymously.
+    /// Credentials go only to endpoints that may have them ([`Endpoint::credentials`]): every
+    /// host of a hosts.toml, but a registries.conf mirror elsewhere is asked anonymously.
     async fn walk(
         &self,
         route: &Result<Route, String>,
@@ -863,7 +973,7 @@ impl Job {
                 && !credentials.is_empty()
             {
                 verdict.message.push_str(&format!(
-                    " (asked anonymously: the pod's credentials for {} are not sent to a mirror on another host)",
+                    " (asked anonymously: the pod's credentials for {} are not sent to a registries.conf mirror on another host, as containers/image resets them)",
                     self.reference.registry
                 ));
             }
@@ -877,9 +987,9 @@ impl Job {
             .iter()
             .position(|(_, _, _, v)| matches!(v.status, Status::Ok | Status::WrongPlatform))
             .or_else(|| {
-                answers
-                    .iter()
-                    .position(|(_, _, _, v)| v.status == Status::Unreachable)
+                answers.iter().position(|(_, _, _, v)| {
+                    matches!(v.status, Status::Unreachable | Status::Unverifiable)
+                })
             })
             .or_else(|| {
                 answers.iter().position(|(_, _, _, v)| {
@@ -948,10 +1058,14 @@ impl Job {
     }
 
     /// The pod's credentials were chosen for the image's own registry: they go to an endpoint
-    /// only when the route allows it and the endpoint is that registry's host (a short name's
-    /// search registry is another host, and is asked anonymously).
+    /// only when the route allows it ([`Endpoint::credentials`]), and then to that registry's
+    /// host, or to a mirror that stands in for it (containerd's hosts.toml, whose CRI plugin
+    /// offers them to every host); a short name's search registry is another host, and is
+    /// asked anonymously.
     fn may_send_credentials(&self, endpoint: &Endpoint) -> bool {
-        endpoint.credentials && crate::route::is_upstream(&endpoint.host, &self.reference.registry)
+        endpoint.credentials
+            && (endpoint.mirror_of.is_some()
+                || crate::route::is_upstream(&endpoint.host, &self.reference.registry))
     }
 
     async fn probe_endpoint(
@@ -1003,11 +1117,13 @@ impl Job {
             },
             available_platforms: v.available_platforms,
             suggestions: v.suggestions,
+            existing_tags: v.some_tags,
             containers: Vec::new(),
+            providers_tried: Vec::new(),
             message: v.message,
             hint: v.hint,
             auth: auth.describe(),
-            fatal: true,
+            counted: Counted::Yes,
             attempts,
             elapsed_ms: start.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
             pull_policy: PullPolicy::Always,
@@ -1041,11 +1157,13 @@ fn plain_result(image: &str, status: Status, reason: &'static str, message: Stri
         platform_note: None,
         available_platforms: Vec::new(),
         suggestions: Vec::new(),
+        existing_tags: Vec::new(),
         containers: Vec::new(),
+        providers_tried: Vec::new(),
         message,
         hint: String::new(),
         auth: AuthUsed::Anonymous.describe(),
-        fatal: true,
+        counted: Counted::Yes,
         attempts: 0,
         elapsed_ms: 0,
         pull_policy: PullPolicy::Always,

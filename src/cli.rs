@@ -73,10 +73,23 @@ pub struct InjectArgs {
     pub ca_configmap: Option<String>,
 
     /// Also add to each batch/v1 Job (and CronJob job template) the podFailurePolicy rules
-    /// for pullcheck's exit codes (FailJob on 3, 4, 5, 7; Ignore on 6), unless it has rules
-    /// for container `pullcheck` already, and restartPolicy: Never where none is set.
+    /// for pullcheck's exit codes (FailJob on 3, 4, 5, 7; on 6, Count against backoffLimit,
+    /// or Ignore when the Job has activeDeadlineSeconds), unless it has rules for container
+    /// `pullcheck` already, and restartPolicy: Never where none is set. Says on stderr which
+    /// rule was written and why.
     #[arg(long, env = "PULLCHECK_INJECT_JOB_FAILURE_POLICY", value_parser = FalseyValueParser::new())]
     pub job_failure_policy: bool,
+
+    /// With --job-failure-policy: write Ignore on exit 6 even for a Job without
+    /// activeDeadlineSeconds. Such a Job recreates a pod every --timeout for as long as the
+    /// registry stays unreachable, without end: only for Jobs something else bounds.
+    #[arg(
+        long,
+        env = "PULLCHECK_INJECT_IGNORE_UNREACHABLE_WITHOUT_DEADLINE",
+        value_parser = FalseyValueParser::new(),
+        requires = "job_failure_policy"
+    )]
+    pub ignore_unreachable_without_deadline: bool,
 
     /// Look up `IfNotPresent` images on the node first: split the images into
     /// `PULLCHECK_IMAGES` (`Always`) and `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's
@@ -272,7 +285,11 @@ pub struct CheckArgs {
 
     /// `auto`: for ECR, Artifact Registry / GCR and ACR images, also try a registry credential
     /// from the pod's cloud identity (IRSA, EKS Pod Identity, IMDS; GKE metadata server; Azure
-    /// workload identity or IMDS), after the pull secrets; `off`: never.
+    /// workload identity or IMDS), after the pull secrets; when no credential at all can be
+    /// had for such an image (or one a credential-provider plugin matches), `unauthorized` is
+    /// a warning, since the kubelet pulls with the node's identity. `required`: the same, but
+    /// that `unauthorized` fails, for clusters where every pod has an identity. `off`: never
+    /// ask.
     #[arg(
         long,
         value_enum,
@@ -350,8 +367,9 @@ pub struct CheckArgs {
     #[arg(long, value_name = "PATH", env = "PULLCHECK_REGISTRIES_CONF")]
     pub registries_conf: Option<PathBuf>,
 
-    /// What an image that stays `unreachable` means: `fail` (exit 6), or `warn` for pods whose
-    /// network cannot reach registries that their nodes can (reported, not counted).
+    /// What an image that stays `unreachable` (exit 6), or is `unverifiable` from the pod
+    /// (exit 8), means: `fail`, or `warn` for pods whose network, DNS or CAs are not their
+    /// nodes' (reported, not counted).
     #[arg(
         long,
         value_enum,
@@ -399,6 +417,17 @@ pub struct CheckArgs {
         value_parser = clap::builder::OsStringValueParser::new()
     )]
     pub containers: Option<std::ffi::OsString>,
+
+    /// How many containers the pod has (init, sidecar and app, pullcheck's own included),
+    /// so that the termination message fits the kubelet's share of 12 KiB per container
+    /// (`pullcheck inject` writes it). Unset: one more than --containers lists, or 1.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "PULLCHECK_POD_CONTAINERS",
+        value_parser = clap::value_parser!(u32).range(1..=100_000)
+    )]
+    pub pod_containers: Option<u32>,
 
     /// `auto`: predict containers that will not start (runAsNonRoot against the image's user,
     /// no command), reading an image's config (a manifest and a blob GET) only when a

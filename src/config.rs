@@ -39,6 +39,9 @@ pub struct Config {
     pub output: OutputFormat,
     /// Where the termination message goes, if anywhere.
     pub termination_log: Option<PathBuf>,
+    /// The most bytes the termination message may hold: the kubelet's share for the pod's
+    /// containers ([`crate::report::termination_limit`]).
+    pub termination_max: usize,
     /// Print problems only.
     pub quiet: bool,
     /// Notes for stderr that do not stop the run (a credential helper that failed).
@@ -150,7 +153,7 @@ impl Config {
                         }
                         // Each image with its pull policy, as `inject --node-images` passes
                         // them; each container (not an image volume) with its facts.
-                        for c in found.pod_specs.iter().flat_map(|p| &p.containers) {
+                        for c in found.pod_specs.iter().flat_map(|p| p.checked()) {
                             let written = c.image_pull_policy.as_deref();
                             match PullPolicy::resolve(&c.image, written) {
                                 PullPolicy::Never => continue,
@@ -169,11 +172,15 @@ impl Config {
             }
         }
         let from_pod_spec = containers.len();
+        let mut listed_containers = None;
         if let Some(json) = &args.containers {
             use std::os::unix::ffi::OsStrExt;
             match std::str::from_utf8(json.as_bytes()) {
                 Ok(text) => match ContainerFacts::parse_list(text) {
-                    Ok(list) => containers.extend(list),
+                    Ok(list) => {
+                        listed_containers = Some(list.len());
+                        containers.extend(list);
+                    }
                     Err(e) => errors.push(format!("--containers / PULLCHECK_CONTAINERS: {e}")),
                 },
                 Err(e) => errors.push(format!(
@@ -329,7 +336,7 @@ impl Config {
             ),
         );
 
-        let node_credentials = node_credentials(&args, &ca_certs, &mut errors);
+        let node_credentials = node_credentials(&args, &ca_certs, &references, &mut errors);
         let mut resolve = Vec::new();
         for entry in args
             .test_resolve
@@ -388,7 +395,9 @@ impl Config {
             service_account_dir: args.service_account_dir.clone(),
             api_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
             api_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
-        };
+            wanted: None,
+        }
+        .for_images(&references);
         // The node's registry configuration, read before any request so that a file the
         // runtime could not use either stops the run here (exit 2), naming it.
         let mut router = Router {
@@ -445,6 +454,13 @@ impl Config {
             }
         };
 
+        // The pod's containers: as given, else those PULLCHECK_CONTAINERS lists and pullcheck.
+        let pod_containers = args
+            .pod_containers
+            .map(|n| n as usize)
+            .or(listed_containers.map(|n| n.saturating_add(1)));
+        let termination_max = crate::report::termination_limit(pod_containers);
+
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
@@ -474,6 +490,7 @@ impl Config {
             output: args.output,
             warnings,
             termination_log,
+            termination_max,
             quiet: args.quiet,
         })
     }
@@ -510,14 +527,18 @@ fn add_creds(
 
 /// The node's credential sources: the built-in cloud providers (`--cloud-credentials`) and
 /// the kubelet's exec plugins (`--image-credential-provider-config` and `-bin-dir`).
+/// The node's credential sources; a plugin's answer keeps only the entries of `references`.
 fn node_credentials(
     args: &CheckArgs,
     ca_certs: &[CertificateDer<'static>],
+    references: &[Reference],
     errors: &mut Vec<String>,
 ) -> NodeCredentials {
     let cloud = match args.cloud_credentials {
         cloud::Mode::Off => None,
-        cloud::Mode::Auto => Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs)),
+        cloud::Mode::Auto | cloud::Mode::Required => {
+            Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs))
+        }
     };
     let plugins = match (
         &args.image_credential_provider_config,
@@ -540,6 +561,7 @@ fn node_credentials(
             };
             let built = parsed.and_then(|c| {
                 plugin::Plugins::new(c, dir.clone(), args.credential_provider_token_dir.clone())
+                    .map(|p| p.for_images(references))
             });
             match built {
                 Ok(p) => Some(p),
@@ -553,7 +575,7 @@ fn node_credentials(
             }
         }
     };
-    NodeCredentials::new(cloud, plugins)
+    NodeCredentials::new(cloud, plugins).required(args.cloud_credentials == cloud::Mode::Required)
 }
 
 /// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.

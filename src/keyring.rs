@@ -82,7 +82,9 @@ pub struct Secret(String);
 impl Secret {
     /// Wraps a secret.
     pub fn new(s: impl Into<String>) -> Secret {
-        Secret(s.into())
+        let s = s.into();
+        crate::redact::register(&s);
+        Secret(s)
     }
 
     /// The secret itself, for the one place that sends it.
@@ -238,7 +240,7 @@ impl Entry {
         let label = labels.get(self.label as usize).map_or("", String::as_str);
         Credential {
             username: self.part(4).to_string(),
-            password: Secret(self.part(5).to_string()),
+            password: Secret::new(self.part(5)),
             source: format!("{label}, {}", self.part(3)),
         }
     }
@@ -278,6 +280,9 @@ pub struct Keyring {
     /// Every place credentials were looked for, with the keys it held, in priority order: what
     /// a user needs to see when no credential matches (see [`Keyring::sources`]).
     sources: Vec<SourceRecord>,
+    /// The label of `--creds` ([`Keyring::add_first`]): its credential is tried before every
+    /// other matching one, whatever the keys (the README's promise), not in key order.
+    first: Option<u32>,
 }
 
 /// One place credentials were read from, as shown to a person and in JSON
@@ -703,6 +708,7 @@ impl Keyring {
         let key = pattern.key();
         self.index.take();
         let number = self.label(label);
+        self.first = Some(number);
         let shown = format!("key {}", shown_key(&key));
         self.entries.insert(
             0,
@@ -965,6 +971,10 @@ impl Keyring {
             if let Some(hub) = index.hub {
                 out.extend(index.entries_of(hub).iter().filter_map(entry));
             }
+        }
+        // `--creds` first, then the kubelet's order (a stable sort keeps it for the rest).
+        if let Some(first) = self.first {
+            out.sort_by_key(|e| e.label != first);
         }
         out
     }
@@ -1888,5 +1898,23 @@ mod tests {
             .collect();
         assert_eq!(found, ["c", "a"]);
         assert_eq!(k.sources([("r.io", "x")])[0].source, "--creds");
+    }
+
+    #[test]
+    fn creds_come_first_even_before_a_more_specific_key() {
+        // A pull secret's path-scoped key sorts before `r.io` in the kubelet's order; the
+        // README promises --creds before every other source.
+        let mut k = keyring(&format!(
+            r#"{{"auths": {{"r.io/team": {{"auth": "{}"}}, "r.io": {{"auth": "{}"}}}}}}"#,
+            b64("scoped:b"),
+            b64("plain:b")
+        ));
+        k.add_first("r.io", "cli", Secret::new("d"), "--creds");
+        let found: Vec<_> = k
+            .lookup("r.io", "team/app")
+            .iter()
+            .map(|c| c.username.clone())
+            .collect();
+        assert_eq!(found, ["cli", "scoped", "plain"]);
     }
 }

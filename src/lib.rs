@@ -45,7 +45,8 @@
 //! - [`check`](mod@check): concurrency, retries with back-off, the deadline, and the walk over
 //!   a route's endpoints; [`progress`]: what it is doing while it runs (verdicts, retries,
 //!   `--verbose` requests).
-//! - [`report`]: results, exit codes, text, JSON and the termination message.
+//! - [`report`]: results, exit codes, text, JSON and the termination message; [`redact`]:
+//!   every secret of the run replaced by `<redacted>` in all of them, by value.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
 
 pub mod app;
@@ -61,6 +62,7 @@ pub mod node;
 pub mod platform;
 pub mod progress;
 pub mod pull_policy;
+pub mod redact;
 pub mod reference;
 pub mod registry;
 pub mod report;
@@ -69,4 +71,4 @@ pub mod start;
 pub mod suggest;
 
 pub use check::{Options, check, check_until};
-pub use report::{ExitCode, ImageResult, Report, Status};
+pub use report::{Counted, ExitCode, ImageResult, NotCounted, Report, Status};

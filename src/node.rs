@@ -6,7 +6,8 @@
 //! The request is `GET /api/v1/nodes/NAME` to `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`
 //! with the pod's service-account token (read afresh each run: the kubelet rotates it) and the
 //! cluster CA from the service-account directory, trusting that CA alone. The answer is read up
-//! to [`MAX_NODE_BYTES`] and only the image names are kept. Whatever goes wrong (no token, 401,
+//! to [`MAX_NODE_BYTES`], then in one pass on a blocking thread that keeps only the names of
+//! the run's images ([`Wanted`]): a Node of a million names costs a scan of each. Whatever goes wrong (no token, 401,
 //! 403, no API server) is a [`NodeError`]: the run then says so once and asks the registries as
 //! it would without a node.
 
@@ -14,11 +15,10 @@ use crate::input::{LimitedReadError, read_limited_file};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::error_chain;
-use crate::report::{ImageResult, Status};
+use crate::report::{Counted, ImageResult, NotCounted, Status};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
-use serde::Deserialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,6 +53,17 @@ pub struct NodeOptions {
     pub api_host: Option<String>,
     /// `KUBERNETES_SERVICE_PORT`.
     pub api_port: Option<String>,
+    /// Of the node's names, only those that can be one of the run's images are kept
+    /// ([`Wanted`], [`NodeOptions::for_images`]). `None`: every name.
+    pub wanted: Option<Wanted>,
+}
+
+impl NodeOptions {
+    /// Keeps, of the node's names, only those that can be one of `images` (the run's).
+    pub fn for_images<'a>(mut self, images: impl IntoIterator<Item = &'a Reference>) -> Self {
+        self.wanted = Some(Wanted::of(images));
+        self
+    }
 }
 
 impl Default for NodeOptions {
@@ -63,6 +74,7 @@ impl Default for NodeOptions {
             service_account_dir: PathBuf::from(SERVICE_ACCOUNT_DIR),
             api_host: None,
             api_port: None,
+            wanted: None,
         }
     }
 }
@@ -160,54 +172,250 @@ pub struct NodeImages {
     max_images: Option<usize>,
 }
 
-/// The part of a Node object that is read; serde skips the rest without keeping it.
-#[derive(Deserialize)]
-struct Node {
+/// The names a run can use of a Node's list: the normalised forms of its images (and, for a
+/// digest, `registry/repository@digest`, as [`NodeImages::has`] asks), and the last component
+/// of each repository (`nginx` for `docker.io/library/nginx:1.27`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wanted {
+    full: HashSet<String>,
+    last: HashSet<String>,
+}
+
+impl Wanted {
+    /// What `images` can match.
+    pub fn of<'a>(images: impl IntoIterator<Item = &'a Reference>) -> Wanted {
+        let mut wanted = Wanted::default();
+        for r in images {
+            wanted.full.insert(r.to_string());
+            if let Some(digest) = &r.digest {
+                wanted
+                    .full
+                    .insert(format!("{}/{}@{digest}", r.registry, r.repository));
+            }
+            let last = r.repository.rsplit('/').next().unwrap_or(&r.repository);
+            wanted.last.insert(last.to_string());
+        }
+        wanted
+    }
+}
+
+/// Which of a Node's image names are kept: those a run can use ([`Wanted`]), or all of them
+/// (`None`). A name is parsed only when its last component is one of the run's, so a Node
+/// listing a million names costs a scan of each, not a parse and an allocation, and only the
+/// names that are one of the run's images are kept.
+struct Keep<'a>(Option<&'a Wanted>);
+
+impl Keep<'_> {
+    /// The normalised name to keep, if any.
+    fn keep(&self, name: &str) -> Option<String> {
+        let Some(wanted) = self.0 else {
+            return Reference::parse(name).ok().map(|r| r.to_string());
+        };
+        if wanted.full.contains(name) {
+            return Some(name.to_string());
+        }
+        let bare = name.split('@').next().unwrap_or(name);
+        let last = bare.rsplit('/').next().unwrap_or(bare);
+        if !wanted.last.contains(last.split(':').next().unwrap_or(last)) {
+            return None;
+        }
+        let Ok(r) = Reference::parse(name) else {
+            return None;
+        };
+        let normal = r.to_string();
+        let digest_form = r
+            .digest
+            .as_ref()
+            .map(|d| format!("{}/{}@{d}", r.registry, r.repository));
+        if wanted.full.contains(&normal) {
+            Some(normal)
+        } else {
+            digest_form.filter(|d| wanted.full.contains(d))
+        }
+    }
+}
+
+/// What the Node's answer gave: the kind, how many images it lists, the names kept.
+#[derive(Default)]
+struct Read {
     kind: Option<String>,
-    #[serde(default)]
-    status: NodeStatus,
+    listed: usize,
+    names: HashSet<String>,
 }
 
-#[derive(Deserialize, Default)]
-struct NodeStatus {
-    #[serde(default)]
-    images: Option<Vec<ContainerImage>>,
+/// A Node object read in one pass: `kind` and `status.images[].names`; serde skips the rest
+/// without keeping it, and each name is looked at in place ([`Keep`]).
+struct NodeSeed<'a>(&'a Keep<'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for NodeSeed<'_> {
+    type Value = Read;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Read, D::Error> {
+        d.deserialize_map(self)
+    }
 }
 
-#[derive(Deserialize)]
-struct ContainerImage {
-    #[serde(default)]
-    names: Option<Vec<String>>,
+impl<'de> serde::de::Visitor<'de> for NodeSeed<'_> {
+    type Value = Read;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a Node object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
+        let mut read = Read::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "kind" => read.kind = map.next_value::<Option<String>>()?,
+                "status" => map.next_value_seed(Field {
+                    keep: self.0,
+                    read: &mut read,
+                    level: Level::Status,
+                })?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(read)
+    }
+}
+
+/// Where [`Field`] is in the Node.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// `status`: a map (or null).
+    Status,
+    /// `status.images`: a list (or null).
+    Images,
+    /// One entry of `images`: a map.
+    Image,
+    /// Its `names`: a list of strings (or null).
+    Names,
+    /// One name.
+    Name,
+}
+
+/// One field of `status` and below, read into `read`.
+struct Field<'a, 'b> {
+    keep: &'a Keep<'a>,
+    read: &'b mut Read,
+    level: Level,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Field<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        match self.level {
+            Level::Status | Level::Images | Level::Names => d.deserialize_option(self),
+            Level::Image => d.deserialize_map(self),
+            Level::Name => d.deserialize_str(self),
+        }
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Field<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.level {
+            Level::Status | Level::Image => "a map",
+            Level::Images | Level::Names => "a sequence",
+            Level::Name => "a string",
+        })
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        match self.level {
+            Level::Status => d.deserialize_map(self),
+            _ => d.deserialize_seq(self),
+        }
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let (wanted, next) = match self.level {
+            Level::Status => ("images", Level::Images),
+            _ => ("names", Level::Names),
+        };
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == wanted {
+                map.next_value_seed(Field {
+                    keep: self.keep,
+                    read: &mut *self.read,
+                    level: next,
+                })?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let next = match self.level {
+            Level::Images => Level::Image,
+            _ => Level::Name,
+        };
+        loop {
+            let field = Field {
+                keep: self.keep,
+                read: &mut *self.read,
+                level: next,
+            };
+            if seq.next_element_seed(field)?.is_none() {
+                return Ok(());
+            }
+            if next == Level::Image {
+                self.read.listed += 1;
+            }
+        }
+    }
+    fn visit_str<E>(self, name: &str) -> Result<(), E> {
+        // Names that do not parse as references (none should) are skipped.
+        if let Some(kept) = self.keep.keep(name) {
+            self.read.names.insert(kept);
+        }
+        Ok(())
+    }
 }
 
 impl NodeImages {
-    /// Reads a Node object (JSON). Names that do not parse as references (none should) are
-    /// skipped.
+    /// Reads a Node object (JSON), keeping every name. Names that do not parse as references
+    /// (none should) are skipped.
     pub fn from_json(
         node: &str,
         body: &[u8],
         max_images: Option<usize>,
     ) -> Result<NodeImages, NodeError> {
+        NodeImages::read(node, body, max_images, None)
+    }
+
+    /// Reads a Node object (JSON) in one pass, keeping only the names of the images asked
+    /// about (`wanted`: their repositories' last components, see [`NodeOptions::wanted`]);
+    /// `None` keeps every name.
+    pub fn read(
+        node: &str,
+        body: &[u8],
+        max_images: Option<usize>,
+        wanted: Option<&Wanted>,
+    ) -> Result<NodeImages, NodeError> {
+        use serde::de::DeserializeSeed;
+        let keep = Keep(wanted);
+        let mut de = serde_json::Deserializer::from_slice(body);
         // serde's message may quote the answer (escaped): keep it short.
-        let parsed: Node = serde_json::from_slice(body)
-            .map_err(|e| NodeError::NotANode(e.to_string().chars().take(160).collect()))?;
+        let not_a_node =
+            |e: serde_json::Error| NodeError::NotANode(e.to_string().chars().take(160).collect());
+        let parsed = NodeSeed(&keep).deserialize(&mut de).map_err(not_a_node)?;
+        de.end().map_err(not_a_node)?;
         if let Some(kind) = parsed.kind.as_deref().filter(|k| *k != "Node") {
             return Err(NodeError::NotANode(format!(
                 "kind is {:?}",
                 kind.chars().take(40).collect::<String>()
             )));
         }
-        let images = parsed.status.images.unwrap_or_default();
-        let listed = images.len();
-        let names = images
-            .into_iter()
-            .flat_map(|i| i.names.unwrap_or_default())
-            .filter_map(|n| Reference::parse(&n).ok())
-            .map(|r| r.to_string())
-            .collect();
+        let listed = parsed.listed;
         Ok(NodeImages {
             node: node.to_string(),
-            names,
+            names: parsed.names,
             listed,
             truncated: max_images.is_some_and(|max| listed >= max),
             max_images,
@@ -278,15 +486,17 @@ impl NodeLookup {
             ),
             hint: String::new(),
             auth: "anonymous".to_string(),
-            fatal: true,
+            counted: Counted::Yes,
             attempts: 0,
             elapsed_ms: 0,
             platform_digest: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            existing_tags: Vec::new(),
             platform_checked: Some(false),
             platform_note: None,
             containers: Vec::new(),
+            providers_tried: Vec::new(),
             endpoint: None,
             mirror_of: None,
             plain_http: false,
@@ -311,12 +521,14 @@ impl NodeLookup {
         result.present_on_node = self.presence(&reference);
         let cap = images.max_images.unwrap_or(images.listed);
         match (policy, result.present_on_node, result.status) {
-            (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal => {
-                result.fatal = false;
-                result.message.push_str(&format!(
-                    "; not counted: imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
-                    images.node
-                ));
+            (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal() => {
+                result.not_counted(
+                    NotCounted::NodeListTruncated,
+                    &format!(
+                        "imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
+                        images.node
+                    ),
+                );
             }
             (PullPolicy::IfNotPresent, Some(false), Status::NotFound) => {
                 result.message.push_str(&format!(
@@ -419,7 +631,12 @@ pub async fn lookup(options: &NodeOptions) -> Result<NodeImages, NodeError> {
         }
         body.extend_from_slice(&chunk);
     }
-    NodeImages::from_json(name, &body, options.max_images)
+    // A million names are a few hundred milliseconds of work: on a blocking thread, so that
+    // the deadline and a signal (the caller's `select!`) end the wait at once.
+    let (name, max, wanted) = (name.to_string(), options.max_images, options.wanted.clone());
+    tokio::task::spawn_blocking(move || NodeImages::read(&name, &body, max, wanted.as_ref()))
+        .await
+        .unwrap_or_else(|e| Err(NodeError::NotANode(format!("reading it failed: {e}"))))
 }
 
 /// `https://HOST:PORT`, with an IPv6 address in brackets.
@@ -469,6 +686,7 @@ fn read_token(path: &Path) -> Result<String, NodeError> {
     if token.is_empty() {
         return Err(err("empty".to_string()));
     }
+    crate::redact::register(token);
     Ok(token.to_string())
 }
 
@@ -700,7 +918,7 @@ mod tests {
             let before = r.message.clone();
             lookup.annotate(&mut r, *policy);
             assert_eq!(r.pull_policy, *policy, "{name}");
-            assert_eq!((r.fatal, r.present_on_node), (*fatal, *present), "{name}");
+            assert_eq!((r.fatal(), r.present_on_node), (*fatal, *present), "{name}");
             if part.is_empty() {
                 assert_eq!(r.message, before, "{name}");
             } else {
@@ -718,6 +936,36 @@ mod tests {
             "{}",
             present.message
         );
+    }
+
+    #[test]
+    fn only_the_names_of_the_run_are_kept_and_every_image_is_counted() {
+        let d = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+        let asked = [r("app:v1.0"), r(&format!("tool:9@{d}")), r("app:v9")];
+        let wanted = Wanted::of(&asked);
+        let node = NodeImages::read("n", KIND_NODE.as_bytes(), Some(50), Some(&wanted)).unwrap();
+        assert_eq!(node.listed, 6);
+        let mut kept: Vec<&str> = node.names.iter().map(String::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(
+            kept,
+            [
+                "docker.io/library/app:v1.0",
+                &format!("docker.io/library/tool@{d}")
+            ]
+        );
+        assert!(node.has(&asked[0]) && node.has(&asked[1]) && !node.has(&asked[2]));
+        // Listed, but not asked about: not kept.
+        assert!(!node.has(&r("registry.k8s.io/pause:3.10")));
+        // Names of the wrong type are still refused.
+        let e = NodeImages::read(
+            "n",
+            br#"{"kind":"Node","status":{"images":[{"names":[1]}]}}"#,
+            None,
+            Some(&wanted),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("not a Node"), "{e}");
     }
 
     #[test]

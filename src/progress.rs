@@ -71,7 +71,7 @@ impl Events {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             // A closed stderr is no reason to stop checking.
-            let _ = writeln!(out, "pullcheck: {text}");
+            let _ = writeln!(out, "pullcheck: {}", crate::redact::redact(text));
             let _ = out.flush();
         }
     }
@@ -90,7 +90,7 @@ impl Events {
                 escape(digest)
             ));
         } else {
-            let status = if r.fatal {
+            let status = if r.fatal() {
                 r.status.as_str()
             } else {
                 "warning"

@@ -92,6 +92,36 @@ pub fn suggest<'a>(
     out
 }
 
+/// Up to `max` of `tags`, for a message when none is close to the one asked for: version tags
+/// newest first (`v3.1`, `3.0`, `2.9-alpine`), then the others in the registry's order. Names
+/// over [`MAX_LEN`] characters are skipped, and only the first [`MAX_CANDIDATES`] are read.
+pub fn some_tags(tags: &[String], max: usize) -> Vec<String> {
+    let mut lower = Vec::new();
+    let mut versions: Vec<(Reverse<Vec<u64>>, usize)> = Vec::new();
+    let mut others: Vec<usize> = Vec::new();
+    for (i, tag) in tags.iter().enumerate().take(MAX_CANDIDATES) {
+        if tag.is_empty() || too_long(tag) {
+            continue;
+        }
+        lower_into(tag, &mut lower);
+        match Version::parse(&lower) {
+            Some(v) => versions.push((Reverse(v.numbers), i)),
+            None => others.push(i),
+        }
+    }
+    versions.sort();
+    let mut out: Vec<String> = Vec::new();
+    for i in versions.into_iter().map(|(_, i)| i).chain(others) {
+        if out.len() == max {
+            break;
+        }
+        if !out.contains(&tags[i]) {
+            out.push(tags[i].clone());
+        }
+    }
+    out
+}
+
 /// Sort key of an accepted candidate; smaller is better. Variant order is group order.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
@@ -326,48 +356,215 @@ mod tests {
 
     #[rustfmt::skip]
     #[test]
+    fn some_tags_lists_newest_versions_first_then_the_rest() {
+        let tags: Vec<String> = ["latest", "v1", "1.10", "v1.9", "main", "2.0-alpine", "v1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            some_tags(&tags, 5),
+            ["2.0-alpine", "1.10", "v1.9", "v1", "latest"]
+        );
+        assert_eq!(some_tags(&tags, 10).len(), 6, "each tag once");
+        assert!(some_tags(&[], 5).is_empty());
+        let long = vec!["x".repeat(MAX_LEN + 1), "ok".to_string()];
+        assert_eq!(some_tags(&long, 5), ["ok"]);
+    }
+
+    #[test]
     fn table() {
         let cases: &[Case<'_>] = &[
-            ("missing dot", "pytorch-stable-py37", &["pytorch-stable-py3.7", "pytorch-nightly-py3.7", "latest"], 1, &["pytorch-stable-py3.7"]),
-            ("missing dot, all", "pytorch-stable-py37", &["latest", "pytorch-nightly-py3.7", "pytorch-stable-py3.7"], 5, &["pytorch-stable-py3.7"]),
-            ("two typos", "pytroch-stabel", &["pytorch-stable", "pytorch-nightly"], 5, &["pytorch-stable"]),
-            ("different word is no typo", "app-frontend-v2", &["app-backend-v2"], 5, &[]),
-            ("too many edits", "pr-1234-bild", &["pr-23-build-69", "pr-1234-build"], 5, &["pr-1234-build"]),
-            ("version too new", "v3", &["v1", "v1.0", "v1.1", "v2", "latest"], 5, &["v2", "v1.1", "v1", "v1.0"]),
-            ("closest minor version first", "1.2", &["1.0", "1.1"], 3, &["1.1", "1.0"]),
-            ("version too new, order independent", "v3", &["latest", "v2", "v1.1", "v1.0", "v1"], 2, &["v2", "v1.1"]),
-            ("truncated", "lates", &["latest", "stable", "v1"], 5, &["latest"]),
-            ("alpine flavours", "1.25-alpine", &["1.25.3-alpine", "1.25-alpine3.18", "1.24-alpine", "mainline"], 5, &["1.25-alpine3.18", "1.25.3-alpine", "1.24-alpine"]),
+            (
+                "missing dot",
+                "pytorch-stable-py37",
+                &["pytorch-stable-py3.7", "pytorch-nightly-py3.7", "latest"],
+                1,
+                &["pytorch-stable-py3.7"],
+            ),
+            (
+                "missing dot, all",
+                "pytorch-stable-py37",
+                &["latest", "pytorch-nightly-py3.7", "pytorch-stable-py3.7"],
+                5,
+                &["pytorch-stable-py3.7"],
+            ),
+            (
+                "two typos",
+                "pytroch-stabel",
+                &["pytorch-stable", "pytorch-nightly"],
+                5,
+                &["pytorch-stable"],
+            ),
+            (
+                "different word is no typo",
+                "app-frontend-v2",
+                &["app-backend-v2"],
+                5,
+                &[],
+            ),
+            (
+                "too many edits",
+                "pr-1234-bild",
+                &["pr-23-build-69", "pr-1234-build"],
+                5,
+                &["pr-1234-build"],
+            ),
+            (
+                "version too new",
+                "v3",
+                &["v1", "v1.0", "v1.1", "v2", "latest"],
+                5,
+                &["v2", "v1.1", "v1", "v1.0"],
+            ),
+            (
+                "closest minor version first",
+                "1.2",
+                &["1.0", "1.1"],
+                3,
+                &["1.1", "1.0"],
+            ),
+            (
+                "version too new, order independent",
+                "v3",
+                &["latest", "v2", "v1.1", "v1.0", "v1"],
+                2,
+                &["v2", "v1.1"],
+            ),
+            (
+                "truncated",
+                "lates",
+                &["latest", "stable", "v1"],
+                5,
+                &["latest"],
+            ),
+            (
+                "alpine flavours",
+                "1.25-alpine",
+                &[
+                    "1.25.3-alpine",
+                    "1.25-alpine3.18",
+                    "1.24-alpine",
+                    "mainline",
+                ],
+                5,
+                &["1.25-alpine3.18", "1.25.3-alpine", "1.24-alpine"],
+            ),
             ("nothing close", "zzz", &["v1", "v2"], 5, &[]),
             ("case", "V1", &["v1", "x"], 5, &["v1"]),
-            ("case before version neighbours", "V1", &["v2", "v1"], 5, &["v1", "v2"]),
-            ("repository", "team/ap", &["team/app", "team/api", "other/app"], 5, &["team/api", "team/app"]),
-            ("repository typo", "library/ngnix", &["library/nginx", "library/node", "bitnami/nginx"], 5, &["library/nginx"]),
+            (
+                "case before version neighbours",
+                "V1",
+                &["v2", "v1"],
+                5,
+                &["v1", "v2"],
+            ),
+            (
+                "repository",
+                "team/ap",
+                &["team/app", "team/api", "other/app"],
+                5,
+                &["team/api", "team/app"],
+            ),
+            (
+                "repository typo",
+                "library/ngnix",
+                &["library/nginx", "library/node", "bitnami/nginx"],
+                5,
+                &["library/nginx"],
+            ),
             ("no candidates", "v1", &[], 5, &[]),
             ("only itself", "v1", &["v1"], 5, &[]),
-            ("itself skipped", "latest", &["latest", "latest-1", "atest"], 5, &["atest", "latest-1"]),
-            ("duplicates once", "lates", &["latest", "latest"], 5, &["latest"]),
+            (
+                "itself skipped",
+                "latest",
+                &["latest", "latest-1", "atest"],
+                5,
+                &["atest", "latest-1"],
+            ),
+            (
+                "duplicates once",
+                "lates",
+                &["latest", "latest"],
+                5,
+                &["latest"],
+            ),
             ("max", "v3", &["v1", "v2"], 1, &["v2"]),
             ("max zero", "v3", &["v1", "v2"], 0, &[]),
             ("empty wanted", "", &["v1"], 5, &[]),
-            ("patch releases newest first", "1.25", &["1.25.1", "1.25.3", "1.26", "1.24.9"], 5, &["1.25.3", "1.25.1", "1.24.9", "1.26"]),
-            ("floating tag before other patches", "1.25.3", &["1.25.4", "1.25", "1.25.2"], 5, &["1.25", "1.25.2", "1.25.4"]),
-            ("same minor before other minors", "1.25.3", &["1.24.3", "1.25.9"], 5, &["1.25.9", "1.24.3"]),
-            ("v prefix ignored", "v1.2", &["1.2", "1.3", "v1.1"], 5, &["1.2", "v1.1", "1.3"]),
-            ("suffix must agree", "1.25-alpine", &["1.25", "1.25-bookworm", "1.24-alpine"], 5, &["1.24-alpine"]),
-            ("suffix typo", "v1.2.3-rc1", &["v1.2.3-rc.1", "v1.2.2-rc1"], 5, &["v1.2.3-rc.1", "v1.2.2-rc1"]),
-            ("extension", "nightly", &["nightly-2024-05-01", "stable"], 5, &["nightly-2024-05-01"]),
+            (
+                "patch releases newest first",
+                "1.25",
+                &["1.25.1", "1.25.3", "1.26", "1.24.9"],
+                5,
+                &["1.25.3", "1.25.1", "1.24.9", "1.26"],
+            ),
+            (
+                "floating tag before other patches",
+                "1.25.3",
+                &["1.25.4", "1.25", "1.25.2"],
+                5,
+                &["1.25", "1.25.2", "1.25.4"],
+            ),
+            (
+                "same minor before other minors",
+                "1.25.3",
+                &["1.24.3", "1.25.9"],
+                5,
+                &["1.25.9", "1.24.3"],
+            ),
+            (
+                "v prefix ignored",
+                "v1.2",
+                &["1.2", "1.3", "v1.1"],
+                5,
+                &["1.2", "v1.1", "1.3"],
+            ),
+            (
+                "suffix must agree",
+                "1.25-alpine",
+                &["1.25", "1.25-bookworm", "1.24-alpine"],
+                5,
+                &["1.24-alpine"],
+            ),
+            (
+                "suffix typo",
+                "v1.2.3-rc1",
+                &["v1.2.3-rc.1", "v1.2.2-rc1"],
+                5,
+                &["v1.2.3-rc.1", "v1.2.2-rc1"],
+            ),
+            (
+                "extension",
+                "nightly",
+                &["nightly-2024-05-01", "stable"],
+                5,
+                &["nightly-2024-05-01"],
+            ),
             ("short wanted is no prefix", "ab", &["abcdefgh"], 5, &[]),
             ("transposition", "lastet", &["latest"], 5, &["latest"]),
             ("unicode case", "ÄPFEL", &["äpfel"], 5, &["äpfel"]),
-            ("too long candidate ignored", "lates", &[&format!("latest{}", "x".repeat(300)), "latest"], 5, &["latest"]),
-            ("date tags", "20240502", &["20240501", "20230101"], 5, &["20240501", "20230101"]),
+            (
+                "too long candidate ignored",
+                "lates",
+                &[&format!("latest{}", "x".repeat(300)), "latest"],
+                5,
+                &["latest"],
+            ),
+            (
+                "date tags",
+                "20240502",
+                &["20240501", "20230101"],
+                5,
+                &["20240501", "20230101"],
+            ),
         ];
         let mut failures = Vec::new();
         for &(name, wanted, candidates, max, expected) in cases {
             let got = suggest(wanted, candidates.iter().copied(), max);
             if got != expected {
-                failures.push(format!("{name}: suggest({wanted:?}) = {got:?}, want {expected:?}"));
+                failures.push(format!(
+                    "{name}: suggest({wanted:?}) = {got:?}, want {expected:?}"
+                ));
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));

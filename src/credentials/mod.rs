@@ -24,6 +24,9 @@ use tokio::time::Instant;
 pub struct NodeCredentials {
     cloud: Option<Arc<cloud::Cloud>>,
     plugins: Option<Arc<plugin::Plugins>>,
+    /// `--cloud-credentials required`: an image these sources serve and none gave a
+    /// credential for is a failure, not a warning.
+    required: bool,
 }
 
 impl std::fmt::Debug for NodeCredentials {
@@ -31,6 +34,7 @@ impl std::fmt::Debug for NodeCredentials {
         f.debug_struct("NodeCredentials")
             .field("cloud", &self.cloud.is_some())
             .field("plugins", &self.plugins.is_some())
+            .field("required", &self.required)
             .finish()
     }
 }
@@ -45,6 +49,31 @@ pub struct Lookup {
     pub notes: Vec<String>,
     /// A plugin that matched the image and failed: its name and why (never its output).
     pub failed_plugin: Option<(String, String)>,
+    /// Each source that serves the image (a built-in provider's patterns, a plugin's
+    /// `matchImages`) and gave no credential for it, with why: for the JSON
+    /// (`providers_tried`) and for deciding whether an `unauthorized` counts.
+    pub unavailable: Vec<ProviderTried>,
+}
+
+/// A node-side credential source that serves an image and gave nothing for it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProviderTried {
+    /// `aws`, `google`, `azure`, or `plugin <name>`.
+    pub provider: String,
+    /// Whether it is a built-in cloud provider or a kubelet plugin.
+    #[serde(skip)]
+    pub kind: ProviderKind,
+    /// Why it gave nothing (never a secret, never a plugin's output).
+    pub why: String,
+}
+
+/// The two kinds of node-side credential source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// ECR, Artifact Registry / GCR, ACR, from the pod's cloud identity.
+    Cloud,
+    /// A `CredentialProviderConfig` exec plugin.
+    Plugin,
 }
 
 impl NodeCredentials {
@@ -59,7 +88,22 @@ impl NodeCredentials {
         NodeCredentials {
             cloud: cloud.map(Arc::new),
             plugins: plugins.map(Arc::new),
+            required: false,
         }
+    }
+
+    /// `--cloud-credentials required`: when the sources serve an image and none gives a
+    /// credential for it, its `unauthorized` counts (by default it is a warning, since the
+    /// kubelet asks the same sources with the node's identity).
+    #[must_use]
+    pub fn required(mut self, required: bool) -> NodeCredentials {
+        self.required = required;
+        self
+    }
+
+    /// Whether `--cloud-credentials required` was given.
+    pub fn is_required(&self) -> bool {
+        self.required
     }
 
     /// The node's credentials for one image. A plugin whose `matchImages` matches takes the
@@ -79,10 +123,34 @@ impl NodeCredentials {
         };
         match tokio::time::timeout_at(deadline, work).await {
             Ok(found) => found,
-            Err(_) => Lookup {
-                notes: vec!["node credentials: not ready before the deadline".to_string()],
-                ..Lookup::default()
-            },
+            Err(_) => {
+                let why = "not ready before the deadline".to_string();
+                // Which source would have served it, for the verdict and the JSON.
+                let serving = match self
+                    .plugins
+                    .as_ref()
+                    .and_then(|p| p.provider_for(reference))
+                {
+                    Some(name) => Some((format!("plugin {name}"), ProviderKind::Plugin)),
+                    None => self
+                        .cloud
+                        .as_ref()
+                        .and_then(|_| cloud::Provider::for_host(reference.api_host()))
+                        .map(|p| (p.name().to_string(), ProviderKind::Cloud)),
+                };
+                Lookup {
+                    notes: vec![format!("node credentials: {why}")],
+                    unavailable: serving
+                        .map(|(provider, kind)| ProviderTried {
+                            provider,
+                            kind,
+                            why: why.clone(),
+                        })
+                        .into_iter()
+                        .collect(),
+                    ..Lookup::default()
+                }
+            }
         }
     }
 }
@@ -102,6 +170,7 @@ mod tests {
             }],
             notes: Vec::new(),
             failed_plugin: None,
+            unavailable: Vec::new(),
         };
         let shown = format!("{lookup:?} {:?}", NodeCredentials::none());
         assert!(!shown.contains("ecr-token-value"), "{shown}");

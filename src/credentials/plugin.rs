@@ -17,6 +17,11 @@
 //! A plugin that fails, hangs past half of the time left, or prints something that is not a
 //! response, fails the lookup for the run (it is not run again) and the image's verdict names
 //! it (`provider_failed`). Its output is never shown: it may hold secrets.
+//!
+//! A plugin runs in a process group of its own, killed when its run ends (a child it leaves
+//! behind would outlive pullcheck), and its answer is read once the plugin itself has exited,
+//! whoever still holds the pipe. Of the answer, read without building a tree of it, only the
+//! `auth` entries that serve an image of the run are kept ([`Plugins::for_images`]).
 
 use super::Lookup;
 use crate::keyring::{Credential, Secret};
@@ -396,6 +401,58 @@ pub struct Plugins {
     bin_dir: PathBuf,
     token_dir: PathBuf,
     providers: Vec<Provider>,
+    /// The run's images: an `auth` entry that matches none of them is not kept
+    /// ([`Plugins::for_images`]); `None`: every entry is kept.
+    targets: Option<std::sync::Arc<Targets>>,
+}
+
+/// The images of a run, as `auth` keys are matched against them: by host (labels and port),
+/// each with its repositories' paths sorted, so that an answer of 100,000 entries costs a
+/// glob per distinct host and a binary search per entry, and only the entries that serve an
+/// image of the run are kept.
+#[derive(Debug, Default)]
+struct Targets {
+    hosts: Vec<(Pattern, Vec<String>)>,
+}
+
+impl Targets {
+    fn of<'a>(images: impl IntoIterator<Item = &'a Reference>) -> Targets {
+        let mut by_host: HashMap<(Vec<String>, Option<String>), Vec<String>> = HashMap::new();
+        for r in images {
+            if let Some(t) = Pattern::parse(&format!("{}/{}", r.registry, r.repository)) {
+                by_host.entry((t.labels, t.port)).or_default().push(t.path);
+            }
+        }
+        let hosts = by_host
+            .into_iter()
+            .map(|((labels, port), mut paths)| {
+                paths.sort_unstable();
+                paths.dedup();
+                let host = Pattern {
+                    labels,
+                    port,
+                    path: String::new(),
+                };
+                (host, paths)
+            })
+            .collect();
+        Targets { hosts }
+    }
+
+    /// Whether the `auth` key `key` matches an image of the run.
+    fn serves(&self, key: &Pattern) -> bool {
+        self.hosts.iter().any(|(host, paths)| {
+            let host_only = Pattern {
+                labels: key.labels.clone(),
+                port: key.port.clone(),
+                path: String::new(),
+            };
+            host_only.matches(host) && {
+                let at = paths.partition_point(|p| p.as_str() < key.path.as_str());
+                paths.get(at).is_some_and(|p| p.starts_with(&key.path))
+            }
+        })
+    }
 }
 
 struct Provider {
@@ -426,6 +483,63 @@ enum CacheKey {
     Global,
 }
 
+/// A response's `kind` and `apiVersion`, whatever their types (a value that is not a string is
+/// no match), read first: the fields' types are judged only in a response.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Head {
+    #[serde(default)]
+    kind: Loose,
+    #[serde(default)]
+    api_version: Loose,
+}
+
+/// A string, or anything else (skipped, kept as `None`).
+#[derive(Default)]
+struct Loose(Option<String>);
+
+impl<'de> Deserialize<'de> for Loose {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Loose, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Loose;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Loose, E> {
+                Ok(Loose(Some(v.to_string())))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Loose, E> {
+                Ok(Loose(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Loose, E> {
+                Ok(Loose(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Loose, E> {
+                Ok(Loose(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Loose, E> {
+                Ok(Loose(None))
+            }
+            fn visit_unit<E>(self) -> Result<Loose, E> {
+                Ok(Loose(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Loose, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Loose(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Loose, A::Error> {
+                while a
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Loose(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Response {
@@ -433,7 +547,47 @@ struct Response {
     #[serde(default)]
     cache_duration: Option<String>,
     #[serde(default)]
-    auth: HashMap<String, AuthConfig>,
+    auth: Auth,
+}
+
+/// The `auth` entries kept: those whose key parses and serves an image of the run
+/// ([`Targets`]), decided as each is read, so that an answer of 100,000 entries never holds
+/// more than the few that can be used.
+#[derive(Default)]
+struct Auth(Vec<(Pattern, String, AuthConfig)>);
+
+std::thread_local! {
+    /// The targets the `auth` entries being read are kept for (set around one read, on the
+    /// thread doing it: serde's derive gives a field's `Deserialize` no seed).
+    static KEEP_FOR: std::cell::RefCell<Option<std::sync::Arc<Targets>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl<'de> Deserialize<'de> for Auth {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Auth, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Auth;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of registry to username and password")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Auth, A::Error> {
+                let targets = KEEP_FOR.with(|k| k.borrow().clone());
+                let mut kept = Vec::new();
+                while let Some(key) = a.next_key::<std::borrow::Cow<'de, str>>()? {
+                    let entry: AuthConfig = a.next_value()?;
+                    let Some(pattern) = Pattern::parse(&key) else {
+                        continue;
+                    };
+                    if targets.as_ref().is_none_or(|t| t.serves(&pattern)) {
+                        kept.push((pattern, key.into_owned(), entry));
+                    }
+                }
+                Ok(Auth(kept))
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -485,10 +639,28 @@ impl Plugins {
                 bin_dir,
                 token_dir,
                 providers,
+                targets: None,
             })
         } else {
             Err(errors)
         }
+    }
+
+    /// Keeps, of each plugin's answer, only the `auth` entries that match one of `images` (the
+    /// run's): the others could never be used.
+    pub fn for_images<'a>(mut self, images: impl IntoIterator<Item = &'a Reference>) -> Plugins {
+        self.targets = Some(std::sync::Arc::new(Targets::of(images)));
+        self
+    }
+
+    /// The name of the first provider whose `matchImages` matches the image, if any.
+    pub fn provider_for(&self, reference: &Reference) -> Option<String> {
+        let image = format!("{}/{}", reference.registry, reference.repository);
+        let target = Pattern::parse(&image)?;
+        self.providers
+            .iter()
+            .find(|p| p.patterns.iter().any(|m| m.matches(&target)))
+            .map(|p| p.config.name.escape_default().to_string())
     }
 
     /// The credentials of the first provider whose `matchImages` matches the image; `None`
@@ -542,17 +714,25 @@ impl Plugins {
         matching.sort_by(|a, b| b.1.cmp(&a.1));
         let credentials: Vec<Credential> =
             matching.into_iter().map(|(_, _, c)| c.clone()).collect();
-        let notes = if credentials.is_empty() {
-            vec![format!(
-                "credential provider {name} gave no credential for {image}"
-            )]
+        let (notes, unavailable) = if credentials.is_empty() {
+            (
+                vec![format!(
+                    "credential provider {name} gave no credential for {image}"
+                )],
+                vec![super::ProviderTried {
+                    provider: format!("plugin {name}"),
+                    kind: super::ProviderKind::Plugin,
+                    why: format!("its answer has no auth entry matching {image}"),
+                }],
+            )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         Some(Lookup {
             credentials,
             notes,
             failed_plugin: None,
+            unavailable,
         })
     }
 
@@ -597,24 +777,25 @@ impl Plugins {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
+            // Its own process group, so that what it starts ends with it (see KillGroup).
+            .process_group(0)
             .kill_on_drop(true);
         let run = async {
             let mut child = cmd
                 .spawn()
                 .map_err(|e| format!("cannot start {}: {e}", Path::new(&config.name).display()))?;
+            let pid = child.id();
+            let _group = KillGroup(pid);
             let body = request.to_string().into_bytes();
             if let Some(mut stdin) = child.stdin.take() {
                 // A plugin that exits without reading its stdin closes the pipe: its exit
                 // status says what happened.
                 let _ = stdin.write_all(&body).await;
             }
-            let mut out = Vec::new();
-            if let Some(stdout) = child.stdout.take() {
-                stdout
-                    .take(MAX_RESPONSE + 1)
-                    .read_to_end(&mut out)
-                    .await
-                    .map_err(|e| format!("cannot read its output: {e}"))?;
+            let out = read_answer(&mut child, pid).await?;
+            if out.len() as u64 > MAX_RESPONSE {
+                // Not waited for: it may be blocked writing more (its group is killed).
+                return Err("its output is larger than 1 MiB".to_string());
             }
             let status = child
                 .wait()
@@ -634,48 +815,14 @@ impl Plugins {
         if !status.success() {
             return Err(format!("it exited with {status}"));
         }
-        if out.len() as u64 > MAX_RESPONSE {
-            return Err("its output is larger than 1 MiB".to_string());
-        }
-        // Never the output itself in a message, nor serde's, which can quote it.
-        let invalid = |e: serde_json::Error| {
-            format!(
-                "its output is not a CredentialProviderResponse (invalid at line {} column {})",
-                e.line(),
-                e.column()
-            )
-        };
-        let value: Value = serde_json::from_slice(&out).map_err(invalid)?;
-        let is_response = value.get("kind").and_then(Value::as_str)
-            == Some("CredentialProviderResponse")
-            && value
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .is_some_and(|v| REQUEST_VERSIONS.contains(&v));
-        if !is_response {
-            return Err(
-                "its output is not a CredentialProviderResponse (kind or apiVersion)".to_string(),
-            );
-        }
-        let response: Response = serde_json::from_value(value).map_err(|_| {
-            "its CredentialProviderResponse has fields of the wrong type".to_string()
-        })?;
-        let key_type = match response.cache_key_type.as_str() {
-            "Image" => "Image",
-            "Registry" => "Registry",
-            "Global" => "Global",
-            _ => return Err("its response has no valid cacheKeyType".to_string()),
-        };
+        let (key_type, response) = parse_response(&out, self.targets.clone())?;
         let duration = match &response.cache_duration {
             Some(d) => parse_go_duration(d)
                 .ok_or_else(|| "its response's cacheDuration is not a duration".to_string())?,
             None => provider.default_cache,
         };
         let mut auth = Vec::new();
-        for (key, entry) in response.auth {
-            let Some(pattern) = Pattern::parse(&key) else {
-                continue;
-            };
+        for (pattern, key, entry) in response.auth.0 {
             let shown_key: String = key
                 .chars()
                 .take(200)
@@ -696,17 +843,172 @@ impl Plugins {
     }
 }
 
+/// Reads a plugin's stdout as a `CredentialProviderResponse`: its cache key type and the
+/// response, with only the `auth` entries that serve one of `targets` (all with `None`).
+/// Never the output itself in a message, nor serde's, which can quote it.
+fn parse_response(
+    out: &[u8],
+    targets: Option<std::sync::Arc<Targets>>,
+) -> Result<(&'static str, Response), String> {
+    let invalid = |e: serde_json::Error| {
+        format!(
+            "its output is not a CredentialProviderResponse (invalid at line {} column {})",
+            e.line(),
+            e.column()
+        )
+    };
+    // Three passes over at most 1 MiB, none of which builds a tree of the answer: is it JSON
+    // at all, is it a response, and its fields, keeping only the entries of the run.
+    serde_json::from_slice::<serde::de::IgnoredAny>(out).map_err(invalid)?;
+    let head: Head = serde_json::from_slice(out).map_err(invalid)?;
+    let is_response = head.kind.0.as_deref() == Some("CredentialProviderResponse")
+        && head
+            .api_version
+            .0
+            .as_deref()
+            .is_some_and(|v| REQUEST_VERSIONS.contains(&v));
+    if !is_response {
+        return Err(
+            "its output is not a CredentialProviderResponse (kind or apiVersion)".to_string(),
+        );
+    }
+    KEEP_FOR.with(|k| *k.borrow_mut() = targets);
+    let response = serde_json::from_slice::<Response>(out);
+    KEEP_FOR.with(|k| *k.borrow_mut() = None);
+    let response: Response = response
+        .map_err(|_| "its CredentialProviderResponse has fields of the wrong type".to_string())?;
+    let key_type = match response.cache_key_type.as_str() {
+        "Image" => "Image",
+        "Registry" => "Registry",
+        "Global" => "Global",
+        _ => return Err("its response has no valid cacheKeyType".to_string()),
+    };
+    Ok((key_type, response))
+}
+
+/// A plugin's answer read as a run reads it, for the fuzz target: the cache key type and how
+/// many `auth` entries serve one of `images`, or why the answer is refused.
+pub fn read_response_for(
+    out: &[u8],
+    images: &[Reference],
+) -> Result<(&'static str, usize), String> {
+    let targets = std::sync::Arc::new(Targets::of(images));
+    let (key_type, response) = parse_response(out, Some(targets))?;
+    Ok((key_type, response.auth.0.len()))
+}
+
+/// A plugin's process group, killed when the run of the plugin ends in any way (answered,
+/// timed out, failed): a child it left behind holding stdout would otherwise outlive
+/// pullcheck, and keep the answer from ever ending.
+struct KillGroup(Option<u32>);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        let pid = self
+            .0
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            // ESRCH when the group is already gone: nothing to do.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+/// Reads a plugin's stdout while waiting for it to exit. Once it has exited, its answer is in
+/// the pipe: what is there is read, and a child of the plugin that keeps the pipe open is not
+/// waited for (its group is killed, and reading stops when the pipe has nothing more for
+/// 100 ms). More than 1 MiB stops the reading at once.
+async fn read_answer(
+    child: &mut tokio::process::Child,
+    pid: Option<u32>,
+) -> Result<Vec<u8>, String> {
+    let Some(mut stdout) = child.stdout.take() else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut exited = false;
+    loop {
+        let n = if exited {
+            match tokio::time::timeout(Duration::from_millis(100), stdout.read(&mut buf)).await {
+                Ok(n) => n,
+                Err(_) => return Ok(out),
+            }
+        } else {
+            tokio::select! {
+                n = stdout.read(&mut buf) => n,
+                _ = child.wait() => {
+                    exited = true;
+                    drop(KillGroup(pid));
+                    continue;
+                }
+            }
+        };
+        match n.map_err(|e| format!("cannot read its output: {e}"))? {
+            0 => return Ok(out),
+            n => {
+                out.extend_from_slice(&buf[..n]);
+                if out.len() as u64 > MAX_RESPONSE {
+                    return Ok(out);
+                }
+            }
+        }
+    }
+}
+
 fn failed(name: &str, why: &str) -> Lookup {
     Lookup {
         credentials: Vec::new(),
         notes: Vec::new(),
         failed_plugin: Some((name.to_string(), why.to_string())),
+        unavailable: vec![super::ProviderTried {
+            provider: format!("plugin {name}"),
+            kind: super::ProviderKind::Plugin,
+            why: format!("it failed: {why}"),
+        }],
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_auth_keys_that_serve_an_image_of_the_run_are_kept() {
+        let images: Vec<Reference> = ["reg.corp:5000/team/app:1", "quay.io/org/tool:2"]
+            .iter()
+            .map(|i| Reference::parse(i).unwrap())
+            .collect();
+        let targets = Targets::of(&images);
+        let cases: &[(&str, &str, bool)] = &[
+            ("the host", "reg.corp:5000", true),
+            ("a path prefix", "reg.corp:5000/team", true),
+            ("the repository", "reg.corp:5000/team/app", true),
+            ("another path", "reg.corp:5000/other", false),
+            ("no port", "reg.corp", false),
+            ("a glob", "*.io", true),
+            ("a glob of another depth", "*.corp:5000", true),
+            ("another host", "r1.example.com", false),
+            ("a longer repository", "quay.io/org/tool2", false),
+            ("a path beyond the repository", "quay.io/org/tool/x", false),
+        ];
+        for (name, key, want) in cases {
+            let key = Pattern::parse(key).unwrap();
+            assert_eq!(targets.serves(&key), *want, "{name}");
+        }
+        // An answer of 100,000 entries keeps the two that serve.
+        let mut answer = String::from(r#"{"cacheKeyType":"Global","auth":{"#);
+        for i in 0..100_000 {
+            answer.push_str(&format!(r#""r{i}.example.com":{{}},"#));
+        }
+        answer.push_str(r#""quay.io":{"username":"u","password":"p"},"reg.corp:5000/team":{}}}"#);
+        KEEP_FOR.with(|k| *k.borrow_mut() = Some(std::sync::Arc::new(targets)));
+        let response: Response = serde_json::from_str(&answer).unwrap();
+        KEEP_FOR.with(|k| *k.borrow_mut() = None);
+        let kept: Vec<&str> = response.auth.0.iter().map(|(_, k, _)| k.as_str()).collect();
+        assert_eq!(kept, ["quay.io", "reg.corp:5000/team"]);
+    }
 
     #[test]
     fn kubelet_matching() {

@@ -167,6 +167,22 @@ pub struct PodSpec {
     /// sidecars), then app containers, then image volumes. pullcheck's own container is left
     /// out.
     pub containers: Vec<PodContainer>,
+    /// Containers whose image is an Argo workflow parameter (`{{inputs.parameters.image}}`),
+    /// known only at run time: left out of `containers`, with a note.
+    pub parameter_images: usize,
+    /// A Windows pod (`spec.os.name: windows`, or a `kubernetes.io/os: windows` node
+    /// selector): decided here once for both subcommands. pullcheck's image runs on Linux, so
+    /// `inject` leaves it unchanged, and `check --pod-spec` does not check its images either
+    /// (it checks for a Linux node); the reader's note says so.
+    pub windows: bool,
+}
+
+impl PodSpec {
+    /// The containers whose images `check --pod-spec` checks and `inject` passes to the
+    /// check: none for a Windows pod, else every container and image volume read.
+    pub fn checked(&self) -> &[PodContainer] {
+        if self.windows { &[] } else { &self.containers }
+    }
 }
 
 /// Everything the reader found.
@@ -266,6 +282,7 @@ pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
         spots: Vec::new(),
         notes,
         budget: tree.nodes.len().saturating_mul(4).saturating_add(1024),
+        parameter_images: 0,
     };
     for (index, doc) in tree.docs.iter().enumerate() {
         reader.document(index, doc.root)?;
@@ -312,7 +329,7 @@ impl Manifests {
     pub fn images(&self) -> Vec<PodImage> {
         let mut out = Vec::new();
         for spec in &self.pod_specs {
-            for c in &spec.containers {
+            for c in spec.checked() {
                 if c.image_pull_policy.as_deref() == Some("Never") {
                     continue;
                 }
@@ -607,6 +624,8 @@ struct Reader<'a> {
     notes: Vec<String>,
     /// Nodes the generic search may still visit (aliases can make a walk revisit nodes).
     budget: usize,
+    /// Argo parameter images seen since the last pod spec was recorded.
+    parameter_images: usize,
 }
 
 /// The object being read, for origins.
@@ -1064,7 +1083,19 @@ impl Reader<'_> {
         }
         self.image_volumes(&origin, spec, &mut containers);
         let (secrets, bad_secrets) = self.pull_secrets(t.get(spec, "imagePullSecrets"));
-        let windows = t.get(spec, "os").and_then(|o| t.str_at(o, "name")) == Some("windows");
+        // `spec.os.name` is what the API server checks; a node selector for Windows nodes
+        // means the same pod.
+        let windows = t.get(spec, "os").and_then(|o| t.str_at(o, "name")) == Some("windows")
+            || t.get(spec, "nodeSelector").is_some_and(|s| {
+                ["kubernetes.io/os", "beta.kubernetes.io/os"]
+                    .iter()
+                    .any(|k| t.str_at(s, k) == Some("windows"))
+            });
+        if windows {
+            self.note(format!(
+                "{origin}: a Windows pod; left out: pullcheck's image runs on Linux and checks for Linux nodes, so inject leaves it unchanged and check --pod-spec does not check its images"
+            ));
+        }
         self.push(
             origin,
             containers,
@@ -1084,8 +1115,15 @@ impl Reader<'_> {
     /// Records a pod spec and where `inject` edits it.
     fn push(&mut self, origin: Origin, containers: Vec<PodContainer>, mut spot: Spot) {
         spot.spec = self.out.len();
+        let windows = spot.windows;
         self.spots.push(spot);
-        self.out.push(PodSpec { origin, containers });
+        let parameter_images = std::mem::take(&mut self.parameter_images);
+        self.out.push(PodSpec {
+            origin,
+            containers,
+            parameter_images,
+            windows,
+        });
     }
 
     fn origin(&self, owner: &Owner, path: &str) -> Origin {
@@ -1211,9 +1249,15 @@ impl Reader<'_> {
             ));
             return Ok(None);
         }
+        // One answer for both subcommands: the image as the check sees it, without the
+        // whitespace around it; a placeholder with whitespace inside (JobSet's `<CHANGE ME>`)
+        // stays one (invalid) image, checked as one, and so does one that starts with '-':
+        // inject passes such images after a `--`, where no value is read as an option.
+        let image = image.trim().to_string();
         if image.contains("{{") {
             if origin.api_version.starts_with("argoproj.io/") {
                 // Argo fills `{{inputs.parameters.image}}` in at run time.
+                self.parameter_images += 1;
                 self.note(format!(
                     "{origin} {} {name}: the image is an Argo parameter, known only at run time; not checked",
                     list.as_str()
@@ -1650,6 +1694,21 @@ mod tests {
         // A Pod of another group is not a Pod.
         let other = "apiVersion: example.com/v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: a, image: a:1}]\n";
         assert!(image_list(other).is_empty());
+    }
+
+    #[test]
+    fn a_quoted_scalars_continuation_may_be_indented_less_as_kubectl_reads_it() {
+        // go-yaml (libyaml) does not check a quoted scalar's continuation indentation;
+        // neither does the vendored parser (vendor/saphyr-parser/PATCHES.md).
+        for indent in 0..6 {
+            let text = format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    image: busybox:1.36\n    command: [\"bash\", \"-c\", \"python train.py\n{}--epochs 3\"]\n",
+                " ".repeat(indent)
+            );
+            let found = read(&text, "t").unwrap_or_else(|e| panic!("{indent}: {e}"));
+            assert_eq!(found.pod_specs[0].containers[0].image, "busybox:1.36");
+            assert!(found.pod_specs[0].containers[0].command_set, "{indent}");
+        }
     }
 
     #[test]

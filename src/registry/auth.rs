@@ -244,6 +244,7 @@ pub fn parse_token_answer(body: &[u8]) -> Option<Token> {
         .token
         .filter(|t| !t.is_empty())
         .or(answer.access_token.filter(|t| !t.is_empty()))?;
+    crate::redact::register(&value);
     let lifetime = answer
         .expires_in
         .as_u64()

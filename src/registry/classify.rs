@@ -6,7 +6,7 @@
 //! inside the deadline; permanent ones (404, 401, 403, certificate errors) never are, because
 //! waiting will not change them.
 
-use super::{AuthUsed, Fact, Outcome, PlatformSeen, Step};
+use super::{AuthUsed, Fact, Outcome, PlatformSeen, Step, TlsFailure};
 use crate::reference::Reference;
 use crate::report::{ContainerStart, StartStatus, Status};
 use std::time::Duration;
@@ -34,6 +34,8 @@ pub struct Verdict {
     pub available_platforms: Vec<String>,
     /// Close tags or repositories, when one is missing.
     pub suggestions: Vec<String>,
+    /// When no tag is close to a missing one: a few the repository has.
+    pub some_tags: Vec<String>,
 }
 
 impl Verdict {
@@ -55,6 +57,7 @@ impl Verdict {
             platform: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            some_tags: Vec::new(),
         }
     }
 
@@ -110,6 +113,11 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
         } => {
             let more = if *more_platforms > 0 {
                 format!(", and {more_platforms} more")
+            } else if available.is_empty() {
+                // Only attestations, or no entry at all: containerd says "no match for
+                // platform in manifest".
+                "none (the index lists no manifest a node can run: only attestations, or nothing)"
+                    .to_string()
             } else {
                 String::new()
             };
@@ -131,38 +139,42 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             url,
             repository_missing,
             suggestions,
-        } => with_suggestions(
-            suggestions,
-            match repository_missing {
-                Some(true) => Verdict::new(
-                    Status::NotFound,
-                    "repository_missing",
-                    format!(
-                        "{image}: repository {repo} does not exist on {registry} (HEAD {url} answered 404; tags/list answered NAME_UNKNOWN; {who})"
+            some_tags,
+        } => with_some_tags(
+            some_tags,
+            with_suggestions(
+                suggestions,
+                match repository_missing {
+                    Some(true) => Verdict::new(
+                        Status::NotFound,
+                        "repository_missing",
+                        format!(
+                            "{image}: repository {repo} does not exist on {registry} (HEAD {url} answered 404; tags/list answered NAME_UNKNOWN; {who})"
+                        ),
+                        "Check the image name and registry; a typo in the repository path is the usual cause.",
                     ),
-                    "Check the image name and registry; a typo in the repository path is the usual cause.",
-                ),
-                Some(false) => Verdict::new(
-                    Status::NotFound,
-                    if reference.digest.is_some() {
-                        "digest_missing"
-                    } else {
-                        "tag_missing"
-                    },
-                    format!(
-                        "{image}: {what} not found in repository {repo} on {registry}, which exists (HEAD {url} answered 404; {who})"
+                    Some(false) => Verdict::new(
+                        Status::NotFound,
+                        if reference.digest.is_some() {
+                            "digest_missing"
+                        } else {
+                            "tag_missing"
+                        },
+                        format!(
+                            "{image}: {what} not found in repository {repo} on {registry}, which exists (HEAD {url} answered 404; {who})"
+                        ),
+                        "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.",
                     ),
-                    "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.",
-                ),
-                None => Verdict::new(
-                    Status::NotFound,
-                    "manifest_missing",
-                    format!(
-                        "{image}: {what} not found on {registry} (HEAD {url} answered 404; {who})"
+                    None => Verdict::new(
+                        Status::NotFound,
+                        "manifest_missing",
+                        format!(
+                            "{image}: {what} not found on {registry} (HEAD {url} answered 404; {who})"
+                        ),
+                        "Check the image name, tag and digest for a typo, or push the image.",
                     ),
-                    "Check the image name, tag and digest for a typo, or push the image.",
-                ),
-            },
+                },
+            ),
         ),
         Fact::Status {
             step,
@@ -292,14 +304,15 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
         } => {
             if *no_such_host {
                 // Retried (a cluster's DNS can be wrong for a moment); the check stops after the
-                // resolver said it twice for a registry.
+                // resolver said it twice for a registry. Permanent for this pod, not for the
+                // node, which may resolve it through its own DNS or /etc/hosts: exit 8, not 6.
                 Verdict::new(
-                    Status::Unreachable,
+                    Status::Unverifiable,
                     "no_such_host",
                     format!(
                         "{image}: the resolver says the host of {method} {url} does not exist ({detail})"
                     ),
-                    "Check the registry's host name for a typo, and the node's DNS (search domains, CoreDNS).",
+                    "Check the registry's host name for a typo, and the pod's DNS (search domains, CoreDNS); the node may resolve it through its own DNS or /etc/hosts, which this pod does not see.",
                 )
                 .retry(None)
             } else if *redirect {
@@ -313,12 +326,28 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                     ),
                     "The registry redirects in a loop, or from HTTPS to plain HTTP: check its configuration or the proxy in front of it.",
                 )
-            } else if *tls {
+            } else if *tls == Some(TlsFailure::PlainHttpAnswer) {
+                // The registry speaks plain HTTP; asking again over TLS gets the same answer.
+                // Loopback registries never end here (they are asked in plain HTTP, as
+                // containerd asks them), unless a node configuration names HTTPS for them.
                 Verdict::new(
-                    Status::Unreachable,
+                    Status::Unverifiable,
+                    "plain_http",
+                    format!(
+                        "{image}: {registry} answers in plain HTTP: add --plain-http {registry} ({method} {url}: {detail})"
+                    ),
+                    &format!(
+                        "Add --plain-http {registry}; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf)."
+                    ),
+                )
+            } else if tls.is_some() {
+                // A certificate this pod does not trust (or a handshake it cannot make) will
+                // not change by retrying, but the node may trust a CA the pod lacks: exit 8.
+                Verdict::new(
+                    Status::Unverifiable,
                     "tls",
                     format!("{image}: TLS with {registry} failed ({method} {url}: {detail})"),
-                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP.",
+                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d).",
                 )
             } else if *timeout {
                 Verdict::new(
@@ -338,6 +367,14 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 .retry(None)
             }
         }
+        Fact::NotAnImage { url, what } => Verdict::new(
+            Status::NotFound,
+            "not_an_image",
+            format!(
+                "{image}: {registry} holds an OCI artifact there, not an image ({what}; {url}): the runtime refuses to pull it (containerd: mismatched image rootfs and manifest layers)"
+            ),
+            "Point the container at an image: an artifact (a Helm chart, a signature, an SBOM) cannot run as one.",
+        ),
         Fact::UnsupportedAuth { scheme } => Verdict::new(
             Status::Unauthorized,
             "unsupported_auth",
@@ -440,6 +477,18 @@ pub fn wont_start(
     ))
 }
 
+/// Adds "no tag is close; the repository has …" to a not-found verdict without suggestions.
+fn with_some_tags(some_tags: &[String], mut v: Verdict) -> Verdict {
+    if !some_tags.is_empty() && v.suggestions.is_empty() {
+        v.message.push_str(&format!(
+            "; no tag is close; tags the repository has include {}",
+            some_tags.join(", ")
+        ));
+        v.some_tags = some_tags.to_vec();
+    }
+    v
+}
+
 /// Adds "did you mean …" to a not-found verdict.
 fn with_suggestions(suggestions: &[String], mut v: Verdict) -> Verdict {
     if !suggestions.is_empty() {
@@ -532,6 +581,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: Some(true),
                     suggestions: vec![],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -544,6 +594,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: Some(false),
                     suggestions: vec!["v2".into(), "v1.1".into()],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -556,6 +607,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: None,
                     suggestions: vec![],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
@@ -683,15 +735,49 @@ mod tests {
                     method: "GET",
                     url: "u".into(),
                     detail: "bad cert".into(),
-                    tls: true,
+                    tls: Some(TlsFailure::Certificate),
                     timeout: false,
                     redirect: false,
                     no_such_host: false,
                 },
                 AuthUsed::Anonymous,
-                Status::Unreachable,
+                Status::Unverifiable,
                 "tls",
                 false,
+            ),
+            (
+                "plain HTTP asked over TLS",
+                Fact::Transport {
+                    step: Step::Ping,
+                    method: "GET",
+                    url: "https://r.io/v2/".into(),
+                    detail: "received corrupt message of type InvalidContentType".into(),
+                    tls: Some(TlsFailure::PlainHttpAnswer),
+                    timeout: false,
+                    redirect: false,
+                    no_such_host: false,
+                },
+                AuthUsed::Anonymous,
+                Status::Unverifiable,
+                "plain_http",
+                false,
+            ),
+            (
+                "no such host",
+                Fact::Transport {
+                    step: Step::Ping,
+                    method: "GET",
+                    url: "https://r.io/v2/".into(),
+                    detail: "dns error: no such host".into(),
+                    tls: None,
+                    timeout: false,
+                    redirect: false,
+                    no_such_host: true,
+                },
+                AuthUsed::Anonymous,
+                Status::Unverifiable,
+                "no_such_host",
+                true,
             ),
             (
                 "connect",
@@ -700,7 +786,7 @@ mod tests {
                     method: "GET",
                     url: "u".into(),
                     detail: "refused".into(),
-                    tls: false,
+                    tls: None,
                     timeout: false,
                     redirect: false,
                     no_such_host: false,
@@ -717,7 +803,7 @@ mod tests {
                     method: "HEAD",
                     url: "u".into(),
                     detail: "more than 5 redirects".into(),
-                    tls: false,
+                    tls: None,
                     timeout: false,
                     redirect: true,
                     no_such_host: false,
@@ -747,6 +833,17 @@ mod tests {
                 AuthUsed::Anonymous,
                 Status::Unreachable,
                 "timeout",
+                false,
+            ),
+            (
+                "artifact",
+                Fact::NotAnImage {
+                    url: "GET u".into(),
+                    what: "config media type application/vnd.cncf.helm.config.v1+json".into(),
+                },
+                AuthUsed::Anonymous,
+                Status::NotFound,
+                "not_an_image",
                 false,
             ),
             (
@@ -789,6 +886,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: Some(false),
                     suggestions: vec!["v2".into(), "v1.1".into()],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
             ),
@@ -864,6 +962,7 @@ mod tests {
                     url: "u".into(),
                     repository_missing: Some(true),
                     suggestions: vec![],
+                    some_tags: vec![],
                 },
                 AuthUsed::Anonymous,
             ),

@@ -34,6 +34,8 @@ pub enum ConfigRead {
     NotLinux(String),
     /// It could not be read: what went wrong, naming the request.
     Failed(String),
+    /// The manifest is an OCI artifact, not an image (what it is): the runtime refuses it.
+    NotAnImage(String),
 }
 
 #[derive(Deserialize)]
@@ -165,6 +167,10 @@ impl Client {
                 Err(e) => return ConfigRead::Failed(format!("the manifest is not JSON: {e}")),
             };
             if manifest.manifests.is_none() || descended {
+                // An artifact is not an image: the runtime refuses it.
+                if let Some(what) = super::artifact_kind(&body) {
+                    return ConfigRead::NotAnImage(what);
+                }
                 break manifest;
             }
             let Some(child) = self.entry_for_node(&body) else {
@@ -249,7 +255,7 @@ impl Client {
         progress.set(format!("GET {url}"));
         let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
         let too_large = || format!("GET {url}: larger than {} KiB", max / 1024);
-        let resp = req.send().await.map_err(|e| {
+        let resp = self.execute(req).await.map_err(|e| {
             let cause = std::error::Error::source(&e).map_or_else(|| error_chain(&e), error_chain);
             format!("GET {url}: {cause}")
         })?;

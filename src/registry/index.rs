@@ -17,8 +17,13 @@ pub const MAX_SHOWN_PLATFORMS: usize = 32;
 /// What an index says about the node's platform.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct IndexScan {
-    /// Entries with a usable platform (not Windows-only, not attestations).
+    /// Entries with a platform that is not an attestation's (`unknown/unknown`).
     pub usable: usize,
+    /// Attestation entries (`unknown/unknown`): no node runs them.
+    pub attestations: usize,
+    /// The first entry without a `platform` (`Some(None)`: it has no digest): containerd keeps
+    /// such an entry, after those that match, and reads its config to decide.
+    pub no_platform: Option<Option<String>>,
     /// The digest of the entry the runtime would pick (`Some(None)`: it has no digest), or
     /// `None` when no entry fits the node.
     pub best: Option<Option<String>>,
@@ -55,10 +60,17 @@ struct State {
 
 impl State {
     fn entry(&mut self, d: Descriptor<'_>) {
-        let Some(p) = d.platform else { return };
-        // Entries that need OS features are for Windows hosts; attestations are
-        // `unknown/unknown`: neither can run on a Linux node.
-        if p.os_features || p.os == "unknown" || p.architecture == "unknown" {
+        let Some(p) = d.platform else {
+            if self.scan.no_platform.is_none() {
+                self.scan.no_platform = Some(d.digest.map(Cow::into_owned));
+            }
+            return;
+        };
+        // Attestations are `unknown/unknown`: no node runs them. `os.features` is not looked
+        // at: containerd 1.6 and 1.7 match os, architecture and variant only (a Windows
+        // entry's os is `windows`, which a Linux node does not match anyway).
+        if p.os == "unknown" || p.architecture == "unknown" {
+            self.scan.attestations += 1;
             return;
         }
         let spec = match p.variant.as_deref().filter(|v| !v.is_empty()) {
@@ -108,30 +120,6 @@ struct DescriptorPlatform<'a> {
     architecture: Cow<'a, str>,
     #[serde(borrow)]
     variant: Option<Cow<'a, str>>,
-    /// Whether `os.features` is a non-empty list: its items are counted, never kept.
-    #[serde(rename = "os.features", default, deserialize_with = "non_empty_list")]
-    os_features: bool,
-}
-
-fn non_empty_list<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    struct Count;
-    impl<'de> Visitor<'de> for Count {
-        type Value = bool;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a list")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-            let mut any = false;
-            while seq.next_element::<IgnoredAny>()?.is_some() {
-                any = true;
-            }
-            Ok(any)
-        }
-        fn visit_unit<E>(self) -> Result<bool, E> {
-            Ok(false)
-        }
-    }
-    d.deserialize_any(Count)
 }
 
 /// The index object: `manifests` is walked, every other member skipped unread.
@@ -226,14 +214,25 @@ mod tests {
     }
 
     #[test]
-    fn windows_and_attestations_are_not_usable() {
+    fn os_features_are_ignored_attestations_never_match_and_no_platform_is_kept() {
+        // As containerd 1.6 and 1.7: os.features plays no part in matching.
         let body = r#"{"manifests":[
             {"digest":"w","platform":{"os":"linux","architecture":"amd64","os.features":["x"]}},
             {"digest":"u","platform":{"os":"unknown","architecture":"unknown"}},
             {"digest":"n"}]}"#;
         let scan = scan_index(body.as_bytes(), &p("linux/amd64"), MatchMode::Lenient).unwrap();
-        assert_eq!(scan.usable, 0);
+        assert_eq!(scan.usable, 1);
+        assert_eq!(scan.attestations, 1);
+        assert_eq!(scan.best, Some(Some("w".to_string())));
+        assert_eq!(scan.no_platform, Some(Some("n".to_string())));
+        // Only Windows entries (with os.features) and attestations: nothing matches.
+        let body = r#"{"manifests":[
+            {"digest":"w","platform":{"os":"windows","architecture":"amd64","os.features":["win32k"]}},
+            {"digest":"u","platform":{"os":"unknown","architecture":"unknown"}}]}"#;
+        let scan = scan_index(body.as_bytes(), &p("linux/amd64"), MatchMode::Lenient).unwrap();
         assert_eq!(scan.best, None);
+        assert_eq!(scan.shown, ["windows/amd64"]);
+        assert_eq!(scan.no_platform, None);
     }
 
     #[test]

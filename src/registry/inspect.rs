@@ -35,6 +35,8 @@ const TAGS_MAX_PAGES: usize = 10;
 const TAGS_MAX_BYTES: usize = 1024 * 1024;
 /// Suggestions given at most.
 const MAX_SUGGESTIONS: usize = 3;
+/// Tags listed when none is close to the one asked for.
+const MAX_SOME_TAGS: usize = 5;
 
 #[derive(Deserialize)]
 struct Manifest {
@@ -85,6 +87,16 @@ impl Client {
             platform,
             digest_invalid: false,
         };
+        // The HEAD's own type can already say "artifact" (OCI 1.1's draft artifact manifest):
+        // no GET is needed to know that no runtime pulls it.
+        if let Some(t) = media_type.as_deref().and_then(|t| t.split(';').next()) {
+            if t.trim() == "application/vnd.oci.artifact.manifest.v1+json" {
+                return Fact::NotAnImage {
+                    url: "the HEAD's Content-Type".to_string(),
+                    what: format!("manifest type {}", t.trim().escape_default()),
+                };
+            }
+        }
         let policy = &self.platform;
         let Some(want) = &policy.want else {
             return found(None, PlatformSeen::NotAsked);
@@ -141,17 +153,30 @@ impl Client {
             let Ok(Some(scan)) = scan else {
                 return found(None, PlatformSeen::Skipped("the index could not be read"));
             };
-            if scan.usable == 0 {
-                return found(None, PlatformSeen::Skipped("the index names no platform"));
-            }
-            return match scan.best {
-                Some(platform_digest) => found(platform_digest, PlatformSeen::Checked),
-                None => Fact::WrongPlatform {
+            // As containerd: an entry that matches wins; else an entry without a platform,
+            // whose config the runtime reads to decide (pullcheck does not: never a false
+            // wrong_platform); else no match, attestations and Windows entries included.
+            return match (scan.best, scan.no_platform) {
+                (Some(platform_digest), _) => found(platform_digest, PlatformSeen::Checked),
+                (None, Some(entry)) => found(
+                    entry,
+                    PlatformSeen::Skipped(
+                        "an index entry names no platform; the runtime reads its config to decide",
+                    ),
+                ),
+                (None, None) => Fact::WrongPlatform {
                     digest,
                     wanted: want.to_string(),
                     available: scan.shown,
                     more_platforms: scan.more,
                 },
+            };
+        }
+        // An artifact is not an image: the runtime refuses it, whatever the platform.
+        if let Some(what) = super::artifact_kind(&body) {
+            return Fact::NotAnImage {
+                url: format!("GET {url}"),
+                what,
             };
         }
         // A single manifest: its platform is in its config blob.
@@ -307,10 +332,21 @@ impl Client {
             }
             _ => Vec::new(),
         };
+        // No tag is close: a few that exist still tell the user what to ask for.
+        let some_tags = if suggestions.is_empty()
+            && repository_missing == Some(false)
+            && reference.tag.is_some()
+            && reference.digest.is_none()
+        {
+            crate::suggest::some_tags(&tags, MAX_SOME_TAGS)
+        } else {
+            Vec::new()
+        };
         Fact::Missing {
             url,
             repository_missing,
             suggestions,
+            some_tags,
         }
     }
 

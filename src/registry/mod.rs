@@ -108,6 +108,19 @@ impl AuthUsed {
     }
 }
 
+/// What went wrong in a TLS handshake, as far as it decides the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsFailure {
+    /// The server answered the TLS hello in plain HTTP (rustls: "received corrupt message of
+    /// type InvalidContentType"): a plain-HTTP registry asked over HTTPS.
+    PlainHttpAnswer,
+    /// The certificate does not verify: an issuer this pod does not trust, another name,
+    /// expired.
+    Certificate,
+    /// Any other handshake failure (an alert, no common protocol version or cipher suite).
+    Other,
+}
+
 /// The raw facts one probe found, before classification.
 #[derive(Debug)]
 pub enum Fact {
@@ -134,6 +147,9 @@ pub enum Fact {
         repository_missing: Option<bool>,
         /// Close tags (or repositories) the registry has: best effort, never a verdict.
         suggestions: Vec<String>,
+        /// When no tag is close: a few of the tags the repository has (newest versions
+        /// first), so that the message still says what exists.
+        some_tags: Vec<String>,
     },
     /// The image exists, but has no variant for the node's platform.
     WrongPlatform {
@@ -171,14 +187,23 @@ pub enum Fact {
         url: String,
         /// What went wrong, with its causes.
         detail: String,
-        /// A certificate or TLS handshake failure: it will not heal by retrying.
-        tls: bool,
+        /// A certificate or TLS handshake failure (it will not heal by retrying), and which.
+        tls: Option<TlsFailure>,
         /// The request timed out.
         timeout: bool,
         /// Redirects that were refused: a loop, or from HTTPS down to plain HTTP.
         redirect: bool,
         /// The resolver said the registry's name does not exist.
         no_such_host: bool,
+    },
+    /// The manifest is an OCI artifact (a Helm chart, a signature, an SBOM), not an image:
+    /// its config is not an image config, or it names an `artifactType`. The runtime refuses
+    /// to pull it.
+    NotAnImage {
+        /// The manifest's URL.
+        url: String,
+        /// What it is (`artifactType …`, `config media type …`), escaped.
+        what: String,
     },
     /// The registry asks for an authentication scheme we do not speak.
     UnsupportedAuth {
@@ -302,6 +327,9 @@ pub struct Client {
     resolver: Arc<dns::Resolver>,
     /// Host names pinned to addresses (the hidden test-only `--test-resolve`).
     pinned: Vec<(String, std::net::SocketAddr)>,
+    /// Loopback registries that answered HTTPS in plain HTTP and are asked in plain HTTP
+    /// since, as containerd asks loopback registries (see [`Client::loopback_fallback`]).
+    fell_back: Mutex<HashSet<String>>,
 }
 
 /// Manifest and config `GET`s in flight at once, whatever `--concurrency`.
@@ -343,6 +371,10 @@ struct RegistryState {
     /// For each credential, the group of `scopes` each repository is in.
     groups: HashMap<String, HashMap<String, usize>>,
     ping: OnceCell<AuthScheme>,
+    /// The version check (`GET /v2/`) answered 404: not proof of anything (the runtime never
+    /// sends it), so the manifest request decides; only when it is a 404 too, and the
+    /// registry does not say which part is missing, is the host "not a registry".
+    ping_404: std::sync::atomic::AtomicBool,
     tokens: Mutex<HashMap<TokenKey, TokenCell>>,
 }
 
@@ -380,6 +412,7 @@ impl Client {
             body_gets: tokio::sync::Semaphore::new(BODY_GETS),
             resolver,
             pinned: options.resolve.clone(),
+            fell_back: Mutex::new(HashSet::new()),
         })
     }
 
@@ -395,7 +428,7 @@ impl Client {
         method: &str,
         url: &str,
     ) -> Result<reqwest::Response, reqwest::Error> {
-        let answer = req.send().await;
+        let answer = self.execute(req).await;
         if self.events.shows_requests() {
             let shown = match &answer {
                 Ok(r) => Ok(r.status().as_u16()),
@@ -407,6 +440,43 @@ impl Client {
             self.events.request(method, url, shown);
         }
         answer
+    }
+
+    /// Sends a request, following redirects as [`redirect_policy`] allows.
+    ///
+    /// An endpoint's own client (hosts.toml `header`, `ca`, `client`, `skip_verify`) stops at
+    /// a redirect to another origin: those settings belong to their host, and reqwest would
+    /// send the configured headers along (it strips only `Authorization` and cookies). The
+    /// redirect is then followed here with the run's plain client, without them and without
+    /// `Authorization`, as a registry's redirect to its storage is followed.
+    pub(crate) async fn execute(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let (client, req) = req.build_split();
+        let req = req?;
+        let again = req.try_clone();
+        let answer = client.execute(req).await;
+        let (Ok(resp), Some(mut again)) = (&answer, again) else {
+            return answer;
+        };
+        let Some(target) = elsewhere(resp) else {
+            return answer;
+        };
+        if resp.status() == reqwest::StatusCode::SEE_OTHER
+            && again.method() != reqwest::Method::HEAD
+        {
+            *again.method_mut() = reqwest::Method::GET;
+        }
+        *again.url_mut() = target;
+        for name in [
+            header::AUTHORIZATION,
+            header::COOKIE,
+            header::PROXY_AUTHORIZATION,
+        ] {
+            again.headers_mut().remove(name);
+        }
+        self.http.execute(again).await
     }
 
     fn state(&self, host: &str) -> Arc<RegistryState> {
@@ -440,6 +510,7 @@ impl Client {
             scopes,
             groups,
             ping: OnceCell::new(),
+            ping_404: std::sync::atomic::AtomicBool::new(false),
             tokens: Mutex::new(HashMap::new()),
         }
     }
@@ -487,6 +558,74 @@ impl Client {
         self.plain_http.contains(&host.to_ascii_lowercase())
     }
 
+    /// Whether the registry `host` was asked in plain HTTP because it is on loopback and
+    /// answered HTTPS in plain HTTP.
+    pub fn fell_back_to_plain_http(&self, host: &str) -> bool {
+        self.fell_back
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&host.to_ascii_lowercase())
+    }
+
+    /// containerd's rule for a loopback registry (`localhost`, `127.0.0.0/8`, `::1`) that
+    /// no configuration names: it is spoken to in plain HTTP (containerd 1.6's CRI and
+    /// `ctr` ask it in plain HTTP; 1.7 and 2.x try HTTPS and fall back). pullcheck asks HTTPS
+    /// first, as without the rule, and when the answer is plain HTTP it asks the same registry
+    /// in plain HTTP from then on: the plain-HTTP state replaces the registry's own (the same
+    /// token plan), for every image of the run. `None` when the rule does not apply: not
+    /// loopback, not the registry's own state (a route's endpoint keeps its own scheme), or
+    /// another failure.
+    fn loopback_fallback(
+        &self,
+        state: &Arc<RegistryState>,
+        fact: &Fact,
+    ) -> Option<Arc<RegistryState>> {
+        if !matches!(
+            fact,
+            Fact::Transport {
+                tls: Some(TlsFailure::PlainHttpAnswer),
+                ..
+            }
+        ) {
+            return None;
+        }
+        let host = state.base.strip_prefix("https://")?.to_string();
+        if !is_loopback(&host) || state.root != "/v2" {
+            return None;
+        }
+        let mut map = self
+            .registries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let current = map.get(&host)?.clone();
+        if current.base.starts_with("http://") {
+            // Another image of the registry fell back already.
+            return Some(current);
+        }
+        if !Arc::ptr_eq(&current, state) {
+            return None;
+        }
+        let plain = Arc::new(RegistryState {
+            base: format!("http://{host}"),
+            root: state.root.clone(),
+            http: self.http.clone(),
+            // The node's runtime speaks plain HTTP to it, credentials included; the traffic
+            // stays on the host.
+            plain_host: Some(host.to_ascii_lowercase()),
+            scopes: state.scopes.clone(),
+            groups: state.groups.clone(),
+            ping: OnceCell::new(),
+            ping_404: std::sync::atomic::AtomicBool::new(false),
+            tokens: Mutex::new(HashMap::new()),
+        });
+        map.insert(host.clone(), plain.clone());
+        self.fell_back
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(host.to_ascii_lowercase());
+        Some(plain)
+    }
+
     /// Probes one image with the credentials the keyring chose (empty: anonymous). Credentials
     /// are tried in order until one is not refused, as the kubelet does.
     ///
@@ -525,7 +664,7 @@ impl Client {
                         method: "GET",
                         url: format!("{}/", endpoint.url()),
                         detail: e.to_string(),
-                        tls: true,
+                        tls: Some(TlsFailure::Other),
                         timeout: false,
                         redirect: false,
                         no_such_host: false,
@@ -588,6 +727,7 @@ impl Client {
             scopes: HashMap::new(),
             groups: HashMap::new(),
             ping: OnceCell::new(),
+            ping_404: std::sync::atomic::AtomicBool::new(false),
             tokens: Mutex::new(HashMap::new()),
         });
         let mut map = self
@@ -606,47 +746,86 @@ impl Client {
         deadline: Instant,
         explain: bool,
     ) -> Outcome {
-        let state = state.clone();
-        progress.set(format!("GET {}{}/", state.base, state.root));
-        let scheme = match state.ping.get_or_try_init(|| self.ping(&state)).await {
-            Ok(s) => s.clone(),
-            Err(fact) => {
-                return Outcome {
-                    fact,
-                    auth: AuthUsed::Anonymous,
-                    tried: Vec::new(),
-                };
+        let mut state = state.clone();
+        let mut scheme = loop {
+            progress.set(format!("GET {}{}/", state.base, state.root));
+            match state.ping.get_or_try_init(|| self.ping(&state)).await {
+                Ok(s) => break s.clone(),
+                Err(fact) => {
+                    if let Some(plain) = self.loopback_fallback(&state, &fact) {
+                        state = plain;
+                        continue;
+                    }
+                    return Outcome {
+                        fact,
+                        auth: AuthUsed::Anonymous,
+                        tried: Vec::new(),
+                    };
+                }
             }
         };
-        // A registry that asks for no authentication gets no credentials: they would only leak.
-        let candidates: Vec<Option<&Credential>> =
-            if credentials.is_empty() || scheme == AuthScheme::None {
-                vec![None]
-            } else {
-                credentials.iter().copied().map(Some).collect()
-            };
         let mut tried = Vec::new();
-        let mut last = None;
-        for cred in candidates {
-            let auth = AuthUsed::of(cred);
-            tried.push(auth.clone());
-            let (fact, authorization) = self
-                .probe_with(&state, &scheme, reference, cred, progress)
-                .await;
-            // Refusals (401/403, a token server saying no) move on to the next credential;
-            // anything else is the answer.
-            let refused = matches!(
-                fact,
-                Fact::Status {
-                    status: 401 | 403,
-                    ..
-                } | Fact::InsecureRealm { .. }
-            );
-            last = Some((fact, auth, authorization));
-            if !refused {
-                break;
+        // The manifest request's own challenge: a registry whose `/v2/` answers without
+        // authentication may still protect its repositories, as the runtime (which never
+        // pings) finds out from the manifest request. Answered once per probe.
+        let mut challenge: Option<AuthScheme> = None;
+        let mut challenge_answered = false;
+        let last = loop {
+            // A registry that asks for no authentication gets no credentials: they would only leak.
+            let candidates: Vec<Option<&Credential>> =
+                if credentials.is_empty() || scheme == AuthScheme::None {
+                    vec![None]
+                } else {
+                    credentials.iter().copied().map(Some).collect()
+                };
+            let mut last: Option<(Fact, AuthUsed, Option<String>)> = None;
+            let refusal = |f: &Fact| {
+                matches!(
+                    f,
+                    Fact::Status {
+                        status: 401 | 403,
+                        ..
+                    } | Fact::InsecureRealm { .. }
+                )
+            };
+            for cred in candidates {
+                let auth = AuthUsed::of(cred);
+                tried.push(auth.clone());
+                let (fact, authorization) = self
+                    .probe_with(&state, &scheme, reference, cred, progress, &mut challenge)
+                    .await;
+                // As the kubelet: any failed pull moves on to the next matching credential (a
+                // registry may answer 404 to a user who may not see a private repository), not
+                // only a refusal. A transport failure is not the credential's: it ends the search.
+                let answered = matches!(
+                    fact,
+                    Fact::Status { .. } | Fact::Missing { .. } | Fact::InsecureRealm { .. }
+                );
+                let found = matches!(fact, Fact::Found { .. });
+                // What is reported when none finds it: the first answer that is not a refusal
+                // (a 404 says more than a later 401), else the last refusal.
+                let keep = last.as_ref().is_none_or(|(f, _, _)| refusal(f)) || found;
+                if keep {
+                    last = Some((fact, auth, authorization));
+                }
+                if found || !answered {
+                    break;
+                }
             }
-        }
+            match challenge.take() {
+                // Basic without a credential to send would only ask the same again.
+                Some(asked)
+                    if !challenge_answered
+                        && scheme == AuthScheme::None
+                        && asked != AuthScheme::None
+                        && !(credentials.is_empty() && asked == AuthScheme::Basic) =>
+                {
+                    challenge_answered = true;
+                    scheme = asked;
+                }
+                _ => break last,
+            }
+        };
         let Some((fact, auth, authorization)) = last else {
             let fact = Fact::UnsupportedAuth {
                 scheme: "(no credential to try)".to_string(),
@@ -690,6 +869,7 @@ impl Client {
                 url,
                 repository_missing: None,
                 suggestions: Vec::new(),
+                some_tags: Vec::new(),
             },
             Fact::Missing { url, .. } => {
                 let suggest_by = deadline
@@ -698,6 +878,23 @@ impl Client {
                 self.explain_missing(&state, reference, url, authorization, progress, suggest_by)
                     .await
             }
+            other => other,
+        };
+        // The version check and the manifest both answered 404, and nothing said which part
+        // is missing: the host is not a registry (a web server, a wrong path), not a missing
+        // image. Where the manifest request was answered otherwise, it decided.
+        let fact = match fact {
+            Fact::Missing {
+                repository_missing: None,
+                ..
+            } if state.ping_404.load(std::sync::atomic::Ordering::Relaxed) => Fact::Status {
+                step: Step::Ping,
+                method: "GET",
+                url: format!("{}{}/", state.base, state.root),
+                status: 404,
+                retry_after: None,
+                bearer_error: None,
+            },
             other => other,
         };
         Outcome { fact, auth, tried }
@@ -710,6 +907,7 @@ impl Client {
         reference: &Reference,
         cred: Option<&Credential>,
         progress: &Progress,
+        challenge: &mut Option<AuthScheme>,
     ) -> (Fact, Option<String>) {
         let url = format!(
             "{}{}/{}/manifests/{}",
@@ -766,11 +964,21 @@ impl Client {
                     url,
                     repository_missing: None,
                     suggestions: Vec::new(),
+                    some_tags: Vec::new(),
                 };
                 return (fact, authorization);
             }
             let bearer_error =
                 www_authenticate(resp.headers()).and_then(|h| auth::bearer_error(&h));
+            if status == StatusCode::UNAUTHORIZED && authorization.is_none() {
+                // Asked without credentials and challenged: how this request wants them.
+                let challenges = www_authenticate(resp.headers())
+                    .map(|h| auth::parse_www_authenticate(&h))
+                    .unwrap_or_default();
+                if !challenges.is_empty() {
+                    *challenge = Some(AuthScheme::from_challenges(&challenges));
+                }
+            }
             if status == StatusCode::UNAUTHORIZED
                 && bearer_error.as_deref() == Some("invalid_token")
                 && !fresh_token
@@ -838,6 +1046,14 @@ impl Client {
         // A node configuration's own API root (`override_path`, a proxy project's path) need
         // not answer the version check: the runtime never sends one, it asks for the manifest.
         if status.is_success() || (status == StatusCode::NOT_FOUND && state.root != "/v2") {
+            return Ok(AuthScheme::None);
+        }
+        if status == StatusCode::NOT_FOUND {
+            // The version check is not the pull: ask for the manifest anyway (its own
+            // challenge, if any, says how to authenticate).
+            state
+                .ping_404
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             return Ok(AuthScheme::None);
         }
         if status == StatusCode::UNAUTHORIZED {
@@ -1052,8 +1268,8 @@ fn build_http(
     builder
         .tls_backend_preconfigured(config)
         .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
+        .redirect(redirect_policy(tls.is_some() || !headers.is_empty()))
         .default_headers(default_headers)
-        .redirect(redirect_policy())
         .pool_idle_timeout(Duration::from_secs(30))
         .dns_resolver(resolver)
         .build()
@@ -1135,10 +1351,9 @@ impl Progress {
 fn basic_auth(c: &Credential) -> String {
     use base64::Engine;
     let raw = format!("{}:{}", c.username, c.password.expose());
-    format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(raw)
-    )
+    let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
+    crate::redact::register(&encoded);
+    format!("Basic {encoded}")
 }
 
 /// Adds an `Authorization` header, when there is one, marked sensitive.
@@ -1215,21 +1430,44 @@ pub fn is_digest(s: &str) -> bool {
 
 /// Follows up to 5 redirects, never from HTTPS down to plain HTTP. reqwest itself drops the
 /// `Authorization` header when a redirect leaves the host, port or scheme.
-fn redirect_policy() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
+/// Redirects: never from HTTPS to plain HTTP, at most 5. With `same_origin_only` (a client
+/// with an endpoint's own headers or TLS settings), a redirect to another origin is not
+/// followed by the client but handed back ([`Client::send`] follows it without them).
+fn redirect_policy(same_origin_only: bool) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
         let downgrade = attempt.url().scheme() == "http"
             && attempt
                 .previous()
                 .last()
                 .is_some_and(|u| u.scheme() == "https");
+        let elsewhere = same_origin_only
+            && attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() != attempt.url().origin());
         if downgrade {
             attempt.error("refusing a redirect from HTTPS to plain HTTP")
         } else if attempt.previous().len() > 5 {
             attempt.error("more than 5 redirects")
+        } else if elsewhere {
+            attempt.stop()
         } else {
             attempt.follow()
         }
     })
+}
+
+/// The target of a redirect that an endpoint's client handed back ([`redirect_policy`]): a
+/// 301, 302, 303, 307 or 308 whose `Location` is on another origin than the answer's, and
+/// not a downgrade from HTTPS to plain HTTP (which is left as the answer, refused).
+fn elsewhere(resp: &reqwest::Response) -> Option<reqwest::Url> {
+    if !matches!(resp.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let location = resp.headers().get(header::LOCATION)?.to_str().ok()?;
+    let target = resp.url().join(location).ok()?;
+    let downgrade = resp.url().scheme() == "https" && target.scheme() == "http";
+    (target.origin() != resp.url().origin() && !downgrade).then_some(target)
 }
 
 async fn read_limited(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, reqwest::Error> {
@@ -1266,7 +1504,7 @@ fn transport(step: Step, method: &'static str, url: &str, e: &reqwest::Error) ->
         method,
         url: url.to_string(),
         detail,
-        tls: is_tls_error(e),
+        tls: tls_failure(e),
         timeout: e.is_timeout(),
         redirect: e.is_redirect(),
         no_such_host: dns::dns_error(e).is_some_and(|d| d.no_such_host),
@@ -1289,16 +1527,75 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
-/// Whether a TLS failure (a certificate that does not verify, a handshake refused) is in the
-/// error's causes. `io::Error::source` skips the error it wraps, and the TLS stack nests one
-/// `io::Error` in another, so each one is opened down to what it wraps.
-fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
+/// The config media types of images (OCI, Docker schema 2): any other config, or an
+/// `artifactType`, makes a manifest an artifact that no runtime runs.
+const IMAGE_CONFIG_TYPES: [&str; 2] = [
+    "application/vnd.oci.image.config.v1+json",
+    "application/vnd.docker.container.image.v1+json",
+];
+
+/// What a single manifest is when it is not an image (`artifactType application/…`, `config
+/// media type application/vnd.cncf.helm.config.v1+json`); `None` for an image, and for a body
+/// that says nothing either way (no config media type: old manifests leave it out).
+pub(crate) fn artifact_kind(manifest: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        #[serde(rename = "artifactType")]
+        artifact_type: Option<String>,
+        config: Option<ConfigShape>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ConfigShape {
+        #[serde(rename = "mediaType")]
+        media_type: Option<String>,
+    }
+    let shape: Shape = serde_json::from_slice(manifest).ok()?;
+    if let Some(t) = shape.artifact_type.filter(|t| !t.is_empty()) {
+        return Some(format!("artifactType {}", t.escape_default()));
+    }
+    let media = shape.config?.media_type?;
+    (!IMAGE_CONFIG_TYPES.contains(&media.as_str()))
+        .then(|| format!("config media type {}", media.escape_default()))
+}
+
+/// Whether `host[:port]` is a loopback registry in containerd's sense (`docker.IsLocalhost`):
+/// `localhost`, an address in `127.0.0.0/8`, or `::1` (bracketed, with or without a port).
+pub fn is_loopback(host: &str) -> bool {
+    let name = if host.parse::<std::net::IpAddr>().is_ok() {
+        host
+    } else if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        })
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The TLS failure (a plain-HTTP answer, a certificate that does not verify, a handshake
+/// refused) in the error's causes, if any. `io::Error::source` skips the error it wraps, and
+/// the TLS stack nests one `io::Error` in another, so each one is opened down to what it wraps.
+fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<TlsFailure> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cur {
         let mut inner = c;
         loop {
-            if inner.downcast_ref::<rustls::Error>().is_some() {
-                return true;
+            if let Some(r) = inner.downcast_ref::<rustls::Error>() {
+                return Some(match r {
+                    rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+                        TlsFailure::PlainHttpAnswer
+                    }
+                    rustls::Error::InvalidCertificate(_) => TlsFailure::Certificate,
+                    _ => TlsFailure::Other,
+                });
             }
             match inner
                 .downcast_ref::<std::io::Error>()
@@ -1310,12 +1607,61 @@ fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
         }
         cur = c.source();
     }
-    false
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn artifacts_are_told_from_images() {
+        let cases: [(&str, Option<&str>); 6] = [
+            (
+                r#"{"config":{"mediaType":"application/vnd.oci.image.config.v1+json"}}"#,
+                None,
+            ),
+            (
+                r#"{"config":{"mediaType":"application/vnd.docker.container.image.v1+json"}}"#,
+                None,
+            ),
+            (r#"{"config":{"digest":"sha256:0"}}"#, None),
+            (
+                r#"{"config":{"mediaType":"application/vnd.cncf.helm.config.v1+json"}}"#,
+                Some("config media type application/vnd.cncf.helm.config.v1+json"),
+            ),
+            (
+                r#"{"artifactType":"application/vnd.example.sbom","config":{"mediaType":"application/vnd.oci.empty.v1+json"}}"#,
+                Some("artifactType application/vnd.example.sbom"),
+            ),
+            ("not json", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(artifact_kind(body.as_bytes()).as_deref(), want, "{body}");
+        }
+    }
+
+    #[test]
+    fn loopback_hosts_as_containerd_counts_them() {
+        for (host, want) in [
+            ("localhost", true),
+            ("localhost:5000", true),
+            ("LOCALHOST:5000", true),
+            ("127.0.0.1", true),
+            ("127.0.0.1:5000", true),
+            ("127.1.2.3:80", true),
+            ("[::1]:5000", true),
+            ("[::1]", true),
+            ("::1", true),
+            ("128.0.0.1:5000", false),
+            ("localhost.example.com", false),
+            ("registry.local:5000", false),
+            ("[::2]:5000", false),
+            ("10.0.0.1", false),
+        ] {
+            assert_eq!(is_loopback(host), want, "{host}");
+        }
+    }
 
     #[test]
     fn retry_after_forms() {

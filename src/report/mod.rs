@@ -10,9 +10,13 @@ mod termination;
 mod text;
 
 pub use escape::escape;
-pub use termination::{TERMINATION_MESSAGE_MAX, termination_message};
+pub use termination::{
+    KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
+    termination_message,
+};
 pub use text::render_text;
 
+use crate::credentials::ProviderTried;
 use crate::keyring::CredentialSource;
 use crate::pull_policy::PullPolicy;
 use serde::Serialize;
@@ -33,8 +37,13 @@ pub enum Status {
     Unauthorized,
     /// The registry refused access (403).
     Denied,
-    /// DNS, connect, TLS, time-outs, 5xx or 429 that lasted until the deadline.
+    /// Connect errors, time-outs, 5xx or 429 that lasted until the deadline: it may pass.
     Unreachable,
+    /// The registry cannot be checked from this pod, and retrying will not change it: a
+    /// plain-HTTP registry asked over TLS, a certificate this pod does not trust, a name this
+    /// pod's resolver says does not exist. Permanent for the pod, possibly not for the node
+    /// (its runtime's configuration, its CAs, its DNS).
+    Unverifiable,
     /// The image can be pulled, but a container using it will not start
     /// (`CreateContainerConfigError`, `CreateContainerError`).
     WontStart,
@@ -50,6 +59,7 @@ impl Status {
             Status::Unauthorized | Status::Denied => ExitCode::AccessRefused,
             Status::Unreachable => ExitCode::Unreachable,
             Status::WontStart => ExitCode::WontStart,
+            Status::Unverifiable => ExitCode::Unverifiable,
         }
     }
 
@@ -64,14 +74,16 @@ impl Status {
             Status::Denied => "denied",
             Status::Unreachable => "unreachable",
             Status::WontStart => "wont_start",
+            Status::Unverifiable => "unverifiable",
         }
     }
 }
 
 /// The process exit codes: one enum, documented in `--help` and the README.
 ///
-/// When images fail differently the lowest of 3–7 wins, so that a Job's `podFailurePolicy`
-/// can fail the Job at once on 3–5 and 7 (permanent) and treat 6 (transient) differently.
+/// When images fail differently the lowest of 3–8 wins, so that a Job's `podFailurePolicy`
+/// can fail the Job at once on 3–5 and 7 (permanent), retry on 6 (it may pass), and count 8
+/// (permanent for the pod, maybe not for the node) against `backoffLimit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum ExitCode {
@@ -89,6 +101,10 @@ pub enum ExitCode {
     Unreachable = 6,
     /// An image can be pulled, but a container using it will not start (permanent).
     WontStart = 7,
+    /// A registry cannot be checked from this pod, and retrying will not change it (plain
+    /// HTTP asked over TLS, an untrusted certificate, a name the pod's resolver does not
+    /// know): permanent for the pod, possibly not for the node.
+    Unverifiable = 8,
 }
 
 impl ExitCode {
@@ -101,7 +117,7 @@ impl ExitCode {
     pub fn for_results<'a>(results: impl IntoIterator<Item = &'a ImageResult>) -> ExitCode {
         results
             .into_iter()
-            .filter(|r| r.fatal)
+            .filter(|r| r.fatal())
             .map(|r| r.status.exit_code())
             .filter(|c| *c != ExitCode::Ok)
             .min()
@@ -125,7 +141,97 @@ Exit codes:
   5  access refused: no credentials, credentials rejected, or no permission
   6  a registry could not be reached, or kept failing, until the deadline (transient)
   7  an image can be pulled, but a container using it will not start (permanent)
-When images fail differently, the lowest code of 3-7 wins.";
+  8  a registry cannot be checked from this pod, and retrying will not change it: plain
+     HTTP asked over TLS, an untrusted certificate, a name the pod's resolver does not know
+     (permanent for the pod; the node may differ)
+When images fail differently, the lowest code of 3-8 wins.";
+
+/// Whether a verdict counts towards the exit code. A failure that does not count is a warning
+/// (JSON `"fatal": false`), always for a named reason: the run's summary, the JSON and the
+/// termination message say which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counted {
+    /// It counts (JSON `"fatal": true` on a failure).
+    Yes,
+    /// It does not count, for this reason.
+    No(NotCounted),
+}
+
+/// Why a failure does not count: each a flag given or a fact of the node that may let the pod
+/// start although pullcheck could not show that its image can be pulled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotCounted {
+    /// `--allow-unauthenticated` names the registry, and no credential at all was tried.
+    AllowUnauthenticated,
+    /// `--on-unreachable warn`, and the registry could not be reached.
+    OnUnreachableWarn,
+    /// The image is served by a built-in cloud provider (ECR, Artifact Registry / GCR, ACR),
+    /// no pull secret matched, and the provider gave nothing from the pod's identity: the
+    /// kubelet pulls with the node's own.
+    CloudIdentityUnavailable,
+    /// A credential-provider plugin matched the image and gave nothing in the pod (it failed,
+    /// or had no entry for it): on the node the kubelet runs it with the node's identity.
+    CredentialProviderUnavailable,
+    /// Only node-side credentials (a cloud identity, a plugin's answer) were tried and the
+    /// registry refused them: the node's own identity may have access.
+    NodeCredentialsRefused,
+    /// An `IfNotPresent` image missing at its registry, on a node whose image list is cut at
+    /// `nodeStatusMaxImages`: the node may hold it.
+    NodeListTruncated,
+}
+
+impl NotCounted {
+    /// Every cause, in the order the summary names them.
+    pub const ALL: [NotCounted; 6] = [
+        NotCounted::AllowUnauthenticated,
+        NotCounted::CloudIdentityUnavailable,
+        NotCounted::CredentialProviderUnavailable,
+        NotCounted::NodeCredentialsRefused,
+        NotCounted::OnUnreachableWarn,
+        NotCounted::NodeListTruncated,
+    ];
+
+    /// The JSON value of `not_counted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotCounted::AllowUnauthenticated => "allow_unauthenticated",
+            NotCounted::OnUnreachableWarn => "on_unreachable_warn",
+            NotCounted::CloudIdentityUnavailable => "cloud_identity_unavailable",
+            NotCounted::CredentialProviderUnavailable => "credential_provider_unavailable",
+            NotCounted::NodeCredentialsRefused => "node_credentials_refused",
+            NotCounted::NodeListTruncated => "node_list_truncated",
+        }
+    }
+
+    /// What was not verified, for the summary.
+    fn what(self) -> &'static str {
+        match self {
+            NotCounted::AllowUnauthenticated
+            | NotCounted::CloudIdentityUnavailable
+            | NotCounted::CredentialProviderUnavailable => "no credentials",
+            NotCounted::NodeCredentialsRefused => "node-side credentials refused",
+            NotCounted::OnUnreachableWarn => "unreachable",
+            NotCounted::NodeListTruncated => "not found at the registry",
+        }
+    }
+
+    /// The flag or the fact behind it, for the summary and the termination message.
+    pub fn because(self) -> &'static str {
+        match self {
+            NotCounted::AllowUnauthenticated => "--allow-unauthenticated",
+            NotCounted::OnUnreachableWarn => "--on-unreachable warn",
+            NotCounted::CloudIdentityUnavailable => {
+                "no cloud identity in the pod, the node pulls with its own"
+            }
+            NotCounted::CredentialProviderUnavailable => {
+                "the credential provider gave nothing in the pod, the node runs it with its own identity"
+            }
+            NotCounted::NodeCredentialsRefused => "the node's own identity may have access",
+            NotCounted::NodeListTruncated => "the node's image list is truncated",
+        }
+    }
+}
 
 /// The verdict for one image. A failed image is data, not an error.
 ///
@@ -151,9 +257,9 @@ pub struct ImageResult {
     pub hint: String,
     /// Which credential was used: `anonymous`, or where it came from (never its content).
     pub auth: String,
-    /// Whether this result counts towards the exit code. Meaningful for failures only: JSON
-    /// leaves it out on `ok` images.
-    pub fatal: bool,
+    /// Whether this result counts towards the exit code, and if not, why. Meaningful for
+    /// failures only: JSON leaves `fatal` and `not_counted` out on `ok` images.
+    pub counted: Counted,
     /// Requests for the manifest, counting retries.
     pub attempts: u32,
     /// Time spent on this image.
@@ -170,6 +276,9 @@ pub struct ImageResult {
     pub available_platforms: Vec<String>,
     /// Close tags or repositories, when the image is `not_found` (best effort).
     pub suggestions: Vec<String>,
+    /// When no tag is close to a missing one: a few of the tags the repository has, newest
+    /// versions first (best effort; JSON `existing_tags`).
+    pub existing_tags: Vec<String>,
     /// The image's pull policy: `Always` is checked at the registry, `IfNotPresent` on the
     /// node first.
     pub pull_policy: PullPolicy,
@@ -185,6 +294,10 @@ pub struct ImageResult {
     /// The registry was asked over plain HTTP (`--plain-http`, or its alias `--insecure`):
     /// said in the report, since crane's `--insecure` could also mean HTTPS unverified.
     pub plain_http: bool,
+    /// The node-side credential sources (built-in cloud providers, credential-provider
+    /// plugins) that serve this image and gave no credential for it, each with why; empty,
+    /// and left out of JSON, when none did.
+    pub providers_tried: Vec<ProviderTried>,
     /// Will each container using this image start? One entry per container of the pod spec
     /// (`--containers`, `PULLCHECK_CONTAINERS`); empty, and left out of JSON, without them.
     pub containers: Vec<ContainerStart>,
@@ -223,7 +336,7 @@ pub struct ContainerStart {
 impl Serialize for ImageResult {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("ImageResult", 22)?;
+        let mut st = s.serialize_struct("ImageResult", 25)?;
         st.serialize_field("image", &self.image)?;
         st.serialize_field("reference", &self.reference)?;
         st.serialize_field("registry", &self.registry)?;
@@ -237,7 +350,10 @@ impl Serialize for ImageResult {
         st.serialize_field("auth", &self.auth)?;
         // `fatal` belongs to failures: an image that can be pulled is neither fatal nor not.
         if !self.is_ok() {
-            st.serialize_field("fatal", &self.fatal)?;
+            st.serialize_field("fatal", &self.fatal())?;
+            if let Counted::No(why) = self.counted {
+                st.serialize_field("not_counted", why.as_str())?;
+            }
         }
         st.serialize_field("attempts", &self.attempts)?;
         st.serialize_field("elapsed_ms", &self.elapsed_ms)?;
@@ -253,6 +369,9 @@ impl Serialize for ImageResult {
         if !self.suggestions.is_empty() {
             st.serialize_field("suggestions", &self.suggestions)?;
         }
+        if !self.existing_tags.is_empty() {
+            st.serialize_field("existing_tags", &self.existing_tags)?;
+        }
         if let Some(e) = &self.endpoint {
             st.serialize_field("endpoint", e)?;
         }
@@ -264,6 +383,9 @@ impl Serialize for ImageResult {
         }
         st.serialize_field("pull_policy", &self.pull_policy)?;
         st.serialize_field("present_on_node", &self.present_on_node)?;
+        if !self.providers_tried.is_empty() {
+            st.serialize_field("providers_tried", &self.providers_tried)?;
+        }
         if !self.containers.is_empty() {
             st.serialize_field("containers", &self.containers)?;
         }
@@ -272,6 +394,21 @@ impl Serialize for ImageResult {
 }
 
 impl ImageResult {
+    /// Whether this result counts towards the exit code (JSON `fatal`).
+    pub fn fatal(&self) -> bool {
+        self.counted == Counted::Yes
+    }
+
+    /// Marks the result as not counted, for `why`, and says so at the end of its message in
+    /// the cause's own words. A result already not counted keeps its first cause.
+    pub fn not_counted(&mut self, why: NotCounted, words: &str) {
+        if self.counted == Counted::Yes {
+            self.counted = Counted::No(why);
+            self.message.push_str("; not counted: ");
+            self.message.push_str(words);
+        }
+    }
+
     /// Whether the image can be pulled.
     pub fn is_ok(&self) -> bool {
         self.status == Status::Ok
@@ -282,7 +419,7 @@ impl ImageResult {
     pub(crate) fn severity(&self) -> (u8, u8) {
         match self.status.exit_code() {
             ExitCode::Ok => (2, 0),
-            code if self.fatal => (0, code.code()),
+            code if self.fatal() => (0, code.code()),
             code => (1, code.code()),
         }
     }
@@ -327,7 +464,7 @@ impl Report {
 
     /// The images that cannot be pulled and count towards the exit code.
     pub fn failures(&self) -> impl Iterator<Item = &ImageResult> {
-        self.images.iter().filter(|r| !r.is_ok() && r.fatal)
+        self.images.iter().filter(|r| !r.is_ok() && r.fatal())
     }
 
     /// The report as pretty JSON (the `-o json` contract).
@@ -353,7 +490,7 @@ impl Report {
         let unverified = self
             .images
             .iter()
-            .filter(|r| !r.is_ok() && !r.fatal)
+            .filter(|r| !r.is_ok() && !r.fatal())
             .count();
         let pullable = self.images.iter().filter(|r| r.is_ok()).count();
         let images = |n: usize| if n == 1 { "image" } else { "images" };
@@ -368,10 +505,25 @@ impl Report {
             .failures()
             .filter(|r| r.status == Status::WontStart)
             .count();
+        // Images that could not be checked from this pod (exit 8) are not said to be
+        // impossible to pull: the node may pull them.
+        let unverifiable = self
+            .failures()
+            .filter(|r| r.status == Status::Unverifiable)
+            .count();
+        let failing = failing - unverifiable;
         let not_pulled = failing - wont_start;
         let noun = if total == 1 { "image" } else { "images" };
         let mut s = if total == 0 {
             "pullcheck: no images to check".to_string()
+        } else if unverifiable > 0 && failing == 0 {
+            if total == 1 {
+                "pullcheck: the 1 image cannot be checked from this pod".to_string()
+            } else {
+                format!(
+                    "pullcheck: {unverifiable} of {total} images cannot be checked from this pod"
+                )
+            }
         } else if failing > 0 && wont_start == 0 {
             if total == 1 {
                 "pullcheck: the 1 image cannot be pulled".to_string()
@@ -414,11 +566,26 @@ impl Report {
         } else {
             format!("pullcheck: {pullable} of {total} images can be pulled")
         };
-        if unverified > 0 {
+        if unverifiable > 0 && failing > 0 {
             s.push_str(&format!(
-                "; {unverified} {} not verified (no credentials; not counted: --allow-unauthenticated)",
-                images(unverified)
+                "; {unverifiable} more cannot be checked from this pod"
             ));
+        }
+        // One clause per cause, in the order of [`NotCounted::ALL`], each in its own words.
+        for why in NotCounted::ALL {
+            let n = self
+                .images
+                .iter()
+                .filter(|r| !r.is_ok() && r.counted == Counted::No(why))
+                .count();
+            if n > 0 {
+                s.push_str(&format!(
+                    "; {n} {} not verified ({}; not counted: {})",
+                    images(n),
+                    why.what(),
+                    why.because()
+                ));
+            }
         }
         s
     }
@@ -451,7 +618,9 @@ pub(crate) mod tests {
             platform_note: None,
             available_platforms: Vec::new(),
             suggestions: Vec::new(),
+            existing_tags: Vec::new(),
             containers: Vec::new(),
+            providers_tried: Vec::new(),
             endpoint: None,
             mirror_of: None,
             plain_http: false,
@@ -462,7 +631,7 @@ pub(crate) mod tests {
                 "do something".to_string()
             },
             auth: "anonymous".to_string(),
-            fatal: true,
+            counted: Counted::Yes,
             attempts: 1,
             elapsed_ms: 1,
             pull_policy: PullPolicy::Always,
@@ -541,7 +710,7 @@ pub(crate) mod tests {
     #[test]
     fn non_fatal_results_do_not_count() {
         let mut r = result("x", Status::Unauthorized);
-        r.fatal = false;
+        r.counted = Counted::No(NotCounted::AllowUnauthenticated);
         assert_eq!(ExitCode::for_results([&r]), ExitCode::Ok);
     }
 
@@ -598,7 +767,7 @@ pub(crate) mod tests {
     fn summaries_are_true_for_their_case() {
         let warn = |image: &str| {
             let mut r = result(image, Status::Unauthorized);
-            r.fatal = false;
+            r.counted = Counted::No(NotCounted::AllowUnauthenticated);
             r
         };
         let cases: Vec<(&str, Vec<ImageResult>, &str)> = vec![
@@ -651,9 +820,127 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn each_cause_of_not_counted_has_its_own_summary_and_json_value() {
+        let cases = [
+            (
+                NotCounted::AllowUnauthenticated,
+                Status::Unauthorized,
+                "allow_unauthenticated",
+                "pullcheck: no image failed; 1 image not verified (no credentials; not counted: --allow-unauthenticated)",
+            ),
+            (
+                NotCounted::OnUnreachableWarn,
+                Status::Unreachable,
+                "on_unreachable_warn",
+                "pullcheck: no image failed; 1 image not verified (unreachable; not counted: --on-unreachable warn)",
+            ),
+            (
+                NotCounted::CloudIdentityUnavailable,
+                Status::Unauthorized,
+                "cloud_identity_unavailable",
+                "pullcheck: no image failed; 1 image not verified (no credentials; not counted: no cloud identity in the pod, the node pulls with its own)",
+            ),
+            (
+                NotCounted::CredentialProviderUnavailable,
+                Status::Unauthorized,
+                "credential_provider_unavailable",
+                "pullcheck: no image failed; 1 image not verified (no credentials; not counted: the credential provider gave nothing in the pod, the node runs it with its own identity)",
+            ),
+            (
+                NotCounted::NodeCredentialsRefused,
+                Status::Denied,
+                "node_credentials_refused",
+                "pullcheck: no image failed; 1 image not verified (node-side credentials refused; not counted: the node's own identity may have access)",
+            ),
+            (
+                NotCounted::NodeListTruncated,
+                Status::NotFound,
+                "node_list_truncated",
+                "pullcheck: no image failed; 1 image not verified (not found at the registry; not counted: the node's image list is truncated)",
+            ),
+        ];
+        assert_eq!(cases.len(), NotCounted::ALL.len());
+        for (why, status, json, summary) in cases {
+            let mut r = result("a", status);
+            r.not_counted(why, "words");
+            assert!(r.message.ends_with("; not counted: words"), "{json}");
+            let report = Report::new(vec![r]);
+            assert_eq!(report.exit_code, ExitCode::Ok, "{json}");
+            assert_eq!(report.summary(), summary, "{json}");
+            let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+            assert_eq!(v["images"][0]["fatal"], false, "{json}");
+            assert_eq!(v["images"][0]["not_counted"], json, "{json}");
+            let term = termination_message(&report, 1024);
+            assert!(
+                term.contains(&format!("(not counted: {})", why.because())),
+                "{term}"
+            );
+        }
+        // Two causes in one run: a clause each.
+        let mut a = result("a", Status::Unauthorized);
+        a.not_counted(NotCounted::AllowUnauthenticated, "x");
+        let mut b = result("b", Status::Unreachable);
+        b.not_counted(NotCounted::OnUnreachableWarn, "y");
+        // The first cause stays.
+        b.not_counted(NotCounted::AllowUnauthenticated, "z");
+        assert!(!b.message.contains('z'));
+        let report = Report::new(vec![result("c", Status::Ok), a, b]);
+        assert_eq!(
+            report.summary(),
+            "pullcheck: 1 of 3 images can be pulled; 1 image not verified (no credentials; not counted: --allow-unauthenticated); 1 image not verified (unreachable; not counted: --on-unreachable warn)"
+        );
+        // A counted failure has no `not_counted`.
+        let v: serde_json::Value =
+            serde_json::from_str(&Report::new(vec![result("d", Status::NotFound)]).to_json())
+                .unwrap();
+        assert!(v["images"][0].get("not_counted").is_none());
+    }
+
+    #[test]
+    fn images_that_cannot_be_checked_from_the_pod_are_not_said_to_be_unpullable() {
+        let cases: Vec<(&str, Vec<ImageResult>, &str, u8)> = vec![
+            (
+                "one",
+                vec![result("a", Status::Unverifiable)],
+                "pullcheck: the 1 image cannot be checked from this pod",
+                8,
+            ),
+            (
+                "with an ok one",
+                vec![result("a", Status::Unverifiable), result("b", Status::Ok)],
+                "pullcheck: 1 of 2 images cannot be checked from this pod",
+                8,
+            ),
+            (
+                "with a missing one",
+                vec![
+                    result("a", Status::Unverifiable),
+                    result("b", Status::NotFound),
+                ],
+                "pullcheck: 1 of 2 images cannot be pulled; 1 more cannot be checked from this pod",
+                3,
+            ),
+            (
+                "with an unreachable one: 6 wins",
+                vec![
+                    result("a", Status::Unverifiable),
+                    result("b", Status::Unreachable),
+                ],
+                "pullcheck: 1 of 2 images cannot be pulled; 1 more cannot be checked from this pod",
+                6,
+            ),
+        ];
+        for (name, images, want, code) in cases {
+            let report = Report::new(images);
+            assert_eq!(report.summary(), want, "{name}");
+            assert_eq!(report.exit_code.code(), code, "{name}");
+        }
+    }
+
+    #[test]
     fn fatal_only_on_failures() {
         let mut warning = result("w", Status::Unauthorized);
-        warning.fatal = false;
+        warning.counted = Counted::No(NotCounted::AllowUnauthenticated);
         let mut ok = result("a", Status::Ok);
         ok.platform_checked = Some(false);
         let report = Report::new(vec![ok, result("b", Status::NotFound), warning]);

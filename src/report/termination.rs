@@ -1,22 +1,45 @@
-//! The termination message: what `kubectl describe pod` and the pod status show.
+//! The termination message: what `kubectl describe pod` and the pod status show, and where
+//! most users read pullcheck's verdict.
 //!
-//! The kubelet keeps at most 4096 bytes per container and 12 KiB per pod, shared by all its
-//! containers, so the message is small by design: a first line that stands alone, then one line
-//! per failing image, most important first: its short reason, the image as given (with the
-//! containers that will not start, for `wont_start`) and the first clause of its hint (given
-//! once: later images with the same hint leave it out). URLs and details stay in the logs and
-//! the JSON. Cut with `… and N more` (never inside a character). Every value is escaped
-//! ([`escape`]) before it is measured and cut: one line per image, whatever a registry or a
-//! pull secret holds.
+//! The kubelet keeps the last 4096 bytes of the file, and cuts each container's message to
+//! the first 12288 / (containers + initContainers) bytes of the pod's 12 KiB
+//! ([`termination_limit`]), so the message is small by design and never longer than the
+//! kubelet keeps: a first line that stands alone (the summary: the run's status), then one line
+//! per failing image, most important first. Each line holds, in this order, the image as given,
+//! its reason (which names its status: README, "Statuses and reasons"; with the containers that
+//! will not start, for `wont_start`, and the cause when it is not counted), the "did you mean"
+//! suggestions or the platforms the index has, and the first clause of its hint (given once:
+//! later images with the same hint leave it out). URLs and
+//! details stay in the logs and the JSON. What does not fit is cut at a word boundary, from the
+//! end, so what comes first is what is kept; never inside a word unless one word is longer than
+//! the line, and never inside an escape; then `… and N more`. Every value is escaped
+//! ([`escape`]) before it is measured and cut: one line per image, whatever a registry or a pull
+//! secret holds.
 
 use super::{ImageResult, Report, escape};
 
-/// The default size limit, in bytes.
+/// The size pullcheck writes at most, in bytes: well under the kubelet's 4096, and within the
+/// per-container share of a pod of up to 12 containers.
 pub const TERMINATION_MESSAGE_MAX: usize = 1024;
+/// The kubelet's limit per container (it reads the last 4096 bytes of the file).
+pub const KUBELET_CONTAINER_MAX: usize = 4096;
+/// The kubelet's limit for all the termination messages of a pod, shared equally.
+pub const KUBELET_POD_MAX: usize = 12 * 1024;
+
+/// The most the message may hold for a pod of `containers` containers (init, sidecar and app,
+/// pullcheck included), so that the kubelet never cuts it: the smallest of
+/// [`TERMINATION_MESSAGE_MAX`], the kubelet's 4096, and the pod's share. Unknown: as for a pod
+/// of one container.
+pub fn termination_limit(containers: Option<usize>) -> usize {
+    let share = KUBELET_POD_MAX / containers.unwrap_or(1).max(1);
+    TERMINATION_MESSAGE_MAX
+        .min(KUBELET_CONTAINER_MAX)
+        .min(share)
+}
 
 /// Builds the termination message, at most `max` bytes long.
 pub fn termination_message(report: &Report, max: usize) -> String {
-    let mut out = cut(&report.summary(), max);
+    let mut out = cut(&escape(&report.summary()), max);
     let problems: Vec<_> = report.images.iter().filter(|r| !r.is_ok()).collect();
     let mut hints_given: Vec<&str> = Vec::new();
     for (i, r) in problems.iter().enumerate() {
@@ -33,8 +56,8 @@ pub fn termination_message(report: &Report, max: usize) -> String {
             }
             continue;
         }
-        // This line does not fit whole: shorten it if a useful part fits, then say how many
-        // are left out.
+        // This line does not fit whole: keep its first words if a useful part fits (its
+        // status, image and reason come first), then say how many are left out.
         let rest = problems.len() - i;
         let tail = more_line(rest - 1);
         let room = max.saturating_sub(out.len() + if rest > 1 { tail.len() } else { 0 });
@@ -51,11 +74,12 @@ pub fn termination_message(report: &Report, max: usize) -> String {
     out
 }
 
-/// `\ntag_missing: IMAGE — HINT`: the reason names the status too (README, "Statuses and
-/// reasons"), and a result that does not count says so.
+/// `\nIMAGE: tag_missing; did you mean v2? — HINT`, every value escaped.
 fn short_line(r: &ImageResult, hint: &str) -> String {
-    let counted = if r.fatal { "" } else { " (not counted)" };
-    let mut line = format!("\n{}{counted}: {}", r.reason, escape(&r.image));
+    let mut line = format!("\n{}: {}", escape(&r.image), r.reason);
+    if let super::Counted::No(why) = r.counted {
+        line.push_str(&format!(" (not counted: {})", why.because()));
+    }
     // A container that will not start is named: the image alone does not say which to fix.
     let refused: Vec<String> = r
         .containers
@@ -66,6 +90,16 @@ fn short_line(r: &ImageResult, hint: &str) -> String {
     if !refused.is_empty() {
         line.push_str(&format!(" (container {})", refused.join(", ")));
     }
+    if !r.suggestions.is_empty() {
+        let names: Vec<_> = r.suggestions.iter().map(|s| escape(s)).collect();
+        line.push_str(&format!("; did you mean {}?", names.join(", ")));
+    } else if !r.available_platforms.is_empty() {
+        let names: Vec<_> = r.available_platforms.iter().map(|s| escape(s)).collect();
+        line.push_str(&format!("; available: {}", names.join(", ")));
+    } else if !r.existing_tags.is_empty() {
+        let names: Vec<_> = r.existing_tags.iter().map(|s| escape(s)).collect();
+        line.push_str(&format!("; it has {}", names.join(", ")));
+    }
     if !hint.is_empty() {
         line.push_str(" — ");
         line.push_str(&escape(hint));
@@ -73,13 +107,30 @@ fn short_line(r: &ImageResult, hint: &str) -> String {
     line
 }
 
-/// The hint up to its first `;` or sentence end: what to do first.
+/// The hint up to its first `; ` or sentence end: what to do first. A `. ` or `; ` inside
+/// parentheses or a code span (`(e.g. docker buildx …)`) ends nothing, nor does one after an
+/// abbreviation (`e.g.`, `i.e.`).
 fn first_clause(hint: &str) -> &str {
-    let end = [hint.find("; "), hint.find(". ")]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(hint.len());
+    let mut depth = 0i32;
+    let mut code = false;
+    let bytes = hint.as_bytes();
+    let mut end = hint.len();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' if !code => depth += 1,
+            b')' if !code => depth -= 1,
+            b'`' => code = !code,
+            b';' | b'.' if depth <= 0 && !code && bytes.get(i + 1) == Some(&b' ') => {
+                let word = hint[..i].rsplit(' ').next().unwrap_or_default();
+                if b == b'.' && matches!(word, "e.g" | "i.e" | "etc" | "vs") {
+                    continue;
+                }
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
     hint[..end].trim_end_matches('.')
 }
 
@@ -87,17 +138,56 @@ fn more_line(n: usize) -> String {
     format!("\n… and {n} more")
 }
 
-/// Cuts `s` to at most `max` bytes on a character boundary, ending with `…` when cut.
+/// Cuts `s` to at most `max` bytes, ending with `…` when cut: at the last word boundary that
+/// fits (separators left dangling at the end, such as ` —` or `,`, go too). A first word
+/// longer than `max` is cut on a character boundary, but never inside an escape ([`escape`]'s
+/// `\n`, `\x1b`, `\u{9b}`).
 fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }
     let ellipsis = "…";
-    let mut end = max.saturating_sub(ellipsis.len());
+    let room = max.saturating_sub(ellipsis.len());
+    let mut end = room.min(s.len());
     while end > 0 && !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}{ellipsis}", &s[..end])
+    // The last boundary: a position where a space follows (the word before it is whole).
+    let word_end = s
+        .char_indices()
+        .take_while(|&(i, _)| i <= end)
+        .filter(|&(_, c)| c.is_whitespace())
+        .last()
+        .map(|(i, _)| i);
+    let kept = match word_end {
+        Some(i) if !s[..i].trim().is_empty() => s[..i]
+            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '—' | ',' | ';' | ':')),
+        _ => &s[..outside_escape(s, end)],
+    };
+    format!("{kept}{ellipsis}")
+}
+
+/// `end`, moved back before an escape that it would cut.
+fn outside_escape(s: &str, end: usize) -> usize {
+    let from = end.saturating_sub(12);
+    let mut from = from;
+    while from > 0 && !s.is_char_boundary(from) {
+        from -= 1;
+    }
+    for (i, _) in s[from..end].match_indices('\\') {
+        let at = from + i;
+        let rest = &s[at..];
+        let len = match rest.as_bytes().get(1) {
+            Some(b'x') => 4,
+            Some(b'u') => rest.find('}').map_or(rest.len(), |j| j + 1),
+            Some(_) => 2,
+            None => 1,
+        };
+        if at + len > end {
+            return at;
+        }
+    }
+    end
 }
 
 #[cfg(test)]
@@ -125,8 +215,8 @@ mod tests {
         let msg = termination_message(&report, 1024);
         let lines: Vec<_> = msg.lines().collect();
         assert_eq!(lines[0], "pullcheck: 2 of 3 images cannot be pulled");
-        assert!(lines[1].starts_with("test: b — do something"), "{msg}");
-        assert_eq!(lines[2], "test: a");
+        assert!(lines[1].starts_with("b: test — do something"), "{msg}");
+        assert_eq!(lines[2], "a: test");
         assert_eq!(lines.len(), 3);
     }
 
@@ -188,10 +278,162 @@ mod tests {
         assert_eq!(
             msg,
             "pullcheck: 3 of 3 images cannot be pulled\n\
-             tag_missing: reg.io/a:v2 — Check the tag for a typo, or push the image\n\
-             tag_missing: reg.io/b:v2\n\
-             connect: reg.io/c:v1 — Check the host name"
+             reg.io/a:v2: tag_missing — Check the tag for a typo, or push the image\n\
+             reg.io/b:v2: tag_missing\n\
+             reg.io/c:v1: connect — Check the host name"
         );
+    }
+
+    /// One result of each failure kind, with the words each would carry.
+    fn every_kind() -> Vec<ImageResult> {
+        use crate::report::{ContainerStart, Counted, NotCounted, StartStatus};
+        let mut missing = result("registry.example.com/team/app:v2", Status::NotFound);
+        missing.reason = "tag_missing";
+        missing.suggestions = vec!["v2.0".into(), "v2.1".into(), "v1.9".into()];
+        missing.hint = "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.".into();
+        let mut platform = result(
+            "registry.example.com/team/arm-only:v1",
+            Status::WrongPlatform,
+        );
+        platform.reason = "no_matching_platform";
+        platform.available_platforms = vec!["linux/arm64/v8".into(), "linux/s390x".into()];
+        platform.hint = "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch).".into();
+        let mut invalid = result("bad\u{1b}[31mname\nok: fine", Status::InvalidReference);
+        invalid.reason = "invalid_reference";
+        invalid.hint = "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".into();
+        let mut refused = result("quay.io/org/private:v1", Status::Unauthorized);
+        refused.reason = "no_credentials";
+        refused.hint = "None of the credential sources read has a key for quay.io: add an entry for quay.io to the pull secret, or mount the pull secret that has one (see the warnings on stderr).".into();
+        let mut denied = result("quay.io/org/denied:v1", Status::Denied);
+        denied.reason = "denied";
+        let mut unreachable = result("registry.example.com:5000/team/app:v1", Status::Unreachable);
+        unreachable.reason = "connect";
+        let mut warned = result(
+            "registry.example.com:5000/team/warn:v1",
+            Status::Unreachable,
+        );
+        warned.reason = "timeout";
+        warned.counted = Counted::No(NotCounted::OnUnreachableWarn);
+        let mut unverifiable = result("registry.local:5000/team/app:v1", Status::Unverifiable);
+        unverifiable.reason = "plain_http";
+        unverifiable.hint = "Add --plain-http registry.local:5000; the node pulls it only if its runtime is told so too.".into();
+        let mut wont = result("registry.example.com/team/root:v1", Status::WontStart);
+        wont.reason = "runs_as_root";
+        wont.containers = vec![ContainerStart {
+            name: "trainer\u{202e}x".into(),
+            start: StartStatus::WontStart,
+            reason: "runs_as_root",
+            message: "m".into(),
+            hint: "h".into(),
+        }];
+        wont.hint = "Set runAsUser: 1000 in the container's securityContext, or build the image with a numeric non-root USER.".into();
+        vec![
+            missing,
+            platform,
+            invalid,
+            refused,
+            denied,
+            unreachable,
+            warned,
+            unverifiable,
+            wont,
+        ]
+    }
+
+    /// Whether `cut` (a line, or a line ending with `…`) ends where `full` has a boundary:
+    /// the end of `full`, or before a space, never inside a word or an escape.
+    fn ends_at_a_boundary(cut: &str, full: &str) -> bool {
+        let Some(kept) = cut.strip_suffix('…') else {
+            return cut == full;
+        };
+        full.starts_with(kept)
+            && (full[kept.len()..].starts_with(char::is_whitespace)
+                || full[kept.len()..].starts_with([',', ';', ':', '?']))
+    }
+
+    #[test]
+    fn every_kind_at_the_kubelets_limits_keeps_status_image_reason_detail_hint_in_order() {
+        // The status is the first line (the summary), then each image's line.
+        // The kubelet's limits: 4096 per container, 12288 shared by the pod's containers
+        // (2, 13, 50, 100, 300 containers), and pullcheck's own 1024.
+        let limits: Vec<usize> = [1, 2, 3, 13, 50, 100, 300]
+            .iter()
+            .map(|n| termination_limit(Some(*n)))
+            .collect();
+        assert_eq!(limits, [1024, 1024, 1024, 945, 245, 122, 40]);
+        assert_eq!(termination_limit(None), 1024);
+        for r in every_kind() {
+            let full = short_line(&r, first_clause(&r.hint));
+            let full = full.trim_start_matches('\n');
+            let image = full.find(&*escape(&r.image)).unwrap();
+            let reason = full[image..].find(r.reason).unwrap() + image;
+            assert_eq!(image, 0, "{full}");
+            let detail = full
+                .find("did you mean")
+                .or_else(|| full.find("available:"));
+            let hint = full.find(" — ");
+            if let (Some(d), Some(h)) = (detail, hint) {
+                assert!(reason < d && d < h, "{full}");
+            }
+            for &max in &limits {
+                let report = Report::new(vec![r.clone()]);
+                let msg = termination_message(&report, max);
+                assert!(msg.len() <= max, "{max}: {} bytes: {msg}", msg.len());
+                assert!(!msg.chars().any(|c| c.is_control() && c != '\n'), "{msg:?}");
+                let mut lines = msg.lines();
+                let summary = lines.next().unwrap();
+                assert!(
+                    ends_at_a_boundary(summary, &escape(&report.summary())),
+                    "{max}: {summary}"
+                );
+                if let Some(line) = lines.next().filter(|l| !l.starts_with("… and ")) {
+                    assert!(
+                        ends_at_a_boundary(line, full),
+                        "{max}: {line:?} of {full:?}"
+                    );
+                    // What is kept comes first: the image is there whenever the line is.
+                    let shown = escape(&r.image);
+                    assert!(
+                        line.starts_with(&*shown) || shown.starts_with(line.trim_end_matches('…')),
+                        "{line}"
+                    );
+                }
+                if max >= 245 {
+                    // Room enough for status, image and reason.
+                    assert!(msg.contains(r.reason), "{max}: {msg}");
+                }
+                if max >= 1024 {
+                    // And for the suggestions or the platforms, and the hint's first clause.
+                    assert!(msg.ends_with(full), "{max}: {msg}");
+                }
+            }
+        }
+        // Several failures in a pod of 13 containers: whole lines, or a line cut at a word,
+        // then "… and N more".
+        let report = Report::new(every_kind());
+        let max = termination_limit(Some(13));
+        let msg = termination_message(&report, max);
+        assert!(msg.len() <= max, "{}", msg.len());
+        assert!(msg.lines().last().unwrap().starts_with("… and "), "{msg}");
+        assert!(msg.contains("did you mean v2.0, v2.1, v1.9?"), "{msg}");
+        assert!(
+            msg.contains("available: linux/arm64/v8, linux/s390x"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn cuts_fall_on_words_and_never_inside_an_escape() {
+        assert_eq!(cut("one two three", 100), "one two three");
+        assert_eq!(cut("one two three", 12), "one two…");
+        assert_eq!(cut("one, two three", 11), "one, two…");
+        assert_eq!(cut("one, two three", 10), "one…");
+        assert_eq!(cut("alpha — beta", 11), "alpha…");
+        // One word longer than the room: cut on a character, not inside `\x1b`.
+        assert_eq!(cut("abcdef\\x1bghij", 10), "abcdef…");
+        assert_eq!(cut("abcdefg\\u{9b}hij", 14), "abcdefg…");
+        assert_eq!(cut("ééééé", 7), "éé…");
+        assert_eq!(cut("ééééé", 6), "é…");
     }
 
     #[test]
@@ -204,6 +446,13 @@ mod tests {
                 "Renew it: the secret expired",
             ),
             ("", ""),
+            // The cut the issue saw: "(e.g" is not a sentence end.
+            (
+                "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch).",
+                "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch)",
+            ),
+            ("Use a tag, e.g. v1. Then push.", "Use a tag, e.g. v1"),
+            ("Run `a; b` first; then c.", "Run `a; b` first"),
         ];
         for (hint, want) in cases {
             assert_eq!(first_clause(hint), want, "{hint:?}");

@@ -23,7 +23,7 @@ pub fn render_text(report: &Report, quiet: bool) -> String {
 }
 
 fn line(out: &mut String, r: &ImageResult) {
-    let status = if r.fatal || r.is_ok() {
+    let status = if r.fatal() || r.is_ok() {
         r.status.as_str().to_string()
     } else {
         format!("{} (warning)", r.status.as_str())

@@ -25,6 +25,12 @@ use std::sync::Arc;
 
 /// The largest registries.conf read.
 const MAX_FILE: u64 = 1024 * 1024;
+/// The most `[[registry]]` entries one file may hold.
+pub const MAX_REGISTRIES: usize = 1000;
+/// The most mirrors one `[[registry]]` may list.
+pub const MAX_MIRRORS: usize = 100;
+/// The most files of a registries.conf folder (`registries.conf` and its drop-ins).
+pub const MAX_FILES: usize = 100;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -144,6 +150,13 @@ impl RegistriesConf {
         } else {
             files.push(path.to_path_buf());
         }
+        if files.len() > MAX_FILES {
+            return Err(format!(
+                "{}: {} files, more than the {MAX_FILES} pullcheck reads (registries.conf and its drop-ins)",
+                path.display(),
+                files.len()
+            ));
+        }
         let mut conf = RegistriesConf::default();
         for file in files {
             let bytes = read_limited_file(&file, MAX_FILE).map_err(|e| match e {
@@ -160,7 +173,25 @@ impl RegistriesConf {
 
     /// Parses one file and lays it over what was read before.
     pub fn merge(&mut self, text: &str, file: &Path) -> Result<(), String> {
+        super::check_toml_size(text)?;
         let parsed: FileV2 = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        if parsed.registry.len() > MAX_REGISTRIES {
+            return Err(format!(
+                "{} [[registry]] entries, more than the {MAX_REGISTRIES} pullcheck reads in one file",
+                parsed.registry.len()
+            ));
+        }
+        if let Some(r) = parsed
+            .registry
+            .iter()
+            .find(|r| r.mirror.len() > MAX_MIRRORS)
+        {
+            return Err(format!(
+                "[[registry]] {:?}: {} mirrors, more than the {MAX_MIRRORS} pullcheck reads for one registry",
+                r.prefix.chars().take(80).collect::<String>(),
+                r.mirror.len()
+            ));
+        }
         if parsed.registries.is_some() {
             return Err(
                 "the version 1 format ([registries.search]) is not read: write it as version 2 ([[registry]])"
@@ -436,31 +467,30 @@ fn validate(entries: &[RegistryToml], file: &Path) -> Result<Vec<Registry>, Stri
         });
     }
     // The same location (or wildcard prefix) defined twice must agree on insecure and blocked.
-    for a in &out {
-        let key_a = if a.location.is_empty() {
-            &a.prefix
+    // One pass keeps the first definition of each key: the first one that disagrees with
+    // it is the conflict containers/image names (a pair of loops was quadratic: 48,000
+    // registries took 26 s).
+    let key = |r: &Registry| {
+        if r.location.is_empty() {
+            r.prefix.clone()
         } else {
-            &a.location
-        };
-        for b in &out {
-            let key_b = if b.location.is_empty() {
-                &b.prefix
-            } else {
-                &b.location
-            };
-            if key_a != key_b {
-                continue;
-            }
-            if a.insecure != b.insecure {
-                return Err(format!(
-                    "registry '{key_a}' is defined multiple times with conflicting 'insecure' setting"
-                ));
-            }
-            if a.blocked != b.blocked {
-                return Err(format!(
-                    "registry '{key_a}' is defined multiple times with conflicting 'blocked' setting"
-                ));
-            }
+            r.location.clone()
+        }
+    };
+    let mut first: std::collections::HashMap<String, (bool, bool)> =
+        std::collections::HashMap::new();
+    for r in &out {
+        let k = key(r);
+        let (insecure, blocked) = *first.entry(k.clone()).or_insert((r.insecure, r.blocked));
+        if insecure != r.insecure {
+            return Err(format!(
+                "registry '{k}' is defined multiple times with conflicting 'insecure' setting"
+            ));
+        }
+        if blocked != r.blocked {
+            return Err(format!(
+                "registry '{k}' is defined multiple times with conflicting 'blocked' setting"
+            ));
         }
     }
     // The first definition of a prefix wins within a file.

@@ -28,6 +28,8 @@ use std::sync::{Arc, Mutex};
 
 /// The largest hosts.toml or certificate file read.
 const MAX_FILE: u64 = 1024 * 1024;
+/// The most hosts one hosts.toml may list (containerd's have a handful).
+pub const MAX_HOSTS: usize = 100;
 
 /// What a host may be asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,7 +189,11 @@ fn route_from(config: Option<&HostsConfig>, reference: &Reference, plain_http: &
             http_fallback,
             tls: h.tls.clone(),
             headers: h.headers.clone(),
-            credentials: upstream,
+            // containerd's CRI plugin offers the pod's credential to every host of the file,
+            // mirrors included: the kubelet's keyring hands it over without a server address,
+            // and the CRI filters by host only when one is set (seen on the real kubelet in
+            // tests/cluster/mirror.rs, in the mirror's own token log).
+            credentials: true,
             mirror_of: (!upstream).then(|| reference.registry.clone()),
             reference: reference.clone(),
             blocked: None,
@@ -285,7 +291,9 @@ fn load_dir(dir: &Path) -> Result<(HostsConfig, Vec<String>), String> {
                     "{}: ignored, as containerd ignores it: {e}",
                     file.display()
                 )),
-                Err(e @ ParseError::Files(_)) => return Err(format!("{}: {e}", file.display())),
+                Err(e @ (ParseError::Files(_) | ParseError::TooLarge(_))) => {
+                    return Err(format!("{}: {e}", file.display()));
+                }
             }
         }
     }
@@ -346,11 +354,17 @@ pub enum ParseError {
     /// A `ca` or `client` file cannot be read or used: containerd fails the pull.
     #[error("{0}")]
     Files(String),
+    /// Larger than any node's file: more values, hosts or header bytes than pullcheck reads
+    /// ([`super::MAX_TOML_VALUES`], [`MAX_HOSTS`], [`super::MAX_HEADERS`],
+    /// [`super::MAX_HEADER_BYTES`]).
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 /// Parses a hosts.toml whose relative paths are relative to `base`. `file` names it.
 pub fn parse_hosts(text: &str, base: &Path, file: &Path) -> Result<Vec<HostEntry>, ParseError> {
     let _ = file;
+    super::check_toml_size(text).map_err(ParseError::TooLarge)?;
     let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| ParseError::Syntax(e.message().to_string()))?;
@@ -359,6 +373,12 @@ pub fn parse_hosts(text: &str, base: &Path, file: &Path) -> Result<Vec<HostEntry
         let h = h
             .as_table()
             .ok_or_else(|| ParseError::Syntax("\"host\" must be a table".to_string()))?;
+        if h.len() > MAX_HOSTS {
+            return Err(ParseError::TooLarge(format!(
+                "{} hosts, more than the {MAX_HOSTS} pullcheck reads in one hosts.toml",
+                h.len()
+            )));
+        }
         // The table keeps the order written: containerd tries hosts in that order.
         for (url, config) in h {
             let config = config
@@ -503,6 +523,27 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
             }
         }
         Some(_) => return Err(syntax("header must be a table".into())),
+    }
+    // A header's value may be a mirror's own token.
+    for (_, value) in &headers {
+        crate::redact::register(value);
+    }
+    if headers.len() > super::MAX_HEADERS {
+        return Err(ParseError::TooLarge(format!(
+            "{} header values for one host, more than the {} pullcheck sends",
+            headers.len(),
+            super::MAX_HEADERS
+        )));
+    }
+    if let Some((name, _)) = headers
+        .iter()
+        .find(|(n, v)| n.len() > super::MAX_HEADER_BYTES || v.len() > super::MAX_HEADER_BYTES)
+    {
+        return Err(ParseError::TooLarge(format!(
+            "header {:?}: longer than {} KiB",
+            name.chars().take(40).collect::<String>(),
+            super::MAX_HEADER_BYTES >> 10
+        )));
     }
     let tls = if ca.is_empty() && client.is_empty() && skip_verify.is_none() {
         None
@@ -666,7 +707,8 @@ server = "https://registry-1.docker.io"
         );
         let e = &route.endpoints;
         assert_eq!(e[0].mirror_of.as_deref(), Some("docker.io"));
-        assert!(!e[0].credentials && !e[1].credentials && e[2].credentials);
+        // The CRI plugin offers the pod's credential to every host, mirrors included.
+        assert!(e[0].credentials && e[1].credentials && e[2].credentials);
         assert!(e[2].mirror_of.is_none());
         assert_eq!(e[1].headers.len(), 2);
         assert!(

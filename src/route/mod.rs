@@ -7,9 +7,14 @@
 //! speaks no HTTP; `registry` asks each endpoint and `check` combines the answers, as the
 //! runtime would.
 //!
-//! Credentials are pinned to their host, as containerd's CRI plugin and containers/image pin
-//! them: a pod's credential for a registry goes to that registry only, never to a mirror on
-//! another host ([`Endpoint::credentials`]).
+//! Who is sent the pod's credentials follows each runtime ([`Endpoint::credentials`]):
+//! containerd's CRI plugin offers the credential the kubelet chose for the image's registry to
+//! every host of that registry's `hosts.toml`, mirrors included; containers/image (CRI-O,
+//! Podman) resets it for a mirror on another host, which is asked anonymously.
+//!
+//! A node's files are small; what is not is refused before it costs memory: a file is counted
+//! ([`toml_values`]) before it is parsed, and hosts, registries, mirrors and headers are capped
+//! ([`MAX_TOML_VALUES`], [`hosts::MAX_HOSTS`], [`conf::MAX_REGISTRIES`], [`MAX_HEADERS`]).
 
 pub mod conf;
 pub mod hosts;
@@ -20,6 +25,62 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// The most values (keys, array items, tables) one hosts.toml or registries.conf file may
+/// hold. A parsed TOML table costs tens of times its text, and a node's files hold tens of
+/// entries (Fedora's short-name aliases, the largest known drop-in, about a thousand): so a
+/// file is counted before it is parsed, and refused past this.
+pub const MAX_TOML_VALUES: usize = 10_000;
+
+/// How many values a TOML text can hold at most: the `=`, `,`, `[` and `{` outside strings
+/// and comments (each value but the first of an array follows one of them). Linear, no
+/// allocation; an upper bound for any text, valid TOML or not.
+pub fn toml_values(text: &str) -> usize {
+    let b = text.as_bytes();
+    let (mut i, mut n) = (0, 1);
+    while i < b.len() {
+        match b[i] {
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            q @ (b'"' | b'\'') => {
+                let triple = b[i..].starts_with(&[q, q, q]);
+                i += if triple { 3 } else { 1 };
+                while i < b.len() {
+                    if q == b'"' && b[i] == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if triple && b[i..].starts_with(&[q, q, q]) {
+                        i += 2;
+                        break;
+                    }
+                    if !triple && (b[i] == q || b[i] == b'\n') {
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            b'=' | b',' | b'[' | b'{' => n += 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    n
+}
+
+/// `Err` naming the count when `text` holds more than [`MAX_TOML_VALUES`] values.
+pub fn check_toml_size(text: &str) -> Result<(), String> {
+    let n = toml_values(text);
+    if n > MAX_TOML_VALUES {
+        return Err(format!(
+            "holds about {n} values, more than the {MAX_TOML_VALUES} pullcheck reads in one file (no node's configuration comes near)"
+        ));
+    }
+    Ok(())
+}
 
 /// TLS settings of one endpoint that differ from the run's defaults.
 #[derive(Default)]
@@ -58,6 +119,11 @@ impl std::ops::Deref for Headers {
         &self.0
     }
 }
+
+/// The most header values one host of a hosts.toml may have.
+pub const MAX_HEADERS: usize = 64;
+/// The longest header name or value: a token of a few KiB is the most a mirror needs.
+pub const MAX_HEADER_BYTES: usize = 8 * 1024;
 
 impl fmt::Debug for Headers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -194,5 +260,40 @@ impl Router {
     /// Whether a node configuration is in use.
     pub fn configured(&self) -> bool {
         self.hosts.is_some() || self.conf.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_values_count_structure_outside_strings_and_comments() {
+        let cases: &[(&str, &str, usize)] = &[
+            ("empty", "", 1),
+            ("one key", "server = \"https://r\"", 2),
+            ("a table and a key", "[host.\"http://m\"]\nca = \"x\"", 3),
+            ("an array", "capabilities = [\"pull\", \"resolve\"]", 4),
+            ("a comment", "# a = [1, 2, {3}]\n", 1),
+            ("a basic string", "k = \"a = [1, {2}] \\\" ,\"", 2),
+            ("a literal string", "k = 'a, b = [c'", 2),
+            (
+                "a multi-line string",
+                "k = \"\"\"a,\nb = [\n\"\"\"\nl = 1",
+                3,
+            ),
+            ("a multi-line literal", "k = '''a,\n'b' = [\n'''", 2),
+            ("an unclosed string", "k = \"a, b", 2),
+            ("an array of tables", "[[registry]]\nlocation = \"r\"", 4),
+        ];
+        for (name, text, want) in cases {
+            assert_eq!(toml_values(text), *want, "{name}: {text:?}");
+        }
+        let big = "[[registry]]\nlocation = \"r\"\n".repeat(MAX_TOML_VALUES / 3 + 1);
+        assert!(
+            check_toml_size(&big)
+                .unwrap_err()
+                .contains("more than the 10000")
+        );
     }
 }

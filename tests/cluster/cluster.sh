@@ -17,6 +17,8 @@
 # how this node differs from a production one, and why that does not change what is proven.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../../scripts/lib.sh
+. "$repo/scripts/lib.sh"
 here=$repo/tests/cluster
 state=${PULLCHECK_CLUSTER_DIR:-$repo/target/cluster}
 mkdir -p "$state"
@@ -193,31 +195,13 @@ network() {
 # The registry: Debian's docker-registry, plain HTTP on loopback, its port kept in the state.
 registry() {
   local dir=$state/registry port
-  mkdir -p "$dir/storage"
   if [ -f "$dir/port" ]; then
     port=$(cat "$dir/port")
   else
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(free_port)
     echo "$port" >"$dir/port"
   fi
-  cat >"$dir/config.yml" <<EOF
-version: 0.1
-log:
-  level: info
-  accesslog:
-    disabled: false
-storage:
-  filesystem:
-    rootdirectory: $dir/storage
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:$port
-  secret: pullcheck-cluster
-health:
-  storagedriver:
-    enabled: false
-EOF
+  registry_config "$dir" "127.0.0.1:$port"
   start registry docker-registry serve "$dir/config.yml"
   wait_for registry 20 curl -fsS "http://127.0.0.1:$port/v2/"
   registry_host=127.0.0.1:$port
@@ -365,6 +349,8 @@ state = "$c/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        # runc's state of our own, not the machine's /run/containerd/runc.
+        Root = "$c/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$state/cni/net.d"

@@ -3,30 +3,8 @@
 //! inject), and the kubelet's own pull of the same image as the oracle.
 
 use crate::common::{ALICE, ALICE_PASSWORD, token_registry};
-use crate::harness::{Cluster, cluster, condition, minutes, wait_for};
+use crate::harness::{cluster, condition, minutes, wait_for};
 use crate::jobs::{injected, job_with, wait_job};
-use std::process::Command;
-
-/// Copies the cluster's tools image into `repo` of the token registry, as alice.
-fn copy_tools_into(c: &Cluster, host: &str, ca: &std::path::Path, repo: &str) -> String {
-    let certs = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(ca, certs.path().join("ca.crt")).expect("copy CA");
-    let dest = format!("{host}/{repo}");
-    let out = Command::new("skopeo")
-        .args(["copy", "-q", "--src-tls-verify=false", "--dest-cert-dir"])
-        .arg(certs.path())
-        .args(["--dest-creds", &format!("{ALICE}:{ALICE_PASSWORD}")])
-        .arg(format!("docker://{}", c.tools_image()))
-        .arg(format!("docker://{dest}"))
-        .output()
-        .expect("run skopeo");
-    assert!(
-        out.status.success(),
-        "skopeo copy: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dest
-}
 
 #[test]
 fn pull_secret_on_the_token_registry_agrees_with_the_kubelet() {
@@ -34,7 +12,7 @@ fn pull_secret_on_the_token_registry_agrees_with_the_kubelet() {
     let registry = token_registry();
     let host = registry.host();
     let ca = registry.ca_pem_path().expect("CA").to_path_buf();
-    let image = copy_tools_into(c, &host, &ca, "private/creds-tools:1");
+    let image = c.copy_tools_into(registry, "private/creds-tools:1");
     c.trust_registry(&host, &ca);
 
     let ns = c.namespace("pc-creds");

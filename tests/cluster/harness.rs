@@ -198,6 +198,30 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Copies the tools image into `repo` (`name:tag`) of `registry` (a TLS registry of the
+    /// integration tests' harness, written to as alice); the image's reference there.
+    pub fn copy_tools_into(&self, registry: &crate::common::Registry, repo: &str) -> String {
+        use crate::common::{ALICE, ALICE_PASSWORD};
+        let certs = tempfile::tempdir().expect("tempdir");
+        let ca = registry.ca_pem_path().expect("a TLS registry");
+        std::fs::copy(ca, certs.path().join("ca.crt")).expect("copy CA");
+        let dest = format!("{}/{repo}", registry.host());
+        let out = Command::new("skopeo")
+            .args(["copy", "-q", "--src-tls-verify=false", "--dest-cert-dir"])
+            .arg(certs.path())
+            .args(["--dest-creds", &format!("{ALICE}:{ALICE_PASSWORD}")])
+            .arg(format!("docker://{}", self.tools_image()))
+            .arg(format!("docker://{dest}"))
+            .output()
+            .expect("run skopeo");
+        assert!(
+            out.status.success(),
+            "skopeo copy: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dest
+    }
+
     /// pullcheck's own image, as CI builds it from the Dockerfile, in the cluster's registry.
     pub fn pullcheck_image(&self) -> String {
         format!("{}/pullcheck:ci", self.registry)

@@ -19,5 +19,6 @@ mod harness;
 mod jobs;
 mod mirror;
 mod node_images;
+mod policy;
 mod start;
 mod yaml;

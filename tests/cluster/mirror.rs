@@ -1,12 +1,12 @@
 //! Mirrors and the pod's credentials on the real kubelet with containerd: the kubelet's keyring
 //! hands the runtime a credential without a server address, and containerd's CRI then offers it
 //! to every host of a `hosts.toml`, mirrors included. Seen here in the mirror's own token log: a
-//! private mirror that needs the pod's credential serves the pull.
+//! private mirror that needs the pod's credential serves the pull; and pullcheck, given the same
+//! hosts directory and credential, says `ok` from the same mirror.
 
 use crate::common::{ALICE, ALICE_PASSWORD, plain_registry, token_registry};
 use crate::harness::{cluster, condition, minutes, wait_for};
 use crate::jobs::{job_with, wait_job};
-use std::process::Command;
 
 #[test]
 fn containerd_offers_the_pods_credential_to_a_mirror() {
@@ -18,21 +18,7 @@ fn containerd_offers_the_pods_credential_to_a_mirror() {
     let mirror_host = mirror.host();
     let ca = mirror.ca_pem_path().expect("CA").to_path_buf();
     let repo = "private/mirrored-tools";
-    let certs = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(&ca, certs.path().join("ca.crt")).expect("copy CA");
-    let out = Command::new("skopeo")
-        .args(["copy", "-q", "--src-tls-verify=false", "--dest-cert-dir"])
-        .arg(certs.path())
-        .args(["--dest-creds", &format!("{ALICE}:{ALICE_PASSWORD}")])
-        .arg(format!("docker://{}", c.tools_image()))
-        .arg(format!("docker://{mirror_host}/{repo}:1"))
-        .output()
-        .expect("run skopeo");
-    assert!(
-        out.status.success(),
-        "skopeo: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    c.copy_tools_into(mirror, &format!("{repo}:1"));
 
     // containerd's hosts directory for the upstream: the mirror first, then the upstream itself.
     let dir = c.hosts_dir.join(&upstream);
@@ -118,10 +104,16 @@ fn containerd_offers_the_pods_credential_to_a_mirror() {
         .output()
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    println!(
-        "pullcheck on the same route: exit {:?}, {}",
+    let result = &json["images"][0];
+    assert_eq!(
         out.status.code(),
-        json["images"][0]
+        Some(0),
+        "pullcheck and the kubelet disagree: {result}"
+    );
+    assert_eq!(
+        result["endpoint"],
+        format!("https://{mirror_host}/v2"),
+        "{result}"
     );
 }
 

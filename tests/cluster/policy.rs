@@ -12,7 +12,10 @@ fn an_unreachable_registry_ends_the_job_after_its_retries() {
     let ns = c.namespace("pc-policy-count");
     // Nothing listens on port 1: every attempt is refused, for as long as the test runs.
     let image = "127.0.0.1:1/never/there:1";
-    c.apply(&ns.name, &injected(&job("unreachable", image, 1), &[], &["--timeout", "5s"]));
+    c.apply(
+        &ns.name,
+        &injected(&job("unreachable", image, 1), &[], &["--timeout", "5s"]),
+    );
     let failed = wait_job(&ns.name, "unreachable", "Failed");
     let reason = &condition(&failed, "Failed").unwrap()["reason"];
     assert_eq!(reason, "BackoffLimitExceeded", "{failed}");
@@ -33,7 +36,10 @@ fn an_unreachable_registry_with_a_deadline_ends_at_the_deadline() {
         "  backoffLimit: 0\n",
         "  backoffLimit: 0\n  activeDeadlineSeconds: 30\n",
     );
-    c.apply(&ns.name, &injected(&with_deadline, &[], &["--timeout", "5s"]));
+    c.apply(
+        &ns.name,
+        &injected(&with_deadline, &[], &["--timeout", "5s"]),
+    );
     let failed = wait_job(&ns.name, "unreachable", "Failed");
     let reason = &condition(&failed, "Failed").unwrap()["reason"];
     assert_eq!(reason, "DeadlineExceeded", "{failed}");

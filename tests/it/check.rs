@@ -252,9 +252,10 @@ fn tls_needs_the_ca_and_a_certificate_error_is_not_retried() {
     let host = reg.host();
     let image = format!("{host}/private/app:v1");
     let run = check(&["-o", "json", "--timeout", "20s", &image]);
-    assert_eq!(run.code, 6, "{}", run.stdout);
+    // Permanent for this pod, maybe not for the node (which may trust the CA): exit 8.
+    assert_eq!(run.code, 8, "{}", run.stdout);
     let r = run.image(&image);
-    assert_eq!(r["status"], "unreachable");
+    assert_eq!(r["status"], "unverifiable");
     assert_eq!(r["reason"], "tls");
     assert_eq!(r["attempts"], 1, "a certificate error will not heal: {r:#}");
     assert!(r["elapsed_ms"].as_u64().unwrap() < 20_000);
@@ -265,17 +266,58 @@ fn tls_needs_the_ca_and_a_certificate_error_is_not_retried() {
 fn plain_http_only_when_asked() {
     let (reg, host) = plain();
     reg.push_oci_manifest("check/plain", "v1");
-    let image = format!("{host}/check/plain:v1");
-    // Without --plain-http pullcheck speaks TLS, which a plain-HTTP registry cannot answer.
-    let run = check(&["-o", "json", &image]);
-    assert_eq!(run.code, 6, "{}", run.stdout);
-    assert_eq!(run.image(&image)["reason"], "tls");
+    // A registry that is not on loopback (a name pinned to the loopback registry): without
+    // --plain-http pullcheck speaks TLS, which a plain-HTTP registry cannot answer, and says so.
+    let name = "plain.registry.test";
+    let image = format!("{name}/check/plain:v1");
+    let resolve = format!("{name}={host}");
+    let pinned = |args: &[&str]| {
+        let out = pullcheck_cmd()
+            .arg("check")
+            .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+            .args(["--termination-log", ""])
+            .args(args)
+            .env_remove("DOCKER_CONFIG")
+            .env("PULLCHECK_TEST_RESOLVE", &resolve)
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let run = pinned(&["-o", "json", &image]);
+    assert_eq!(run.code, 8, "{}", run.stdout);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "unverifiable", "{r:#}");
+    assert_eq!(r["reason"], "plain_http", "{r:#}");
+    assert_eq!(r["attempts"], 1, "not retried: {r:#}");
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains("https://"), "{message}");
     assert!(
-        run.image(&image)["message"]
+        message.contains(&format!(
+            "{name} answers in plain HTTP: add --plain-http {name}"
+        )),
+        "{message}"
+    );
+    assert!(
+        r["hint"]
             .as_str()
             .unwrap()
-            .contains("https://")
+            .starts_with(&format!("Add --plain-http {name}")),
+        "{r:#}"
     );
+    let run = pinned(&["-o", "json", "--plain-http", name, &image]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(run.image(&image)["plain_http"], true);
+
+    // On loopback, plain HTTP without asking, as containerd speaks to loopback registries
+    // (route::loopback_registries_are_spoken_to_in_plain_http_as_containerd_does).
+    let image = format!("{host}/check/plain:v1");
+    let run = check(&["-o", "json", &image]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(run.image(&image)["plain_http"], true, "{}", run.stdout);
 }
 
 #[test]
@@ -398,7 +440,12 @@ fn termination_message_is_small_and_cut_cleanly() {
     assert!(msg.len() <= 1024, "{} bytes", msg.len());
     let lines: Vec<_> = msg.lines().collect();
     assert_eq!(lines[0], "pullcheck: 60 of 60 images cannot be pulled");
-    assert!(lines[1].starts_with("repository_missing: "), "{msg}");
+    // The image first, then its reason.
+    assert!(
+        lines[1].starts_with(&format!("{host}/check/termination-"))
+            && lines[1].contains(": repository_missing"),
+        "{msg}"
+    );
     assert!(
         lines.last().unwrap().starts_with("… and ") && msg.ends_with(" more"),
         "{msg}"
@@ -593,6 +640,7 @@ fn allow_unauthenticated_turns_missing_pod_credentials_into_a_warning() {
         r["message"].as_str().unwrap().contains("not counted"),
         "{r:#}"
     );
+    assert_eq!(r["not_counted"], "allow_unauthenticated", "{r:#}");
     let text = check(&["--ca-file", &ca, "--allow-unauthenticated", "*", &image]);
     assert_eq!(text.code, 0);
     assert!(

@@ -286,6 +286,11 @@ impl<'a> Cloud<'a> {
         (run, elapsed)
     }
 
+    /// The termination message of the last run: its first line is the run's summary.
+    pub fn termination(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("termination-log")).unwrap_or_default()
+    }
+
     /// Runs one image; returns its JSON result after checking the exit code.
     pub fn expect(&self, image: &str, code: i32) -> Value {
         let (run, _) = self.run(&[image.to_string()]);
@@ -343,10 +348,13 @@ fn aws_a_wrong_secret_key_fails_botocores_check_and_the_image_is_unauthorized() 
     let standin = aws_standin(json!({}));
     let mut c = Cloud::new(reg, ECR_HOST, &standin.url());
     env_keys(&mut c, "wrong-secret-key");
-    let r = c.expect(&c.image("cloud/wrong-secret:v1"), 5);
+    // No credential could be had: a warning (the node pulls with its own identity).
+    let r = c.expect(&c.image("cloud/wrong-secret:v1"), 0);
     assert_eq!(r["status"], "unauthorized", "{r:#}");
     assert_eq!(r["reason"], "no_credentials", "{r:#}");
-    assert_eq!(r["fatal"], true);
+    assert_eq!(r["fatal"], false);
+    assert_eq!(r["not_counted"], "cloud_identity_unavailable", "{r:#}");
+    assert_eq!(r["providers_tried"][0]["provider"], "aws", "{r:#}");
     let msg = r["message"].as_str().unwrap();
     assert!(
         msg.contains("aws cloud credentials unavailable: aws env keys …0001: ECR GetAuthorizationToken in us-east-1 answered 403 (InvalidSignatureException: signature mismatch)"),
@@ -396,7 +404,7 @@ fn aws_web_identity_refused_by_sts_says_so() {
     let token = c.file("web-identity-token", "wrong-token");
     c.set("AWS_WEB_IDENTITY_TOKEN_FILE", &token)
         .set("AWS_ROLE_ARN", ROLE_ARN);
-    let r = c.expect(&c.image("cloud/irsa-refused:v1"), 5);
+    let r = c.expect(&c.image("cloud/irsa-refused:v1"), 0);
     let msg = r["message"].as_str().unwrap();
     assert!(
         msg.contains(&format!(
@@ -405,7 +413,8 @@ fn aws_web_identity_refused_by_sts_says_so() {
         "{msg}"
     );
     assert!(msg.contains("403 (AccessDenied: Not authorized"), "{msg}");
-    assert_eq!(r["fatal"], true);
+    assert_eq!(r["fatal"], false);
+    assert_eq!(r["not_counted"], "cloud_identity_unavailable", "{r:#}");
 }
 
 #[test]
@@ -436,7 +445,7 @@ fn aws_pod_identity_with_a_wrong_token_is_unavailable_and_says_why() {
         &format!("{}/pod-identity", standin.url()),
     )
     .set("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", &token);
-    let r = c.expect(&c.image("cloud/pod-identity-wrong:v1"), 5);
+    let r = c.expect(&c.image("cloud/pod-identity-wrong:v1"), 0);
     let msg = r["message"].as_str().unwrap();
     assert!(
         msg.contains("aws cloud credentials unavailable: aws pod identity: http://127.0.0.1:"),
@@ -515,7 +524,7 @@ fn aws_imds_with_a_hop_limit_of_one_and_no_imdsv1_is_unavailable_and_says_why() 
     let c = Cloud::new(reg, ECR_HOST, &standin.url());
     let image = c.image("cloud/imds-hop-v2only:v1");
     let (run, elapsed) = c.run(std::slice::from_ref(&image));
-    assert_eq!(run.code, 5, "{}", run.stdout);
+    assert_eq!(run.code, 0, "{}", run.stdout);
     let msg = run.image(&image)["message"].as_str().unwrap().to_string();
     assert!(msg.contains("HttpPutResponseHopLimit to 2"), "{msg}");
     assert!(msg.contains("IMDSv1 is off (401)"), "{msg}");
@@ -526,7 +535,7 @@ fn aws_imds_with_a_hop_limit_of_one_and_no_imdsv1_is_unavailable_and_says_why() 
 fn aws_without_any_source_is_unavailable_and_the_image_unauthorized() {
     let reg = aws_registry();
     let c = Cloud::new(reg, ECR_HOST, &format!("http://{}", closed_port()));
-    let r = c.expect(&c.image("cloud/nothing:v1"), 5);
+    let r = c.expect(&c.image("cloud/nothing:v1"), 0);
     assert_eq!(r["reason"], "no_credentials");
     let msg = r["message"].as_str().unwrap();
     assert!(
@@ -568,6 +577,15 @@ fn aws_a_token_the_registry_refuses_is_a_warning_naming_the_identity() {
         msg.contains("not counted: only the node-side credentials (aws instance profile node-role) were tried"),
         "{msg}"
     );
+    assert_eq!(r["not_counted"], "node_credentials_refused", "{r:#}");
+    let term = c.termination();
+    assert_eq!(
+        term.lines().next(),
+        Some(
+            "pullcheck: no image failed; 1 image not verified (node-side credentials refused; not counted: the node's own identity may have access)"
+        ),
+        "{term}"
+    );
 }
 
 #[test]
@@ -575,7 +593,7 @@ fn aws_ecr_access_denied_names_the_identity() {
     let reg = aws_registry();
     let standin = aws_standin(json!({"imds": "v2", "ecr_deny": true}));
     let c = Cloud::new(reg, ECR_HOST, &standin.url());
-    let r = c.expect(&c.image("cloud/denied:v1"), 5);
+    let r = c.expect(&c.image("cloud/denied:v1"), 0);
     let msg = r["message"].as_str().unwrap();
     assert!(
         msg.contains("aws instance profile node-role: ECR GetAuthorizationToken in us-east-1 answered 400 (AccessDeniedException"),
@@ -653,7 +671,7 @@ fn google_a_silent_metadata_server_costs_about_a_second() {
     let c = Cloud::new(reg, GAR_HOST, &format!("http://{}", silent_listener()));
     let image = c.image("project/repo/silent:v1");
     let (run, elapsed) = c.run(std::slice::from_ref(&image));
-    assert_eq!(run.code, 5, "{}", run.stdout);
+    assert_eq!(run.code, 0, "{}", run.stdout);
     let msg = run.image(&image)["message"].as_str().unwrap().to_string();
     assert!(
         msg.contains("google cloud credentials unavailable"),
@@ -735,7 +753,7 @@ fn azure_a_federated_token_entra_refuses_is_unavailable_and_says_why() {
     c.set("AZURE_FEDERATED_TOKEN_FILE", &token)
         .set("AZURE_CLIENT_ID", AZURE_CLIENT)
         .set("AZURE_TENANT_ID", AZURE_TENANT);
-    let r = c.expect(&c.image("team/wrong:v1"), 5);
+    let r = c.expect(&c.image("team/wrong:v1"), 0);
     let msg = r["message"].as_str().unwrap();
     assert!(
         msg.contains("azure cloud credentials unavailable: azure workload identity"),
@@ -748,7 +766,96 @@ fn azure_a_federated_token_entra_refuses_is_unavailable_and_says_why() {
 fn azure_without_any_source_is_unavailable() {
     let reg = azure_registry();
     let c = Cloud::new(reg, ACR_HOST, &format!("http://{}", closed_port()));
-    let r = c.expect(&c.image("team/none:v1"), 5);
+    let r = c.expect(&c.image("team/none:v1"), 0);
     let msg = r["message"].as_str().unwrap();
     assert!(msg.contains("no Azure credential source"), "{msg}");
+}
+
+#[test]
+fn no_cloud_identity_is_a_warning_naming_each_provider_and_required_makes_it_fatal() {
+    // A pod on EKS with neither IRSA nor Pod Identity, and IMDSv2 behind a hop limit of 1:
+    // the kubelet still pulls with the node's role.
+    let reg = aws_registry();
+    reg.push_oci_manifest("cloud/no-identity", "v1");
+    let standin = aws_standin(json!({"imds": "hop-limit"}));
+    let mut c = Cloud::new(reg, ECR_HOST, &standin.url());
+    let image = c.image("cloud/no-identity:v1");
+    let r = c.expect(&image, 0);
+    assert_eq!(r["status"], "unauthorized", "{r:#}");
+    assert_eq!(r["fatal"], false);
+    assert_eq!(r["not_counted"], "cloud_identity_unavailable", "{r:#}");
+    let tried = r["providers_tried"].as_array().unwrap();
+    assert_eq!(tried.len(), 1, "{r:#}");
+    assert_eq!(tried[0]["provider"], "aws");
+    let why = tried[0]["why"].as_str().unwrap();
+    assert!(why.contains("HttpPutResponseHopLimit to 2"), "{why}");
+    let msg = r["message"].as_str().unwrap();
+    assert!(
+        msg.contains("not counted: no credential could be had from the pod's cloud identity (aws tried; no pull secret matched)"),
+        "{msg}"
+    );
+    assert!(
+        r["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--cloud-credentials required"),
+        "{r:#}"
+    );
+    let term = c.termination();
+    assert_eq!(
+        term.lines().next(),
+        Some(
+            "pullcheck: no image failed; 1 image not verified (no credentials; not counted: no cloud identity in the pod, the node pulls with its own)"
+        ),
+        "{term}"
+    );
+    assert!(
+        term.contains(&format!(
+            "\n{image}: no_credentials (not counted: no cloud identity in the pod, the node pulls with its own)"
+        )),
+        "{term}"
+    );
+
+    // --cloud-credentials required: every pod has an identity, so this one's lack is fatal.
+    c.args = vec!["--cloud-credentials".into(), "required".into()];
+    let r = c.expect(&image, 5);
+    assert_eq!(r["fatal"], true, "{r:#}");
+    assert!(r.get("not_counted").is_none(), "{r:#}");
+    assert_eq!(r["providers_tried"][0]["provider"], "aws", "{r:#}");
+    c.args = vec![];
+    c.set("PULLCHECK_CLOUD_CREDENTIALS", "required");
+    c.expect(&image, 5);
+
+    // A pull secret that matches, rejected: fatal, whatever the cloud gave.
+    c.set("PULLCHECK_CLOUD_CREDENTIALS", "auto");
+    let bad_b64 = base64::engine::general_purpose::STANDARD.encode("AWS:wrong-password");
+    let bad = c.file(
+        "bad.json",
+        &format!(r#"{{"auths": {{"{ECR_HOST}": {{"auth": "{bad_b64}"}}}}}}"#),
+    );
+    c.args = vec!["--docker-config".into(), bad];
+    let r = c.expect(&image, 5);
+    assert_eq!(r["reason"], "credentials_rejected", "{r:#}");
+    assert_eq!(r["fatal"], true);
+}
+
+#[test]
+fn no_identity_on_any_cloud_names_the_provider_and_why() {
+    // GKE without a reachable metadata server, AKS with no workload identity and no IMDS.
+    let closed = format!("http://{}", closed_port());
+    let google = Cloud::new(google_registry(), GAR_HOST, &closed);
+    let r = google.expect(&google.image("project/repo/no-identity:v1"), 0);
+    assert_eq!(r["not_counted"], "cloud_identity_unavailable", "{r:#}");
+    assert_eq!(r["providers_tried"][0]["provider"], "google", "{r:#}");
+    let azure = Cloud::new(azure_registry(), ACR_HOST, &closed);
+    let r = azure.expect(&azure.image("team/no-identity:v1"), 0);
+    assert_eq!(r["not_counted"], "cloud_identity_unavailable", "{r:#}");
+    assert_eq!(r["providers_tried"][0]["provider"], "azure", "{r:#}");
+    assert!(
+        r["providers_tried"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("no Azure credential source"),
+        "{r:#}"
+    );
 }

@@ -646,10 +646,11 @@ fn a_token_realm_on_another_plain_http_host_gets_no_credentials() {
 fn a_name_that_does_not_resolve_is_unreachable_and_says_so() {
     let image = "registry.invalid/x:y";
     let (run, took) = timed(&["--timeout", "2s", image]);
-    assert_eq!(run.code, 6, "{}{}", run.stdout, run.stderr);
+    // Permanent for this pod (the node may resolve it through its own DNS): exit 8.
+    assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
     assert!(took < Duration::from_secs(3), "took {took:?}");
     let r = run.image(image);
-    assert_eq!(r["status"], "unreachable", "{r:#}");
+    assert_eq!(r["status"], "unverifiable", "{r:#}");
     // The resolver says the name does not exist: asked twice, then not retried.
     assert_eq!(r["reason"], "no_such_host", "{r:#}");
     assert_eq!(r["attempts"], 2, "{r:#}");
@@ -686,7 +687,7 @@ fn a_certificate_for_another_name_is_a_tls_error_tried_once() {
     let ca = endpoint.ca_pem_path().to_str().unwrap().to_string();
     let image = format!("{}/faults/tls-name:v1", endpoint.host());
     let (run, took) = timed(&["--timeout", "5s", "--ca-file", &ca, &image]);
-    assert_eq!(run.code, 6, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
     let r = run.image(&image);
     assert_eq!(r["reason"], "tls", "{r:#}");
     assert_eq!(r["attempts"], 1, "{r:#}");
@@ -707,8 +708,9 @@ fn an_untrusted_ca_is_a_tls_error_tried_once() {
     let endpoint = TlsEndpoint::start(&["127.0.0.1", "localhost"]);
     let image = format!("{}/faults/tls-ca:v1", endpoint.host());
     let (run, took) = timed(&["--timeout", "5s", &image]);
-    assert_eq!(run.code, 6, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
     let r = run.image(&image);
+    assert_eq!(r["status"], "unverifiable", "{r:#}");
     assert_eq!(r["reason"], "tls", "{r:#}");
     assert_eq!(r["attempts"], 1, "{r:#}");
     let message = text(&r["message"]);
@@ -777,4 +779,133 @@ fn the_fault_proxy_records_requests_and_stops_when_dropped() {
     let mut buf = [0u8; 16];
     assert_eq!(std::io::Read::read(&mut held, &mut buf).unwrap_or(0), 0);
     assert!(std::net::TcpStream::connect(&addr).is_err());
+}
+
+#[test]
+fn a_404_to_one_credential_moves_on_to_the_next_as_the_kubelet_does() {
+    // The kubelet tries the next matching credential after any failed pull: a registry that
+    // answers 404 to a user who may not see a private repository must not end the search.
+    let digest = format!("sha256:{}", "8".repeat(64));
+    let proxy = Proxy::standalone("127.0.0.1", Fault::manifest(&digest));
+    proxy.rule(Rule::exact("/v2/", Fault::basic_challenge()));
+    proxy.rule(
+        Rule::contains("/manifests/", Fault::status(404))
+            .method("HEAD")
+            .times(1),
+    );
+    let p = proxy.host();
+    let dir = tempfile::tempdir().unwrap();
+    let b64 = |s: &str| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, s);
+    // Two keys match; the kubelet's order tries the more specific `HOST/faults` first.
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"auths": {{"{p}/faults": {{"auth": "{}"}}, "{p}": {{"auth": "{}"}}}}}}"#,
+            b64("wrong-user:pw"),
+            b64("right-user:pw")
+        ),
+    )
+    .unwrap();
+    let image = format!("{p}/faults/private:v1");
+    let (run, _) = timed(&[
+        "--timeout",
+        "5s",
+        "--plain-http",
+        &p,
+        "--docker-config",
+        config.to_str().unwrap(),
+        &image,
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "ok", "{r:#}");
+    assert!(
+        text(&r["auth"]).contains(&format!("key {p}")) && !text(&r["auth"]).contains("/faults"),
+        "the second credential found it: {r:#}"
+    );
+    let heads: Vec<Seen> = proxy
+        .requests()
+        .into_iter()
+        .filter(|s| s.method == "HEAD")
+        .collect();
+    assert_eq!(heads.len(), 2, "{heads:#?}");
+    assert_ne!(heads[0].authorization, heads[1].authorization);
+}
+
+#[test]
+fn a_manifest_requests_own_challenge_is_answered_when_the_version_check_was_open() {
+    // `/v2/` answers 200, the repository is protected: the runtime (which never pings)
+    // answers the manifest request's 401 with the pull secret, and pulls.
+    let digest = format!("sha256:{}", "9".repeat(64));
+    let proxy = Proxy::standalone("127.0.0.1", Fault::manifest(&digest));
+    proxy.rule(Rule::exact("/v2/", Fault::status(200)));
+    proxy.rule(
+        Rule::contains("/manifests/", Fault::basic_challenge())
+            .method("HEAD")
+            .times(1),
+    );
+    let p = proxy.host();
+    let dir = tempfile::tempdir().unwrap();
+    let config = alice_for(dir.path(), &p);
+    let image = format!("{p}/faults/protected:v1");
+    let (run, _) = timed(&[
+        "--timeout",
+        "5s",
+        "--plain-http",
+        &p,
+        "--docker-config",
+        &config,
+        &image,
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "ok", "{r:#}");
+    assert!(text(&r["auth"]).contains("config.json"), "{r:#}");
+    let heads: Vec<Seen> = proxy
+        .requests()
+        .into_iter()
+        .filter(|s| s.method == "HEAD")
+        .collect();
+    assert_eq!(heads.len(), 2, "{heads:#?}");
+    assert!(heads[0].authorization.is_none(), "asked anonymously first");
+    assert!(
+        heads[1]
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Basic ")),
+        "{heads:#?}"
+    );
+    // Without a credential it stays no_credentials, after one HEAD (Basic without a credential
+    // would only ask the same again).
+    let image = format!("{p}/faults/protected-anon:v1");
+    proxy.rule(
+        Rule::contains("/protected-anon/", Fault::basic_challenge())
+            .method("HEAD")
+            .times(1),
+    );
+    let (run, _) = timed(&["--timeout", "5s", "--plain-http", &p, &image]);
+    assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["reason"], "no_credentials");
+}
+
+#[test]
+fn a_version_check_answering_404_does_not_decide() {
+    // `/v2/` answers 404, the manifest request works: ok, as the runtime pulls it.
+    let digest = format!("sha256:{}", "a".repeat(64));
+    let proxy = Proxy::standalone("127.0.0.1", Fault::manifest(&digest));
+    proxy.rule(Rule::exact("/v2/", Fault::status(404)));
+    let p = proxy.host();
+    let image = format!("{p}/faults/no-version-check:v1");
+    let (run, _) = timed(&["--timeout", "5s", "--plain-http", &p, &image]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["status"], "ok");
+    // A host that answers 404 to everything is still not a registry (exit 6), not a
+    // missing image.
+    let web = Proxy::standalone("127.0.0.1", Fault::status(404));
+    let w = web.host();
+    let image = format!("{w}/faults/web-server:v1");
+    let (run, _) = timed(&["--timeout", "5s", "--plain-http", &w, &image]);
+    assert_eq!(run.code, 6, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["reason"], "not_a_registry");
 }

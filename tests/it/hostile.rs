@@ -1165,9 +1165,9 @@ fn nxdomain_twice_stops_retrying_and_servfail_is_retried() {
         ),
         false,
     );
-    assert_eq!(out.code, 6, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 8, "{}{}", out.stdout, out.stderr);
     let r = out.first();
-    assert_eq!(r["status"], "unreachable", "{r:#}");
+    assert_eq!(r["status"], "unverifiable", "{r:#}");
     assert_eq!(r["reason"], "no_such_host", "{r:#}");
     assert_eq!(r["attempts"], 2, "{r:#}");
     assert!(
@@ -1367,5 +1367,1075 @@ fn peak_memory_stays_bounded_for_huge_credential_files() {
         ];
         args.extend(images.iter().map(String::as_str));
         measured(name, dir.path(), command(dir.path(), &args), 0, bound);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 14. A FIFO where a file is expected.
+// ---------------------------------------------------------------------------------------------
+
+/// A FIFO that no process ever opens for writing: `open` of it blocks for ever.
+fn fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let ok = Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", path.display());
+    path
+}
+
+#[test]
+fn a_fifo_for_any_file_read_at_start_is_a_usage_error_at_once() {
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/fifo:v1");
+    let dir = tempdir();
+    let fifo = fifo(dir.path(), "fifo");
+    let f = fifo.to_str().unwrap();
+    // hosts.toml whose `ca`, then `client`, is the FIFO.
+    let hosts_dir = |key: &str| {
+        let d = dir.path().join(format!("hosts-{key}"));
+        std::fs::create_dir_all(d.join(&host)).unwrap();
+        std::fs::write(
+            d.join(&host).join("hosts.toml"),
+            format!("server = \"http://{host}\"\n[host.\"http://{host}\"]\n{key} = \"{f}\"\n"),
+        )
+        .unwrap();
+        d
+    };
+    let (ca_dir, client_dir) = (hosts_dir("ca"), hosts_dir("client"));
+    let cases: &[(&str, Vec<&str>)] = &[
+        ("--ca-file", vec!["--ca-file", f]),
+        ("--docker-config", vec!["--docker-config", f]),
+        ("--registries-conf", vec!["--registries-conf", f]),
+        (
+            "hosts.toml ca",
+            vec!["--hosts-dir", ca_dir.to_str().unwrap()],
+        ),
+        (
+            "hosts.toml client",
+            vec!["--hosts-dir", client_dir.to_str().unwrap()],
+        ),
+        (
+            "--image-credential-provider-config",
+            vec![
+                "--image-credential-provider-config",
+                f,
+                "--image-credential-provider-bin-dir",
+                "/nonexistent",
+            ],
+        ),
+    ];
+    for (name, flags) in cases {
+        let mut args = vec!["--timeout", "5s", "--plain-http", &host];
+        args.extend(flags.iter().copied());
+        args.push(&image);
+        let out = run(dir.path(), command(dir.path(), &args), false);
+        out.assert_no_panic();
+        assert_eq!(out.code, 2, "{name}: {}{}", out.stdout, out.stderr);
+        assert!(out.stdout.is_empty(), "{name}: {}", out.stdout);
+        assert!(
+            out.stderr.contains(f) && out.stderr.contains("a FIFO, not a regular file"),
+            "{name}: {}",
+            out.stderr
+        );
+        assert!(
+            out.took < Duration::from_secs(1),
+            "{name}: took {:?}",
+            out.took
+        );
+    }
+}
+
+#[test]
+fn a_fifo_for_the_service_account_or_web_identity_token_fails_that_source_only() {
+    let proxy = open_registry();
+    let host = proxy.host();
+    let dir = tempdir();
+    let sa = dir.path().join("sa");
+    std::fs::create_dir(&sa).unwrap();
+    fifo(&sa, "token");
+    let web = fifo(dir.path(), "web-identity-token");
+    // The node lookup reads the service-account token: the FIFO fails it, the image is asked
+    // at its registry.
+    let image = format!("{host}/hostile/fifo-sa:v1");
+    let mut cmd = command(
+        dir.path(),
+        &[
+            "-o",
+            "json",
+            "--timeout",
+            "3s",
+            "--plain-http",
+            &host,
+            "--node",
+            "kind-worker",
+            "--if-not-present",
+            &image,
+        ],
+    );
+    cmd.env("PULLCHECK_SERVICE_ACCOUNT_DIR", &sa)
+        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        .env("KUBERNETES_SERVICE_PORT", "1");
+    let out = run(dir.path(), cmd, false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    within(out.took, 3);
+    assert!(
+        out.stderr.contains("no service-account token")
+            && out.stderr.contains("a FIFO, not a regular file"),
+        "{}",
+        out.stderr
+    );
+    // An ECR image (resolved to a loopback registry that wants credentials) with IRSA whose
+    // token file is the FIFO: the provider is unavailable, and the verdict says why.
+    let refusing = refusing_registry();
+    let host = refusing.host();
+    let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
+    let image = format!("{ecr}/hostile/fifo-web:v1");
+    let mut cmd = command(
+        dir.path(),
+        &["-o", "json", "--timeout", "3s", "--plain-http", ecr, &image],
+    );
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AWS_") {
+            cmd.env_remove(&name);
+        }
+    }
+    let closed = format!("http://{}", closed_loopback_port());
+    cmd.env("PULLCHECK_TEST_RESOLVE", format!("{ecr}={host}"))
+        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &web)
+        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
+        .env("AWS_ENDPOINT_URL_STS", format!("{closed}/sts"))
+        .env("AWS_ENDPOINT_URL_ECR", format!("{closed}/ecr"))
+        .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &closed);
+    let out = run(dir.path(), cmd, false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 5, "{}{}", out.stdout, out.stderr);
+    within(out.took, 3);
+    let r = out.first();
+    assert!(
+        r["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("a FIFO, not a regular file")),
+        "{r:#}"
+    );
+}
+
+/// A loopback port nothing listens on.
+fn closed_loopback_port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    drop(l);
+    addr
+}
+
+// ---------------------------------------------------------------------------------------------
+// 15. A 4 MiB Node object with a million image names.
+// ---------------------------------------------------------------------------------------------
+
+/// A Node of 4 MiB: the image `HOST/hostile/app:v1.0`, then `names` of one million `"A"` (no
+/// reference) or of `HOST/hostile/app:vN` (each parsed: its repository is the one asked
+/// about).
+fn huge_node(host: &str, alike: bool) -> Vec<u8> {
+    let mut body = format!(
+        r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"big"}},"status":{{"images":[{{"names":["{host}/hostile/app:v1.0"]}},{{"names":["#
+    );
+    let mut i = 0;
+    while body.len() < (4 << 20) - 64 {
+        if i > 0 {
+            body.push(',');
+        }
+        if alike {
+            body.push_str(&format!("\"{host}/hostile/app:v{i}\""));
+        } else {
+            body.push_str("\"A\"");
+        }
+        i += 1;
+    }
+    body.push_str("]}]}}");
+    assert!(body.len() <= 4 << 20, "{} bytes", body.len());
+    body.into_bytes()
+}
+
+/// `check` of `HOST/hostile/app:v1.0` (IfNotPresent, on the node; `HOST` a loopback registry
+/// that has it, should the lookup fail), with the node `big` served by `api`.
+fn node_command(
+    dir: &Path,
+    api: &crate::common::apiserver::ApiServer,
+    image: &str,
+    args: &[&str],
+) -> Command {
+    let mut all = vec!["--node", "big", "--if-not-present", image];
+    all.extend(args);
+    let mut cmd = command(dir, &all);
+    cmd.env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
+        .env("KUBERNETES_SERVICE_HOST", api.host())
+        .env("KUBERNETES_SERVICE_PORT", api.port());
+    cmd
+}
+
+#[test]
+fn a_4_mib_node_of_a_million_names_keeps_the_asked_ones_within_the_deadline_and_memory() {
+    use crate::common::apiserver::{ApiServer, Mode};
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/app:v1.0");
+    // The release binary (bench/memory.sh) reads the Node within a quarter of --timeout 1s;
+    // the debug binary is ~10x slower at parsing 4 MiB, so it gets --timeout 20s.
+    let (timeout, secs) = if std::env::var_os(MEMORY_BIN_ENV).is_some() {
+        ("1s", 1)
+    } else {
+        ("20s", 20)
+    };
+    for (name, alike) in [
+        (
+            "a 4 MiB Node of a million names that are no reference",
+            false,
+        ),
+        (
+            "a 4 MiB Node of 140,000 names of the asked repository",
+            true,
+        ),
+    ] {
+        let api = ApiServer::start(Mode::Serve);
+        api.add_raw_node("big", huge_node(&host, alike));
+        let dir = tempdir();
+        let out = measured(
+            name,
+            dir.path(),
+            node_command(
+                dir.path(),
+                &api,
+                &image,
+                &["-o", "json", "--timeout", timeout, "--plain-http", &host],
+            ),
+            0,
+            bound_kib(24),
+        );
+        out.assert_no_panic();
+        within(out.took, secs);
+        let r = out.first();
+        assert_eq!(r["reason"], "present_on_node", "{name}: {r:#}");
+        assert!(out.stderr.is_empty(), "{name}: {}", out.stderr);
+        assert!(proxy.requests_matching("/hostile/app").is_empty());
+    }
+}
+
+#[test]
+fn sigterm_while_a_4_mib_node_is_read_exits_within_a_second() {
+    use crate::common::apiserver::{ApiServer, Mode};
+    let api = ApiServer::start(Mode::Serve);
+    let hole = black_hole();
+    api.add_raw_node("big", huge_node(&hole, false));
+    let dir = tempdir();
+    let image = format!("{hole}/hostile/app:v1.0");
+    let other = format!("{hole}/hostile/node-term:v1");
+    for after in [Duration::from_millis(100), Duration::from_millis(600)] {
+        let cmd = node_command(
+            dir.path(),
+            &api,
+            &image,
+            &["--timeout", "60s", "--plain-http", &hole, &other],
+        );
+        let (out, after_signal) = run_and_stop(dir.path(), cmd, after);
+        out.assert_no_panic();
+        assert!(
+            after_signal < Duration::from_secs(1),
+            "{after:?}: exited {after_signal:?} after SIGTERM"
+        );
+        assert!(
+            out.termination.starts_with("pullcheck: stopped by SIGTERM"),
+            "{after:?}: {}",
+            out.termination
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 16. Credential-provider plugins: a 1 MiB answer of 100,000 entries; a child that keeps
+// stdout open.
+// ---------------------------------------------------------------------------------------------
+
+/// A bin dir with the plugin `hostile-plugin` (the shell script `script`) and a config that
+/// runs it for every image of `host`. Returns the flags for `check`.
+fn plugin_flags(dir: &Path, host: &str, script: &str) -> Vec<String> {
+    let bin = dir.join("plugin-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let plugin = bin.join("hostile-plugin");
+    std::fs::write(&plugin, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = dir.join("provider-config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: hostile-plugin\n    matchImages: [\"{host}\"]\n    defaultCacheDuration: 1h\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n"
+        ),
+    )
+    .unwrap();
+    let registry = crate::common::tls_basic_registry();
+    vec![
+        "--cloud-credentials".into(),
+        "off".into(),
+        "--ca-file".into(),
+        registry.ca_pem_path().unwrap().display().to_string(),
+        "--image-credential-provider-config".into(),
+        config.display().to_string(),
+        "--image-credential-provider-bin-dir".into(),
+        bin.display().to_string(),
+    ]
+}
+
+/// A CredentialProviderResponse of 100,000 entries for other hosts (1 MiB), then the one for
+/// `host` with Alice's credentials.
+fn huge_plugin_answer(host: &str) -> String {
+    let mut s = String::from(
+        r#"{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","auth":{"#,
+    );
+    // Keys of base 36 (at most 4 characters), so that 100,000 entries fit in 1 MiB.
+    for i in 0..100_000u32 {
+        let (mut k, mut key) = (i, String::new());
+        loop {
+            key.push(char::from_digit(k % 36, 36).unwrap());
+            k /= 36;
+            if k == 0 {
+                break;
+            }
+        }
+        s.push_str(&format!(r#""{key}":{{}},"#));
+    }
+    s.push_str(&format!(
+        r#""{host}":{{"username":"{}","password":"{}"}}}}}}"#,
+        crate::common::ALICE,
+        crate::common::ALICE_PASSWORD
+    ));
+    assert!(s.len() <= 1 << 20, "{} bytes", s.len());
+    s
+}
+
+#[test]
+fn a_plugin_answer_of_100000_entries_keeps_the_one_that_serves_within_memory() {
+    let registry = crate::common::tls_basic_registry();
+    let host = registry.host();
+    let images: Vec<String> = (0..16)
+        .map(|i| {
+            registry.push_oci_manifest(&format!("hostile/plugin-big{i}"), "v1");
+            format!("{host}/hostile/plugin-big{i}:v1")
+        })
+        .collect();
+    let dir = tempdir();
+    let answer = dir.path().join("answer.json");
+    std::fs::write(&answer, huge_plugin_answer(&host)).unwrap();
+    let script = format!("#!/bin/sh\ncat >/dev/null\ncat '{}'\n", answer.display());
+    let flags = plugin_flags(dir.path(), &host, &script);
+    let mut args: Vec<&str> = vec!["-o", "json", "--timeout", "10s"];
+    args.extend(flags.iter().map(String::as_str));
+    args.extend(images.iter().map(String::as_str));
+    let out = measured(
+        "a plugin answer of 100,000 entries (1 MiB), 16 images",
+        dir.path(),
+        command(dir.path(), &args),
+        0,
+        bound_kib(24),
+    );
+    within(out.took, 10);
+    assert_eq!(
+        out.first()["auth"],
+        format!("credential provider hostile-plugin ({host})"),
+        "{}",
+        out.stdout
+    );
+    out.assert_never_shows(crate::common::ALICE, crate::common::ALICE_PASSWORD);
+}
+
+#[test]
+fn a_plugin_whose_child_keeps_stdout_open_is_heard_and_its_group_is_killed() {
+    let registry = crate::common::tls_basic_registry();
+    registry.push_oci_manifest("hostile/plugin-child", "v1");
+    let host = registry.host();
+    let image = format!("{host}/hostile/plugin-child:v1");
+    let dir = tempdir();
+    let pid_file = dir.path().join("child.pid");
+    // The answer, then a child that inherits stdout and lives on; the plugin itself exits.
+    let script = format!(
+        "#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' '{{\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\",\"kind\":\"CredentialProviderResponse\",\"cacheKeyType\":\"Registry\",\"auth\":{{\"{host}\":{{\"username\":\"{}\",\"password\":\"{}\"}}}}}}'\nsleep 300 &\necho $! > '{}'\nexit 0\n",
+        crate::common::ALICE,
+        crate::common::ALICE_PASSWORD,
+        pid_file.display()
+    );
+    let flags = plugin_flags(dir.path(), &host, &script);
+    let mut args: Vec<&str> = vec!["-o", "json", "--timeout", "6s"];
+    args.extend(flags.iter().map(String::as_str));
+    args.push(&image);
+    let out = run(dir.path(), command(dir.path(), &args), false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.took < Duration::from_secs(2),
+        "waited for the child: {:?}",
+        out.took
+    );
+    assert_eq!(
+        out.first()["auth"],
+        format!("credential provider hostile-plugin ({host})")
+    );
+    // The child is gone (or a zombie no one reaps here: PID 1 of a container may not).
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+    assert!(
+        stat.is_empty() || state.starts_with('Z'),
+        "the plugin's child outlived pullcheck: {stat}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 17. hosts.toml and registries.conf of 1 MiB; 48,000 registries.
+// ---------------------------------------------------------------------------------------------
+
+/// A hosts directory for `host` whose hosts.toml is `text`.
+fn hosts_dir_with(dir: &Path, host: &str, text: &str) -> PathBuf {
+    let d = dir.join("hosts.d");
+    std::fs::create_dir_all(d.join(host)).unwrap();
+    std::fs::write(d.join(host).join("hosts.toml"), text).unwrap();
+    d
+}
+
+/// `[host."http://127.0.0.1:PORT"]` entries (closed loopback ports only) up to `bytes`.
+fn many_hosts(server: &str, bytes: usize) -> String {
+    let mut s = format!("server = \"http://{server}\"\n");
+    let mut i = 0u32;
+    while s.len() < bytes - 64 {
+        s.push_str(&format!("[host.\"http://127.0.0.1:{}\"]\n", 1 + i % 60_000));
+        i += 1;
+    }
+    s
+}
+
+/// `[[registry]]` entries of distinct loopback locations up to `bytes`; with `conflict`, the
+/// last repeats the first with another `insecure`.
+fn many_registries(bytes: usize, conflict: bool) -> String {
+    let mut s = String::new();
+    let mut i = 0u32;
+    while s.len() < bytes - 128 {
+        s.push_str(&format!(
+            "[[registry]]\nlocation = \"127.0.{}.{}:5000\"\n",
+            i / 250,
+            i % 250
+        ));
+        i += 1;
+    }
+    if conflict {
+        s.push_str("[[registry]]\nlocation = \"127.0.0.0:5000\"\ninsecure = true\n");
+    }
+    s
+}
+
+#[test]
+fn a_1_mib_hosts_toml_or_registries_conf_is_refused_naming_the_file_and_the_cap() {
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/big-route:v1");
+    let dir = tempdir();
+    let hosts = hosts_dir_with(dir.path(), &host, &many_hosts(&host, 1 << 20));
+    let conf = dir.path().join("registries.conf");
+    std::fs::write(&conf, many_registries(1 << 20, true)).unwrap();
+    for (name, flag, path, file) in [
+        (
+            "a 1 MiB hosts.toml of 40,000 hosts",
+            "--hosts-dir",
+            hosts.clone(),
+            hosts.join(&host).join("hosts.toml"),
+        ),
+        (
+            "a 1 MiB registries.conf of 34,000 registries",
+            "--registries-conf",
+            conf.clone(),
+            conf.clone(),
+        ),
+    ] {
+        let out = measured(
+            name,
+            dir.path(),
+            command(
+                dir.path(),
+                &[
+                    "--timeout",
+                    "5s",
+                    "--plain-http",
+                    &host,
+                    flag,
+                    path.to_str().unwrap(),
+                    &image,
+                ],
+            ),
+            2,
+            bound_kib(24),
+        );
+        out.assert_no_panic();
+        assert!(
+            out.stderr.contains(file.to_str().unwrap())
+                && out
+                    .stderr
+                    .contains("more than the 10000 pullcheck reads in one file"),
+            "{name}: {}",
+            out.stderr
+        );
+        assert!(out.took < Duration::from_secs(1), "{name}: {:?}", out.took);
+        assert!(proxy.requests_matching("big-route").is_empty());
+    }
+}
+
+#[test]
+fn files_at_the_caps_are_read_within_memory_and_the_conflict_check_is_linear() {
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/capped-route:v1");
+    let dir = tempdir();
+    // 100 hosts (the cap) on closed loopback ports, then the registry itself.
+    let mut text = format!("server = \"http://{host}\"\n");
+    let mut ports = std::collections::BTreeSet::new();
+    while ports.len() < 100 {
+        ports.insert(closed_loopback_port());
+    }
+    for (i, addr) in ports.iter().enumerate() {
+        text.push_str(&format!(
+            "[host.\"http://{addr}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  [host.\"http://{addr}\".header]\n    x-mirror-token = \"t{i}\"\n"
+        ));
+    }
+    // One more host is refused.
+    let over = format!("{text}[host.\"http://127.0.0.1:2\"]\n");
+    let hosts = hosts_dir_with(dir.path(), &host, &text);
+    let out = measured(
+        "a hosts.toml of 100 hosts",
+        dir.path(),
+        command(
+            dir.path(),
+            &[
+                "--timeout",
+                "10s",
+                "--plain-http",
+                &host,
+                "--hosts-dir",
+                hosts.to_str().unwrap(),
+                &image,
+            ],
+        ),
+        0,
+        bound_kib(24),
+    );
+    within(out.took, 10);
+    assert!(!out.stderr.contains("ignored"), "{}", out.stderr);
+    let hosts = hosts_dir_with(dir.path(), &host, &over);
+    let out = run(
+        dir.path(),
+        command(
+            dir.path(),
+            &[
+                "--timeout",
+                "5s",
+                "--plain-http",
+                &host,
+                "--hosts-dir",
+                hosts.to_str().unwrap(),
+                &image,
+            ],
+        ),
+        false,
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("101 hosts, more than the 100 pullcheck reads in one hosts.toml"),
+        "{}",
+        out.stderr
+    );
+    // 1,000 registries (the cap), the last in conflict with the first: found at once.
+    let conf = dir.path().join("registries.conf");
+    let mut text = String::new();
+    for i in 0..999 {
+        text.push_str(&format!(
+            "[[registry]]\nlocation = \"127.0.{}.{}:5000\"\n",
+            i / 250,
+            i % 250
+        ));
+    }
+    text.push_str("[[registry]]\nlocation = \"127.0.0.0:5000\"\ninsecure = true\n");
+    std::fs::write(&conf, &text).unwrap();
+    let out = measured(
+        "a registries.conf of 1,000 registries in conflict",
+        dir.path(),
+        command(
+            dir.path(),
+            &[
+                "--timeout",
+                "5s",
+                "--plain-http",
+                &host,
+                "--registries-conf",
+                conf.to_str().unwrap(),
+                &image,
+            ],
+        ),
+        2,
+        bound_kib(24),
+    );
+    assert!(
+        out.stderr.contains(
+            "registry '127.0.0.0:5000' is defined multiple times with conflicting 'insecure' setting"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.took < Duration::from_secs(1), "{:?}", out.took);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 18. The metadata budget: one second for all of IMDS.
+// ---------------------------------------------------------------------------------------------
+
+/// An instance metadata stand-in on loopback that answers each step just inside the time
+/// each step used to get: the session token after 0.45 s, the role after 0.9 s, and never the
+/// keys. Each answer alone is in time; the three together took 2.35 s.
+fn slow_imds() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                let line = String::from_utf8_lossy(&head)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                let (delay, body) = if line.starts_with("PUT /latest/api/token") {
+                    (450, "imds-session")
+                } else if line.ends_with("/security-credentials/ HTTP/1.1") {
+                    (900, "hostile-role")
+                } else {
+                    std::thread::sleep(Duration::from_secs(30));
+                    return;
+                };
+                std::thread::sleep(Duration::from_millis(delay));
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn instance_metadata_gets_one_second_in_all() {
+    let refusing = refusing_registry();
+    let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
+    let image = format!("{ecr}/hostile/imds-budget:v1");
+    let dir = tempdir();
+    let mut cmd = command(
+        dir.path(),
+        &[
+            "-o",
+            "json",
+            "--timeout",
+            "10s",
+            "--plain-http",
+            ecr,
+            &image,
+        ],
+    );
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("AWS_") {
+            cmd.env_remove(&name);
+        }
+    }
+    let closed = format!("http://{}", closed_loopback_port());
+    cmd.env(
+        "PULLCHECK_TEST_RESOLVE",
+        format!("{ecr}={}", refusing.host()),
+    )
+    .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", slow_imds())
+    .env("AWS_ENDPOINT_URL_STS", format!("{closed}/sts"))
+    .env("AWS_ENDPOINT_URL_ECR", format!("{closed}/ecr"));
+    let out = run(dir.path(), cmd, false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 5, "{}{}", out.stdout, out.stderr);
+    let r = out.first();
+    assert!(
+        r["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("did not answer in time")),
+        "{r:#}"
+    );
+    // One second for IMDS, the rest for the registry's 401s (the debug binary, on loopback).
+    assert!(
+        out.took < Duration::from_millis(1600),
+        "took {:?}: more than IMDS's second",
+        out.took
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 19. A hosts.toml header on a redirect to another host.
+// ---------------------------------------------------------------------------------------------
+
+const MIRROR_HEADER_SECRET: &str = "mirror-header-S3cret-0123456789abcdef";
+
+#[test]
+fn a_hosts_toml_header_is_not_sent_along_a_redirect_to_another_host() {
+    let storage = open_registry();
+    let mirror = Proxy::standalone("127.0.0.1", Fault::status(404));
+    mirror.rule(Rule::exact("/v2/", Fault::status(200)));
+    let target = format!("{}/v2/hostile/redirect/manifests/v1", storage.url());
+    mirror.rule(Rule::contains("/manifests/", Fault::redirect(&target)));
+    // The image's own registry: a closed loopback port (only the mirror is asked).
+    let upstream = closed_loopback_port();
+    let dir = tempdir();
+    let hosts = hosts_dir_with(
+        dir.path(),
+        &upstream,
+        &format!(
+            "server = \"http://{upstream}\"\n[host.\"http://{}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  [host.\"http://{}\".header]\n    x-mirror-token = \"{MIRROR_HEADER_SECRET}\"\n",
+            mirror.host(),
+            mirror.host()
+        ),
+    );
+    let image = format!("{upstream}/hostile/redirect:v1");
+    for output in ["text", "json"] {
+        let out = run(
+            dir.path(),
+            command(
+                dir.path(),
+                &[
+                    "-o",
+                    output,
+                    "--verbose",
+                    "--timeout",
+                    "5s",
+                    "--hosts-dir",
+                    hosts.to_str().unwrap(),
+                    &image,
+                ],
+            ),
+            false,
+        );
+        out.assert_no_panic();
+        assert_eq!(out.code, 0, "{output}: {}{}", out.stdout, out.stderr);
+        assert!(!out.all().contains(MIRROR_HEADER_SECRET), "{}", out.all());
+    }
+    let at_mirror = mirror.requests_matching("/manifests/");
+    assert!(
+        !at_mirror.is_empty()
+            && at_mirror.iter().all(|r| r.headers.iter().any(|(n, v)| n
+                .eq_ignore_ascii_case("x-mirror-token")
+                && v == MIRROR_HEADER_SECRET)),
+        "the mirror gets its header: {at_mirror:#?}"
+    );
+    let at_storage = storage.requests_matching("/hostile/redirect/");
+    assert!(!at_storage.is_empty(), "the redirect was followed");
+    for r in &at_storage {
+        assert!(
+            !r.headers
+                .iter()
+                .any(|(n, v)| n.eq_ignore_ascii_case("x-mirror-token")
+                    || v.contains(MIRROR_HEADER_SECRET)),
+            "the mirror's header went to another host: {r:#?}"
+        );
+        assert_eq!(r.authorization, None, "{r:#?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 20. An image name that looks like flags of the init container.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn an_image_that_looks_like_flags_is_checked_as_an_invalid_image_by_the_injected_container() {
+    let images = [
+        "--allow-unauthenticated=*,x y",
+        "-o=json --timeout=1s",
+        "a,b",
+        "<CHANGE ME>",
+    ];
+    let containers: Vec<Value> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| serde_json::json!({"name": format!("c{i}"), "image": image}))
+        .collect();
+    let pod = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"restartPolicy": "Never", "containers": containers},
+    })
+    .to_string();
+    let dir = tempdir();
+    let mut inject = pullcheck_cmd();
+    inject.args([
+        "inject",
+        "--image",
+        "pullcheck:test",
+        "--",
+        "--timeout",
+        "5s",
+    ]);
+    let out = crate::common::output_with_stdin(&mut inject, pod.as_bytes());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let injected: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let init = &injected["spec"]["initContainers"][0];
+    let args: Vec<String> = init["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    // The init container's own command line and environment, run as the kubelet would.
+    let mut cmd = pullcheck_cmd();
+    // The test's own flags right after `check`, before the init container's arguments.
+    cmd.arg(&args[0])
+        .args([
+            "-o",
+            "json",
+            "--secrets-dir",
+            "/nonexistent/pullcheck-secrets",
+        ])
+        .arg("--termination-log")
+        .arg(dir.path().join("termination-log"))
+        .args(&args[1..])
+        .env_remove("DOCKER_CONFIG")
+        .env("HOME", dir.path());
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("PULLCHECK_") {
+            cmd.env_remove(&name);
+        }
+    }
+    for e in init["env"].as_array().unwrap() {
+        if let Some(v) = e["value"].as_str() {
+            cmd.env(e["name"].as_str().unwrap(), v);
+        }
+    }
+    let out = run(dir.path(), cmd, false);
+    out.assert_no_panic();
+    assert_eq!(out.code, 3, "args {args:?}: {}{}", out.stdout, out.stderr);
+    let checked: Vec<(String, String)> = out.json()["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["image"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for image in images {
+        assert!(
+            checked.contains(&(image.to_string(), "invalid_reference".to_string())),
+            "{image:?} is not checked as one invalid image: {checked:?} (args {args:?})"
+        );
+    }
+    assert_eq!(checked.len(), images.len(), "{checked:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 21. inject on tens of thousands of documents.
+// ---------------------------------------------------------------------------------------------
+
+/// `n` Pod documents of one container each (~140 bytes a document).
+fn pod_documents(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}}}\nspec:\n  restartPolicy: Never\n  containers: [{{name: c, image: \"reg.example/app:{i}\"}}]\n"
+            )
+        })
+        .collect()
+}
+
+/// The bound the README states for inject: 48 times the input, plus the binary's own 16 MiB.
+fn inject_bound_kib(input_bytes: usize) -> u64 {
+    (48 * input_bytes as u64 + (16 << 20)) / 1024
+}
+
+#[test]
+fn inject_on_30000_documents_is_linear_and_its_memory_a_multiple_of_the_input() {
+    let mut took = Vec::new();
+    for n in [10_000, 30_000] {
+        let dir = tempdir();
+        let input = dir.path().join("pods.yaml");
+        let text = pod_documents(n);
+        std::fs::write(&input, &text).unwrap();
+        let mut cmd = pullcheck_cmd();
+        cmd.args(["inject", "--image", "pullcheck:test", "-f"])
+            .arg(&input);
+        let out = measured(
+            &format!("inject, {n} documents ({} bytes)", text.len()),
+            dir.path(),
+            cmd,
+            0,
+            inject_bound_kib(text.len()),
+        );
+        took.push(out.took);
+    }
+    // Three times the documents: about three times the time (it was quadratic: 60 s for
+    // 100,000 against 0.57 s for 10,000).
+    assert!(
+        took[1] < took[0] * 5,
+        "10,000 documents {:?}, 30,000 {:?}",
+        took[0],
+        took[1]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 22. Echoed secrets, redacted by value.
+// ---------------------------------------------------------------------------------------------
+
+/// A web identity token (a JWT's shape), longer than anything a message keeps whole.
+const WEB_IDENTITY_JWT: &str = "eyJhbGciOiJSUzI1NiIsImtpZCI6Imhvc3RpbGUifQ.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6aG9zdGlsZSJ9.c2lnbmF0dXJlLW9mLXRoZS1ob3N0aWxlLXRva2Vu";
+
+/// No output holds `secret`, nor any 16 characters of it from its start.
+fn assert_no_prefix(out: &Outcome, what: &str, secret: &str) {
+    let all = out.all();
+    assert!(
+        !all.contains(&secret[..16]),
+        "{what}: a prefix of the secret shows in:\n{all}"
+    );
+}
+
+#[test]
+fn a_token_echoed_by_sts_is_redacted_in_text_json_verbose_and_the_termination_message() {
+    // STS answers 400 and quotes the token it was sent, whole in `Message` and cut in `Code`.
+    let sts = Proxy::standalone(
+        "127.0.0.1",
+        Fault::respond(Canned::new(400).body(format!(
+            "<ErrorResponse><Error><Code>InvalidIdentityToken {}</Code><Message>token {WEB_IDENTITY_JWT} is not valid</Message></Error></ErrorResponse>",
+            &WEB_IDENTITY_JWT[..40]
+        ))),
+    );
+    let refusing = refusing_registry();
+    let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
+    let image = format!("{ecr}/hostile/echo:v1");
+    // The termination message shows images as given: one that holds the token (a pod spec
+    // pasted with a secret in it) is redacted there too.
+    let pasted = format!("echo/{WEB_IDENTITY_JWT}");
+    let dir = tempdir();
+    let token = dir.path().join("web-identity-token");
+    std::fs::write(&token, WEB_IDENTITY_JWT).unwrap();
+    for (what, flags) in [
+        ("text", vec!["-o", "text"]),
+        ("json", vec!["-o", "json"]),
+        ("--verbose", vec!["-o", "text", "--verbose"]),
+    ] {
+        let mut args = flags.clone();
+        args.extend(["--timeout", "5s", "--plain-http", ecr, &image]);
+        // A secret is redacted from the moment it is read: a --verbose line written before
+        // (the pasted image's verdict comes before the token is read) cannot be.
+        if what != "--verbose" {
+            args.push(&pasted);
+        }
+        let mut cmd = command(dir.path(), &args);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("AWS_") {
+                cmd.env_remove(&name);
+            }
+        }
+        cmd.env(
+            "PULLCHECK_TEST_RESOLVE",
+            format!("{ecr}={}", refusing.host()),
+        )
+        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &token)
+        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL_STS", sts.url())
+        .env(
+            "AWS_ENDPOINT_URL_ECR",
+            format!("http://{}", closed_loopback_port()),
+        );
+        let out = run(dir.path(), cmd, false);
+        out.assert_no_panic();
+        assert!(!sts.requests().is_empty(), "{what}: STS was asked");
+        if what == "--verbose" {
+            assert_eq!(out.code, 5, "{what}: {}{}", out.stdout, out.stderr);
+        } else {
+            // 3: the pasted image is an invalid reference (which outranks the 401).
+            assert_eq!(out.code, 3, "{what}: {}{}", out.stdout, out.stderr);
+            assert!(
+                out.termination.contains("echo/<redacted>"),
+                "{what}: termination message: {}",
+                out.termination
+            );
+        }
+        assert!(
+            out.all().contains("<redacted>"),
+            "{what}: the echo is in the message, redacted: {}",
+            out.all()
+        );
+        out.assert_never_shows("x", WEB_IDENTITY_JWT);
+        assert_no_prefix(&out, what, WEB_IDENTITY_JWT);
+    }
+}
+
+#[test]
+fn a_service_account_token_echoed_by_the_api_server_is_redacted_in_the_node_warning() {
+    use crate::common::apiserver::{ApiServer, Mode};
+    let proxy = open_registry();
+    let host = proxy.host();
+    let image = format!("{host}/hostile/echo-node:v1");
+    let api = ApiServer::start(Mode::Serve);
+    // A 200 that is no Node, quoting the token: serde's message quotes the value.
+    api.add_raw_node(
+        "big",
+        format!(
+            r#"{{"kind":"Node","status":{{"images":"echo {}"}}}}"#,
+            api.token()
+        )
+        .into_bytes(),
+    );
+    let dir = tempdir();
+    for output in ["text", "json"] {
+        let out = run(
+            dir.path(),
+            node_command(
+                dir.path(),
+                &api,
+                &image,
+                &["-o", output, "--timeout", "5s", "--plain-http", &host],
+            ),
+            false,
+        );
+        out.assert_no_panic();
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("node images not looked up") && out.stderr.contains("<redacted>"),
+            "{output}: {}",
+            out.stderr
+        );
+        assert!(
+            api.token().len() > 16,
+            "the stand-in's token is long enough"
+        );
+        out.assert_never_shows("x", api.token());
+        assert_no_prefix(&out, output, api.token());
     }
 }

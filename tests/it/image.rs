@@ -93,7 +93,7 @@ fn the_image_binary_checks_over_tls_as_uid_65532_and_fails_cleanly_without_the_c
             &image,
         ],
     );
-    assert_eq!(code, 6, "{stdout}{stderr}");
+    assert_eq!(code, 8, "{stdout}{stderr}");
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["images"][0]["reason"], "tls", "{json:#}");
     assert!(!stderr.contains("panicked"), "{stderr}");

@@ -345,6 +345,110 @@ fn job_example_fails_at_once_on_permanent_verdicts_and_ignores_unreachable() {
     assert!(example("job.yaml").contains("backoffLimit counts"));
 }
 
+/// The `podFailurePolicy` rule `inject --job-failure-policy` writes for exit 6, and its note.
+fn rule_for_unreachable(job: &str, args: &[&str]) -> (String, String) {
+    let mut all = vec!["--image", IMAGE, "--job-failure-policy"];
+    all.extend(args);
+    let out = inject_ok(&all, job);
+    let d = &docs(&out.stdout)[0];
+    let rules = at(d, "spec.podFailurePolicy.rules").as_sequence().unwrap();
+    let six = rules
+        .iter()
+        .find(|r| r["onExitCodes"]["values"][0].as_u64() == Some(6))
+        .expect("a rule for 6");
+    assert_eq!(six["onExitCodes"]["containerName"], "pullcheck");
+    assert_eq!(rules[0]["action"], "FailJob");
+    let eight = rules
+        .iter()
+        .find(|r| r["onExitCodes"]["values"][0].as_u64() == Some(8))
+        .expect("a rule for 8");
+    assert_eq!(eight["action"], "Count");
+    (six["action"].as_str().unwrap().to_string(), out.stderr)
+}
+
+#[test]
+fn the_job_failure_policy_written_for_exit_6_always_ends() {
+    let job = |extra: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: train\nspec:\n{extra}  template:\n    spec:\n      containers:\n      - name: app\n        image: registry.example.com/team/app:v1\n"
+        )
+    };
+    // No deadline: exit 6 counts against backoffLimit (the API server's default, 6), so a
+    // registry that stays unreachable fails the Job after its retries.
+    let (action, stderr) = rule_for_unreachable(&job(""), &[]);
+    assert_eq!(action, "Count");
+    assert!(
+        stderr.contains("pullcheck: note: stdin: document 1: Job/train spec.template.spec: podFailurePolicy rules for container pullcheck: FailJob on 3, 4, 5, 7 (permanent); Count on 6 (unreachable, counted against backoffLimit 6, so the Job fails after its retries): the Job has no activeDeadlineSeconds"),
+        "{stderr}"
+    );
+    let (action, stderr) = rule_for_unreachable(&job("  backoffLimit: 2\n"), &[]);
+    assert_eq!(action, "Count");
+    assert!(
+        stderr.contains("counted against backoffLimit 2"),
+        "{stderr}"
+    );
+    // A deadline bounds the retries: Ignore, and the note says which deadline.
+    let (action, stderr) = rule_for_unreachable(&job("  activeDeadlineSeconds: 600\n"), &[]);
+    assert_eq!(action, "Ignore");
+    assert!(
+        stderr.contains("Ignore on 6 (unreachable, not counted against backoffLimit): the Job's activeDeadlineSeconds: 600 ends the retries"),
+        "{stderr}"
+    );
+    // A deadline of 0 is no deadline.
+    let (action, _) = rule_for_unreachable(&job("  activeDeadlineSeconds: 0\n"), &[]);
+    assert_eq!(action, "Count");
+    // Ignore without a deadline only when asked by name, and the note says what it costs.
+    let (action, stderr) =
+        rule_for_unreachable(&job(""), &["--ignore-unreachable-without-deadline"]);
+    assert_eq!(action, "Ignore");
+    assert!(
+        stderr.contains(
+            "as --ignore-unreachable-without-deadline asks: the Job has no activeDeadlineSeconds"
+        ),
+        "{stderr}"
+    );
+    // The flag means nothing without --job-failure-policy: a usage error.
+    let out = inject(
+        &["--image", IMAGE, "--ignore-unreachable-without-deadline"],
+        &job(""),
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stdout.is_empty());
+    // A CronJob's deadline is its job template's.
+    let cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  schedule: \"0 1 * * *\"\n  jobTemplate:\n    spec:\n      activeDeadlineSeconds: 900\n      template:\n        spec:\n          containers:\n          - name: app\n            image: registry.example.com/team/app:v1\n";
+    let out = inject_ok(&["--image", IMAGE, "--job-failure-policy"], cron);
+    let d = &docs(&out.stdout)[0];
+    let rules = at(d, "spec.jobTemplate.spec.podFailurePolicy.rules")
+        .as_sequence()
+        .unwrap();
+    assert_eq!(rules[1]["action"], "Ignore", "{}", out.stdout);
+    assert!(
+        out.stderr.contains("activeDeadlineSeconds: 900"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_argo_template_whose_image_is_a_parameter_is_said_to_be_left_unchanged_for_that_reason() {
+    let wf = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata:\n  generateName: wf-\nspec:\n  entrypoint: main\n  templates:\n  - name: main\n    inputs:\n      parameters:\n      - name: image\n    container:\n      image: \"{{inputs.parameters.image}}\"\n      command: [run]\n  - name: fixed\n    container:\n      image: registry.example.com/team/app:v1\n";
+    let out = inject_ok(&["--image", IMAGE], wf);
+    assert!(
+        out.stderr.contains("spec.templates[0]: its image is an Argo workflow parameter, known only at run time; left unchanged"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("no containers and no image volumes"),
+        "{}",
+        out.stderr
+    );
+    // The other template still gets the init container.
+    let d = &docs(&out.stdout)[0];
+    let fixed = pullcheck_of(d, "spec.templates[1]");
+    assert_eq!(env_images(fixed), "registry.example.com/team/app:v1");
+}
+
 #[test]
 fn kyverno_policy_adds_what_inject_adds() {
     let text = example("kyverno-clusterpolicy.yaml");

@@ -240,6 +240,68 @@ fn truncated_node_list_makes_a_missing_image_a_warning() {
     assert_eq!(run.image(&image)["present_on_node"], false);
 }
 
+/// [`run`] with the text report and the termination message (its first line is the summary).
+fn run_text(api: &ApiServer, args: &[&str]) -> (Run, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let term = dir.path().join("termination-log");
+    let out = pullcheck_cmd()
+        .arg("check")
+        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+        .arg("--termination-log")
+        .arg(&term)
+        .args(args)
+        .env("PULLCHECK_TIMEOUT", "20s")
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("PULLCHECK_NODE_NAME")
+        .env_remove("PULLCHECK_OUTPUT")
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost,::1")
+        .env("KUBERNETES_SERVICE_HOST", api.host())
+        .env("KUBERNETES_SERVICE_PORT", api.port())
+        .env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
+        .output()
+        .expect("run pullcheck");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    (run, std::fs::read_to_string(&term).unwrap_or_default())
+}
+
+#[test]
+fn a_truncated_node_list_is_named_as_the_cause_in_the_summary_json_and_termination_message() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let mut node = kind_node(NODE, &[]);
+    pad_images(&mut node, 50);
+    let api = ApiServer::start(Mode::Serve);
+    api.add_node(&node);
+    let image = format!("{host}/node-truncated/summary:v1");
+    let args = [
+        "--plain-http",
+        &host,
+        "--if-not-present",
+        &image,
+        "--node",
+        NODE,
+    ];
+    let json = run(Some(&api), &args);
+    assert_eq!(json.code, 0, "{}\n{}", json.stdout, json.stderr);
+    let r = json.image(&image);
+    assert_eq!(r["fatal"], false);
+    assert_eq!(r["not_counted"], "node_list_truncated", "{r:#}");
+    let (text, term) = run_text(&api, &args);
+    assert_eq!(text.code, 0, "{}\n{}", text.stdout, text.stderr);
+    let summary = "pullcheck: no image failed; 1 image not verified (not found at the registry; not counted: the node's image list is truncated)";
+    assert_eq!(text.stdout.lines().last(), Some(summary), "{}", text.stdout);
+    assert_eq!(term.lines().next(), Some(summary), "{term}");
+    assert!(
+        term.contains("(not counted: the node's image list is truncated)"),
+        "{term}"
+    );
+}
+
 #[test]
 fn always_image_on_the_node_is_still_checked_at_the_registry() {
     let reg = plain_registry();

@@ -426,7 +426,7 @@ fn the_termination_message_fits_many_more_failures_than_before() {
     assert_eq!(lines[0], "pullcheck: 15 of 15 images cannot be pulled");
     let listed = lines[1..]
         .iter()
-        .filter(|l| l.starts_with("tag_missing: ") || l.starts_with("repository_missing: "))
+        .filter(|l| l.contains(": tag_missing") || l.contains(": repository_missing"))
         .count();
     assert!(!msg.contains("http://"), "URLs stay in the logs: {msg}");
     assert!(!msg.contains("HEAD "), "{msg}");
@@ -445,6 +445,80 @@ fn the_termination_message_fits_many_more_failures_than_before() {
     println!("termination message, 15 failures in 1024 bytes: {before} before, {listed} now");
     assert!(before <= 5, "the old rule fitted {before}");
     assert_eq!(listed, 15, "{msg}");
+}
+
+#[test]
+fn the_termination_message_fits_the_kubelets_share_of_a_pod_with_many_containers() {
+    let host = plain_host();
+    let images = failures_for_termination(&host, 15);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("termination-log");
+    let run = |extra: &[&str], containers: Option<String>| {
+        let mut cmd = pullcheck_cmd();
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("PULLCHECK_") {
+                cmd.env_remove(name);
+            }
+        }
+        cmd.args([
+            "check",
+            "--secrets-dir",
+            "/nonexistent",
+            "--plain-http",
+            &host,
+        ])
+        .arg("--termination-log")
+        .arg(&log)
+        .args(extra)
+        .args(&images);
+        if let Some(c) = containers {
+            cmd.env("PULLCHECK_CONTAINERS", c);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(&log).unwrap()
+    };
+    // --pod-containers N: 12288 / N bytes at most (the kubelet's share), and the first line,
+    // the summary, is whole.
+    for (n, max) in [("13", 945), ("50", 245), ("100", 122), ("300", 40)] {
+        let msg = run(&["--pod-containers", n], None);
+        assert!(msg.len() <= max, "{n}: {} bytes: {msg}", msg.len());
+        if max >= 122 {
+            assert!(
+                msg.starts_with("pullcheck: 15 of 15 images cannot be pulled\n"),
+                "{n}: {msg}"
+            );
+        }
+        if max >= 945 {
+            // Most fit whole (each line also names a tag the repository has).
+            assert!(msg.lines().count() >= 13, "{n}: {msg}");
+        }
+        if (122..945).contains(&max) {
+            assert!(msg.ends_with(" more"), "{n}: {msg}");
+        }
+    }
+    // Without the flag, the containers PULLCHECK_CONTAINERS lists and pullcheck: 49 + 1.
+    let facts: Vec<String> = (0..49)
+        .map(|i| {
+            format!(
+                r#"{{"name":"c{i}","image":"{}","command":true,"args":false}}"#,
+                images[i % images.len()]
+            )
+        })
+        .collect();
+    let msg = run(&[], Some(format!("[{}]", facts.join(","))));
+    assert!(msg.len() <= 245, "{} bytes: {msg}", msg.len());
+    // A count of 0 is a usage error, not a division.
+    let out = pullcheck_cmd()
+        .args(["check", "--pod-containers", "0", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -673,9 +747,31 @@ fn insecure_is_plain_http_as_an_alias() {
         "{}",
         text.stdout
     );
-    // Without it, HTTPS is spoken to the plain registry, and fails.
+    // Without it, HTTPS is spoken to a plain registry that is not on loopback (a name pinned
+    // to it), and fails; a loopback registry is spoken to in plain HTTP as containerd does.
+    let pinned = "plain.insecure.test/operator/insecure:v1";
+    let out = pullcheck_cmd()
+        .args([
+            "check",
+            "-o",
+            "json",
+            "--timeout",
+            "2s",
+            "--termination-log",
+            "",
+        ])
+        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+        .arg(pinned)
+        .env_remove("DOCKER_CONFIG")
+        .env(
+            "PULLCHECK_TEST_RESOLVE",
+            format!("plain.insecure.test={host}"),
+        )
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
     let run = check(&["-o", "json", "--timeout", "2s", &image]);
-    assert_ne!(run.code, 0);
+    assert_eq!(run.image(&image)["plain_http"], true, "{}", run.stdout);
     let help = pullcheck_cmd().args(["check", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("--insecure"), "{help}");

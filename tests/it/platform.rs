@@ -239,6 +239,23 @@ fn close_tags_are_suggested_for_a_missing_tag() {
     let res = run(&[&image]).image(&image);
     assert_eq!(res["reason"], "tag_missing");
     assert!(res.get("suggestions").is_none());
+    // But a few tags it has, newest versions first, in the message and the JSON.
+    assert_eq!(
+        res["existing_tags"],
+        serde_json::json!(["v2", "v1.1", "v1.0", "v1", "latest"]),
+        "{res:#}"
+    );
+    assert!(
+        res["message"].as_str().unwrap().ends_with(
+            "; no tag is close; tags the repository has include v2, v1.1, v1.0, v1, latest"
+        ),
+        "{res:#}"
+    );
+    // A missing digest lists none (tags do not help there).
+    let digest = format!("{host}/suggest/app@sha256:{}", "0".repeat(64));
+    let res = run(&[&digest]).image(&digest);
+    assert_eq!(res["reason"], "digest_missing", "{res:#}");
+    assert!(res.get("existing_tags").is_none(), "{res:#}");
 }
 
 #[test]
@@ -265,4 +282,118 @@ fn a_missing_repository_suggests_a_close_one_from_the_catalog() {
     let res = run(&[&image]).image(&image);
     assert_eq!(res["reason"], "repository_missing");
     assert_eq!(res["suggestions"][0], "suggest-team/application", "{res:#}");
+}
+
+#[test]
+fn index_entries_are_read_as_containerd_reads_them() {
+    // containerd 1.6 (ctr images pull, this machine's platform linux/amd64) is the oracle:
+    // an entry without platform is kept (its config decides), os.features are ignored, and an
+    // index of only attestations or only Windows entries has no match.
+    if std::env::consts::ARCH != "x86_64" {
+        eprintln!("the oracle pulls for linux/amd64: skipped");
+        return;
+    }
+    let reg = plain_registry();
+    let host = reg.host();
+    let strip_platform = |entries: &mut [serde_json::Value]| {
+        if let Some(e) = entries.get_mut(1) {
+            e.as_object_mut().unwrap().remove("platform");
+        }
+    };
+    let add_features = |entries: &mut [serde_json::Value]| {
+        for e in entries.iter_mut() {
+            e["platform"]["os.features"] = serde_json::json!(["win32k"]);
+        }
+    };
+    reg.push_oci_index_edited(
+        "platform/no-platform",
+        "v1",
+        &["linux/arm64/v8", "linux/amd64"],
+        &strip_platform,
+    );
+    reg.push_oci_index_edited(
+        "platform/os-features",
+        "v1",
+        &["linux/amd64"],
+        &add_features,
+    );
+    reg.push_oci_index("platform/attestations", "v1", &["unknown/unknown"]);
+    reg.push_oci_index_edited("platform/windows", "v1", &["windows/amd64"], &add_features);
+    let cases = [
+        ("platform/no-platform", true),
+        ("platform/os-features", true),
+        ("platform/attestations", false),
+        ("platform/windows", false),
+    ];
+    let containerd = crate::route::Containerd::start();
+    let empty = tempfile::tempdir().unwrap();
+    for (repo, pulls) in cases {
+        let image = format!("{host}/{repo}:v1");
+        let r = run(&["--platform", "linux/amd64", &image]);
+        let res = r.image(&image);
+        if pulls {
+            assert_eq!(r.code, 0, "{repo}: {res:#}");
+            assert_eq!(res["status"], "ok", "{repo}: {res:#}");
+        } else {
+            assert_eq!(r.code, 4, "{repo}: {res:#}");
+            assert_eq!(res["status"], "wrong_platform", "{repo}: {res:#}");
+        }
+        if let Some(c) = &containerd {
+            let (pulled, words) = c.pull(empty.path(), &image);
+            assert_eq!(pulled, pulls, "containerd on {repo}: {words}");
+        }
+    }
+    // The entry without platform is the one the runtime would read: not checked here.
+    let image = format!("{host}/platform/no-platform:v1");
+    let res = run(&["--platform", "linux/amd64", &image]).image(&image);
+    assert_eq!(res["platform_checked"], false, "{res:#}");
+    let image = format!("{host}/platform/attestations:v1");
+    let res = run(&["--platform", "linux/amd64", &image]).image(&image);
+    assert!(
+        res["message"]
+            .as_str()
+            .unwrap()
+            .contains("available: none (the index lists no manifest a node can run"),
+        "{res:#}"
+    );
+}
+
+#[test]
+fn an_artifact_read_for_the_platform_or_start_check_is_not_an_image() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_helm_chart("platform/chart", "0.1.0");
+    let image = format!("{host}/platform/chart:0.1.0");
+    // A HEAD alone cannot tell: ok, as documented (no GET only for this).
+    let r = run(&[&image]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // Where the manifest is read anyway (--platform-check full), it is not an image.
+    let r = run(&["--platform-check", "full", &image]);
+    assert_eq!(r.code, 3, "{}", r.stdout);
+    let res = r.image(&image);
+    assert_eq!(res["status"], "not_found", "{res:#}");
+    assert_eq!(res["reason"], "not_an_image", "{res:#}");
+    assert!(
+        res["message"]
+            .as_str()
+            .unwrap()
+            .contains("config media type application/vnd.cncf.helm.config.v1+json"),
+        "{res:#}"
+    );
+    // And where the start check reads it.
+    let containers = format!(
+        r#"[{{"name":"c","image":"{image}","command":false,"args":false,"runAsNonRoot":true}}]"#
+    );
+    let out = crate::common::pullcheck_cmd()
+        .args(["check", "-o", "json", "--termination-log", ""])
+        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
+        .args(["--plain-http", &host])
+        .env("PULLCHECK_CONTAINERS", containers)
+        .env_remove("DOCKER_CONFIG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["images"][0]["reason"], "not_an_image", "{json:#}");
 }

@@ -75,6 +75,17 @@ providers:
     }
 
     fn run(&self, config: &Path, env: &[(&str, String)], images: &[String]) -> (Run, Duration) {
+        self.run_with(config, env, "off", images)
+    }
+
+    /// [`Plugin::run`] with `--cloud-credentials MODE`.
+    fn run_with(
+        &self,
+        config: &Path,
+        env: &[(&str, String)],
+        mode: &str,
+        images: &[String],
+    ) -> (Run, Duration) {
         let term = self.path("termination-log");
         let mut cmd = pullcheck_cmd();
         for (name, _) in std::env::vars_os() {
@@ -83,14 +94,7 @@ providers:
             }
         }
         cmd.arg("check")
-            .args([
-                "-o",
-                "json",
-                "--timeout",
-                "6s",
-                "--cloud-credentials",
-                "off",
-            ])
+            .args(["-o", "json", "--timeout", "6s", "--cloud-credentials", mode])
             .arg("--ca-file")
             .arg(tls_basic_registry().ca_pem_path().unwrap())
             .arg("--termination-log")
@@ -212,9 +216,16 @@ fn plugin_auth_entries_match_the_image_as_the_kubelet_matches_them() {
         &response_env("Registry", "1h", &key),
         std::slice::from_ref(&image),
     );
-    assert_eq!(run.code, 5, "{}", run.stdout);
+    // The plugin gave nothing for it: a warning, since the kubelet runs the same plugin with
+    // the node's identity.
+    assert_eq!(run.code, 0, "{}", run.stdout);
     let r = run.image(&image);
     assert_eq!(r["reason"], "no_credentials", "{r:#}");
+    assert_eq!(r["not_counted"], "credential_provider_unavailable", "{r:#}");
+    assert_eq!(
+        r["providers_tried"][0]["provider"], "plugin test-plugin",
+        "{r:#}"
+    );
     assert!(
         r["message"]
             .as_str()
@@ -252,11 +263,13 @@ fn plugin_failures_are_provider_failed_naming_the_plugin_and_never_its_output() 
         let _ = std::fs::remove_file(p.path("plugin.log"));
         let config = p.config(&p.host, mode, "");
         let (run, _) = p.run(&config, &response_env("Registry", "1h", &p.host), &images);
-        assert_eq!(run.code, 5, "{mode}: {}", run.stdout);
+        assert_eq!(run.code, 0, "{mode}: {}", run.stdout);
         for image in &images {
             let r = run.image(image);
             assert_eq!(r["status"], "unauthorized", "{r:#}");
             assert_eq!(r["reason"], "provider_failed", "{r:#}");
+            assert_eq!(r["fatal"], false, "{r:#}");
+            assert_eq!(r["not_counted"], "credential_provider_unavailable", "{r:#}");
             let msg = r["message"].as_str().unwrap();
             assert!(
                 msg.contains(&format!(
@@ -271,6 +284,44 @@ fn plugin_failures_are_provider_failed_naming_the_plugin_and_never_its_output() 
 }
 
 #[test]
+fn a_failed_plugin_is_a_warning_named_in_the_summary_and_required_makes_it_fatal() {
+    let reg = tls_basic_registry();
+    reg.push_oci_manifest("plugin/w", "v1");
+    let p = Plugin::new();
+    let config = p.config(&p.host, "fail", "");
+    let image = p.image("plugin/w:v1");
+    let env = response_env("Registry", "1h", &p.host);
+    let (run, _) = p.run(&config, &env, std::slice::from_ref(&image));
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let r = run.image(&image);
+    assert_eq!(r["fatal"], false, "{r:#}");
+    assert_eq!(r["not_counted"], "credential_provider_unavailable", "{r:#}");
+    let tried = &r["providers_tried"][0];
+    assert_eq!(tried["provider"], "plugin test-plugin", "{r:#}");
+    assert!(
+        tried["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("it failed: it exited with exit status: 3"),
+        "{r:#}"
+    );
+    let term = std::fs::read_to_string(p.path("termination-log")).unwrap();
+    assert_eq!(
+        term.lines().next(),
+        Some(
+            "pullcheck: no image failed; 1 image not verified (no credentials; not counted: the credential provider gave nothing in the pod, the node runs it with its own identity)"
+        ),
+        "{term}"
+    );
+    // Where every pod has what its plugins need, a failure of one is the pod's failure.
+    let (run, _) = p.run_with(&config, &env, "required", std::slice::from_ref(&image));
+    assert_eq!(run.code, 5, "{}", run.stdout);
+    let r = run.image(&image);
+    assert_eq!(r["fatal"], true, "{r:#}");
+    assert_eq!(r["reason"], "provider_failed", "{r:#}");
+}
+
+#[test]
 fn a_hanging_plugin_is_cut_at_half_the_time_left() {
     let reg = tls_basic_registry();
     reg.push_oci_manifest("plugin/h", "v1");
@@ -282,7 +333,7 @@ fn a_hanging_plugin_is_cut_at_half_the_time_left() {
         &response_env("Registry", "1h", &p.host),
         std::slice::from_ref(&image),
     );
-    assert_eq!(run.code, 5, "{}", run.stdout);
+    assert_eq!(run.code, 0, "{}", run.stdout);
     let r = run.image(&image);
     assert_eq!(r["reason"], "provider_failed", "{r:#}");
     assert!(
@@ -358,4 +409,36 @@ fn a_config_without_bin_dir_or_plugin_is_a_usage_error() {
         stderr.contains("provider missing-plugin: no plugin"),
         "{stderr}"
     );
+}
+
+#[test]
+fn the_start_check_reads_the_config_with_the_plugins_credential() {
+    // The pull would use the plugin's credential, so the config read does too: a runAsNonRoot
+    // container whose image runs as root is runs_as_root, as with the same credential in a
+    // pull secret.
+    let reg = tls_basic_registry();
+    reg.push_image_with_config(
+        "plugin/root",
+        "v1",
+        "linux/amd64",
+        false,
+        &crate::common::RunSettings::default(),
+    );
+    let p = Plugin::new();
+    let config = p.config(&p.host, "ok", "");
+    let image = p.image("plugin/root:v1");
+    let mut env = response_env("Registry", "1h", &p.host);
+    env.push((
+        "PULLCHECK_CONTAINERS",
+        format!(
+            r#"[{{"name":"trainer","image":"{image}","command":true,"args":false,"runAsNonRoot":true}}]"#
+        ),
+    ));
+    env.push(("PULLCHECK_PLATFORM", "linux/amd64".to_string()));
+    let (run, _) = p.run(&config, &env, std::slice::from_ref(&image));
+    assert_eq!(run.code, 7, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "wont_start", "{r:#}");
+    assert_eq!(r["reason"], "runs_as_root", "{r:#}");
+    assert_eq!(r["containers"][0]["reason"], "runs_as_root", "{r:#}");
 }

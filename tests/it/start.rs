@@ -731,7 +731,10 @@ fn text_report_and_termination_message_name_the_container_and_the_fix() {
         message.starts_with("pullcheck: the 1 image can be pulled, but"),
         "{message}"
     );
-    assert!(message.contains("\nruns_as_root: "), "{message}");
+    assert!(
+        message.contains(&format!("\n{image}: runs_as_root (container \"trainer\")")),
+        "{message}"
+    );
     assert!(message.contains("\"trainer\""), "{message}");
 }
 
@@ -993,4 +996,75 @@ fn the_injected_init_container_predicts_what_check_pod_spec_predicts() {
     let from_env = pullcheck_with(&args, &vars);
     assert_eq!(from_env.code, from_spec.code, "{}", from_env.stderr);
     assert_eq!(verdicts(&from_env), verdicts(&from_spec));
+}
+
+#[test]
+fn run_as_user_zero_is_exit_7_even_when_the_pull_verdict_is_not_counted() {
+    // runAsNonRoot with runAsUser: 0 needs no image: the kubelet refuses the container
+    // whatever the pull does, so a pull verdict that does not count must not hide it.
+    let zero = |image: &str| {
+        container(
+            "root",
+            image,
+            ContainerKind::App,
+            (true, false),
+            sc(Some(true), Some(0)),
+            NONE,
+        )
+    };
+    // --allow-unauthenticated: the pull is not verified.
+    let tls = crate::common::tls_basic_registry();
+    let ca = tls.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    let image = format!("{}/private/zero:v1", tls.host());
+    let host = tls.host();
+    let run = run_env(
+        &["--ca-file", &ca, "--allow-unauthenticated", &host],
+        &[zero(&image)],
+        &[],
+    );
+    assert_eq!(run.code, 7, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "wont_start", "{r:#}");
+    assert_eq!(r["reason"], "run_as_user_zero", "{r:#}");
+    assert_eq!(r["fatal"], true, "{r:#}");
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("its pull was not verified (unauthorized no_credentials, not counted: --allow-unauthenticated)"),
+        "{message}"
+    );
+    // --on-unreachable warn: the registry cannot be reached.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let image = format!("{dead}/team/zero:v1");
+    let run = run_env(
+        &[
+            "--plain-http",
+            &dead,
+            "--on-unreachable",
+            "warn",
+            "--timeout",
+            "2s",
+        ],
+        &[zero(&image)],
+        &[],
+    );
+    assert_eq!(run.code, 7, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["reason"], "run_as_user_zero");
+    // A container the spec alone does not refuse leaves the warning as it was.
+    let run = run_env(
+        &[
+            "--plain-http",
+            &dead,
+            "--on-unreachable",
+            "warn",
+            "--timeout",
+            "2s",
+        ],
+        &[non_root("ok", &image, true)],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["not_counted"], "on_unreachable_warn");
 }

@@ -279,9 +279,13 @@ async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
     // IMDSv2: a session token first. Its answer is the one a hop limit of 1 drops on its way
     // into a pod: the connection opens, the answer never comes.
     let mut hop_limit = false;
+    // One second for the whole exchange (token, role, keys), as for every metadata endpoint:
+    // each step gets what is left of it (each had its own second, 2.5 s in all).
+    let until = tokio::time::Instant::now() + super::METADATA_TIMEOUT;
+    let left = || until.saturating_duration_since(tokio::time::Instant::now());
     let half = super::METADATA_TIMEOUT / 2;
     let token = match http
-        .metadata_within(half, |c| {
+        .metadata_within(half.min(left()), |c| {
             c.put(&token_url)
                 .header("x-aws-ec2-metadata-token-ttl-seconds", "21600")
         })
@@ -307,13 +311,8 @@ async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
     };
     let hop_hint = "the IMDSv2 token answer did not arrive within 0.5s, as when the instance's metadata hop limit is 1 (raise HttpPutResponseHopLimit to 2, or give the pod IRSA or EKS Pod Identity)";
     let roles_url = format!("{base}/latest/meta-data/iam/security-credentials/");
-    let limit = if hop_limit {
-        half
-    } else {
-        super::METADATA_TIMEOUT
-    };
     let roles = http
-        .metadata_within(limit, |c| with_token(c.get(&roles_url)))
+        .metadata_within(left(), |c| with_token(c.get(&roles_url)))
         .await
         .map_err(|e| {
             if hop_limit {
@@ -350,7 +349,7 @@ async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
     let identity = format!("aws instance profile {}", role.escape_default());
     let keys_url = format!("{roles_url}{role}");
     let answer = http
-        .metadata(|c| with_token(c.get(&keys_url)))
+        .metadata_within(left(), |c| with_token(c.get(&keys_url)))
         .await
         .map_err(|e| format!("{identity}: {e}"))?;
     if answer.status != 200 {

@@ -35,6 +35,9 @@ pub enum Mode {
     Auto,
     /// Never.
     Off,
+    /// As `auto`, and an image a provider serves that gets no credential at all (no pull
+    /// secret, every provider unavailable) fails: for clusters where every pod has an identity.
+    Required,
 }
 
 /// How long a metadata endpoint gets to accept a connection and answer.
@@ -56,6 +59,15 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// Its name in messages and JSON: `aws`, `google`, `azure`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Provider::Aws(_) => "aws",
+            Provider::Google => "google",
+            Provider::Azure(_) => "azure",
+        }
+    }
+
     /// The provider whose default `matchImages` match a registry host (no port: the upstream
     /// patterns have none, and the kubelet compares ports exactly).
     pub fn for_host(host: &str) -> Option<Provider> {
@@ -164,6 +176,11 @@ impl Cloud {
             Err(e) => {
                 return Lookup {
                     notes: vec![format!("cloud credentials unavailable: {e}")],
+                    unavailable: vec![super::ProviderTried {
+                        provider: provider.name().to_string(),
+                        kind: super::ProviderKind::Cloud,
+                        why: e.clone(),
+                    }],
                     ..Lookup::default()
                 };
             }
@@ -186,6 +203,11 @@ impl Cloud {
             },
             Err(why) => Lookup {
                 notes: vec![format!("{name} cloud credentials unavailable: {why}")],
+                unavailable: vec![super::ProviderTried {
+                    provider: name.to_string(),
+                    kind: super::ProviderKind::Cloud,
+                    why,
+                }],
                 ..Lookup::default()
             },
         }
@@ -408,6 +430,7 @@ pub(crate) fn read_token_file(path: &str) -> Result<String, String> {
     if token.is_empty() {
         return Err(format!("{shown} is empty"));
     }
+    crate::redact::register(&token);
     Ok(token)
 }
 

@@ -297,6 +297,8 @@ pub struct Seen {
     pub authorization: Option<String>,
     /// The `Host` header.
     pub host: Option<String>,
+    /// Every header, as sent (for what must not reach this host).
+    pub headers: Vec<(String, String)>,
     /// What was done with it (`pass`, `respond 503`, `blackhole`, ...).
     pub fault: String,
     /// When its head had arrived.
@@ -566,6 +568,7 @@ fn serve(shared: &Shared, mut client: TcpStream) {
         path: head.path.clone(),
         authorization: head.header("authorization").map(str::to_string),
         host: head.header("host").map(str::to_string),
+        headers: head.headers.clone(),
         fault: fault.name(),
         at: Instant::now(),
     });

@@ -309,11 +309,24 @@ impl Registry {
         platforms: &[&str],
         run: &RunSettings,
     ) -> PushedIndex {
-        self.push_index_with(Flavor::Oci, repo, tag, platforms, Some(run))
+        self.push_index_with(Flavor::Oci, repo, tag, platforms, Some(run), &|_| {})
     }
 
     fn push_index(&self, flavor: Flavor, repo: &str, tag: &str, platforms: &[&str]) -> PushedIndex {
-        self.push_index_with(flavor, repo, tag, platforms, None)
+        self.push_index_with(flavor, repo, tag, platforms, None, &|_| {})
+    }
+
+    /// [`Registry::push_oci_index`] with its entries edited before the index is pushed (an
+    /// entry without `platform`, one with `os.features`): the children are pushed as built.
+    pub fn push_oci_index_edited(
+        &self,
+        repo: &str,
+        tag: &str,
+        platforms: &[&str],
+        edit: &dyn Fn(&mut [Value]),
+    ) -> String {
+        self.push_index_with(Flavor::Oci, repo, tag, platforms, None, edit)
+            .digest
     }
 
     fn push_index_with(
@@ -323,6 +336,7 @@ impl Registry {
         tag: &str,
         platforms: &[&str],
         run: Option<&RunSettings>,
+        edit: &dyn Fn(&mut [Value]),
     ) -> PushedIndex {
         let parsed: Vec<Platform> = platforms.iter().map(|p| Platform::parse(p)).collect();
         // Real images first: attestations point at one of them.
@@ -354,10 +368,11 @@ impl Registry {
             entry["annotations"] = annotations;
             children[i] = Some((entry, digest));
         }
-        let (entries, digests): (Vec<Value>, Vec<String>) = children
+        let (mut entries, digests): (Vec<Value>, Vec<String>) = children
             .into_iter()
             .map(|c| c.expect("every child built"))
             .unzip();
+        edit(&mut entries);
         let index = json!({
             "schemaVersion": 2,
             "mediaType": flavor.index_type(),
@@ -380,6 +395,25 @@ impl Registry {
     }
 
     /// Uploads the fixture's blobs, then PUTs its manifest as `repo:reference`.
+    /// Pushes a Helm chart as `repo:tag`, the way `helm push` stores one: an OCI manifest whose
+    /// config is `application/vnd.cncf.helm.config.v1+json` (an artifact, not an image).
+    pub fn push_helm_chart(&self, repo: &str, tag: &str) -> String {
+        let config = br#"{"name":"chart","version":"0.1.0","apiVersion":"v2"}"#.to_vec();
+        let chart = b"not really a tgz, but a blob all the same".to_vec();
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": descriptor("application/vnd.cncf.helm.config.v1+json", &config),
+            "layers": [descriptor("application/vnd.cncf.helm.chart.content.v1.tar+gzip", &chart)],
+        });
+        let fixture = Fixture {
+            media_type: "application/vnd.oci.image.manifest.v1+json",
+            manifest: serde_json::to_vec_pretty(&manifest).expect("manifest JSON"),
+            blobs: vec![config, chart],
+        };
+        self.push_fixture(repo, tag, &fixture)
+    }
+
     fn push_fixture(&self, repo: &str, reference: &str, fixture: &Fixture) -> String {
         let client = self.http_client();
         let base = self.base_url();

@@ -1,0 +1,250 @@
+//! Redaction by value: every secret the run holds (passwords, tokens, keys, plugin and cloud
+//! credentials, a hosts.toml header's value, the service-account token) is registered here when
+//! it is read, and every writer of output (the report as text or JSON, stderr, `--verbose`,
+//! the termination message) passes its text through [`redact`] last.
+//!
+//! Secrets are kept out of messages by construction (`Secret`'s `Debug`, no header ever shown);
+//! this is the net under that: a server's error answer that quotes what it was sent, a JSON
+//! error that echoes a token, would otherwise show it. A secret is replaced by `<redacted>`
+//! whole, and so is any prefix of 16 characters or more of it (messages cut long answers).
+//! Each is also matched in the forms the writers give it: escaped for a terminal
+//! ([`crate::report::escape`]), `escape_default`, and as a JSON string's content. Secrets
+//! shorter than [`MIN_SECRET`] characters are not matched: they would match ordinary words.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, RwLock};
+
+/// The shortest secret matched by value.
+pub const MIN_SECRET: usize = 8;
+/// A prefix of this many characters of a secret (or more) is redacted like the whole.
+pub const MIN_PREFIX: usize = 16;
+/// What a secret becomes.
+pub const REDACTED: &str = "<redacted>";
+/// The most forms of secrets kept (each secret has up to four). Secrets are registered when
+/// they are used, not when a pull secret is read: a run holds tens.
+const MAX_FORMS: usize = 16_384;
+
+#[derive(Default)]
+struct Known {
+    forms: HashSet<String>,
+    /// The matcher over `forms`, rebuilt on the first redaction after a change.
+    matcher: Option<Arc<Matcher>>,
+}
+
+/// Every form, and one automaton over their heads (a short secret whole, else its first 16
+/// characters): one pass over a text finds them all.
+struct Matcher {
+    forms: Vec<String>,
+    heads: AhoCorasick,
+}
+
+static KNOWN: LazyLock<RwLock<Known>> = LazyLock::new(RwLock::default);
+
+/// Registers a secret of this run (and its escaped forms).
+pub fn register(secret: &str) {
+    let secret = secret.trim();
+    if secret.chars().count() < MIN_SECRET {
+        return;
+    }
+    let forms = [
+        secret.to_string(),
+        crate::report::escape(secret).into_owned(),
+        secret.escape_default().to_string(),
+        serde_json::to_string(secret)
+            .map(|s| s.trim_matches('"').to_string())
+            .unwrap_or_default(),
+    ];
+    if KNOWN
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .forms
+        .contains(&forms[0])
+    {
+        return;
+    }
+    let mut known = KNOWN
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for form in forms {
+        if known.forms.len() < MAX_FORMS && form.chars().count() >= MIN_SECRET {
+            known.forms.insert(form);
+            known.matcher = None;
+        }
+    }
+}
+
+/// `text` with every registered secret, and every prefix of 16 characters or more of one,
+/// replaced by `<redacted>`. Borrowed when there is nothing to replace (the common case).
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let matcher = {
+        let known = KNOWN
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if known.forms.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        known.matcher.clone()
+    };
+    let matcher = match matcher {
+        Some(m) => m,
+        None => {
+            let mut known = KNOWN
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let forms: Vec<String> = known.forms.iter().cloned().collect();
+            let Some(m) = Matcher::new(forms) else {
+                return Cow::Borrowed(text);
+            };
+            let m = Arc::new(m);
+            known.matcher = Some(m.clone());
+            m
+        }
+    };
+    matcher.redact(text)
+}
+
+impl Matcher {
+    fn new(mut forms: Vec<String>) -> Option<Matcher> {
+        // Longest first: where two forms share a head, the longer is tried first.
+        forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        let heads: Vec<&str> = forms.iter().map(|f| head(f)).collect();
+        let heads = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&heads)
+            .ok()?;
+        Some(Matcher { forms, heads })
+    }
+
+    fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = String::new();
+        let mut done = 0;
+        let mut at = 0;
+        while let Some(m) = self.heads.find(&text[at..]) {
+            let start = at + m.start();
+            // The forms with this head: the longest stretch of the text that agrees with one.
+            let found = &text[start..start + m.len()];
+            let end = self
+                .forms
+                .iter()
+                .filter(|f| head(f) == found)
+                .map(|f| start + agreeing(&text[start..], f))
+                .max()
+                .unwrap_or(start + m.len());
+            out.push_str(&text[done..start]);
+            out.push_str(REDACTED);
+            done = end;
+            at = end;
+        }
+        if done == 0 {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[done..]);
+        Cow::Owned(out)
+    }
+}
+
+/// What must be in a text for a form to be found: all of a short one, else its first 16
+/// characters.
+fn head(form: &str) -> &str {
+    match form.char_indices().nth(MIN_PREFIX) {
+        Some((at, _)) => &form[..at],
+        None => form,
+    }
+}
+
+/// How many bytes of `text` agree with `form` from the start.
+fn agreeing(text: &str, form: &str) -> usize {
+    text.char_indices()
+        .zip(form.chars())
+        .take_while(|((_, a), b)| a == b)
+        .last()
+        .map_or(0, |((i, c), _)| i + c.len_utf8())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redact_with<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
+        match Matcher::new(secrets.to_vec()) {
+            Some(m) => m.redact(text).into_owned().into(),
+            None => Cow::Borrowed(text),
+        }
+    }
+
+    #[test]
+    fn secrets_whole_in_part_and_escaped_are_redacted() {
+        let token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJl";
+        let quoted = "pa\"ss\\word-1234";
+        let secrets: Vec<String> = [token, quoted, "short-pw", "x"]
+            .iter()
+            .flat_map(|s| {
+                [
+                    s.to_string(),
+                    s.escape_default().to_string(),
+                    serde_json::to_string(s)
+                        .unwrap()
+                        .trim_matches('"')
+                        .to_string(),
+                ]
+            })
+            .collect();
+        let cases: &[(&str, String, String)] = &[
+            ("nothing", "all is well".into(), "all is well".into()),
+            (
+                "whole",
+                format!("token {token} refused"),
+                "token <redacted> refused".into(),
+            ),
+            (
+                "a prefix of 16",
+                format!("echo: {}…", &token[..16]),
+                "echo: <redacted>…".into(),
+            ),
+            (
+                "a prefix of 131",
+                format!("\"{}", &token[..40]),
+                "\"<redacted>".into(),
+            ),
+            (
+                "15 characters are not a prefix",
+                format!("x {}", &token[..15]),
+                format!("x {}", &token[..15]),
+            ),
+            (
+                "twice",
+                format!("{token},{token}"),
+                "<redacted>,<redacted>".into(),
+            ),
+            (
+                "a short secret, whole",
+                "password short-pw!".into(),
+                "password <redacted>!".into(),
+            ),
+            (
+                "JSON-escaped",
+                serde_json::to_string(quoted).unwrap(),
+                "\"<redacted>\"".into(),
+            ),
+            (
+                "escape_default",
+                quoted.escape_default().to_string(),
+                "<redacted>".into(),
+            ),
+            (
+                "a one-letter secret is no secret here",
+                "x".into(),
+                "x".into(),
+            ),
+        ];
+        let secrets: Vec<String> = secrets
+            .into_iter()
+            .filter(|s| s.chars().count() >= MIN_SECRET)
+            .collect();
+        for (name, text, want) in cases {
+            assert_eq!(redact_with(text, &secrets), want.as_str(), "{name}");
+        }
+    }
+}
