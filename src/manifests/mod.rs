@@ -25,6 +25,7 @@
 //! Service, a ConfigMap) are not errors. Image volumes (`volumes[].image.reference`) count as
 //! images. The container named `pullcheck` is pullcheck itself and is left out.
 
+mod kubectl;
 pub mod splice;
 pub mod tree;
 
@@ -266,13 +267,20 @@ pub enum ManifestError {
 /// [`ManifestError`] when the text is not YAML or JSON, or holds Go template syntax.
 pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
     let (tree, format) = parse(text, source)?;
+    // What kubectl would read otherwise, first: it is about the input as a whole.
+    let mut notes = Vec::new();
+    if format == Format::Yaml {
+        for d in kubectl::differences(text, &tree) {
+            notes.push(format!("{source}: {d}"));
+        }
+    }
     let mut reader = Reader {
         text,
         source,
         tree: &tree,
         out: Vec::new(),
         spots: Vec::new(),
-        notes: Vec::new(),
+        notes,
         budget: tree.nodes.len().saturating_mul(4).saturating_add(1024),
         parameter_images: 0,
     };
@@ -332,6 +340,18 @@ impl Manifests {
             }
         }
         out
+    }
+}
+
+impl Manifests {
+    /// Every document's value as kubectl reads it (YAML 1.1 scalars, merge keys applied; an
+    /// empty document is null), in order: what the tests compare with kubectl's own reading.
+    pub fn documents(&self) -> Vec<serde_json::Value> {
+        self.tree
+            .docs
+            .iter()
+            .map(|d| self.tree.to_json(d.root).unwrap_or(serde_json::Value::Null))
+            .collect()
     }
 }
 
@@ -1679,7 +1699,7 @@ mod tests {
     #[test]
     fn a_quoted_scalars_continuation_may_be_indented_less_as_kubectl_reads_it() {
         // go-yaml (libyaml) does not check a quoted scalar's continuation indentation;
-        // neither does the vendored parser (vendor/saphyr-parser/PULLCHECK-PATCH.md).
+        // neither does the vendored parser (vendor/saphyr-parser/PATCHES.md).
         for indent in 0..6 {
             let text = format!(
                 "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    image: busybox:1.36\n    command: [\"bash\", \"-c\", \"python train.py\n{}--epochs 3\"]\n",

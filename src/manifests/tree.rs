@@ -178,15 +178,21 @@ impl Tree {
                     continue;
                 }
                 Event::StreamStart | Event::StreamEnd | Event::Nothing => continue,
-                Event::Scalar(value, style, anchor, _tag) => Node {
-                    start,
-                    end,
-                    anchor,
-                    kind: Kind::Scalar {
-                        value: value.into_owned(),
-                        plain: style == ScalarStyle::Plain,
-                    },
-                },
+                Event::Scalar(value, style, anchor, tag) => {
+                    // `!!str 1.5` is the string "1.5", as quotes would make it.
+                    let string_tag = tag
+                        .as_ref()
+                        .is_some_and(|t| t.is_yaml_core_schema() && t.suffix == "str");
+                    Node {
+                        start,
+                        end,
+                        anchor,
+                        kind: Kind::Scalar {
+                            value: value.into_owned(),
+                            plain: style == ScalarStyle::Plain && !string_tag,
+                        },
+                    }
+                }
                 Event::Alias(id) => {
                     *self.alias_count.entry(id).or_default() += 1;
                     Node {
@@ -446,16 +452,24 @@ impl Tree {
     }
 
     /// The node as kubectl reads it (YAML 1.1 scalars, merge keys applied), for comparisons.
-    /// `None` past [`MAX_DEPTH`] levels of aliases or nesting.
+    /// `None` past [`MAX_DEPTH`] levels of aliases or nesting, or when aliases would expand it
+    /// past four times the input's nodes (a "billion laughs" would take all memory).
     pub fn to_json(&self, id: NodeId) -> Option<serde_json::Value> {
-        self.to_json_depth(id, 0)
+        let mut budget = self.nodes.len().saturating_mul(4).saturating_add(1024);
+        self.to_json_depth(id, 0, &mut budget)
     }
 
-    fn to_json_depth(&self, id: NodeId, depth: usize) -> Option<serde_json::Value> {
+    fn to_json_depth(
+        &self,
+        id: NodeId,
+        depth: usize,
+        budget: &mut usize,
+    ) -> Option<serde_json::Value> {
         use serde_json::Value;
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || *budget == 0 {
             return None;
         }
+        *budget -= 1;
         let id = self.resolve(id);
         Some(match &self.nodes[id].kind {
             Kind::Scalar { value, plain } => {
@@ -476,7 +490,7 @@ impl Tree {
             Kind::Seq { items, .. } => Value::Array(
                 items
                     .iter()
-                    .map(|&i| self.to_json_depth(i, depth + 1))
+                    .map(|&i| self.to_json_depth(i, depth + 1, budget))
                     .collect::<Option<_>>()?,
             ),
             Kind::Map { entries, .. } => {
@@ -484,7 +498,7 @@ impl Tree {
                 for &(k, v) in entries {
                     let key = self.scalar(k).unwrap_or_default();
                     if key == "<<" {
-                        let merged = self.to_json_depth(v, depth + 1)?;
+                        let merged = self.to_json_depth(v, depth + 1, budget)?;
                         let parts = match merged {
                             Value::Array(a) => a,
                             other => vec![other],
@@ -498,7 +512,7 @@ impl Tree {
                         }
                         continue;
                     }
-                    map.insert(key.to_string(), self.to_json_depth(v, depth + 1)?);
+                    map.insert(key.to_string(), self.to_json_depth(v, depth + 1, budget)?);
                 }
                 Value::Object(map)
             }
@@ -628,5 +642,33 @@ mod tests {
         assert_eq!(tree.str_at(c, "k"), Some("v"));
         assert!(tree.is_aliased(tree.get(root, "a").expect("a")));
         assert_eq!(tree.to_json(c), Some(serde_json::json!({"k": "v", "m": 1})));
+    }
+
+    #[test]
+    fn expanding_aliases_is_bounded() {
+        // Ten levels of nine aliases: 9^10 nodes if expanded. Found comparing documents with
+        // kubectl's reading, which took all memory here.
+        let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x]\n");
+        for i in 0..10 {
+            let p = if i == 0 {
+                "a".to_string()
+            } else {
+                format!("l{}", i - 1)
+            };
+            text.push_str(&format!(
+                "l{i}: &l{i} [{}]\n",
+                vec![format!("*{p}"); 9].join(", ")
+            ));
+        }
+        let mut tree = Tree::default();
+        tree.parse_yaml(&text, 0).expect("parses");
+        assert_eq!(tree.to_json(tree.docs[0].root), None);
+        let small = "a: &a [x, z]\nb: [*a, *a, *a]\n";
+        let mut tree = Tree::default();
+        tree.parse_yaml(small, 0).expect("parses");
+        assert_eq!(
+            tree.to_json(tree.docs[0].root),
+            Some(serde_json::json!({"a": ["x", "z"], "b": [["x", "z"], ["x", "z"], ["x", "z"]]}))
+        );
     }
 }

@@ -6,6 +6,8 @@
 //! - `harness`: the cluster, kubectl, namespaces, bounded waits.
 //! - `jobs`: the seed case (a missing tag fails the Job through `podFailurePolicy`; without
 //!   pullcheck it waits), and a good Job.
+//! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
+//!   (needs only the `kube` binary, not the cluster).
 
 #![allow(clippy::unwrap_used)]
 
@@ -19,3 +21,4 @@ mod mirror;
 mod node_images;
 mod policy;
 mod start;
+mod yaml;

@@ -772,6 +772,12 @@ impl<'input, T: Input> Parser<'input, T> {
     where
         'input: 'a,
     {
+        // pullcheck patch: a byte order mark that starts a document's content (a file saved
+        // with one, appended after `---`) is skipped, as kubectl does: it splits the stream at
+        // `---` lines and go-yaml reads each part from its start.
+        while let TokenType::ByteOrderMark = self.peek_token()?.1 {
+            self.skip();
+        }
         match *self.peek_token()? {
             Token(
                 mark,

@@ -755,7 +755,9 @@ impl<'input, T: Input> Scanner<'input, T> {
             }
         }
 
-        if (self.mark.col as isize) < self.indent {
+        // pullcheck patch: in flow context, indentation is not checked (as libyaml, and so
+        // go-yaml and kubectl, never checks it).
+        if self.flow_level == 0 && (self.mark.col as isize) < self.indent {
             return Err(ScanError::new_str(self.mark, "invalid indentation"));
         }
 
@@ -2047,9 +2049,8 @@ impl<'input, T: Input> Scanner<'input, T> {
                 ));
             }
 
-            // pullcheck: no indentation check here, as libyaml (and so go-yaml, which kubectl
-            // reads YAML with) has none for a quoted scalar's continuation lines; see
-            // PULLCHECK-PATCH.md.
+            // pullcheck patch: the continuation lines of a quoted scalar may be indented less
+            // than its context (libyaml, and so go-yaml and kubectl, never check it).
 
             leading_blanks = false;
             self.consume_flow_scalar_non_whitespace_chars(
@@ -2070,12 +2071,7 @@ impl<'input, T: Input> Scanner<'input, T> {
                 if self.input.next_is_blank() {
                     // Consume a space or a tab character.
                     if leading_blanks {
-                        if self.input.peek() == '\t' && (self.mark.col as isize) < self.indent {
-                            return Err(ScanError::new_str(
-                                self.mark,
-                                "tab cannot be used as indentation",
-                            ));
-                        }
+                        // pullcheck patch: tabs may start a continuation line (as in libyaml).
                         self.skip_blank();
                     } else {
                         whitespaces.push(self.input.peek());
@@ -2293,12 +2289,7 @@ impl<'input, T: Input> Scanner<'input, T> {
         let indent = self.indent + 1;
         let start_mark = self.mark;
 
-        if self.flow_level > 0 && (start_mark.col as isize) < indent {
-            return Err(ScanError::new_str(
-                start_mark,
-                "invalid indentation in flow construct",
-            ));
-        }
+        // pullcheck patch: no indentation check in flow context (as in libyaml).
 
         let mut string = String::with_capacity(32);
         self.buf_whitespaces.clear();
@@ -2544,9 +2535,12 @@ impl<'input, T: Input> Scanner<'input, T> {
 
         // Skip over ':'.
         self.skip_non_blank();
+        // pullcheck patch: `key:<TAB>value` is valid (YAML 1.2 separates with tabs, libyaml
+        // accepts it); only a block entry after tabs alone is refused.
         if self.input.look_ch() == '\t'
             && !self.skip_ws_to_eol(SkipTabs::Yes)?.has_valid_yaml_ws()
-            && (self.input.peek() == '-' || self.input.next_is_alpha())
+            && self.input.peek() == '-'
+            && is_blank_or_breakz(self.input.peek_nth(1))
         {
             return Err(ScanError::new_str(
                 self.mark,
