@@ -681,7 +681,7 @@ fn json_values(
     text: &str,
     bom: usize,
     source: &str,
-    parse: &mut dyn FnMut(&str, usize) -> Result<Result<(), Stopped>, ParseError>,
+    parse: &mut dyn FnMut(&str, usize) -> tree::Parsed,
 ) -> Result<Result<(), Stopped>, ManifestError> {
     let body = &text[bom..];
     let mut stream = serde_json::Deserializer::from_str(body).into_iter::<serde::de::IgnoredAny>();

@@ -103,6 +103,13 @@ pub enum Next {
     Stop,
 }
 
+/// What is given each document when they are read one at a time: the tree, the document's
+/// 0-based number and its root.
+pub type Each<'a> = &'a mut dyn FnMut(&Tree, usize, NodeId) -> Next;
+
+/// What a read one document at a time gives: `Err(Stopped)` when it stopped early.
+pub type Parsed = Result<Result<(), Stopped>, ParseError>;
+
 /// Why reading one document at a time stopped before the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stopped;
@@ -162,21 +169,11 @@ impl Tree {
     /// followed then, nor can an earlier document know it is aliased: reading stops
     /// (`Ok(Err(Stopped))`) and the input is to be read whole. So it does when `each` says
     /// [`Next::Stop`].
-    pub fn parse_each(
-        &mut self,
-        text: &str,
-        base: usize,
-        each: &mut dyn FnMut(&Tree, usize, NodeId) -> Next,
-    ) -> Result<Result<(), Stopped>, ParseError> {
+    pub fn parse_each(&mut self, text: &str, base: usize, each: Each<'_>) -> Parsed {
         self.parse_stream(text, base, Some(each))
     }
 
-    fn parse_stream(
-        &mut self,
-        text: &str,
-        base: usize,
-        mut each: Option<&mut dyn FnMut(&Tree, usize, NodeId) -> Next>,
-    ) -> Result<Result<(), Stopped>, ParseError> {
+    fn parse_stream(&mut self, text: &str, base: usize, mut each: Option<Each<'_>>) -> Parsed {
         let offsets = Offsets::new(text, base);
         let mut parser = Parser::new_from_str(text);
         // Open collections: (node, pending key of a mapping).
@@ -328,10 +325,7 @@ impl Tree {
 
     /// When documents are read one at a time: gives the document just completed to `each`,
     /// then drops its nodes (their memory is kept for the next one).
-    fn hand_over(
-        &mut self,
-        each: &mut Option<&mut dyn FnMut(&Tree, usize, NodeId) -> Next>,
-    ) -> Next {
+    fn hand_over(&mut self, each: &mut Option<Each<'_>>) -> Next {
         let Some(each) = each else { return Next::Go };
         let Some(doc) = self.docs.pop() else {
             return Next::Go;
