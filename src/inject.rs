@@ -172,6 +172,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
         notes: Vec::new(),
         warnings: Vec::new(),
         output: Output::default(),
+        pending: Vec::new(),
         spots: 0,
         pod_specs: 0,
     };
@@ -179,21 +180,14 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
         manifests::read_each(input, source, &mut each).map_err(|e| InjectError(e.to_string()))?;
     let done = match read {
         Some(format) => {
-            let EachDocument {
-                mut notes,
-                warnings,
-                output,
-                spots,
-                pod_specs,
-                ..
-            } = each;
-            notes.extend(warnings);
+            let mut warnings = std::mem::take(&mut each.notes);
+            warnings.append(&mut each.warnings);
             Done {
-                warnings: notes,
-                spots,
-                pod_specs,
+                warnings,
+                spots: each.spots,
+                pod_specs: each.pod_specs,
                 format,
-                output: output.finish(input),
+                output: each.output(),
             }
         }
         // Inputs whose documents cannot be read one at a time (anchors shared across them).
@@ -252,8 +246,20 @@ struct EachDocument<'a> {
     notes: Vec<String>,
     warnings: Vec<String>,
     output: Output,
+    /// The last document's edits, made at the next document (or at the end): its tree is
+    /// dropped by then, so that a single large document (a `List`) never holds its tree,
+    /// its edits and the output at once.
+    pending: Vec<Edit>,
     spots: usize,
     pod_specs: usize,
+}
+
+impl EachDocument<'_> {
+    fn output(mut self) -> String {
+        self.output
+            .apply(self.input, &std::mem::take(&mut self.pending));
+        self.output.finish(self.input)
+    }
 }
 
 impl manifests::EachDocument for EachDocument<'_> {
@@ -262,11 +268,14 @@ impl manifests::EachDocument for EachDocument<'_> {
         self.notes.clear();
         self.warnings.clear();
         self.output = Output::new(self.input.len());
+        self.pending = Vec::new();
         self.spots = 0;
         self.pod_specs = 0;
     }
 
     fn document(&mut self, tree: &Tree, found: Manifests) {
+        self.output
+            .apply(self.input, &std::mem::take(&mut self.pending));
         let edits = edit(
             self.input,
             self.source,
@@ -280,8 +289,7 @@ impl manifests::EachDocument for EachDocument<'_> {
         );
         self.spots += found.spots.len();
         self.notes.extend(found.notes);
-        let edits = crlf(edits, self.crlf);
-        self.output.apply(self.input, &edits);
+        self.pending = crlf(edits, self.crlf);
     }
 }
 
