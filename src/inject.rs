@@ -50,7 +50,7 @@
 //! ([`manifests::read_each`]): the input, one document's tree and the output are held, never
 //! the whole input's tree nor all its edits (those made it about 40 times the input). The peak
 //! is about the input plus the output plus the binary's own 16 MiB; at most 8 times the input
-//! plus 16 MiB for Pods of 140 bytes (14 MB of 100,000 Pods: 3.5 s and 96 MiB; it was 558 MiB;
+//! plus 16 MiB for Pods of 140 bytes (14 MB of 100,000 Pods: 3.7 s and 96 MiB; it was 558 MiB;
 //! the input is at most 16 MiB). One large document (a `List`) still holds its own tree, and
 //! documents that share anchors are read whole.
 //!

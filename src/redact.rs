@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, RwLock};
 
-/// The shortest secret matched by value.
+/// The shortest secret matched anywhere; a shorter one is matched only as a whole token.
 pub const MIN_SECRET: usize = 8;
 /// A prefix of this many characters of a secret (or more) is redacted like the whole.
 pub const MIN_PREFIX: usize = 16;
