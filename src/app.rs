@@ -23,16 +23,20 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    register_secret_arguments(&args);
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version come this way too, with exit code 0.
+        // --help and --version come this way too, with exit code 0.
+        Err(e) if e.exit_code() == 0 => {
             let _ = e.print();
-            return if e.exit_code() == 0 {
-                ExitCode::Ok
-            } else {
-                ExitCode::Usage
-            };
+            return ExitCode::Ok;
+        }
+        Err(e) => {
+            // clap's own errors quote arguments (`unexpected argument '--pa:ss' found` when a
+            // password starts with `--`): the secret ones are registered above.
+            eprint!("{}", crate::redact::redact(&e.to_string()));
+            return ExitCode::Usage;
         }
     };
     match cli.command {
@@ -148,6 +152,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
         let _entered = runtime.enter();
         Signals::install()
     };
+    register_environment_secrets();
     let config = match Config::from_args(args, &mut std::io::stdin().lock()) {
         Ok(c) => c,
         Err(errors) => {
@@ -175,6 +180,71 @@ fn run_check(args: CheckArgs) -> ExitCode {
     }
     write_outputs(&config, &report);
     report.exit_code
+}
+
+/// The flags whose value is a secret.
+const SECRET_FLAGS: [&str; 1] = ["--creds"];
+
+/// Registers the values of secret flags ([`SECRET_FLAGS`], as `--creds V` and `--creds=V`)
+/// and their password part before clap reads them, so that no error of clap's shows them.
+fn register_secret_arguments(args: &[OsString]) {
+    let mut next_is_secret = false;
+    for arg in args {
+        let arg = arg.to_string_lossy();
+        let value = if next_is_secret {
+            next_is_secret = false;
+            Some(&arg[..])
+        } else if arg == "--" {
+            return;
+        } else if SECRET_FLAGS.contains(&&arg[..]) {
+            next_is_secret = true;
+            None
+        } else {
+            SECRET_FLAGS
+                .iter()
+                .find_map(|flag| arg.strip_prefix(flag)?.strip_prefix('='))
+        };
+        if let Some(value) = value {
+            crate::redact::register(value);
+            if let Some((_, password)) = value.split_once(':') {
+                crate::redact::register(password);
+            }
+        }
+    }
+}
+
+/// The environment's cloud credentials: values and the files that hold tokens.
+const SECRET_VARIABLES: [&str; 3] = [
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+];
+const SECRET_FILE_VARIABLES: [&str; 3] = [
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "AZURE_FEDERATED_TOKEN_FILE",
+];
+
+/// Registers the cloud credentials the environment holds before anything is written. A cloud
+/// provider reads them only when a registry of its cloud is checked, after other images'
+/// verdicts (and `--verbose` lines) may have been written: an image name that held one (a
+/// token pasted into a pod spec) would have shown it. The other secrets are registered before
+/// any line: pull secrets and `--creds` as they are read, hosts.toml headers with the
+/// configuration, the service-account token before the node lookup (which comes before any
+/// verdict); what servers and plugins answer is new to the run, so no earlier line can hold
+/// it. The files are read as the providers read them (a regular file of at most 64 KiB; one
+/// that cannot be read is the provider's to report).
+fn register_environment_secrets() {
+    for name in SECRET_VARIABLES {
+        if let Some(value) = std::env::var_os(name) {
+            crate::redact::register(&value.to_string_lossy());
+        }
+    }
+    for name in SECRET_FILE_VARIABLES {
+        if let Some(path) = std::env::var_os(name).filter(|p| !p.is_empty()) {
+            let _registered = crate::credentials::cloud::read_token_file(&path.to_string_lossy());
+        }
+    }
 }
 
 /// SIGTERM (the kubelet stopping the pod) and SIGINT, caught so that a stopped check still

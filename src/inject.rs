@@ -46,9 +46,13 @@
 //! # What it costs
 //!
 //! Linear in the input: each pod spec is edited once, and the spots that share a volume holder
-//! are indexed once. The input, its tree and the edits are held in memory, then the output
-//! (the tree is dropped first): peak memory is at most about 48 times the input plus the
-//! binary's own 16 MiB (14 MB of 100,000 Pods: 5.1 s and 558 MiB; the input is at most 16 MiB).
+//! are indexed once. Documents are read and edited one at a time
+//! ([`manifests::read_each`]): the input, one document's tree and the output are held, never
+//! the whole input's tree nor all its edits (those made it about 40 times the input). The peak
+//! is about the input plus the output plus the binary's own 16 MiB; at most 8 times the input
+//! plus 16 MiB for Pods of 140 bytes (14 MB of 100,000 Pods: 3.7 s and 96 MiB; it was 558 MiB;
+//! the input is at most 16 MiB). One large document (a `List`) still holds its own tree, and
+//! documents that share anchors are read whole.
 //!
 //! With `--credential-provider-config`, the projected token volume for the credential-provider
 //! plugins with `tokenAttributes`
@@ -57,7 +61,7 @@
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
 use crate::credentials::plugin::{InjectAdditions, TOKEN_VOLUME};
-use crate::manifests::splice::{Edit, Splicer, Y, apply};
+use crate::manifests::splice::{Edit, Output, Splicer, Y, apply};
 use crate::manifests::tree::{NodeId, Tree};
 use crate::manifests::{self, Manifests, Spot};
 use crate::pull_policy::{self, PullPolicy};
@@ -171,23 +175,186 @@ pub struct InjectError(pub String);
 /// [`InjectError`] for bad options, check arguments that `pullcheck check` would refuse, and
 /// input that cannot be read (naming the document and line, never its content).
 pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Injected, InjectError> {
-    let (ca_files, route) = validate_options(options)?;
-    let found = manifests::read(input, source).map_err(|e| InjectError(e.to_string()))?;
+    let (ca_files, mut route) = validate_options(options)?;
+    let route_warnings = std::mem::take(&mut route.warnings);
+    let mut each = EachDocument {
+        input,
+        source,
+        options,
+        ca_files: &ca_files,
+        route: &route,
+        crlf: input.contains("\r\n"),
+        format: Format::Yaml,
+        notes: Vec::new(),
+        warnings: Vec::new(),
+        written: Vec::new(),
+        output: Output::default(),
+        pending: Vec::new(),
+        spots: 0,
+        pod_specs: 0,
+    };
+    let read =
+        manifests::read_each(input, source, &mut each).map_err(|e| InjectError(e.to_string()))?;
+    let done = match read {
+        Some(format) => {
+            // As `manifests::read` says them, first: what kubectl would read otherwise.
+            let mut warnings = if format == Format::Yaml {
+                manifests::kubectl_notes_of(input, source)
+            } else {
+                Vec::new()
+            };
+            warnings.append(&mut each.notes);
+            warnings.append(&mut each.warnings);
+            Done {
+                warnings,
+                notes: std::mem::take(&mut each.written),
+                spots: each.spots,
+                pod_specs: each.pod_specs,
+                format,
+                output: each.output(),
+            }
+        }
+        // Inputs whose documents cannot be read one at a time (anchors shared across them).
+        None => {
+            drop(each);
+            whole(input, source, options, &ca_files, &route)?
+        }
+    };
+    let mut warnings = done.warnings;
+    if done.spots == 0 {
+        warnings.push(format!(
+            "{source}: no pod spec found; the output is the input unchanged"
+        ));
+    } else if options.image == DEFAULT_INJECT_IMAGE {
+        warnings.push(format!(
+            "the init container runs the default image {DEFAULT_INJECT_IMAGE}, which no \
+             registry serves: push pullcheck's image to a registry every node can pull from \
+             and pass --image REF (a pod whose own pullcheck image cannot be pulled is stuck \
+             like any other)"
+        ));
+    }
+    if done.spots != 0 {
+        warnings.extend(route_warnings);
+    }
+    Ok(Injected {
+        output: done.output,
+        warnings,
+        notes: done.notes,
+        pod_specs: done.pod_specs,
+        format: done.format,
+    })
+}
+
+/// What reading and editing all documents gave, before the closing warnings.
+struct Done {
+    /// The reader's notes, then the edits' warnings.
+    warnings: Vec<String>,
+    /// What was written and why (`pullcheck: note:` lines).
+    notes: Vec<String>,
+    /// Pod specs found.
+    spots: usize,
+    /// Pod specs edited.
+    pod_specs: usize,
+    format: Format,
+    output: String,
+}
+
+/// Edits each document as it is read ([`manifests::read_each`]) and writes its part of the
+/// output: the input, one document's tree and the output live at once, never the whole
+/// input's tree nor all the edits.
+struct EachDocument<'a> {
+    input: &'a str,
+    source: &'a str,
+    options: &'a InjectOptions,
+    ca_files: &'a [String],
+    route: &'a Additions,
+    crlf: bool,
+    format: Format,
+    notes: Vec<String>,
+    warnings: Vec<String>,
+    /// What was written and why (a Job's failure policy), for `pullcheck: note:` lines.
+    written: Vec<String>,
+    output: Output,
+    /// The last document's edits, made at the next document (or at the end): its tree is
+    /// dropped by then, so that a single large document (a `List`) never holds its tree,
+    /// its edits and the output at once.
+    pending: Vec<Edit>,
+    spots: usize,
+    pod_specs: usize,
+}
+
+impl EachDocument<'_> {
+    fn output(mut self) -> String {
+        self.output
+            .apply(self.input, &std::mem::take(&mut self.pending));
+        self.output.finish(self.input)
+    }
+}
+
+impl manifests::EachDocument for EachDocument<'_> {
+    fn start(&mut self, format: Format) {
+        self.format = format;
+        self.notes.clear();
+        self.warnings.clear();
+        self.written.clear();
+        self.output = Output::new(self.input.len());
+        self.pending = Vec::new();
+        self.spots = 0;
+        self.pod_specs = 0;
+    }
+
+    fn document(&mut self, tree: &Tree, found: Manifests) {
+        self.output
+            .apply(self.input, &std::mem::take(&mut self.pending));
+        let edits = edit(
+            self.input,
+            self.source,
+            self.options,
+            tree,
+            &found,
+            self.ca_files,
+            self.route,
+            &mut self.warnings,
+            &mut self.written,
+            &mut self.pod_specs,
+        );
+        self.spots += found.spots.len();
+        self.notes.extend(found.notes);
+        self.pending = crlf(edits, self.crlf);
+    }
+}
+
+/// The edits of the pod specs `found` in `tree`, their warnings added to `warnings`, what was
+/// written and why (a Job's failure policy) to `notes`, and the pod specs edited counted in
+/// `pod_specs`.
+#[allow(clippy::too_many_arguments)]
+fn edit(
+    input: &str,
+    source: &str,
+    options: &InjectOptions,
+    tree: &Tree,
+    found: &Manifests,
+    ca_files: &[String],
+    route: &Additions,
+    warnings: &mut Vec<String>,
+    notes: &mut Vec<String>,
+    pod_specs: &mut usize,
+) -> Vec<Edit> {
     let mut run = Run {
         options,
         source,
-        manifests: &found,
-        tree: &found.tree,
-        splicer: Splicer::new(input, &found.tree, found.format == Format::Json),
+        manifests: found,
+        tree,
+        splicer: Splicer::new(input, tree, found.format == Format::Json),
         ca_files,
         route,
-        warnings: found.notes.clone(),
-        notes: Vec::new(),
+        warnings: std::mem::take(warnings),
+        notes: std::mem::take(notes),
         edits: Vec::new(),
         volumes_done: HashMap::new(),
         spots_by_volumes: HashMap::new(),
         jobs_done: HashSet::new(),
-        pod_specs: 0,
+        pod_specs: *pod_specs,
     };
     for (i, spot) in found.spots.iter().enumerate() {
         run.spots_by_volumes
@@ -198,47 +365,61 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
     for spot in &found.spots {
         run.spot(spot);
     }
-    let route_warnings = std::mem::take(&mut run.route.warnings);
-    if found.spots.is_empty() {
-        run.warnings.push(format!(
-            "{source}: no pod spec found; the output is the input unchanged"
-        ));
-    } else if options.image == DEFAULT_INJECT_IMAGE {
-        run.warnings.push(format!(
-            "the init container runs the default image {DEFAULT_INJECT_IMAGE}, which no \
-             registry serves: push pullcheck's image to a registry every node can pull from \
-             and pass --image REF (a pod whose own pullcheck image cannot be pulled is stuck \
-             like any other)"
-        ));
-    }
-    if !found.spots.is_empty() {
-        run.warnings.extend(route_warnings);
-    }
-    // What is inserted has the input's line ends (scalars pullcheck writes never hold a raw
-    // line break: they are double-quoted with escapes).
-    if input.contains("\r\n") {
-        for edit in &mut run.edits {
+    *warnings = run.warnings;
+    *notes = run.notes;
+    *pod_specs = run.pod_specs;
+    run.edits
+}
+
+/// What is inserted has the input's line ends (scalars pullcheck writes never hold a raw line
+/// break: they are double-quoted with escapes).
+fn crlf(mut edits: Vec<Edit>, crlf: bool) -> Vec<Edit> {
+    if crlf {
+        for edit in &mut edits {
             edit.insert = edit.insert.replace('\n', "\r\n");
         }
     }
+    edits
+}
+
+/// The input read whole, then edited: for inputs [`manifests::read_each`] cannot read one
+/// document at a time.
+fn whole(
+    input: &str,
+    source: &str,
+    options: &InjectOptions,
+    ca_files: &[String],
+    route: &Additions,
+) -> Result<Done, InjectError> {
+    let found = manifests::read(input, source).map_err(|e| InjectError(e.to_string()))?;
+    let mut warnings = found.notes.clone();
+    let mut notes = Vec::new();
+    let mut pod_specs = 0;
+    let edits = edit(
+        input,
+        source,
+        options,
+        &found.tree,
+        &found,
+        ca_files,
+        route,
+        &mut warnings,
+        &mut notes,
+        &mut pod_specs,
+    );
+    let edits = crlf(edits, input.contains("\r\n"));
+    let spots = found.spots.len();
+    let format = found.format;
     // The tree and the pod specs are dropped before the output is built: the peak is then the
     // larger of the two, not their sum.
-    let Run {
-        edits,
-        warnings,
-        notes,
-        pod_specs,
-        ..
-    } = run;
-    let format = found.format;
     drop(found);
-    let output = apply(input, &edits);
-    Ok(Injected {
-        output,
+    Ok(Done {
         warnings,
         notes,
+        spots,
         pod_specs,
         format,
+        output: apply(input, &edits),
     })
 }
 
@@ -547,8 +728,8 @@ struct Run<'a> {
     manifests: &'a Manifests,
     tree: &'a Tree,
     splicer: Splicer<'a>,
-    ca_files: Vec<String>,
-    route: Additions,
+    ca_files: &'a [String],
+    route: &'a Additions,
     warnings: Vec<String>,
     edits: Vec<Edit>,
     /// Volume holders already edited (shared by a workflow's templates, a Spark app's driver
@@ -694,7 +875,7 @@ impl Run<'_> {
             })
             .collect();
         if self.options.ca_configmap.is_some() {
-            for path in &self.ca_files {
+            for path in self.ca_files {
                 let file = path.rsplit('/').next().unwrap_or(path);
                 mounts.push(Y::map([
                     ("name", Y::s(CA_VOLUME)),
@@ -1703,5 +1884,56 @@ mod tests {
             ["t: no pod spec found; the output is the input unchanged"]
         );
         assert_eq!(run("").output, "");
+    }
+
+    /// `inject` as it was: the whole input read, then edited.
+    fn read_whole(input: &str, options: &InjectOptions) -> Result<(String, Vec<String>), String> {
+        let (ca_files, route) = validate_options(options).map_err(|e| e.0)?;
+        let done = whole(input, "t", options, &ca_files, &route).map_err(|e| e.0)?;
+        Ok((done.output, done.warnings))
+    }
+
+    #[test]
+    fn one_document_at_a_time_gives_what_the_whole_read_gives() {
+        let pod = |name: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: c, image: x:1}}]\n"
+            )
+        };
+        let options = InjectOptions {
+            job_failure_policy: true,
+            ..opts("p:1")
+        };
+        let cases = [
+            format!("---\n{}---\n{}", pod("a"), pod("b")),
+            // An anchor of one document aliased in the next: read whole (both are shared).
+            "---\napiVersion: v1\nkind: Pod\nspec: &s\n  containers: [{name: c, image: x:1}]\n---\napiVersion: v1\nkind: Pod\nspec: *s\n".to_string(),
+            // Anchors within each document.
+            "---\nkind: Pod\napiVersion: v1\nspec:\n  containers: [&c {name: c, image: x:1}]\n  initContainers: [*c]\n---\nkind: Pod\napiVersion: v1\nspec:\n  containers: [&c {name: c, image: y:1}]\n".to_string(),
+            // JSON values in a row, a JSON List, JSON documents in a YAML stream.
+            r#"{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"c","image":"x:1"}]}} {"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"c","image":"y:1"}]}}]}"#.to_string(),
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x:1\"}]}}\n---\n{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[]}}\n".to_string(),
+            // Jobs, notes and warnings across documents, CRLF.
+            format!("---\napiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers: [{{name: c, image: x:1}}]\n---\napiVersion: v1\nkind: ConfigMap\n---\napiVersion: example.com/v1\nkind: Thing\nspec:\n  template:\n    spec:\n      containers: [{{name: c, image: z:1}}]\n---\n{}", pod("c")).replace('\n', "\r\n"),
+            // A template image in one document and a syntax error in a later one: the syntax
+            // error comes first, as in a whole read.
+            format!("---\n{}---\napiVersion: v1\nkind: Pod\nspec:\n  containers: [{{name: c, image: \"{{{{ .Values.image }}}}\"}}]\n---\na: [\n", pod("a")),
+            format!("---\n{}---\napiVersion: v1\nkind: Pod\nspec:\n  containers: [{{name: c, image: \"{{{{ .Values.image }}}}\"}}]\n", pod("a")),
+            format!("---\n{}---\nkey: [unclosed\n", pod("a")),
+            "---\n---\n".to_string(),
+            String::new(),
+        ];
+        for input in &cases {
+            let streamed = inject(input, "t", &options).map(|d| {
+                let mut warnings = d.warnings;
+                warnings.retain(|w| !w.contains("no pod spec found"));
+                (d.output, warnings)
+            });
+            let read_whole = read_whole(input, &options);
+            assert_eq!(streamed.map_err(|e| e.0), read_whole, "{input}");
+        }
+        // Once its own output, a second inject changes nothing.
+        let twice = run(&cases[0]).output;
+        assert_eq!(run(&twice).output, twice);
     }
 }

@@ -8,15 +8,19 @@
 //! error that echoes a token, would otherwise show it. A secret is replaced by `<redacted>`
 //! whole, and so is any prefix of 16 characters or more of it (messages cut long answers).
 //! Each is also matched in the forms the writers give it: escaped for a terminal
-//! ([`crate::report::escape`]), `escape_default`, and as a JSON string's content. Secrets
-//! shorter than [`MIN_SECRET`] characters are not matched: they would match ordinary words.
+//! ([`crate::report::escape`]), `escape_default`, and as a JSON string's content.
+//!
+//! A secret shorter than [`MIN_SECRET`] characters (a short password) would match ordinary
+//! words anywhere, so it is replaced only where it stands as a whole token: not preceded or
+//! followed by a letter or digit (`password pw1!`, `"pw1"`, `user:pw1`, but not `pw12` nor
+//! `apw1`). That is where a value is shown; inside a longer word it is no echo of the secret.
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, RwLock};
 
-/// The shortest secret matched by value.
+/// The shortest secret matched anywhere; a shorter one is matched only as a whole token.
 pub const MIN_SECRET: usize = 8;
 /// A prefix of this many characters of a secret (or more) is redacted like the whole.
 pub const MIN_PREFIX: usize = 16;
@@ -33,11 +37,13 @@ struct Known {
     matcher: Option<Arc<Matcher>>,
 }
 
-/// Every form, and one automaton over their heads (a short secret whole, else its first 16
-/// characters): one pass over a text finds them all.
+/// Every form of at least [`MIN_SECRET`] characters, and one automaton over their heads (a
+/// form whole, else its first 16 characters): one pass over a text finds them all. The
+/// shorter forms, matched as whole tokens only, have an automaton of their own.
 struct Matcher {
     forms: Vec<String>,
     heads: AhoCorasick,
+    short: Option<AhoCorasick>,
 }
 
 static KNOWN: LazyLock<RwLock<Known>> = LazyLock::new(RwLock::default);
@@ -45,7 +51,7 @@ static KNOWN: LazyLock<RwLock<Known>> = LazyLock::new(RwLock::default);
 /// Registers a secret of this run (and its escaped forms).
 pub fn register(secret: &str) {
     let secret = secret.trim();
-    if secret.chars().count() < MIN_SECRET {
+    if secret.is_empty() {
         return;
     }
     let forms = [
@@ -68,7 +74,7 @@ pub fn register(secret: &str) {
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     for form in forms {
-        if known.forms.len() < MAX_FORMS && form.chars().count() >= MIN_SECRET {
+        if known.forms.len() < MAX_FORMS && !form.is_empty() {
             known.forms.insert(form);
             known.matcher = None;
         }
@@ -106,7 +112,10 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 }
 
 impl Matcher {
-    fn new(mut forms: Vec<String>) -> Option<Matcher> {
+    fn new(forms: Vec<String>) -> Option<Matcher> {
+        let (mut forms, short): (Vec<String>, Vec<String>) = forms
+            .into_iter()
+            .partition(|f| f.chars().count() >= MIN_SECRET);
         // Longest first: where two forms share a head, the longer is tried first.
         forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         let heads: Vec<&str> = forms.iter().map(|f| head(f)).collect();
@@ -114,10 +123,64 @@ impl Matcher {
             .match_kind(MatchKind::LeftmostLongest)
             .build(&heads)
             .ok()?;
-        Some(Matcher { forms, heads })
+        // Every match, overlapping ones too: the one that stands as a token may be shorter
+        // than, or start inside, one that does not.
+        let short = match short.is_empty() {
+            true => None,
+            false => Some(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .build(&short)
+                    .ok()?,
+            ),
+        };
+        Some(Matcher {
+            forms,
+            heads,
+            short,
+        })
     }
 
+    /// `redact_long`, then the short forms where they stand as whole tokens.
     fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.redact_long(text) {
+            Cow::Borrowed(t) => self.redact_short(t),
+            Cow::Owned(t) => Cow::Owned(self.redact_short(&t).into_owned()),
+        }
+    }
+
+    fn redact_short<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let Some(short) = &self.short else {
+            return Cow::Borrowed(text);
+        };
+        let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        // The matches that stand as tokens, leftmost first, the longest at each start.
+        let mut found: Vec<(usize, usize)> = short
+            .find_overlapping_iter(text)
+            .map(|m| (m.start(), m.end()))
+            .filter(|&(start, end)| {
+                !word(text[..start].chars().next_back()) && !word(text[end..].chars().next())
+            })
+            .collect();
+        if found.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut out = String::with_capacity(text.len());
+        let mut done = 0;
+        for (start, end) in found {
+            if start < done {
+                continue;
+            }
+            out.push_str(&text[done..start]);
+            out.push_str(REDACTED);
+            done = end;
+        }
+        out.push_str(&text[done..]);
+        Cow::Owned(out)
+    }
+
+    fn redact_long<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = String::new();
         let mut done = 0;
         let mut at = 0;
@@ -245,6 +308,38 @@ mod tests {
             .collect();
         for (name, text, want) in cases {
             assert_eq!(redact_with(text, &secrets), want.as_str(), "{name}");
+        }
+    }
+
+    #[test]
+    fn short_secrets_are_redacted_where_they_stand_as_a_token() {
+        let secrets: Vec<String> = ["pw1", "a-b", "a-bc!", "\"q\""]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let cases: &[(&str, &str, &str)] = &[
+            ("alone", "pw1", "<redacted>"),
+            (
+                "between spaces",
+                "password pw1 refused",
+                "password <redacted> refused",
+            ),
+            ("quoted", "\"pw1\"", "\"<redacted>\""),
+            ("after a colon", "user:pw1@host", "user:<redacted>@host"),
+            (
+                "JSON",
+                "{\"password\":\"pw1\"}",
+                "{\"password\":\"<redacted>\"}",
+            ),
+            ("inside a word", "apw1 pw12 pw1x", "apw1 pw12 pw1x"),
+            ("twice", "pw1,pw1", "<redacted>,<redacted>"),
+            ("a token, then more", "a-b-x", "<redacted>-x"),
+            ("the longer where both stand", "a-bc! x", "<redacted> x"),
+            ("punctuation in the secret", "say \"q\".", "say <redacted>."),
+            ("nothing", "all is well", "all is well"),
+        ];
+        for (name, text, want) in cases {
+            assert_eq!(redact_with(text, &secrets), *want, "{name}");
         }
     }
 }

@@ -14,6 +14,23 @@ use super::tree::{Kind, NodeId, Tree};
 /// ten times as many, which is not followed here).
 const ALIAS_LOW: usize = 400_000;
 
+/// Whether [`differences`] can find anything in `text`: a scan for what each of its checks
+/// needs to see (a `%`, `---` or `...` line, a tab, the `\/` escape, U+0085/U+2028/U+2029,
+/// an alias's `*`), without a tree. A reader that keeps one document's tree at a time
+/// (`inject`) parses the whole input for [`differences`] only when this says so.
+pub(crate) fn may_differ(text: &str) -> bool {
+    text.contains(['\t', '*', '\u{85}', '\u{2028}', '\u{2029}'])
+        || text.contains("\\/")
+        || text.split('\n').any(|l| {
+            l.starts_with('%')
+                || l.starts_with("...")
+                || l.strip_prefix("---").is_some_and(|rest| {
+                    let rest = rest.trim();
+                    !rest.is_empty() && !rest.starts_with('#')
+                })
+        })
+}
+
 /// The notes, in document order (`document N: …`), at most one of each kind per document.
 pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
     let mut out: Vec<(usize, &'static str)> = Vec::new();

@@ -31,7 +31,7 @@ pub mod tree;
 
 use crate::start::{ContainerFacts, ContainerKind, SecurityFacts};
 use std::fmt;
-use tree::{NodeId, ParseError, Tree};
+use tree::{NodeId, ParseError, Stopped, Tree};
 
 /// The name of pullcheck's own init container (left out of what the reader returns).
 pub const PULLCHECK: &str = "pullcheck";
@@ -268,12 +268,7 @@ pub enum ManifestError {
 pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
     let (tree, format) = parse(text, source)?;
     // What kubectl would read otherwise, first: it is about the input as a whole.
-    let mut notes = Vec::new();
-    if format == Format::Yaml {
-        for d in kubectl::differences(text, &tree) {
-            notes.push(format!("{source}: {d}"));
-        }
-    }
+    let notes = kubectl_notes(text, source, &tree, format);
     let mut reader = Reader {
         text,
         source,
@@ -297,6 +292,196 @@ pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
         tree,
         spots,
     })
+}
+
+/// What [`read_each`] hands over, in order.
+pub(crate) trait EachDocument {
+    /// Reading starts (again) in this format: forget what earlier calls gave. JSON input that
+    /// turns out to be a YAML stream (`{…}` `---` `{…}`) is read again as YAML.
+    fn start(&mut self, format: Format);
+    /// One document: its tree (node ids and spans as in a whole read, but only this
+    /// document's nodes) and what the reader found in it (`tree` left empty; `spots` index
+    /// `pod_specs` of this document).
+    fn document(&mut self, tree: &Tree, found: Manifests);
+}
+
+/// Reads `text` as [`read`] does, but one document at a time, handing each to `each` as soon
+/// as it is read: only one document's tree lives at once (the whole input's tree was most of
+/// `inject`'s memory). The errors are [`read`]'s, in the same precedence: a syntax error
+/// anywhere, then Go template syntax, then the first error of the pod specs.
+///
+/// `Ok(None)` when the input must be read whole with [`read`] for the same answer: an alias
+/// to an anchor of an earlier document, or aliases that made the generic search of unknown
+/// kinds use up the part of its budget known so far (its budget is four times the whole
+/// input's nodes, not known until the end).
+///
+/// # Errors
+///
+/// As [`read`].
+pub(crate) fn read_each(
+    text: &str,
+    source: &str,
+    each: &mut dyn EachDocument,
+) -> Result<Option<Format>, ManifestError> {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let bom = text.len() - body.len();
+    if body.trim_start().starts_with(['{', '[']) {
+        each.start(Format::Json);
+        let mut reading = Reading::new(text, source, Format::Json);
+        match parse_json_each(text, bom, source, &mut |tree, index, root| {
+            reading.document(tree, index, root, each)
+        }) {
+            Ok(Err(Stopped)) => return Ok(None),
+            Ok(Ok(())) => return reading.finish(),
+            Err(ManifestError::Syntax { document, .. }) if template_line(body).is_some() => {
+                return Err(ManifestError::Template {
+                    input: source.to_string(),
+                    document,
+                    line: template_line(body).unwrap_or(1),
+                });
+            }
+            Err(e) if !has_document_marker(body) => return Err(e),
+            Err(_) => {}
+        }
+    }
+    if let Some(line) = flow_depth_error(body) {
+        return Err(ManifestError::Syntax {
+            input: source.to_string(),
+            document: 1,
+            format: "YAML",
+            line,
+            column: 1,
+            message: format!("`[`/`{{` nested more than {} levels deep", tree::MAX_DEPTH),
+        });
+    }
+    each.start(Format::Yaml);
+    let mut reading = Reading::new(text, source, Format::Yaml);
+    let mut tree = Tree::default();
+    let parsed = tree.parse_each(body, bom, &mut |tree, index, root| {
+        reading.document(tree, index, root, each)
+    });
+    match parsed {
+        Ok(Err(Stopped)) => Ok(None),
+        Ok(Ok(())) if tree.complex_key && template_line(body).is_some() => {
+            let line = template_line(body).unwrap_or(1);
+            Err(ManifestError::Template {
+                input: source.to_string(),
+                document: document_of_line(body, line),
+                line,
+            })
+        }
+        Ok(Ok(())) => reading.finish(),
+        Err(e) => Err(syntax_or_template(text, source, "YAML", e)),
+    }
+}
+
+/// The state of [`read_each`] between documents.
+struct Reading<'a> {
+    text: &'a str,
+    source: &'a str,
+    format: Format,
+    /// The first error of the pod specs: given once the whole input has parsed (a syntax
+    /// error later on comes first, as in [`read`]). No document is read after it.
+    error: Option<ManifestError>,
+    /// Nodes of the documents read so far, and generic-search steps used: the least the whole
+    /// input's budget can be is four times these nodes plus 1024.
+    nodes: usize,
+    used: usize,
+}
+
+impl<'a> Reading<'a> {
+    fn new(text: &'a str, source: &'a str, format: Format) -> Reading<'a> {
+        Reading {
+            text,
+            source,
+            format,
+            error: None,
+            nodes: 0,
+            used: 0,
+        }
+    }
+
+    fn document(
+        &mut self,
+        tree: &Tree,
+        index: usize,
+        root: NodeId,
+        each: &mut dyn EachDocument,
+    ) -> tree::Next {
+        if self.error.is_some() {
+            return tree::Next::Go;
+        }
+        self.nodes = self.nodes.saturating_add(tree.nodes.len());
+        let budget = self
+            .nodes
+            .saturating_mul(4)
+            .saturating_add(1024)
+            .saturating_sub(self.used);
+        let mut reader = Reader {
+            text: self.text,
+            source: self.source,
+            tree,
+            out: Vec::new(),
+            spots: Vec::new(),
+            notes: Vec::new(),
+            parameter_images: 0,
+            budget,
+        };
+        let result = reader.document(index, root);
+        if reader.budget == 0 {
+            return tree::Next::Stop;
+        }
+        self.used += budget - reader.budget;
+        if let Err(e) = result {
+            self.error = Some(e);
+            return tree::Next::Go;
+        }
+        let Reader {
+            out, spots, notes, ..
+        } = reader;
+        each.document(
+            tree,
+            Manifests {
+                format: self.format,
+                pod_specs: out,
+                notes,
+                tree: Tree::default(),
+                spots,
+            },
+        );
+        tree::Next::Go
+    }
+
+    fn finish(self) -> Result<Option<Format>, ManifestError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(Some(self.format)),
+        }
+    }
+}
+
+/// The notes of [`kubectl::differences`] for a YAML input, each naming `source`.
+fn kubectl_notes(text: &str, source: &str, tree: &Tree, format: Format) -> Vec<String> {
+    if format != Format::Yaml {
+        return Vec::new();
+    }
+    kubectl::differences(text, tree)
+        .into_iter()
+        .map(|d| format!("{source}: {d}"))
+        .collect()
+}
+
+/// What [`read`] says first of a YAML input that kubectl would read otherwise, for a reader
+/// that keeps one document's tree at a time ([`read_each`]): the whole input is parsed for it
+/// only when [`kubectl::may_differ`] finds something to look at.
+pub(crate) fn kubectl_notes_of(text: &str, source: &str) -> Vec<String> {
+    if !kubectl::may_differ(text) {
+        return Vec::new();
+    }
+    match parse(text, source) {
+        Ok((tree, format)) => kubectl_notes(text, source, &tree, format),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Every container and image volume of every pod spec, with where it is: the reader's output
@@ -527,6 +712,34 @@ fn flow_depth_error(text: &str) -> Option<usize> {
 
 fn parse_json(text: &str, bom: usize, source: &str) -> Result<Tree, ManifestError> {
     let mut tree = Tree::default();
+    // Read whole, it never stops early.
+    let _whole = json_values(text, bom, source, &mut |piece, base| {
+        tree.parse_yaml(piece, base).map(Ok)
+    })?;
+    Ok(tree)
+}
+
+/// As [`parse_json`], one document at a time ([`Tree::parse_each`]).
+fn parse_json_each(
+    text: &str,
+    bom: usize,
+    source: &str,
+    each: &mut dyn FnMut(&Tree, usize, NodeId) -> tree::Next,
+) -> Result<Result<(), Stopped>, ManifestError> {
+    let mut tree = Tree::default();
+    json_values(text, bom, source, &mut |piece, base| {
+        tree.parse_each(piece, base, each)
+    })
+}
+
+/// Splits `text` into its JSON values and gives each to `parse` (the value's text and where
+/// it starts), stopping at the first error or [`Stopped`].
+fn json_values(
+    text: &str,
+    bom: usize,
+    source: &str,
+    parse: &mut dyn FnMut(&str, usize) -> tree::Parsed,
+) -> Result<Result<(), Stopped>, ManifestError> {
     let body = &text[bom..];
     let mut stream = serde_json::Deserializer::from_str(body).into_iter::<serde::de::IgnoredAny>();
     let mut start = 0;
@@ -546,19 +759,23 @@ fn parse_json(text: &str, bom: usize, source: &str) -> Result<Tree, ManifestErro
         }
         let piece = &body[start..end];
         let skip = piece.len() - piece.trim_start().len();
-        if let Err(e) = tree.parse_yaml(piece.trim_start(), bom + start + skip) {
-            return Err(ManifestError::Syntax {
-                input: source.to_string(),
-                document,
-                format: "JSON",
-                line: e.line,
-                column: e.column,
-                message: e.message,
-            });
+        match parse(piece.trim_start(), bom + start + skip) {
+            Ok(Ok(())) => {}
+            Ok(Err(Stopped)) => return Ok(Err(Stopped)),
+            Err(e) => {
+                return Err(ManifestError::Syntax {
+                    input: source.to_string(),
+                    document,
+                    format: "JSON",
+                    line: e.line,
+                    column: e.column,
+                    message: e.message,
+                });
+            }
         }
         start = end;
     }
-    Ok(tree)
+    Ok(Ok(()))
 }
 
 /// serde_json's message without its position (given apart) and anything quoted.

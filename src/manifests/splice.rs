@@ -24,27 +24,56 @@ pub struct Edit {
 /// Applies non-overlapping edits (in the order given for the same offset); an edit that
 /// overlaps an earlier one is dropped, so the output is always the input with whole edits.
 pub fn apply(text: &str, edits: &[Edit]) -> String {
-    let mut order: Vec<usize> = (0..edits.len()).collect();
-    order.sort_by_key(|&i| (edits[i].at, i));
-    let mut out =
-        String::with_capacity(text.len() + edits.iter().map(|e| e.insert.len()).sum::<usize>());
-    let mut pos = 0;
-    for i in order {
-        let e = &edits[i];
-        let end = e.at.saturating_add(e.remove);
-        if e.at < pos
-            || end > text.len()
-            || !text.is_char_boundary(e.at)
-            || !text.is_char_boundary(end)
-        {
-            continue;
+    let mut out = Output::new(text.len() + edits.iter().map(|e| e.insert.len()).sum::<usize>());
+    out.apply(text, edits);
+    out.finish(text)
+}
+
+/// The output built a part at a time: [`apply`] over the edits of one document after
+/// another gives what it gives over all of them at once, as long as no edit of a later part
+/// is before one of an earlier part (a document's edits are inside its own text).
+#[derive(Debug, Default)]
+pub struct Output {
+    out: String,
+    /// The next byte of the input to copy.
+    pos: usize,
+}
+
+impl Output {
+    /// An empty output with room for `capacity` bytes.
+    pub fn new(capacity: usize) -> Output {
+        Output {
+            out: String::with_capacity(capacity),
+            pos: 0,
         }
-        out.push_str(&text[pos..e.at]);
-        out.push_str(&e.insert);
-        pos = end;
     }
-    out.push_str(&text[pos..]);
-    out
+
+    /// Copies the input up to each edit and makes it (as [`apply`]), leaving the text after
+    /// the last edit for later.
+    pub fn apply(&mut self, text: &str, edits: &[Edit]) {
+        let mut order: Vec<usize> = (0..edits.len()).collect();
+        order.sort_by_key(|&i| (edits[i].at, i));
+        for i in order {
+            let e = &edits[i];
+            let end = e.at.saturating_add(e.remove);
+            if e.at < self.pos
+                || end > text.len()
+                || !text.is_char_boundary(e.at)
+                || !text.is_char_boundary(end)
+            {
+                continue;
+            }
+            self.out.push_str(&text[self.pos..e.at]);
+            self.out.push_str(&e.insert);
+            self.pos = end;
+        }
+    }
+
+    /// The output, with the rest of the input.
+    pub fn finish(mut self, text: &str) -> String {
+        self.out.push_str(&text[self.pos..]);
+        self.out
+    }
 }
 
 /// A value `inject` writes (never one of the user's).

@@ -90,7 +90,29 @@ pub struct Tree {
     /// How many aliases point at each anchor id (an edit inside an anchored node would change
     /// every alias too).
     alias_count: HashMap<usize, usize>,
+    /// Documents read so far (when read one at a time, `docs` stays empty).
+    count: usize,
 }
+
+/// What to do after one document, when they are read one at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Read on.
+    Go,
+    /// Stop reading: the input must be read whole.
+    Stop,
+}
+
+/// What is given each document when they are read one at a time: the tree, the document's
+/// 0-based number and its root.
+pub type Each<'a> = &'a mut dyn FnMut(&Tree, usize, NodeId) -> Next;
+
+/// What a read one document at a time gives: `Err(Stopped)` when it stopped early.
+pub type Parsed = Result<Result<(), Stopped>, ParseError>;
+
+/// Why reading one document at a time stopped before the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped;
 
 /// Why the text could not be read.
 #[derive(Debug, Clone)]
@@ -137,6 +159,21 @@ impl Tree {
     /// Parses YAML text (one or more documents). `base` is added to every offset and
     /// `first_document`/`first_line` to numbers in errors (for JSON values read one by one).
     pub fn parse_yaml(&mut self, text: &str, base: usize) -> Result<(), ParseError> {
+        self.parse_stream(text, base, None).map(|_| ())
+    }
+
+    /// As [`Tree::parse_yaml`], but one document at a time: `each` is given the tree of each
+    /// document as soon as its root is complete (with the document's 0-based number and its
+    /// root), and the nodes are dropped after it, so that only one document's tree lives at
+    /// once. An alias to an anchor of an earlier document (YAML streams allow it) cannot be
+    /// followed then, nor can an earlier document know it is aliased: reading stops
+    /// (`Ok(Err(Stopped))`) and the input is to be read whole. So it does when `each` says
+    /// [`Next::Stop`].
+    pub fn parse_each(&mut self, text: &str, base: usize, each: Each<'_>) -> Parsed {
+        self.parse_stream(text, base, Some(each))
+    }
+
+    fn parse_stream(&mut self, text: &str, base: usize, mut each: Option<Each<'_>>) -> Parsed {
         let offsets = Offsets::new(text, base);
         let mut parser = Parser::new_from_str(text);
         // Open collections: (node, pending key of a mapping).
@@ -144,7 +181,7 @@ impl Tree {
         // Keys seen in each open mapping (a duplicate key is an error, as for kubectl).
         let mut keys: Vec<std::collections::HashSet<String>> = Vec::new();
         let mut doc_start = base;
-        let mut document = self.docs.len();
+        let mut document = self.count;
         let mut in_doc = false;
         let error = |document: usize, line: usize, col: usize, message: String| ParseError {
             document: document.max(1),
@@ -194,6 +231,9 @@ impl Tree {
                     }
                 }
                 Event::Alias(id) => {
+                    if each.is_some() && !self.anchors.contains_key(&id) {
+                        return Ok(Err(Stopped));
+                    }
                     *self.alias_count.entry(id).or_default() += 1;
                     Node {
                         start,
@@ -261,6 +301,9 @@ impl Tree {
                         last.map_or(self.nodes[id].start, |c| self.nodes[c].end)
                     };
                     self.attach(&mut stack, id, doc_start);
+                    if stack.is_empty() && self.hand_over(&mut each) == Next::Stop {
+                        return Ok(Err(Stopped));
+                    }
                     continue;
                 }
             };
@@ -279,8 +322,25 @@ impl Tree {
             }
             let id = self.push(node);
             self.attach(&mut stack, id, doc_start);
+            if stack.is_empty() && self.hand_over(&mut each) == Next::Stop {
+                return Ok(Err(Stopped));
+            }
         }
-        Ok(())
+        Ok(Ok(()))
+    }
+
+    /// When documents are read one at a time: gives the document just completed to `each`,
+    /// then drops its nodes (their memory is kept for the next one).
+    fn hand_over(&mut self, each: &mut Option<Each<'_>>) -> Next {
+        let Some(each) = each else { return Next::Go };
+        let Some(doc) = self.docs.pop() else {
+            return Next::Go;
+        };
+        let next = each(self, self.count - 1, doc.root);
+        self.nodes.clear();
+        self.anchors.clear();
+        self.alias_count.clear();
+        next
     }
 
     fn push(&mut self, node: Node) -> NodeId {
@@ -309,6 +369,7 @@ impl Tree {
     /// Puts a finished node into its parent (or makes it a document's root).
     fn attach(&mut self, stack: &mut [(NodeId, Option<NodeId>)], id: NodeId, doc_start: usize) {
         let Some((parent, pending)) = stack.last_mut() else {
+            self.count += 1;
             let end = self.nodes[id].end;
             self.docs.push(Doc {
                 root: id,
