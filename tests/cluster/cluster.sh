@@ -195,6 +195,7 @@ network() {
 # The registry: Debian's docker-registry, plain HTTP on loopback, its port kept in the state.
 registry() {
   local dir=$state/registry port
+  mkdir -p "$dir"
   if [ -f "$dir/port" ]; then
     port=$(cat "$dir/port")
   else
