@@ -333,26 +333,15 @@ pub(crate) fn read_each(
         }) {
             Ok(Err(Stopped)) => return Ok(None),
             Ok(Ok(())) => return reading.finish(),
-            Err(ManifestError::Syntax { document, .. }) if template_line(body).is_some() => {
-                return Err(ManifestError::Template {
-                    input: source.to_string(),
-                    document,
-                    line: template_line(body).unwrap_or(1),
-                });
+            Err(e) => {
+                if let Some(e) = json_failure(e, body, source) {
+                    return Err(e);
+                }
             }
-            Err(e) if !has_document_marker(body) => return Err(e),
-            Err(_) => {}
         }
     }
-    if let Some(line) = flow_depth_error(body) {
-        return Err(ManifestError::Syntax {
-            input: source.to_string(),
-            document: 1,
-            format: "YAML",
-            line,
-            column: 1,
-            message: format!("`[`/`{{` nested more than {} levels deep", tree::MAX_DEPTH),
-        });
+    if let Some(e) = nesting_error(body, source) {
+        return Err(e);
     }
     each.start(Format::Yaml);
     let mut reading = Reading::new(text, source, Format::Yaml);
@@ -460,6 +449,36 @@ impl<'a> Reading<'a> {
     }
 }
 
+/// What a failed JSON read of `body` is, for both readers: Helm template syntax first; an input
+/// with document markers is `None`, to be read again as YAML (JSON documents in a YAML stream,
+/// `{…}` `---` `{…}`, are YAML); else the JSON error itself.
+fn json_failure(e: ManifestError, body: &str, source: &str) -> Option<ManifestError> {
+    match e {
+        ManifestError::Syntax { document, .. } if template_line(body).is_some() => {
+            Some(ManifestError::Template {
+                input: source.to_string(),
+                document,
+                line: template_line(body).unwrap_or(1),
+            })
+        }
+        e if !has_document_marker(body) => Some(e),
+        _ => None,
+    }
+}
+
+/// Flow collections nested deeper than the tree takes, as a syntax error of the first
+/// document, found before any parse.
+fn nesting_error(body: &str, source: &str) -> Option<ManifestError> {
+    flow_depth_error(body).map(|line| ManifestError::Syntax {
+        input: source.to_string(),
+        document: 1,
+        format: "YAML",
+        line,
+        column: 1,
+        message: format!("`[`/`{{` nested more than {} levels deep", tree::MAX_DEPTH),
+    })
+}
+
 /// The notes of [`kubectl::differences`] for a YAML input, each naming `source`.
 fn kubectl_notes(text: &str, source: &str, tree: &Tree, format: Format) -> Vec<String> {
     if format != Format::Yaml {
@@ -557,27 +576,15 @@ fn parse(text: &str, source: &str) -> Result<(Tree, Format), ManifestError> {
     if body.trim_start().starts_with(['{', '[']) {
         match parse_json(text, bom, source) {
             Ok(tree) => return Ok((tree, Format::Json)),
-            Err(ManifestError::Syntax { document, .. }) if template_line(body).is_some() => {
-                return Err(ManifestError::Template {
-                    input: source.to_string(),
-                    document,
-                    line: template_line(body).unwrap_or(1),
-                });
+            Err(e) => {
+                if let Some(e) = json_failure(e, body, source) {
+                    return Err(e);
+                }
             }
-            Err(e) if !has_document_marker(body) => return Err(e),
-            // JSON documents in a YAML stream (`{…}` `---` `{…}`) are YAML.
-            Err(_) => {}
         }
     }
-    if let Some(line) = flow_depth_error(body) {
-        return Err(ManifestError::Syntax {
-            input: source.to_string(),
-            document: 1,
-            format: "YAML",
-            line,
-            column: 1,
-            message: format!("`[`/`{{` nested more than {} levels deep", tree::MAX_DEPTH),
-        });
+    if let Some(e) = nesting_error(body, source) {
+        return Err(e);
     }
     let mut tree = Tree::default();
     match tree.parse_yaml(body, bom) {
