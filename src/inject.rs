@@ -47,7 +47,7 @@
 //!
 //! Linear in the input: each pod spec is edited once, and the spots that share a volume holder
 //! are indexed once. Documents are read and edited one at a time
-//! ([`manifests::read_each`]): the input, one document's tree and the output are held, never
+//! (`manifests::read_each`): the input, one document's tree and the output are held, never
 //! the whole input's tree nor all its edits (those made it about 40 times the input). The peak
 //! is about the input plus the output plus the binary's own 16 MiB; at most 8 times the input
 //! plus 16 MiB for Pods of 140 bytes (14 MB of 100,000 Pods: 3.7 s and 96 MiB; it was 558 MiB;
