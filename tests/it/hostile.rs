@@ -2330,14 +2330,16 @@ fn assert_no_prefix(out: &Outcome, what: &str, secret: &str) {
     );
 }
 
-#[test]
-fn a_token_echoed_by_sts_is_redacted_in_text_json_verbose_and_the_termination_message() {
-    // STS answers 400 and quotes the token it was sent, whole in `Message` and cut in `Code`.
+/// Runs the check in text, JSON and `--verbose` output against an STS that answers 400 and
+/// quotes the token it was sent (whole in `Message`, `code_echo` in `Code`), with `token` as
+/// the pod's web identity and also pasted into an image. Asserts what every output must show
+/// (exit 3, the pasted image redacted in the termination message, the echo redacted, `token`
+/// nowhere) and returns each output's outcome for the caller's own checks.
+fn sts_echo_runs(token: &str, code_echo: &str) -> Vec<(&'static str, Outcome)> {
     let sts = Proxy::standalone(
         "127.0.0.1",
         Fault::respond(Canned::new(400).body(format!(
-            "<ErrorResponse><Error><Code>InvalidIdentityToken {}</Code><Message>token {WEB_IDENTITY_JWT} is not valid</Message></Error></ErrorResponse>",
-            &WEB_IDENTITY_JWT[..40]
+            "<ErrorResponse><Error><Code>InvalidIdentityToken {code_echo}</Code><Message>token {token} is not valid</Message></Error></ErrorResponse>"
         ))),
     );
     let refusing = refusing_registry();
@@ -2345,10 +2347,11 @@ fn a_token_echoed_by_sts_is_redacted_in_text_json_verbose_and_the_termination_me
     let image = format!("{ecr}/hostile/echo:v1");
     // The termination message shows images as given: one that holds the token (a pod spec
     // pasted with a secret in it) is redacted there too.
-    let pasted = format!("echo/{WEB_IDENTITY_JWT}");
+    let pasted = format!("echo/{token}");
     let dir = tempdir();
-    let token = dir.path().join("web-identity-token");
-    std::fs::write(&token, WEB_IDENTITY_JWT).unwrap();
+    let token_file = dir.path().join("web-identity-token");
+    std::fs::write(&token_file, token).unwrap();
+    let mut outcomes = Vec::new();
     for (what, flags) in [
         ("text", vec!["-o", "text"]),
         ("json", vec!["-o", "json"]),
@@ -2368,7 +2371,7 @@ fn a_token_echoed_by_sts_is_redacted_in_text_json_verbose_and_the_termination_me
             "PULLCHECK_TEST_RESOLVE",
             format!("{ecr}={}", refusing.host()),
         )
-        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &token)
+        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &token_file)
         .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ENDPOINT_URL_STS", sts.url())
@@ -2391,7 +2394,15 @@ fn a_token_echoed_by_sts_is_redacted_in_text_json_verbose_and_the_termination_me
             "{what}: the echo is in the message, redacted: {}",
             out.all()
         );
-        out.assert_never_shows("x", WEB_IDENTITY_JWT);
+        out.assert_never_shows("x", token);
+        outcomes.push((what, out));
+    }
+    outcomes
+}
+
+#[test]
+fn a_token_echoed_by_sts_is_redacted_in_text_json_verbose_and_the_termination_message() {
+    for (what, out) in sts_echo_runs(WEB_IDENTITY_JWT, &WEB_IDENTITY_JWT[..40]) {
         assert_no_prefix(&out, what, WEB_IDENTITY_JWT);
     }
 }
@@ -2401,67 +2412,8 @@ fn a_short_token_echoed_by_sts_is_redacted_where_it_stands_as_a_token_in_every_o
     // Shorter than 8 characters: replaced where it stands as a whole token (the echo, the
     // pasted image's last component), not inside words. Upper case: `echo/Pw-7x` is no valid
     // reference, so it is never looked up.
-    const WEB_IDENTITY_JWT: &str = "Pw-7x";
-    // STS answers 400 and quotes the token it was sent, whole in `Message` and cut in `Code`.
-    let sts = Proxy::standalone(
-        "127.0.0.1",
-        Fault::respond(Canned::new(400).body(format!(
-            "<ErrorResponse><Error><Code>InvalidIdentityToken {}</Code><Message>token {WEB_IDENTITY_JWT} is not valid</Message></Error></ErrorResponse>",
-            WEB_IDENTITY_JWT
-        ))),
-    );
-    let refusing = refusing_registry();
-    let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
-    let image = format!("{ecr}/hostile/echo:v1");
-    // The termination message shows images as given: one that holds the token (a pod spec
-    // pasted with a secret in it) is redacted there too.
-    let pasted = format!("echo/{WEB_IDENTITY_JWT}");
-    let dir = tempdir();
-    let token = dir.path().join("web-identity-token");
-    std::fs::write(&token, WEB_IDENTITY_JWT).unwrap();
-    for (what, flags) in [
-        ("text", vec!["-o", "text"]),
-        ("json", vec!["-o", "json"]),
-        ("--verbose", vec!["-o", "text", "--verbose"]),
-    ] {
-        let mut args = flags.clone();
-        // The pasted image's verdict comes before the provider reads the token: the token is
-        // registered at the start, so that this --verbose line is redacted too.
-        args.extend(["--timeout", "5s", "--plain-http", ecr, &image, &pasted]);
-        let mut cmd = command(dir.path(), &args);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("AWS_") {
-                cmd.env_remove(&name);
-            }
-        }
-        cmd.env(
-            "PULLCHECK_TEST_RESOLVE",
-            format!("{ecr}={}", refusing.host()),
-        )
-        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &token)
-        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL_STS", sts.url())
-        .env(
-            "AWS_ENDPOINT_URL_ECR",
-            format!("http://{}", closed_loopback_port()),
-        );
-        let out = run(dir.path(), cmd, false);
-        out.assert_no_panic();
-        assert!(!sts.requests().is_empty(), "{what}: STS was asked");
-        // 3: the pasted image is an invalid reference (which outranks the 401).
-        assert_eq!(out.code, 3, "{what}: {}{}", out.stdout, out.stderr);
-        assert!(
-            out.termination.contains("echo/<redacted>"),
-            "{what}: termination message: {}",
-            out.termination
-        );
-        assert!(
-            out.all().contains("<redacted>"),
-            "{what}: the echo is in the message, redacted: {}",
-            out.all()
-        );
-        out.assert_never_shows("x", WEB_IDENTITY_JWT);
+    const SHORT_TOKEN: &str = "Pw-7x";
+    for (what, out) in sts_echo_runs(SHORT_TOKEN, SHORT_TOKEN) {
         assert!(
             out.stderr.contains("<redacted>") || out.stdout.contains("<redacted>"),
             "{what}: the report or stderr shows the echo redacted: {}",
