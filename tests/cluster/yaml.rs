@@ -244,34 +244,6 @@ fn is_subsequence(input: &[u8], output: &[u8]) -> bool {
     input.iter().all(|b| rest.any(|o| o == b))
 }
 
-/// The object as it was before inject: its init container, volumes and mounts taken out.
-fn strip(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut out = serde_json::Map::new();
-            for (k, value) in map {
-                let mut value = strip(value);
-                if matches!(k.as_str(), "initContainers" | "volumes" | "volumeMounts")
-                    && let Value::Array(items) = &mut value
-                {
-                    items.retain(|item| {
-                        !item["name"]
-                            .as_str()
-                            .is_some_and(|n| n == "pullcheck" || n.starts_with("pullcheck-"))
-                    });
-                    if items.is_empty() {
-                        continue;
-                    }
-                }
-                out.insert(k.clone(), value);
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(strip).collect()),
-        other => other.clone(),
-    }
-}
-
 /// One input through both readers: `None` when they agree, else the table row of the
 /// difference and whether it is the allowed one.
 fn compare(label: &str, text: &str, dir: &Path, n: usize) -> Option<(String, bool)> {
@@ -427,8 +399,16 @@ fn compare(label: &str, text: &str, dir: &Path, n: usize) -> Option<(String, boo
     } else {
         let out = String::from_utf8(out).unwrap();
         let again = kubectl_read(&out, dir, &format!("{n}.out.yaml"));
-        let before: Vec<Value> = k.objects.iter().map(strip).collect();
-        let after: Vec<Value> = again.objects.iter().map(strip).collect();
+        let before: Vec<Value> = k
+            .objects
+            .iter()
+            .map(crate::common::strip_pullcheck)
+            .collect();
+        let after: Vec<Value> = again
+            .objects
+            .iter()
+            .map(crate::common::strip_pullcheck)
+            .collect();
         if !again.refused.is_empty() || before != after {
             diffs.push(format!(
                 "kubectl reads inject's output otherwise: {:?}",

@@ -184,38 +184,6 @@ fn objects(text: &str, docs: &[Value]) -> Vec<(String, Value)> {
     out
 }
 
-/// The document as it was before inject: its init container, its volumes and its volume mounts
-/// (Spark's driver and executor) taken out, lists left empty by that removed.
-fn strip(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut out = serde_json::Map::new();
-            for (k, value) in map {
-                let mut value = strip(value);
-                if matches!(k.as_str(), "initContainers" | "volumes" | "volumeMounts")
-                    && let Value::Array(items) = &mut value
-                {
-                    items.retain(|item| {
-                        let name = item["name"].as_str().unwrap_or("");
-                        !(name == "pullcheck"
-                            || name.starts_with("pullcheck-secret-")
-                            || name == "pullcheck-ca"
-                            || name == "pullcheck-hosts"
-                            || name == "pullcheck-serviceaccount")
-                    });
-                    if items.is_empty() {
-                        continue;
-                    }
-                }
-                out.insert(k.clone(), value);
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(strip).collect()),
-        other => other.clone(),
-    }
-}
-
 /// The images of every injected init container: `PULLCHECK_IMAGES` and the images passed as
 /// arguments after `check` (with no other check arguments in this run; a `--` before images
 /// that start with '-' ends the options, and is no image).
@@ -381,8 +349,8 @@ fn every_corpus_file_is_injected_without_changing_anything_else() {
             // Nothing else changed, as kubectl reads it (octal, 1_000, yes, anchors, merges).
             for (d, (b, a)) in before.iter().zip(after).enumerate() {
                 assert_eq!(
-                    strip(a),
-                    strip(b),
+                    crate::common::strip_pullcheck(a),
+                    crate::common::strip_pullcheck(b),
                     "{name}: document {} changed beyond the init container",
                     d + 1
                 );

@@ -115,3 +115,38 @@ where
         run()
     }
 }
+
+/// The document as it was before `pullcheck inject` (for the tests that compare inject's output
+/// with its input: tests/it/manifests.rs, tests/cluster/yaml.rs): its init container, its volumes and its volume mounts
+/// (Spark's driver and executor) taken out, lists left empty by that removed.
+pub fn strip_pullcheck(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, value) in map {
+                let mut value = strip_pullcheck(value);
+                if matches!(k.as_str(), "initContainers" | "volumes" | "volumeMounts")
+                    && let serde_json::Value::Array(items) = &mut value
+                {
+                    items.retain(|item| {
+                        let name = item["name"].as_str().unwrap_or("");
+                        !(name == "pullcheck"
+                            || name.starts_with("pullcheck-secret-")
+                            || name == "pullcheck-ca"
+                            || name == "pullcheck-hosts"
+                            || name == "pullcheck-serviceaccount")
+                    });
+                    if items.is_empty() {
+                        continue;
+                    }
+                }
+                out.insert(k.clone(), value);
+            }
+            serde_json::Value::Object(out)
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(strip_pullcheck).collect())
+        }
+        other => other.clone(),
+    }
+}
