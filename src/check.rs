@@ -14,7 +14,7 @@ use crate::registry::{
     self, AuthUsed, Client, ClientOptions, ConfigRead, Fact, Outcome, PlatformSeen, Progress,
     Verdict,
 };
-use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Report, Status};
+use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Reason, Report, Status};
 use crate::route::{Endpoint, Route, Router};
 use crate::start::{ContainerFacts, NotRead, StartCheck};
 use std::collections::{HashMap, HashSet};
@@ -184,7 +184,7 @@ pub async fn check_until(
                 // Not reachable with valid options; still, every image gets a verdict.
                 let results = images
                     .iter()
-                    .map(|i| plain_result(i, Status::Unreachable, "client", e.to_string()))
+                    .map(|i| ImageResult::new(i, Reason::Client, e.to_string()))
                     .collect();
                 return Report::new(results);
             }
@@ -224,10 +224,7 @@ pub async fn check_until(
     for (image, parsed) in parsed {
         match parsed {
             Err(e) => {
-                let result = ImageResult {
-                    hint: "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".to_string(),
-                    ..plain_result(image, Status::InvalidReference, "invalid_reference", e.to_string())
-                };
+                let result = ImageResult::new(image, Reason::InvalidReference, e.to_string());
                 options.events.verdict(&result);
                 results.push(Some(result));
                 pending.push(None);
@@ -247,10 +244,7 @@ pub async fn check_until(
                     if let Some((reason, message, hint)) =
                         registry::wont_start(&reference, &result.containers)
                     {
-                        result.status = Status::WontStart;
-                        result.reason = reason;
-                        result.message = message;
-                        result.hint = hint;
+                        result.set_verdict(reason, message, hint);
                     }
                 }
                 options.events.verdict(&result);
@@ -381,20 +375,15 @@ const SETUP_CHUNK: usize = 256;
 
 /// The result of an image the run was stopped before it checked.
 fn not_checked(image: &str, reference: &Reference, why: &str, started: Instant) -> ImageResult {
-    ImageResult {
-        reference: reference.to_string(),
-        registry: reference.registry.clone(),
-        hint: "Nothing to do: the check was stopped before it finished.".to_string(),
-        ..plain_result(
-            image,
-            Status::Unreachable,
-            "stopped",
-            format!(
-                "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
-                started.elapsed().as_secs_f64()
-            ),
-        )
-    }
+    ImageResult::new(
+        image,
+        Reason::Stopped,
+        format!(
+            "{reference}: not checked, pullcheck was stopped by {why} after {:.1}s",
+            started.elapsed().as_secs_f64()
+        ),
+    )
+    .of_reference(reference)
 }
 
 /// The report of a run stopped while it was still reading its images: none was checked.
@@ -403,10 +392,9 @@ fn stopped_before_start(images: &[String], why: &str, started: Instant) -> Repor
     let results = images
         .iter()
         .filter_map(|image| match Reference::parse(image) {
-            Err(e) => Some(plain_result(
+            Err(e) => Some(ImageResult::new(
                 image,
-                Status::InvalidReference,
-                "invalid_reference",
+                Reason::InvalidReference,
                 e.to_string(),
             )),
             Ok(r) if !seen.insert(r.to_string()) => None,
@@ -510,10 +498,7 @@ impl Job {
                     result.status.as_str(),
                     result.reason
                 );
-                result.status = Status::WontStart;
-                result.reason = reason;
-                result.message = message + &pull;
-                result.hint = hint;
+                result.set_verdict(reason, message + &pull, hint);
                 result.counted = Counted::Yes;
             }
         }
@@ -632,7 +617,7 @@ impl Job {
                     (outcome, verdict, None, None)
                 }
             };
-            if verdict.reason == "no_such_host" && verdict.retry.is_some() {
+            if verdict.reason == Reason::NoSuchHost && verdict.retry.is_some() {
                 let answers = {
                     let mut counts = self
                         .no_such_host
@@ -655,7 +640,7 @@ impl Job {
                     verdict.message.push_str(&self.gave_up(attempts, start));
                 }
                 let mut containers = Vec::new();
-                if verdict.status == Status::Ok && !self.containers.is_empty() {
+                if verdict.status() == Status::Ok && !self.containers.is_empty() {
                     let artifact;
                     (containers, artifact) = self
                         .predict_start(&outcome, asked.as_ref(), &node.credentials)
@@ -680,7 +665,7 @@ impl Job {
                 }
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
                 result.containers = containers;
-                if result.reason == "no_credentials" {
+                if result.reason == Reason::NoCredentials {
                     // Which sources were read, and what they held: an empty folder, a secret for
                     // other hosts, or a file of the wrong name all end here.
                     result.message.push_str(&format!("; {}", self.sources_read));
@@ -717,7 +702,7 @@ impl Job {
                 &self.reference.registry,
                 attempts,
                 wait,
-                verdict.reason,
+                verdict.reason.as_str(),
                 what,
             );
             let mut last = self.result(verdict, &outcome.auth, attempts, start);
@@ -756,7 +741,7 @@ impl Job {
         if let (Some((plugin, why)), Status::Unauthorized, 0) =
             (&node.failed_plugin, result.status, secrets)
         {
-            result.reason = "provider_failed";
+            result.reason = Reason::ProviderFailed;
             let prefix = format!("{}: ", result.reference);
             let rest = result
                 .message
@@ -902,13 +887,11 @@ impl Job {
             Ok(r) => r,
             Err(e) => {
                 let verdict = Verdict::new(
-                    Status::Unreachable,
-                    "node_configuration",
+                    Reason::NodeConfiguration,
                     format!(
                         "{}: the node's registry configuration cannot be used: {e}",
                         self.reference
                     ),
-                    "Fix the file named; the node's runtime cannot use it either.",
                 );
                 let outcome = anonymous(Fact::UnsupportedAuth {
                     scheme: String::new(),
@@ -921,13 +904,11 @@ impl Job {
         for (i, endpoint) in route.endpoints.iter().enumerate() {
             if let Some(file) = &endpoint.blocked {
                 let verdict = Verdict::new(
-                    Status::Denied,
-                    "blocked",
+                    Reason::Blocked,
                     format!(
                         "{}: blocked by {file}: the node's runtime refuses to pull it (no request sent)",
                         endpoint.reference
                     ),
-                    "Pull from an allowed registry, or change the blocked entry in the node's registries.conf.",
                 );
                 let url = format!("{} (blocked)", endpoint.host);
                 answers.push((
@@ -968,7 +949,7 @@ impl Job {
                 url = plain.url();
             }
             let mut verdict = registry::classify(&endpoint.reference, &outcome);
-            if matches!(verdict.status, Status::Unauthorized | Status::Denied)
+            if matches!(verdict.status(), Status::Unauthorized | Status::Denied)
                 && !pinned
                 && !credentials.is_empty()
             {
@@ -977,7 +958,7 @@ impl Job {
                     self.reference.registry
                 ));
             }
-            let decisive = matches!(verdict.status, Status::Ok | Status::WrongPlatform);
+            let decisive = matches!(verdict.status(), Status::Ok | Status::WrongPlatform);
             answers.push((endpoint, url, outcome, verdict));
             if decisive {
                 break;
@@ -985,15 +966,15 @@ impl Job {
         }
         let pick = answers
             .iter()
-            .position(|(_, _, _, v)| matches!(v.status, Status::Ok | Status::WrongPlatform))
+            .position(|(_, _, _, v)| matches!(v.status(), Status::Ok | Status::WrongPlatform))
             .or_else(|| {
                 answers.iter().position(|(_, _, _, v)| {
-                    matches!(v.status, Status::Unreachable | Status::Unverifiable)
+                    matches!(v.status(), Status::Unreachable | Status::Unverifiable)
                 })
             })
             .or_else(|| {
                 answers.iter().position(|(_, _, _, v)| {
-                    matches!(v.status, Status::Unauthorized | Status::Denied)
+                    matches!(v.status(), Status::Unauthorized | Status::Denied)
                 })
             })
             // Every host said 404: the last one was asked to explain (tags, suggestions).
@@ -1003,13 +984,13 @@ impl Job {
             .map(|(e, url, _, v)| {
                 let anonymous = !self.may_send_credentials(e)
                     && !credentials.is_empty()
-                    && matches!(v.status, Status::Unauthorized | Status::Denied);
+                    && matches!(v.status(), Status::Unauthorized | Status::Denied);
                 let note = if anonymous {
                     " (asked anonymously)"
                 } else {
                     ""
                 };
-                format!("{url}: {} ({}){note}", v.status.as_str(), v.reason)
+                format!("{url}: {} ({}){note}", v.status().as_str(), v.reason)
             })
             .collect();
         let Some(index) = pick else {
@@ -1021,12 +1002,7 @@ impl Job {
                 message.push_str("; ");
                 message.push_str(n);
             }
-            let verdict = Verdict::new(
-                Status::NotFound,
-                "no_endpoint",
-                message,
-                "Give a host the needed capabilities (a tag needs pull and resolve) in the node's configuration.",
-            );
+            let verdict = Verdict::new(Reason::NoEndpoint, message);
             let outcome = anonymous(Fact::UnsupportedAuth {
                 scheme: String::new(),
             });
@@ -1102,36 +1078,23 @@ impl Job {
     }
 
     fn result(&self, v: Verdict, auth: &AuthUsed, attempts: u32, start: Instant) -> ImageResult {
-        ImageResult {
-            image: self.image.clone(),
-            reference: self.reference.to_string(),
-            registry: self.reference.registry.clone(),
-            status: v.status,
-            reason: v.reason,
-            digest: v.digest,
-            platform_digest: v.platform_digest,
-            platform_checked: v.platform.map(|p| p == PlatformSeen::Checked),
-            platform_note: match v.platform {
-                Some(PlatformSeen::Skipped(why)) => Some(why),
-                _ => None,
-            },
-            available_platforms: v.available_platforms,
-            suggestions: v.suggestions,
-            existing_tags: v.some_tags,
-            containers: Vec::new(),
-            providers_tried: Vec::new(),
-            message: v.message,
-            hint: v.hint,
-            auth: auth.describe(),
-            counted: Counted::Yes,
-            attempts,
-            elapsed_ms: start.elapsed().as_millis().try_into().unwrap_or(u64::MAX),
-            pull_policy: PullPolicy::Always,
-            present_on_node: None,
-            endpoint: None,
-            mirror_of: None,
-            plain_http: false,
-        }
+        let mut r =
+            ImageResult::new(&self.image, v.reason, v.message).of_reference(&self.reference);
+        r.hint = v.hint;
+        r.digest = v.digest;
+        r.platform_digest = v.platform_digest;
+        r.platform_checked = v.platform.map(|p| p == PlatformSeen::Checked);
+        r.platform_note = match v.platform {
+            Some(PlatformSeen::Skipped(why)) => Some(why),
+            _ => None,
+        };
+        r.available_platforms = v.available_platforms;
+        r.suggestions = v.suggestions;
+        r.existing_tags = v.some_tags;
+        r.auth = auth.describe();
+        r.attempts = attempts;
+        r.elapsed_ms = start.elapsed().as_millis().try_into().unwrap_or(u64::MAX);
+        r
     }
 }
 
@@ -1142,36 +1105,6 @@ fn backoff(attempt: u32) -> Duration {
     let step = exp.min(BACKOFF_MAX);
     let half = step / 2;
     half + half.mul_f64(fastrand::f64())
-}
-
-fn plain_result(image: &str, status: Status, reason: &'static str, message: String) -> ImageResult {
-    ImageResult {
-        image: image.to_string(),
-        reference: String::new(),
-        registry: String::new(),
-        status,
-        reason,
-        digest: None,
-        platform_digest: None,
-        platform_checked: None,
-        platform_note: None,
-        available_platforms: Vec::new(),
-        suggestions: Vec::new(),
-        existing_tags: Vec::new(),
-        containers: Vec::new(),
-        providers_tried: Vec::new(),
-        message,
-        hint: String::new(),
-        auth: AuthUsed::Anonymous.describe(),
-        counted: Counted::Yes,
-        attempts: 0,
-        elapsed_ms: 0,
-        pull_policy: PullPolicy::Always,
-        present_on_node: None,
-        endpoint: None,
-        mirror_of: None,
-        plain_http: false,
-    }
 }
 
 #[cfg(test)]

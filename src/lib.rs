@@ -71,4 +71,4 @@ pub mod start;
 pub mod suggest;
 
 pub use check::{Options, check, check_until};
-pub use report::{Counted, ExitCode, ImageResult, NotCounted, Report, Status};
+pub use report::{Counted, ExitCode, ImageResult, NotCounted, Reason, Report, Status};

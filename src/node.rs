@@ -15,7 +15,7 @@ use crate::input::{LimitedReadError, read_limited_file};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::error_chain;
-use crate::report::{Counted, ImageResult, NotCounted, Status};
+use crate::report::{ImageResult, NotCounted, Reason, Status};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -474,35 +474,19 @@ impl NodeLookup {
             NodeLookup::Found(images) => images.node.as_str(),
             _ => "",
         };
-        ImageResult {
-            image: image.to_string(),
-            reference: reference.to_string(),
-            registry: reference.registry.clone(),
-            status: Status::Ok,
-            reason: "present_on_node",
-            digest: reference.digest.clone(),
-            message: format!(
+        let mut result = ImageResult::new(
+            image,
+            Reason::PresentOnNode,
+            format!(
                 "{reference}: node {node} holds it and imagePullPolicy is IfNotPresent, so the kubelet will not pull it; its registry was not asked"
             ),
-            hint: String::new(),
-            auth: "anonymous".to_string(),
-            counted: Counted::Yes,
-            attempts: 0,
-            elapsed_ms: 0,
-            platform_digest: None,
-            available_platforms: Vec::new(),
-            suggestions: Vec::new(),
-            existing_tags: Vec::new(),
-            platform_checked: Some(false),
-            platform_note: None,
-            containers: Vec::new(),
-            providers_tried: Vec::new(),
-            endpoint: None,
-            mirror_of: None,
-            plain_http: false,
-            pull_policy: PullPolicy::IfNotPresent,
-            present_on_node: Some(true),
-        }
+        )
+        .of_reference(reference);
+        result.digest = reference.digest.clone();
+        result.platform_checked = Some(false);
+        result.pull_policy = PullPolicy::IfNotPresent;
+        result.present_on_node = Some(true);
+        result
     }
 
     /// Completes a registry result with the image's policy and what the node says: an
@@ -928,7 +912,7 @@ mod tests {
         let present = complete.present_result("app:v1.0", &r("app:v1.0"));
         assert_eq!(
             (present.status, present.reason),
-            (Status::Ok, "present_on_node")
+            (Status::Ok, Reason::PresentOnNode)
         );
         assert_eq!(present.attempts, 0);
         assert!(

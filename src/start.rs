@@ -30,7 +30,7 @@
 //! Everything here is pure: the registry reads the config ([`RunConfig`]) only when
 //! [`ContainerFacts::needs_image_config`] says a container's spec leaves the answer to the image.
 
-use crate::report::{ContainerStart, StartStatus};
+use crate::report::{ContainerStart, Reason, StartReason, StartStatus};
 use serde::{Deserialize, Serialize};
 
 /// The largest user id the kubelet accepts (`validation.IsValidUserID`: 0 to `math.MaxInt32`).
@@ -183,30 +183,20 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// The machine-readable reason.
-    pub fn as_str(self) -> &'static str {
+    /// The image's reason (its word and its hint are in [`Reason::about`]).
+    pub fn reason(self) -> Reason {
         match self {
-            Refusal::RunAsUserZero => "run_as_user_zero",
-            Refusal::RunsAsRoot => "runs_as_root",
-            Refusal::NonNumericUser => "non_numeric_user",
-            Refusal::InvalidUserId => "invalid_user_id",
-            Refusal::NoCommand => "no_command",
+            Refusal::RunAsUserZero => Reason::RunAsUserZero,
+            Refusal::RunsAsRoot => Reason::RunsAsRoot,
+            Refusal::NonNumericUser => Reason::NonNumericUser,
+            Refusal::InvalidUserId => Reason::InvalidUserId,
+            Refusal::NoCommand => Reason::NoCommand,
         }
     }
 
     /// What to change.
     pub fn hint(self) -> &'static str {
-        match self {
-            Refusal::RunAsUserZero => {
-                "Set runAsUser to a non-root uid the image can run as (e.g. `runAsUser: 1000`), or drop `runAsNonRoot: true`."
-            }
-            Refusal::RunsAsRoot | Refusal::NonNumericUser | Refusal::InvalidUserId => {
-                "Set runAsUser: 1000 (a non-root uid the image can run as) in the container's securityContext, or build the image with a numeric non-root USER (e.g. `USER 1000`)."
-            }
-            Refusal::NoCommand => {
-                "Add a command (or args) to the container, or an ENTRYPOINT or CMD to the image."
-            }
-        }
+        self.reason().hint()
     }
 }
 
@@ -345,7 +335,7 @@ impl ContainerFacts {
         if let Err(NotRead::Off) = config {
             return self.start(
                 StartStatus::Unknown,
-                "start_check_off",
+                StartReason::StartCheckOff,
                 "not predicted (--start-check off)".to_string(),
             );
         }
@@ -356,7 +346,7 @@ impl ContainerFacts {
         if !self.needs_image_config() {
             return self.start(
                 StartStatus::Ok,
-                "spec",
+                StartReason::Spec,
                 "the pod spec alone lets it start (runAsUser set or runAsNonRoot not required; command or args set)".to_string(),
             );
         }
@@ -365,19 +355,19 @@ impl ContainerFacts {
             Err(why) => {
                 let (reason, message) = match why {
                     NotRead::Off => (
-                        "start_check_off",
+                        StartReason::StartCheckOff,
                         "not predicted (--start-check off)".to_string(),
                     ),
                     NotRead::PullFailed => (
-                        "not_pulled",
+                        StartReason::NotPulled,
                         "not predicted: the image cannot be pulled".to_string(),
                     ),
                     NotRead::NotLinux(os) => (
-                        "not_linux",
+                        StartReason::NotLinux,
                         format!("not predicted: the image's config is for {}", printable(os)),
                     ),
                     NotRead::Failed(detail) => (
-                        "config_not_read",
+                        StartReason::ConfigNotRead,
                         format!("not predicted: the image's config could not be read ({detail})"),
                     ),
                 };
@@ -393,7 +383,7 @@ impl ContainerFacts {
         }
         self.start(
             StartStatus::Ok,
-            "image_config",
+            StartReason::ImageConfig,
             format!(
                 "the image's config lets it start (User {}, Entrypoint {}, Cmd {})",
                 quoted(&config.user),
@@ -403,7 +393,7 @@ impl ContainerFacts {
         )
     }
 
-    fn start(&self, start: StartStatus, reason: &'static str, message: String) -> ContainerStart {
+    fn start(&self, start: StartStatus, reason: StartReason, message: String) -> ContainerStart {
         ContainerStart {
             name: self.name.clone(),
             start,
@@ -440,7 +430,7 @@ impl ContainerFacts {
         ContainerStart {
             name: self.name.clone(),
             start: StartStatus::WontStart,
-            reason: refusal.as_str(),
+            reason: StartReason::WontStart(refusal.reason()),
             message,
             hint: refusal.hint().to_string(),
         }
@@ -857,7 +847,7 @@ mod tests {
         let f = facts(false, false, Some(true), None);
         let s = f.evaluate(Ok(&root_no_cmd));
         assert_eq!(
-            (s.start, s.reason),
+            (s.start, s.reason.as_str()),
             (StartStatus::WontStart, "runs_as_root")
         );
         assert!(s.message.contains("container \"app\""), "{}", s.message);
@@ -865,31 +855,37 @@ mod tests {
 
         let f = facts(false, false, None, None);
         let s = f.evaluate(Ok(&root_no_cmd));
-        assert_eq!((s.start, s.reason), (StartStatus::WontStart, "no_command"));
+        assert_eq!(
+            (s.start, s.reason.as_str()),
+            (StartStatus::WontStart, "no_command")
+        );
         assert!(s.hint.contains("Add a command"), "{}", s.hint);
 
         // runAsUser 0 needs no image, even when none was read.
         let f = facts(false, false, Some(true), Some(0));
         let s = f.evaluate(Err(&NotRead::PullFailed));
         assert_eq!(
-            (s.start, s.reason),
+            (s.start, s.reason.as_str()),
             (StartStatus::WontStart, "run_as_user_zero")
         );
 
         let f = facts(false, false, Some(true), None);
         let s = f.evaluate(Err(&NotRead::NotLinux("windows".into())));
-        assert_eq!((s.start, s.reason), (StartStatus::Unknown, "not_linux"));
+        assert_eq!(
+            (s.start, s.reason.as_str()),
+            (StartStatus::Unknown, "not_linux")
+        );
 
         // Off predicts nothing, not even what the spec alone decides.
         let f = facts(true, false, Some(true), Some(0));
         let s = f.evaluate(Err(&NotRead::Off));
         assert_eq!(
-            (s.start, s.reason),
+            (s.start, s.reason.as_str()),
             (StartStatus::Unknown, "start_check_off")
         );
         let f = facts(true, false, None, None);
         let s = f.evaluate(Err(&NotRead::PullFailed));
-        assert_eq!((s.start, s.reason), (StartStatus::Ok, "spec"));
+        assert_eq!((s.start, s.reason.as_str()), (StartStatus::Ok, "spec"));
 
         let nginx = RunConfig {
             user: "nginx\u{1b}[31m".into(),
@@ -897,7 +893,7 @@ mod tests {
             cmd: vec![],
         };
         let s = facts(false, false, Some(true), None).evaluate(Ok(&nginx));
-        assert_eq!(s.reason, "non_numeric_user");
+        assert_eq!(s.reason.as_str(), "non_numeric_user");
         assert!(!s.message.contains('\u{1b}'), "escaped: {}", s.message);
     }
 

@@ -8,16 +8,15 @@
 
 use super::{AuthUsed, Fact, Outcome, PlatformSeen, Step, TlsFailure};
 use crate::reference::Reference;
-use crate::report::{ContainerStart, StartStatus, Status};
+use crate::report::{ContainerStart, Reason, StartStatus, Status};
 use std::time::Duration;
 
 /// The verdict on one probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
-    /// The status.
-    pub status: Status,
-    /// A finer machine-readable reason (`tag_missing`, `credentials_rejected`, `timeout`, …).
-    pub reason: &'static str,
+    /// A finer machine-readable reason (`tag_missing`, `credentials_rejected`, `timeout`, …),
+    /// which gives the status.
+    pub reason: Reason,
     /// What happened, naming the image, the registry and what was tried.
     pub message: String,
     /// What to do next (empty when fine).
@@ -39,18 +38,12 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// A verdict that is final (no retry) and names no digest.
-    pub(crate) fn new(
-        status: Status,
-        reason: &'static str,
-        message: String,
-        hint: &str,
-    ) -> Verdict {
+    /// A verdict that is final (no retry), names no digest, and has the reason's own hint.
+    pub(crate) fn new(reason: Reason, message: String) -> Verdict {
         Verdict {
-            status,
             reason,
             message,
-            hint: hint.to_string(),
+            hint: reason.hint().to_string(),
             retry: None,
             digest: None,
             platform_digest: None,
@@ -59,6 +52,17 @@ impl Verdict {
             suggestions: Vec::new(),
             some_tags: Vec::new(),
         }
+    }
+
+    /// The status the reason gives.
+    pub fn status(&self) -> Status {
+        self.reason.status()
+    }
+
+    /// A hint more precise than the reason's own, for this case.
+    fn with_hint(mut self, hint: &str) -> Verdict {
+        self.hint = hint.to_string();
+        self
     }
 
     fn retry(mut self, after: Option<Duration>) -> Verdict {
@@ -95,10 +99,8 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 (None, false) => "digest not reported".to_string(),
             };
             let mut v = Verdict::new(
-                Status::Ok,
-                "found",
+                Reason::Found,
                 format!("{image}: manifest found on {registry} ({shown})"),
-                "",
             );
             v.digest = digest.clone();
             v.platform_digest = platform_digest.clone();
@@ -122,14 +124,12 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 String::new()
             };
             let mut v = Verdict::new(
-                Status::WrongPlatform,
-                "no_matching_platform",
+                Reason::NoMatchingPlatform,
                 format!(
                     "{image}: no {wanted} variant; available: {}{more} (manifest {} on {registry})",
                     available.join(", "),
                     digest.as_deref().unwrap_or("without digest")
                 ),
-                "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch).",
             );
             v.digest = digest.clone();
             v.available_platforms = available.clone();
@@ -146,32 +146,26 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 suggestions,
                 match repository_missing {
                     Some(true) => Verdict::new(
-                        Status::NotFound,
-                        "repository_missing",
+                        Reason::RepositoryMissing,
                         format!(
                             "{image}: repository {repo} does not exist on {registry} (HEAD {url} answered 404; tags/list answered NAME_UNKNOWN; {who})"
                         ),
-                        "Check the image name and registry; a typo in the repository path is the usual cause.",
                     ),
                     Some(false) => Verdict::new(
-                        Status::NotFound,
                         if reference.digest.is_some() {
-                            "digest_missing"
+                            Reason::DigestMissing
                         } else {
-                            "tag_missing"
+                            Reason::TagMissing
                         },
                         format!(
                             "{image}: {what} not found in repository {repo} on {registry}, which exists (HEAD {url} answered 404; {who})"
                         ),
-                        "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.",
                     ),
                     None => Verdict::new(
-                        Status::NotFound,
-                        "manifest_missing",
+                        Reason::ManifestMissing,
                         format!(
                             "{image}: {what} not found on {registry} (HEAD {url} answered 404; {who})"
                         ),
-                        "Check the image name, tag and digest for a typo, or push the image.",
                     ),
                 },
             ),
@@ -188,107 +182,82 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             match (step, status) {
                 (Step::Manifest, 401) if bearer_error.as_deref() == Some("insufficient_scope") => {
                     Verdict::new(
-                        Status::Unauthorized,
-                        "insufficient_scope",
+                        Reason::InsufficientScope,
                         format!(
                             "{image}: {registry} refused access to {repo} ({request}, insufficient_scope): the repository does not exist, or it is private and the credentials used ({tried}) have no access"
                         ),
-                        "If the image is private, give pullcheck the pod's pull secret for this registry; if it is public, check the name (registries such as Docker Hub answer this way for missing repositories too).",
                     )
                 }
                 (Step::Manifest, 401) if outcome.auth == AuthUsed::Anonymous => Verdict::new(
-                    Status::Unauthorized,
-                    "no_credentials",
+                    Reason::NoCredentials,
                     format!(
                         "{image}: {registry} requires credentials and none matched it ({request}, anonymous)"
                     ),
-                    "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config; if the node pulls with its own credentials, use --allow-unauthenticated.",
                 ),
                 (Step::Manifest, 401) => Verdict::new(
-                    Status::Unauthorized,
-                    "credentials_rejected",
+                    Reason::CredentialsRejected,
                     format!(
                         "{image}: credentials for {tried} at registry {registry} were rejected ({request})"
                     ),
-                    "The pull secret's user name or password is wrong or expired: renew the secret.",
                 ),
                 (Step::Token, 401 | 403) if outcome.auth == AuthUsed::Anonymous => Verdict::new(
-                    Status::Unauthorized,
-                    "no_credentials",
+                    Reason::NoCredentials,
                     format!(
                         "{image}: the token server of {registry} refused anonymous access ({request})"
                     ),
-                    "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config.",
-                ),
+                )
+                .with_hint("Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config."),
                 (Step::Token, 401 | 403) => Verdict::new(
-                    Status::Unauthorized,
-                    "credentials_rejected",
+                    Reason::CredentialsRejected,
                     format!(
                         "{image}: credentials for {tried} at registry {registry} were rejected by its token server ({request})"
                     ),
-                    "The pull secret's user name or password is wrong or expired: renew the secret.",
                 ),
                 (Step::Manifest, 403) => Verdict::new(
-                    Status::Denied,
-                    "denied",
+                    Reason::Denied,
                     format!(
                         "{image}: {registry} denied access to {repo} ({request}; tried {tried})"
                     ),
-                    "The credentials are valid but may not pull this repository: grant them pull access.",
                 ),
                 // The HEAD found the manifest, then the GET of that same index (or of its
                 // config) is refused or missing: as permanent as the same answer to the HEAD.
                 (Step::Platform, 401) => Verdict::new(
-                    Status::Unauthorized,
-                    "index_unauthorized",
+                    Reason::IndexUnauthorized,
                     format!(
                         "{image}: {registry} answers the manifest HEAD but refuses the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
                     ),
-                    "Give the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
                 ),
                 (Step::Platform, 403) => Verdict::new(
-                    Status::Denied,
-                    "index_denied",
+                    Reason::IndexDenied,
                     format!(
                         "{image}: {registry} answers the manifest HEAD but denies the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
                     ),
-                    "Grant the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
                 ),
                 (Step::Platform, 404) => Verdict::new(
-                    Status::NotFound,
-                    "index_missing",
+                    Reason::IndexMissing,
                     format!(
                         "{image}: {registry} lists {what} (its HEAD answered) but does not serve it ({request}): a pull would fail"
                     ),
-                    "The registry is inconsistent (an interrupted push, or garbage collection): push the image again.",
                 ),
                 (_, 429) => Verdict::new(
-                    Status::Unreachable,
-                    "rate_limited",
+                    Reason::RateLimited,
                     format!("{image}: {registry} is rate-limiting requests ({request})"),
-                    "Wait and retry, or pull through a mirror; Docker Hub limits anonymous pulls per IP.",
                 )
                 .retry(*retry_after),
                 (_, 500..=599) => Verdict::new(
-                    Status::Unreachable,
-                    "server_error",
+                    Reason::ServerError,
                     format!("{image}: {registry} failed ({request})"),
-                    "The registry is failing; retry later or check its status.",
                 )
                 .retry(*retry_after),
                 (Step::Ping, _) => Verdict::new(
-                    Status::Unreachable,
-                    "not_a_registry",
+                    Reason::NotARegistry,
                     format!(
                         "{image}: {registry} does not answer as an OCI registry ({request}; a registry answers 200 or 401)"
                     ),
-                    "Check the registry host and port in the image reference.",
                 ),
                 _ => Verdict::new(
-                    Status::Unreachable,
-                    "unexpected_status",
+                    Reason::UnexpectedStatus,
                     format!("{image}: {registry} gave an unexpected answer ({request})"),
-                    "Check the image reference; run with -o json for details.",
                 ),
             }
         }
@@ -307,104 +276,84 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 // resolver said it twice for a registry. Permanent for this pod, not for the
                 // node, which may resolve it through its own DNS or /etc/hosts: exit 8, not 6.
                 Verdict::new(
-                    Status::Unverifiable,
-                    "no_such_host",
+                    Reason::NoSuchHost,
                     format!(
                         "{image}: the resolver says the host of {method} {url} does not exist ({detail})"
                     ),
-                    "Check the registry's host name for a typo, and the pod's DNS (search domains, CoreDNS); the node may resolve it through its own DNS or /etc/hosts, which this pod does not see.",
                 )
                 .retry(None)
             } else if *redirect {
                 // A redirect loop or a downgrade to plain HTTP is the registry's set-up: it
                 // will not change by retrying.
                 Verdict::new(
-                    Status::Unreachable,
-                    "redirect",
+                    Reason::Redirect,
                     format!(
                         "{image}: {registry} redirects where pullcheck will not follow ({method} {url}: {detail})"
                     ),
-                    "The registry redirects in a loop, or from HTTPS to plain HTTP: check its configuration or the proxy in front of it.",
                 )
             } else if *tls == Some(TlsFailure::PlainHttpAnswer) {
                 // The registry speaks plain HTTP; asking again over TLS gets the same answer.
                 // Loopback registries never end here (they are asked in plain HTTP, as
                 // containerd asks them), unless a node configuration names HTTPS for them.
                 Verdict::new(
-                    Status::Unverifiable,
-                    "plain_http",
+                    Reason::PlainHttp,
                     format!(
                         "{image}: {registry} answers in plain HTTP: add --plain-http {registry} ({method} {url}: {detail})"
                     ),
-                    &format!(
-                        "Add --plain-http {registry}; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf)."
-                    ),
                 )
+                .with_hint(&format!(
+                    "Add --plain-http {registry}; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf)."
+                ))
             } else if tls.is_some() {
                 // A certificate this pod does not trust (or a handshake it cannot make) will
                 // not change by retrying, but the node may trust a CA the pod lacks: exit 8.
                 Verdict::new(
-                    Status::Unverifiable,
-                    "tls",
+                    Reason::Tls,
                     format!("{image}: TLS with {registry} failed ({method} {url}: {detail})"),
-                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d).",
                 )
             } else if *timeout {
                 Verdict::new(
-                    Status::Unreachable,
-                    "timeout",
+                    Reason::Timeout,
                     format!("{image}: {registry} timed out ({method} {url}: {detail})"),
-                    "Check that the registry is reachable from the node (network policy, proxy, firewall).",
                 )
+                .with_hint("Check that the registry is reachable from the node (network policy, proxy, firewall).")
                 .retry(None)
             } else {
                 Verdict::new(
-                    Status::Unreachable,
-                    "connect",
+                    Reason::Connect,
                     format!("{image}: cannot reach {registry} ({method} {url}: {detail})"),
-                    "Check the registry host name and that it is reachable from the node (DNS, network policy, proxy).",
                 )
                 .retry(None)
             }
         }
         Fact::NotAnImage { url, what } => Verdict::new(
-            Status::NotFound,
-            "not_an_image",
+            Reason::NotAnImage,
             format!(
                 "{image}: {registry} holds an OCI artifact there, not an image ({what}; {url}): the runtime refuses to pull it (containerd: mismatched image rootfs and manifest layers)"
             ),
-            "Point the container at an image: an artifact (a Helm chart, a signature, an SBOM) cannot run as one.",
         ),
         Fact::UnsupportedAuth { scheme } => Verdict::new(
-            Status::Unauthorized,
-            "unsupported_auth",
+            Reason::UnsupportedAuth,
             format!(
                 "{image}: {registry} asks for authentication scheme {scheme:?}, which pullcheck does not speak (Basic and Bearer only)"
             ),
-            "Use --allow-unauthenticated for this registry if the node has its own credentials.",
         ),
         Fact::BadTokenAnswer { realm } => Verdict::new(
-            Status::Unreachable,
-            "bad_token_answer",
+            Reason::BadTokenAnswer,
             format!("{image}: the token server {realm} of {registry} answered without a token"),
-            "The registry's token service is misbehaving; retry later.",
         )
         .retry(None),
         Fact::BadRealm { realm } => Verdict::new(
-            Status::Unauthorized,
-            "bad_realm",
+            Reason::BadRealm,
             format!(
                 "{image}: {registry} names a token server that is not a valid URL (realm {realm:?}), so no token can be asked for"
             ),
-            "The registry's token auth is misconfigured (its WWW-Authenticate realm): report it to the registry's operator.",
         ),
         Fact::InsecureRealm { realm } => Verdict::new(
-            Status::Unauthorized,
-            "insecure_realm",
+            Reason::InsecureRealm,
             format!(
                 "{image}: {registry} sends credentials to the plain-HTTP token server {realm}; pullcheck did not send them"
             ),
-            "Allow plain HTTP to that host with --plain-http only if the network is trusted.",
         ),
         Fact::TimedOut {
             waiting_for,
@@ -416,10 +365,8 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
                 format!(" waiting for {waiting_for}")
             };
             let v = Verdict::new(
-                Status::Unreachable,
-                "timeout",
+                Reason::Timeout,
                 format!("{image}: {registry} timed out{waiting}"),
-                "Check that the registry is reachable from the node, or raise --timeout.",
             );
             if *deadline { v } else { v.retry(None) }
         }
@@ -434,12 +381,11 @@ pub fn classify_start(
     verdict: Verdict,
     containers: &[ContainerStart],
 ) -> Verdict {
-    if verdict.status != Status::Ok {
+    if verdict.status() != Status::Ok {
         return verdict;
     }
     match wont_start(reference, containers) {
         Some((reason, message, hint)) => Verdict {
-            status: Status::WontStart,
             reason,
             message,
             hint,
@@ -454,12 +400,12 @@ pub fn classify_start(
 pub fn wont_start(
     reference: &Reference,
     containers: &[ContainerStart],
-) -> Option<(&'static str, String, String)> {
+) -> Option<(Reason, String, String)> {
     let refused: Vec<&ContainerStart> = containers
         .iter()
-        .filter(|c| c.start == StartStatus::WontStart)
+        .filter(|c| c.start == StartStatus::WontStart && c.reason.refused().is_some())
         .collect();
-    let first = refused.first()?;
+    let first = refused.first()?.reason.refused()?;
     let mut hints: Vec<&str> = Vec::new();
     for c in &refused {
         if !hints.contains(&c.hint.as_str()) {
@@ -468,7 +414,7 @@ pub fn wont_start(
     }
     let reasons: Vec<&str> = refused.iter().map(|c| c.message.as_str()).collect();
     Some((
-        first.reason,
+        first,
         format!(
             "{reference}: can be pulled, but will not start: {}; the kubelet retries such a container for ever and the pod never fails",
             reasons.join("; ")
@@ -523,6 +469,7 @@ fn describe_tried(tried: &[AuthUsed]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::StartReason;
 
     fn reference(s: &str) -> Reference {
         Reference::parse(s).unwrap()
@@ -560,7 +507,7 @@ mod tests {
 
     #[test]
     fn classification_table() {
-        let cases: Vec<(&str, Fact, AuthUsed, Status, &str, bool)> = vec![
+        let cases: Vec<(&str, Fact, AuthUsed, Status, Reason, bool)> = vec![
             (
                 "found",
                 Fact::Found {
@@ -572,7 +519,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Ok,
-                "found",
+                Reason::Found,
                 false,
             ),
             (
@@ -585,7 +532,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
-                "repository_missing",
+                Reason::RepositoryMissing,
                 false,
             ),
             (
@@ -598,7 +545,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
-                "tag_missing",
+                Reason::TagMissing,
                 false,
             ),
             (
@@ -611,7 +558,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
-                "manifest_missing",
+                Reason::ManifestMissing,
                 false,
             ),
             (
@@ -619,7 +566,7 @@ mod tests {
                 status(Step::Manifest, 401, None),
                 AuthUsed::Anonymous,
                 Status::Unauthorized,
-                "no_credentials",
+                Reason::NoCredentials,
                 false,
             ),
             (
@@ -627,7 +574,7 @@ mod tests {
                 status(Step::Manifest, 401, None),
                 alice(),
                 Status::Unauthorized,
-                "credentials_rejected",
+                Reason::CredentialsRejected,
                 false,
             ),
             (
@@ -635,7 +582,7 @@ mod tests {
                 status(Step::Manifest, 401, Some("insufficient_scope")),
                 alice(),
                 Status::Unauthorized,
-                "insufficient_scope",
+                Reason::InsufficientScope,
                 false,
             ),
             (
@@ -643,7 +590,7 @@ mod tests {
                 status(Step::Platform, 401, None),
                 alice(),
                 Status::Unauthorized,
-                "index_unauthorized",
+                Reason::IndexUnauthorized,
                 false,
             ),
             (
@@ -651,7 +598,7 @@ mod tests {
                 status(Step::Platform, 403, None),
                 alice(),
                 Status::Denied,
-                "index_denied",
+                Reason::IndexDenied,
                 false,
             ),
             (
@@ -659,7 +606,7 @@ mod tests {
                 status(Step::Platform, 404, None),
                 AuthUsed::Anonymous,
                 Status::NotFound,
-                "index_missing",
+                Reason::IndexMissing,
                 false,
             ),
             (
@@ -669,7 +616,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Unauthorized,
-                "bad_realm",
+                Reason::BadRealm,
                 false,
             ),
             (
@@ -677,7 +624,7 @@ mod tests {
                 status(Step::Token, 401, None),
                 alice(),
                 Status::Unauthorized,
-                "credentials_rejected",
+                Reason::CredentialsRejected,
                 false,
             ),
             (
@@ -685,7 +632,7 @@ mod tests {
                 status(Step::Token, 401, None),
                 AuthUsed::Anonymous,
                 Status::Unauthorized,
-                "no_credentials",
+                Reason::NoCredentials,
                 false,
             ),
             (
@@ -693,7 +640,7 @@ mod tests {
                 status(Step::Manifest, 403, None),
                 alice(),
                 Status::Denied,
-                "denied",
+                Reason::Denied,
                 false,
             ),
             (
@@ -701,7 +648,7 @@ mod tests {
                 status(Step::Manifest, 429, None),
                 AuthUsed::Anonymous,
                 Status::Unreachable,
-                "rate_limited",
+                Reason::RateLimited,
                 true,
             ),
             (
@@ -709,7 +656,7 @@ mod tests {
                 status(Step::Manifest, 503, None),
                 AuthUsed::Anonymous,
                 Status::Unreachable,
-                "server_error",
+                Reason::ServerError,
                 true,
             ),
             (
@@ -717,7 +664,7 @@ mod tests {
                 status(Step::Ping, 503, None),
                 AuthUsed::Anonymous,
                 Status::Unreachable,
-                "server_error",
+                Reason::ServerError,
                 true,
             ),
             (
@@ -725,7 +672,7 @@ mod tests {
                 status(Step::Ping, 404, None),
                 AuthUsed::Anonymous,
                 Status::Unreachable,
-                "not_a_registry",
+                Reason::NotARegistry,
                 false,
             ),
             (
@@ -742,7 +689,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Unverifiable,
-                "tls",
+                Reason::Tls,
                 false,
             ),
             (
@@ -759,7 +706,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Unverifiable,
-                "plain_http",
+                Reason::PlainHttp,
                 false,
             ),
             (
@@ -776,7 +723,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Unverifiable,
-                "no_such_host",
+                Reason::NoSuchHost,
                 true,
             ),
             (
@@ -793,7 +740,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
-                "connect",
+                Reason::Connect,
                 true,
             ),
             (
@@ -810,7 +757,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
-                "redirect",
+                Reason::Redirect,
                 false,
             ),
             (
@@ -821,7 +768,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
-                "timeout",
+                Reason::Timeout,
                 true,
             ),
             (
@@ -832,7 +779,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::Unreachable,
-                "timeout",
+                Reason::Timeout,
                 false,
             ),
             (
@@ -843,7 +790,7 @@ mod tests {
                 },
                 AuthUsed::Anonymous,
                 Status::NotFound,
-                "not_an_image",
+                Reason::NotAnImage,
                 false,
             ),
             (
@@ -853,14 +800,14 @@ mod tests {
                 },
                 alice(),
                 Status::Unauthorized,
-                "insecure_realm",
+                Reason::InsecureRealm,
                 false,
             ),
         ];
         let r = reference("r.io/team/app:v1");
         for (name, fact, auth, want_status, want_reason, want_retry) in cases {
             let v = classify(&r, &outcome(fact, auth));
-            assert_eq!(v.status, want_status, "{name}");
+            assert_eq!(v.status(), want_status, "{name}");
             assert_eq!(v.reason, want_reason, "{name}");
             assert_eq!(v.retry.is_some(), want_retry, "{name}");
             assert!(
@@ -891,7 +838,7 @@ mod tests {
                 AuthUsed::Anonymous,
             ),
         );
-        assert_eq!(v.reason, "digest_missing");
+        assert_eq!(v.reason, Reason::DigestMissing);
         assert!(v.message.contains(&d));
         assert!(
             v.message.ends_with("; did you mean v2, v1.1?"),
@@ -917,7 +864,7 @@ mod tests {
 
     #[test]
     fn start_predictions_turn_only_a_pullable_image_into_wont_start() {
-        let container = |name: &str, start: StartStatus, reason: &'static str| ContainerStart {
+        let container = |name: &str, start: StartStatus, reason: StartReason| ContainerStart {
             name: name.into(),
             start,
             reason,
@@ -938,13 +885,24 @@ mod tests {
         let r = reference("r.io/x");
         let ok = classify(&r, &outcome(found, AuthUsed::Anonymous));
         let containers = [
-            container("a", StartStatus::Ok, "spec"),
-            container("b", StartStatus::WontStart, "no_command"),
-            container("c", StartStatus::Unknown, "config_not_read"),
-            container("d", StartStatus::WontStart, "runs_as_root"),
+            container("a", StartStatus::Ok, StartReason::Spec),
+            container(
+                "b",
+                StartStatus::WontStart,
+                StartReason::WontStart(Reason::NoCommand),
+            ),
+            container("c", StartStatus::Unknown, StartReason::ConfigNotRead),
+            container(
+                "d",
+                StartStatus::WontStart,
+                StartReason::WontStart(Reason::RunsAsRoot),
+            ),
         ];
         let v = classify_start(&r, ok.clone(), &containers);
-        assert_eq!((v.status, v.reason), (Status::WontStart, "no_command"));
+        assert_eq!(
+            (v.status(), v.reason),
+            (Status::WontStart, Reason::NoCommand)
+        );
         assert_eq!(v.digest.as_deref(), Some("sha256:1"));
         assert!(
             v.message.contains("\"b\": no_command; container \"d\""),

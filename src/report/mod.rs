@@ -6,10 +6,12 @@
 //! `podFailurePolicy` rules: later versions add fields but never rename these.
 
 mod escape;
+mod reason;
 mod termination;
 mod text;
 
 pub use escape::escape;
+pub use reason::{About, Reason, StartReason};
 pub use termination::{
     KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
     termination_message,
@@ -50,6 +52,19 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order of JSON `counts` and the reference page.
+    pub const ALL: [Status; 9] = [
+        Status::Ok,
+        Status::NotFound,
+        Status::InvalidReference,
+        Status::WrongPlatform,
+        Status::Unauthorized,
+        Status::Denied,
+        Status::Unreachable,
+        Status::Unverifiable,
+        Status::WontStart,
+    ];
+
     /// The exit code this status calls for on its own.
     pub fn exit_code(self) -> ExitCode {
         match self {
@@ -108,6 +123,44 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
+    /// Every exit code, in numeric order.
+    pub const ALL: [ExitCode; 8] = [
+        ExitCode::Ok,
+        ExitCode::Usage,
+        ExitCode::NotFound,
+        ExitCode::WrongPlatform,
+        ExitCode::AccessRefused,
+        ExitCode::Unreachable,
+        ExitCode::WontStart,
+        ExitCode::Unverifiable,
+    ];
+
+    /// What the code means, as `--help` says it ([`EXIT_CODES_HELP`]).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ExitCode::Ok => "every image can be pulled",
+            ExitCode::Usage => "usage or configuration error; nothing was checked",
+            ExitCode::NotFound => {
+                "an image does not exist, or its reference is invalid (permanent)"
+            }
+            ExitCode::WrongPlatform => {
+                "an image exists but has no variant for this node's platform"
+            }
+            ExitCode::AccessRefused => {
+                "access refused: no credentials, credentials rejected, or no permission"
+            }
+            ExitCode::Unreachable => {
+                "a registry could not be reached, or kept failing, until the deadline (transient)"
+            }
+            ExitCode::WontStart => {
+                "an image can be pulled, but a container using it will not start (permanent)"
+            }
+            ExitCode::Unverifiable => {
+                "a registry cannot be checked from this pod, and retrying will not change it: plain HTTP asked over TLS, an untrusted certificate, a name the pod's resolver does not know (permanent for the pod; the node may differ)"
+            }
+        }
+    }
+
     /// The numeric code.
     pub fn code(self) -> u8 {
         self as u8
@@ -204,8 +257,35 @@ impl NotCounted {
         }
     }
 
+    /// Whether this cause may apply to a failure of `status`.
+    pub fn applies_to(self, status: Status) -> bool {
+        match self {
+            NotCounted::AllowUnauthenticated
+            | NotCounted::CloudIdentityUnavailable
+            | NotCounted::CredentialProviderUnavailable => status == Status::Unauthorized,
+            NotCounted::NodeCredentialsRefused => {
+                matches!(status, Status::Unauthorized | Status::Denied)
+            }
+            NotCounted::OnUnreachableWarn => {
+                matches!(status, Status::Unreachable | Status::Unverifiable)
+            }
+            NotCounted::NodeListTruncated => status == Status::NotFound,
+        }
+    }
+
+    /// Whether a flag asks for it (else a fact of the node makes it, with the default flags).
+    pub fn by_flag(self) -> bool {
+        match self {
+            NotCounted::AllowUnauthenticated | NotCounted::OnUnreachableWarn => true,
+            NotCounted::CloudIdentityUnavailable
+            | NotCounted::CredentialProviderUnavailable
+            | NotCounted::NodeCredentialsRefused
+            | NotCounted::NodeListTruncated => false,
+        }
+    }
+
     /// What was not verified, for the summary.
-    fn what(self) -> &'static str {
+    pub fn what(self) -> &'static str {
         match self {
             NotCounted::AllowUnauthenticated
             | NotCounted::CloudIdentityUnavailable
@@ -248,12 +328,12 @@ pub struct ImageResult {
     pub status: Status,
     /// A finer, machine-readable reason within the status, e.g. `tag_missing`,
     /// `repository_missing`, `credentials_rejected`, `timeout`.
-    pub reason: &'static str,
+    pub reason: Reason,
     /// The manifest digest, when the image exists and the registry said it.
     pub digest: Option<String>,
     /// What was found, naming the image, the registry and what was tried.
     pub message: String,
-    /// What to do next; empty when the image is fine.
+    /// What to do next; empty (and left out of JSON) when the image is fine.
     pub hint: String,
     /// Which credential was used: `anonymous`, or where it came from (never its content).
     pub auth: String,
@@ -325,7 +405,7 @@ pub struct ContainerStart {
     /// Why: for `wont_start` the rule (`runs_as_root`, `non_numeric_user`, `invalid_user_id`,
     /// `run_as_user_zero`, `no_command`); for `ok`, `spec` or `image_config` (what settled it);
     /// for `unknown`, `start_check_off`, `not_pulled`, `not_linux` or `config_not_read`.
-    pub reason: &'static str,
+    pub reason: StartReason,
     /// The container, the rule and what was found.
     pub message: String,
     /// What to change (empty unless `wont_start`).
@@ -341,12 +421,14 @@ impl Serialize for ImageResult {
         st.serialize_field("reference", &self.reference)?;
         st.serialize_field("registry", &self.registry)?;
         st.serialize_field("status", &self.status)?;
-        st.serialize_field("reason", self.reason)?;
+        st.serialize_field("reason", &self.reason)?;
         if let Some(d) = &self.digest {
             st.serialize_field("digest", d)?;
         }
         st.serialize_field("message", &self.message)?;
-        st.serialize_field("hint", &self.hint)?;
+        if !self.hint.is_empty() {
+            st.serialize_field("hint", &self.hint)?;
+        }
         st.serialize_field("auth", &self.auth)?;
         // `fatal` belongs to failures: an image that can be pulled is neither fatal nor not.
         if !self.is_ok() {
@@ -394,6 +476,53 @@ impl Serialize for ImageResult {
 }
 
 impl ImageResult {
+    /// The result of `image` (as given) for `reason`, with its message and the reason's own
+    /// hint: no reference, no request, anonymous, counted. The check fills in the rest.
+    pub fn new(image: &str, reason: Reason, message: String) -> ImageResult {
+        ImageResult {
+            image: image.to_string(),
+            reference: String::new(),
+            registry: String::new(),
+            status: reason.status(),
+            reason,
+            digest: None,
+            message,
+            hint: reason.hint().to_string(),
+            auth: "anonymous".to_string(),
+            counted: Counted::Yes,
+            attempts: 0,
+            elapsed_ms: 0,
+            platform_digest: None,
+            platform_checked: None,
+            platform_note: None,
+            available_platforms: Vec::new(),
+            suggestions: Vec::new(),
+            existing_tags: Vec::new(),
+            pull_policy: PullPolicy::Always,
+            present_on_node: None,
+            endpoint: None,
+            mirror_of: None,
+            plain_http: false,
+            providers_tried: Vec::new(),
+            containers: Vec::new(),
+        }
+    }
+
+    /// Names the normalised reference and its registry.
+    pub fn of_reference(mut self, reference: &crate::reference::Reference) -> ImageResult {
+        self.reference = reference.to_string();
+        self.registry = reference.registry.clone();
+        self
+    }
+
+    /// Gives the result another verdict: the reason (and so the status), message and hint.
+    pub fn set_verdict(&mut self, reason: Reason, message: String, hint: String) {
+        self.status = reason.status();
+        self.reason = reason;
+        self.message = message;
+        self.hint = hint;
+    }
+
     /// Whether this result counts towards the exit code (JSON `fatal`).
     pub fn fatal(&self) -> bool {
         self.counted == Counted::Yes
@@ -426,7 +555,9 @@ impl ImageResult {
 }
 
 /// The result of a whole run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+///
+/// Serialised by hand (below) so that `counts` is computed from the images as they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     /// pullcheck's version.
     pub version: &'static str,
@@ -434,23 +565,50 @@ pub struct Report {
     pub platform: String,
     /// The exit code the results add up to.
     pub exit_code: ExitCode,
-    /// One result per distinct image, problems first.
+    /// One result per distinct image, in the order the images were given (the first of
+    /// duplicates); [`Report::by_severity`] gives them problems first.
     pub images: Vec<ImageResult>,
     /// What stopped the run before it finished (`SIGTERM`), if anything.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
     /// Where credentials were looked for: each source with its keys (registry names), whether
     /// one matches an image of the run, and what is wrong with it. Never a secret.
     pub credential_sources: Vec<CredentialSource>,
     /// Notes for stderr about the run as a whole (the node's images not looked up).
-    #[serde(skip)]
     pub warnings: Vec<String>,
 }
 
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeStruct};
+        /// `{"ok": 3, "not_found": 1, …}`: every status, in [`Status::ALL`] order, zeros included.
+        struct Counts<'a>(&'a [ImageResult]);
+        impl Serialize for Counts<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(Status::ALL.len()))?;
+                for status in Status::ALL {
+                    let n = self.0.iter().filter(|r| r.status == status).count();
+                    map.serialize_entry(status.as_str(), &n)?;
+                }
+                map.end()
+            }
+        }
+        let mut st = s.serialize_struct("Report", 7)?;
+        st.serialize_field("version", self.version)?;
+        st.serialize_field("platform", &self.platform)?;
+        st.serialize_field("exit_code", &self.exit_code)?;
+        st.serialize_field("counts", &Counts(&self.images))?;
+        st.serialize_field("images", &self.images)?;
+        if let Some(why) = &self.stopped {
+            st.serialize_field("stopped", why)?;
+        }
+        st.serialize_field("credential_sources", &self.credential_sources)?;
+        st.end()
+    }
+}
+
 impl Report {
-    /// Builds a report: orders the results (problems first) and computes the exit code.
-    pub fn new(mut images: Vec<ImageResult>) -> Report {
-        images.sort_by_key(ImageResult::severity);
+    /// Builds a report of the results, in the order given, and computes the exit code.
+    pub fn new(images: Vec<ImageResult>) -> Report {
         Report {
             version: env!("CARGO_PKG_VERSION"),
             platform: "any".to_string(),
@@ -460,6 +618,15 @@ impl Report {
             credential_sources: Vec::new(),
             warnings: Vec::new(),
         }
+    }
+
+    /// The results problems first: failures in exit-code order (the one that decides the exit
+    /// code first), then warnings, then the images that are fine, each group in the order
+    /// given. For people (the text report, the termination message); JSON keeps the order given.
+    pub fn by_severity(&self) -> Vec<&ImageResult> {
+        let mut sorted: Vec<&ImageResult> = self.images.iter().collect();
+        sorted.sort_by_key(|r| r.severity());
+        sorted
     }
 
     /// The images that cannot be pulled and count towards the exit code.
@@ -495,7 +662,11 @@ impl Report {
         let pullable = self.images.iter().filter(|r| r.is_ok()).count();
         let images = |n: usize| if n == 1 { "image" } else { "images" };
         if let Some(why) = &self.stopped {
-            let unfinished = self.images.iter().filter(|r| r.reason == "stopped").count();
+            let unfinished = self
+                .images
+                .iter()
+                .filter(|r| r.reason == Reason::Stopped)
+                .count();
             return format!(
                 "pullcheck: stopped by {why} before the check finished ({unfinished} of {total} {} not checked)",
                 images(total)
@@ -605,38 +776,24 @@ fn containers_will_not_start(images: usize, single: bool) -> String {
 pub(crate) mod tests {
     use super::*;
 
+    /// A result of `status`, for the first reason of that status.
     pub(crate) fn result(image: &str, status: Status) -> ImageResult {
-        ImageResult {
-            image: image.to_string(),
-            reference: format!("docker.io/library/{image}"),
-            registry: "docker.io".to_string(),
-            status,
-            reason: "test",
-            digest: None,
-            platform_digest: None,
-            platform_checked: None,
-            platform_note: None,
-            available_platforms: Vec::new(),
-            suggestions: Vec::new(),
-            existing_tags: Vec::new(),
-            containers: Vec::new(),
-            providers_tried: Vec::new(),
-            endpoint: None,
-            mirror_of: None,
-            plain_http: false,
-            message: format!("{image} is {}", status.as_str()),
-            hint: if status == Status::Ok {
-                String::new()
-            } else {
-                "do something".to_string()
-            },
-            auth: "anonymous".to_string(),
-            counted: Counted::Yes,
-            attempts: 1,
-            elapsed_ms: 1,
-            pull_policy: PullPolicy::Always,
-            present_on_node: None,
-        }
+        let reason = Reason::ALL
+            .iter()
+            .copied()
+            .find(|r| r.status() == status)
+            .unwrap();
+        let mut r = ImageResult::new(image, reason, format!("{image} is {}", status.as_str()));
+        r.reference = format!("docker.io/library/{image}");
+        r.registry = "docker.io".to_string();
+        r.hint = if status == Status::Ok {
+            String::new()
+        } else {
+            "do something".to_string()
+        };
+        r.attempts = 1;
+        r.elapsed_ms = 1;
+        r
     }
 
     #[test]
@@ -722,8 +879,15 @@ pub(crate) mod tests {
             result("c", Status::NotFound),
             result("d", Status::Ok),
         ]);
-        let order: Vec<_> = report.images.iter().map(|r| r.image.as_str()).collect();
+        let order: Vec<_> = report
+            .by_severity()
+            .iter()
+            .map(|r| r.image.as_str())
+            .collect();
         assert_eq!(order, ["c", "b", "a", "d"]);
+        // The data keeps the order given.
+        let given: Vec<_> = report.images.iter().map(|r| r.image.as_str()).collect();
+        assert_eq!(given, ["a", "b", "c", "d"]);
         assert_eq!(report.exit_code, ExitCode::NotFound);
         assert_eq!(
             report.summary(),
@@ -739,7 +903,8 @@ pub(crate) mod tests {
         let v: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(v["exit_code"], 3);
         assert!(v["version"].is_string());
-        let first = &v["images"][0];
+        // The images in the order given: the failure is the second.
+        let first = &v["images"][1];
         for key in [
             "image",
             "reference",
@@ -760,7 +925,29 @@ pub(crate) mod tests {
         assert_eq!(first["pull_policy"], "Always");
         assert!(first["present_on_node"].is_null());
         assert!(first.get("digest").is_none());
-        assert_eq!(v["images"][1]["digest"], "sha256:00");
+        assert_eq!(v["images"][0]["digest"], "sha256:00");
+        // No empty hint on the image that is fine.
+        assert!(v["images"][0].get("hint").is_none());
+        // Every status counted, zeros included.
+        let counts = v["counts"].as_object().unwrap();
+        assert_eq!(counts.len(), Status::ALL.len());
+        assert_eq!(
+            (v["counts"]["ok"].clone(), v["counts"]["not_found"].clone()),
+            (1.into(), 1.into())
+        );
+        assert_eq!(v["counts"]["denied"], 0);
+    }
+
+    #[test]
+    fn the_help_says_what_each_exit_code_means() {
+        let help = EXIT_CODES_HELP
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for code in ExitCode::ALL {
+            let line = format!("{} {}", code.code(), code.meaning());
+            assert!(help.contains(&line), "{line}");
+        }
     }
 
     #[test]
@@ -811,7 +998,7 @@ pub(crate) mod tests {
             assert_eq!(Report::new(images).summary(), want, "{name}");
         }
         let mut stopped = Report::new(vec![result("a", Status::Unreachable)]);
-        stopped.images[0].reason = "stopped";
+        stopped.images[0].reason = Reason::Stopped;
         stopped.stopped = Some("SIGTERM".into());
         assert_eq!(
             stopped.summary(),

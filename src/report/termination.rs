@@ -40,7 +40,11 @@ pub fn termination_limit(containers: Option<usize>) -> usize {
 /// Builds the termination message, at most `max` bytes long.
 pub fn termination_message(report: &Report, max: usize) -> String {
     let mut out = cut(&escape(&report.summary()), max);
-    let problems: Vec<_> = report.images.iter().filter(|r| !r.is_ok()).collect();
+    let problems: Vec<_> = report
+        .by_severity()
+        .into_iter()
+        .filter(|r| !r.is_ok())
+        .collect();
     let mut hints_given: Vec<&str> = Vec::new();
     for (i, r) in problems.iter().enumerate() {
         let hint = first_clause(&r.hint);
@@ -193,8 +197,8 @@ fn outside_escape(s: &str, end: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Status;
     use crate::report::tests::result;
+    use crate::report::{Reason, StartReason, Status};
 
     #[test]
     fn all_well_is_one_line() {
@@ -215,8 +219,11 @@ mod tests {
         let msg = termination_message(&report, 1024);
         let lines: Vec<_> = msg.lines().collect();
         assert_eq!(lines[0], "pullcheck: 2 of 3 images cannot be pulled");
-        assert!(lines[1].starts_with("b: test — do something"), "{msg}");
-        assert_eq!(lines[2], "a: test");
+        assert!(
+            lines[1].starts_with("b: tag_missing — do something"),
+            "{msg}"
+        );
+        assert_eq!(lines[2], "a: connect");
         assert_eq!(lines.len(), 3);
     }
 
@@ -266,12 +273,12 @@ mod tests {
         let mut b = result("reg.io/b:v2", Status::NotFound);
         let mut c = result("reg.io/c:v1", Status::Unreachable);
         for r in [&mut a, &mut b] {
-            r.reason = "tag_missing";
+            r.reason = Reason::TagMissing;
             r.message = "HEAD https://reg.io/v2/x/manifests/v2 answered 404".into();
             r.hint = "Check the tag for a typo, or push the image; list the tags with `crane ls`."
                 .into();
         }
-        c.reason = "connect";
+        c.reason = Reason::Connect;
         c.hint = "Check the host name. It must resolve.".into();
         let report = Report::new(vec![a, b, c]);
         let msg = termination_message(&report, 1024);
@@ -288,41 +295,41 @@ mod tests {
     fn every_kind() -> Vec<ImageResult> {
         use crate::report::{ContainerStart, Counted, NotCounted, StartStatus};
         let mut missing = result("registry.example.com/team/app:v2", Status::NotFound);
-        missing.reason = "tag_missing";
+        missing.reason = Reason::TagMissing;
         missing.suggestions = vec!["v2.0".into(), "v2.1".into(), "v1.9".into()];
         missing.hint = "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.".into();
         let mut platform = result(
             "registry.example.com/team/arm-only:v1",
             Status::WrongPlatform,
         );
-        platform.reason = "no_matching_platform";
+        platform.reason = Reason::NoMatchingPlatform;
         platform.available_platforms = vec!["linux/arm64/v8".into(), "linux/s390x".into()];
         platform.hint = "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch).".into();
         let mut invalid = result("bad\u{1b}[31mname\nok: fine", Status::InvalidReference);
-        invalid.reason = "invalid_reference";
+        invalid.reason = Reason::InvalidReference;
         invalid.hint = "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).".into();
         let mut refused = result("quay.io/org/private:v1", Status::Unauthorized);
-        refused.reason = "no_credentials";
+        refused.reason = Reason::NoCredentials;
         refused.hint = "None of the credential sources read has a key for quay.io: add an entry for quay.io to the pull secret, or mount the pull secret that has one (see the warnings on stderr).".into();
         let mut denied = result("quay.io/org/denied:v1", Status::Denied);
-        denied.reason = "denied";
+        denied.reason = Reason::Denied;
         let mut unreachable = result("registry.example.com:5000/team/app:v1", Status::Unreachable);
-        unreachable.reason = "connect";
+        unreachable.reason = Reason::Connect;
         let mut warned = result(
             "registry.example.com:5000/team/warn:v1",
             Status::Unreachable,
         );
-        warned.reason = "timeout";
+        warned.reason = Reason::Timeout;
         warned.counted = Counted::No(NotCounted::OnUnreachableWarn);
         let mut unverifiable = result("registry.local:5000/team/app:v1", Status::Unverifiable);
-        unverifiable.reason = "plain_http";
+        unverifiable.reason = Reason::PlainHttp;
         unverifiable.hint = "Add --plain-http registry.local:5000; the node pulls it only if its runtime is told so too.".into();
         let mut wont = result("registry.example.com/team/root:v1", Status::WontStart);
-        wont.reason = "runs_as_root";
+        wont.reason = Reason::RunsAsRoot;
         wont.containers = vec![ContainerStart {
             name: "trainer\u{202e}x".into(),
             start: StartStatus::WontStart,
-            reason: "runs_as_root",
+            reason: StartReason::WontStart(Reason::RunsAsRoot),
             message: "m".into(),
             hint: "h".into(),
         }];
@@ -366,7 +373,7 @@ mod tests {
             let full = short_line(&r, first_clause(&r.hint));
             let full = full.trim_start_matches('\n');
             let image = full.find(&*escape(&r.image)).unwrap();
-            let reason = full[image..].find(r.reason).unwrap() + image;
+            let reason = full[image..].find(r.reason.as_str()).unwrap() + image;
             assert_eq!(image, 0, "{full}");
             let detail = full
                 .find("did you mean")
@@ -400,7 +407,7 @@ mod tests {
                 }
                 if max >= 245 {
                     // Room enough for status, image and reason.
-                    assert!(msg.contains(r.reason), "{max}: {msg}");
+                    assert!(msg.contains(r.reason.as_str()), "{max}: {msg}");
                 }
                 if max >= 1024 {
                     // And for the suggestions or the platforms, and the hint's first clause.

@@ -2,14 +2,14 @@
 //! is escaped here ([`escape`]): a line of this report is one line, whatever a registry or a
 //! pull secret holds.
 
-use super::{ImageResult, Report, escape};
+use super::{ImageResult, Reason, Report, escape};
 use std::fmt::Write;
 
 /// Renders the report for a person. With `quiet`, images that are fine are left out, and so is
 /// the summary when every image is fine.
 pub fn render_text(report: &Report, quiet: bool) -> String {
     let mut out = String::new();
-    for r in &report.images {
+    for r in report.by_severity() {
         if quiet && r.is_ok() {
             continue;
         }
@@ -31,7 +31,7 @@ fn line(out: &mut String, r: &ImageResult) {
     // Writing to a String cannot fail.
     if r.is_ok() {
         let digest = match (r.reason, r.digest.as_deref()) {
-            ("present_on_node", _) => "(on the node; its registry was not asked)",
+            (Reason::PresentOnNode, _) => "(on the node; its registry was not asked)",
             (_, Some(digest)) => digest,
             (_, None) => "(no valid digest reported)",
         };
@@ -84,7 +84,7 @@ mod tests {
     #[test]
     fn an_image_on_the_node_says_so() {
         let mut r = result("a", Status::Ok);
-        r.reason = "present_on_node";
+        r.reason = Reason::PresentOnNode;
         let text = render_text(&Report::new(vec![r]), false);
         assert!(
             text.starts_with(

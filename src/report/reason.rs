@@ -1,0 +1,545 @@
+//! Every reason a verdict can give, in one table: its JSON word, the status it belongs to (and
+//! so its exit code), what it means, and what to do next.
+//!
+//! Adding a [`Reason`] is a compile error until [`Reason::about`] gives it a word, a status, a
+//! meaning and a hint: the match has no catch-all arm. [`Reason::ALL`] is made by the same macro
+//! as the enum, so it cannot miss one; `docs/reference/reasons.md` is generated from it (a test
+//! fails when the committed page differs).
+
+use super::Status;
+use serde::Serialize;
+
+/// What [`Reason::about`] says of one reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct About {
+    /// The word in JSON, the text report and the termination message (`tag_missing`).
+    pub word: &'static str,
+    /// The status it gives.
+    pub status: Status,
+    /// What it means, for the reference page.
+    pub means: &'static str,
+    /// What to do next: the hint a verdict with this reason carries unless its context gives a
+    /// more precise one. `None` on the reasons of `ok`.
+    pub hint: Option<&'static str>,
+}
+
+/// Declares [`Reason`] and [`Reason::ALL`] from one list, so that the list of all variants is
+/// complete by construction.
+macro_rules! reasons {
+    ($($(#[$doc:meta])* $variant:ident,)*) => {
+        /// A finer, machine-readable reason within a [`Status`]: `tag_missing`,
+        /// `credentials_rejected`, `timeout`, … Each reason belongs to one status.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Reason {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Reason {
+            /// Every reason, in the order of the reference page.
+            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
+        }
+    };
+}
+
+reasons! {
+    /// The manifest was found.
+    Found,
+    /// An `IfNotPresent` image the node holds.
+    PresentOnNode,
+    /// The tag does not exist in a repository that does.
+    TagMissing,
+    /// The digest does not exist in a repository that does.
+    DigestMissing,
+    /// The repository does not exist.
+    RepositoryMissing,
+    /// The manifest does not exist; the registry did not say whether the repository does.
+    ManifestMissing,
+    /// The manifest HEAD answered, its GET 404.
+    IndexMissing,
+    /// The manifest is an OCI artifact, not an image.
+    NotAnImage,
+    /// The node's configuration leaves no host with the needed capability.
+    NoEndpoint,
+    /// The reference cannot be parsed.
+    InvalidReference,
+    /// No variant for the node's platform.
+    NoMatchingPlatform,
+    /// A 401 with no credential.
+    NoCredentials,
+    /// A 401 with a credential.
+    CredentialsRejected,
+    /// A credential-provider plugin failed.
+    ProviderFailed,
+    /// A token without access (`insufficient_scope`).
+    InsufficientScope,
+    /// An authentication scheme other than Basic and Bearer.
+    UnsupportedAuth,
+    /// A plain-HTTP token server.
+    InsecureRealm,
+    /// A token realm that is not a URL.
+    BadRealm,
+    /// The manifest HEAD answered, its GET 401.
+    IndexUnauthorized,
+    /// A 403.
+    Denied,
+    /// The manifest HEAD answered, its GET 403.
+    IndexDenied,
+    /// A registries.conf `blocked` entry.
+    Blocked,
+    /// The connection failed.
+    Connect,
+    /// No answer in time.
+    Timeout,
+    /// A 5xx.
+    ServerError,
+    /// A 429.
+    RateLimited,
+    /// The host does not answer `/v2/` as a registry.
+    NotARegistry,
+    /// A token server answered without a token.
+    BadTokenAnswer,
+    /// An answer the registry API does not give.
+    UnexpectedStatus,
+    /// A redirect loop or a downgrade to plain HTTP.
+    Redirect,
+    /// The node's registry configuration cannot be used.
+    NodeConfiguration,
+    /// The HTTP client could not be built.
+    Client,
+    /// The run was stopped before the image was checked.
+    Stopped,
+    /// A plain-HTTP registry asked over TLS.
+    PlainHttp,
+    /// A TLS failure.
+    Tls,
+    /// The resolver says the host does not exist.
+    NoSuchHost,
+    /// `runAsNonRoot` and an image that runs as root.
+    RunsAsRoot,
+    /// `runAsNonRoot` and an image whose user is a name.
+    NonNumericUser,
+    /// `runAsNonRoot` and an image whose uid is out of range.
+    InvalidUserId,
+    /// `runAsNonRoot` with `runAsUser: 0`.
+    RunAsUserZero,
+    /// No command in the spec or the image.
+    NoCommand,
+}
+
+/// The hint of the `runAsNonRoot` rules that the image's user breaks.
+const SET_NON_ROOT_USER: &str = "Set runAsUser: 1000 (a non-root uid the image can run as) in the container's securityContext, or build the image with a numeric non-root USER (e.g. `USER 1000`).";
+/// The hint of a missing tag or digest.
+const CHECK_TAG: &str = "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.";
+
+impl Reason {
+    /// The one table: word, status, meaning and hint of every reason.
+    pub fn about(self) -> About {
+        let (word, status, means, hint) = match self {
+            Reason::Found => (
+                "found",
+                Status::Ok,
+                "The manifest exists and the credentials in use may read it.",
+                None,
+            ),
+            Reason::PresentOnNode => (
+                "present_on_node",
+                Status::Ok,
+                "An `IfNotPresent` image the node holds: the kubelet will not pull it, and its registry was not asked.",
+                None,
+            ),
+            Reason::TagMissing => (
+                "tag_missing",
+                Status::NotFound,
+                "The tag does not exist in a repository that does.",
+                Some(CHECK_TAG),
+            ),
+            Reason::DigestMissing => (
+                "digest_missing",
+                Status::NotFound,
+                "The digest does not exist in a repository that does.",
+                Some(CHECK_TAG),
+            ),
+            Reason::RepositoryMissing => (
+                "repository_missing",
+                Status::NotFound,
+                "The repository does not exist (its tags list answered `NAME_UNKNOWN`).",
+                Some(
+                    "Check the image name and registry; a typo in the repository path is the usual cause.",
+                ),
+            ),
+            Reason::ManifestMissing => (
+                "manifest_missing",
+                Status::NotFound,
+                "The manifest does not exist, and the registry did not say whether the repository does.",
+                Some("Check the image name, tag and digest for a typo, or push the image."),
+            ),
+            Reason::IndexMissing => (
+                "index_missing",
+                Status::NotFound,
+                "The manifest `HEAD` answered, but the `GET` of the same index answered 404: a pull would fail.",
+                Some(
+                    "The registry is inconsistent (an interrupted push, or garbage collection): push the image again.",
+                ),
+            ),
+            Reason::NotAnImage => (
+                "not_an_image",
+                Status::NotFound,
+                "The manifest is an OCI artifact (a Helm chart, a signature, an SBOM): its config is not an image config, or it names an `artifactType`; containerd refuses it with `mismatched image rootfs and manifest layers`.",
+                Some(
+                    "Point the container at an image: an artifact (a Helm chart, a signature, an SBOM) cannot run as one.",
+                ),
+            ),
+            Reason::NoEndpoint => (
+                "no_endpoint",
+                Status::NotFound,
+                "The node's hosts directory leaves no host with the needed capability (a tag needs `pull` and `resolve`).",
+                Some(
+                    "Give a host the needed capabilities (a tag needs pull and resolve) in the node's configuration.",
+                ),
+            ),
+            Reason::InvalidReference => (
+                "invalid_reference",
+                Status::InvalidReference,
+                "The reference cannot be parsed (the kubelet's `InvalidImageName`).",
+                Some(
+                    "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).",
+                ),
+            ),
+            Reason::NoMatchingPlatform => (
+                "no_matching_platform",
+                Status::WrongPlatform,
+                "The image has no variant for the node's platform.",
+                Some(
+                    "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch).",
+                ),
+            ),
+            Reason::NoCredentials => (
+                "no_credentials",
+                Status::Unauthorized,
+                "The registry (or its token server) asks for credentials, and none matched it.",
+                Some(
+                    "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config; if the node pulls with its own credentials, use --allow-unauthenticated.",
+                ),
+            ),
+            Reason::CredentialsRejected => (
+                "credentials_rejected",
+                Status::Unauthorized,
+                "The registry (or its token server) rejected the credentials tried.",
+                Some(
+                    "The pull secret's user name or password is wrong or expired: renew the secret.",
+                ),
+            ),
+            Reason::ProviderFailed => (
+                "provider_failed",
+                Status::Unauthorized,
+                "A credential-provider plugin failed, hung or printed garbage, and no other credential was had.",
+                Some(
+                    "Check the plugin and its configuration (--image-credential-provider-config, --image-credential-provider-bin-dir); its output is not shown, as it may hold secrets.",
+                ),
+            ),
+            Reason::InsufficientScope => (
+                "insufficient_scope",
+                Status::Unauthorized,
+                "A token without access: the repository is missing, or private and the credentials have no access (Docker Hub answers the same for both).",
+                Some(
+                    "If the image is private, give pullcheck the pod's pull secret for this registry; if it is public, check the name (registries such as Docker Hub answer this way for missing repositories too).",
+                ),
+            ),
+            Reason::UnsupportedAuth => (
+                "unsupported_auth",
+                Status::Unauthorized,
+                "The registry asks for an authentication scheme other than Basic and Bearer.",
+                Some(
+                    "Use --allow-unauthenticated for this registry if the node has its own credentials.",
+                ),
+            ),
+            Reason::InsecureRealm => (
+                "insecure_realm",
+                Status::Unauthorized,
+                "The registry sends credentials to a plain-HTTP token server; they were not sent.",
+                Some(
+                    "Allow plain HTTP to that host with --plain-http only if the network is trusted.",
+                ),
+            ),
+            Reason::BadRealm => (
+                "bad_realm",
+                Status::Unauthorized,
+                "The registry names a token server (`realm`) that is not a valid URL.",
+                Some(
+                    "The registry's token auth is misconfigured (its WWW-Authenticate realm): report it to the registry's operator.",
+                ),
+            ),
+            Reason::IndexUnauthorized => (
+                "index_unauthorized",
+                Status::Unauthorized,
+                "The manifest `HEAD` answered, but the `GET` that reads the index answered 401: a pull would fail.",
+                Some(
+                    "Give the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
+                ),
+            ),
+            Reason::Denied => (
+                "denied",
+                Status::Denied,
+                "The registry answered 403: the credentials may not pull this repository.",
+                Some(
+                    "The credentials are valid but may not pull this repository: grant them pull access.",
+                ),
+            ),
+            Reason::IndexDenied => (
+                "index_denied",
+                Status::Denied,
+                "The manifest `HEAD` answered, but the `GET` that reads the index answered 403: a pull would fail.",
+                Some(
+                    "Grant the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
+                ),
+            ),
+            Reason::Blocked => (
+                "blocked",
+                Status::Denied,
+                "A registries.conf `blocked = true` prefix: the node's runtime refuses it, and no request is sent.",
+                Some(
+                    "Pull from an allowed registry, or change the blocked entry in the node's registries.conf.",
+                ),
+            ),
+            Reason::Connect => (
+                "connect",
+                Status::Unreachable,
+                "The connection to the registry failed.",
+                Some(
+                    "Check the registry host name and that it is reachable from the node (DNS, network policy, proxy).",
+                ),
+            ),
+            Reason::Timeout => (
+                "timeout",
+                Status::Unreachable,
+                "The registry did not answer in time.",
+                Some("Check that the registry is reachable from the node, or raise --timeout."),
+            ),
+            Reason::ServerError => (
+                "server_error",
+                Status::Unreachable,
+                "The registry answered 5xx until the deadline.",
+                Some("The registry is failing; retry later or check its status."),
+            ),
+            Reason::RateLimited => (
+                "rate_limited",
+                Status::Unreachable,
+                "The registry answered 429 until the deadline.",
+                Some(
+                    "Wait and retry, or pull through a mirror; Docker Hub limits anonymous pulls per IP.",
+                ),
+            ),
+            Reason::NotARegistry => (
+                "not_a_registry",
+                Status::Unreachable,
+                "The host does not answer `/v2/` as an OCI registry (200 or 401).",
+                Some("Check the registry host and port in the image reference."),
+            ),
+            Reason::BadTokenAnswer => (
+                "bad_token_answer",
+                Status::Unreachable,
+                "The registry's token server answered without a token.",
+                Some("The registry's token service is misbehaving; retry later."),
+            ),
+            Reason::UnexpectedStatus => (
+                "unexpected_status",
+                Status::Unreachable,
+                "The registry gave an answer the registry API does not give.",
+                Some("Check the image reference; run with -o json for details."),
+            ),
+            Reason::Redirect => (
+                "redirect",
+                Status::Unreachable,
+                "The registry redirects in a loop, or from HTTPS to plain HTTP.",
+                Some(
+                    "The registry redirects in a loop, or from HTTPS to plain HTTP: check its configuration or the proxy in front of it.",
+                ),
+            ),
+            Reason::NodeConfiguration => (
+                "node_configuration",
+                Status::Unreachable,
+                "The node's registry configuration could not be used for this image.",
+                Some("Fix the file named; the node's runtime cannot use it either."),
+            ),
+            Reason::Client => (
+                "client",
+                Status::Unreachable,
+                "The HTTP client could not be built from the TLS options; nothing was asked.",
+                Some(
+                    "Check the TLS options (--ca-file): the HTTP client could not be built with them.",
+                ),
+            ),
+            Reason::Stopped => (
+                "stopped",
+                Status::Unreachable,
+                "A signal (SIGTERM, SIGINT) stopped the run before the image was checked.",
+                Some("Nothing to do: the check was stopped before it finished."),
+            ),
+            Reason::PlainHttp => (
+                "plain_http",
+                Status::Unverifiable,
+                "A plain-HTTP registry asked over TLS.",
+                Some(
+                    "Add --plain-http with the registry's host; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
+                ),
+            ),
+            Reason::Tls => (
+                "tls",
+                Status::Unverifiable,
+                "A certificate this pod does not trust, or a failed TLS handshake.",
+                Some(
+                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d).",
+                ),
+            ),
+            Reason::NoSuchHost => (
+                "no_such_host",
+                Status::Unverifiable,
+                "The pod's resolver says the registry's host does not exist (twice for a registry, then its images are not retried).",
+                Some(
+                    "Check the registry's host name for a typo, and the pod's DNS (search domains, CoreDNS); the node may resolve it through its own DNS or /etc/hosts, which this pod does not see.",
+                ),
+            ),
+            Reason::RunsAsRoot => (
+                "runs_as_root",
+                Status::WontStart,
+                "`runAsNonRoot: true`, no `runAsUser`, and the image runs as root (no user, or uid 0).",
+                Some(SET_NON_ROOT_USER),
+            ),
+            Reason::NonNumericUser => (
+                "non_numeric_user",
+                Status::WontStart,
+                "`runAsNonRoot: true`, no `runAsUser`, and the image names its user by name.",
+                Some(SET_NON_ROOT_USER),
+            ),
+            Reason::InvalidUserId => (
+                "invalid_user_id",
+                Status::WontStart,
+                "`runAsNonRoot: true`, no `runAsUser`, and the image's uid is negative or above 2147483647.",
+                Some(SET_NON_ROOT_USER),
+            ),
+            Reason::RunAsUserZero => (
+                "run_as_user_zero",
+                Status::WontStart,
+                "`runAsNonRoot: true` with `runAsUser: 0`.",
+                Some(
+                    "Set runAsUser to a non-root uid the image can run as (e.g. `runAsUser: 1000`), or drop `runAsNonRoot: true`.",
+                ),
+            ),
+            Reason::NoCommand => (
+                "no_command",
+                Status::WontStart,
+                "Neither the pod spec nor the image gives a command (\"no command specified\").",
+                Some(
+                    "Add a command (or args) to the container, or an ENTRYPOINT or CMD to the image.",
+                ),
+            ),
+        };
+        About {
+            word,
+            status,
+            means,
+            hint,
+        }
+    }
+
+    /// The word in JSON and text (`tag_missing`).
+    pub fn as_str(self) -> &'static str {
+        self.about().word
+    }
+
+    /// The status this reason gives.
+    pub fn status(self) -> Status {
+        self.about().status
+    }
+
+    /// The hint a verdict with this reason carries by default; empty on `ok`.
+    pub fn hint(self) -> &'static str {
+        self.about().hint.unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Why a container's start was predicted as it was (JSON `containers[].reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StartReason {
+    /// It will not start, for this reason (one whose status is `wont_start`).
+    WontStart(Reason),
+    /// It starts: the pod spec alone settles it.
+    Spec,
+    /// It starts: the image's config settles it.
+    ImageConfig,
+    /// Not predicted: `--start-check off`.
+    StartCheckOff,
+    /// Not predicted: the image cannot be pulled.
+    NotPulled,
+    /// Not predicted: the image's config is for another OS.
+    NotLinux,
+    /// Not predicted: the image's config could not be read.
+    ConfigNotRead,
+}
+
+impl StartReason {
+    /// The word in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartReason::WontStart(r) => r.as_str(),
+            StartReason::Spec => "spec",
+            StartReason::ImageConfig => "image_config",
+            StartReason::StartCheckOff => "start_check_off",
+            StartReason::NotPulled => "not_pulled",
+            StartReason::NotLinux => "not_linux",
+            StartReason::ConfigNotRead => "config_not_read",
+        }
+    }
+
+    /// The image's reason when the container will not start.
+    pub fn refused(self) -> Option<Reason> {
+        match self {
+            StartReason::WontStart(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for StartReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for StartReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_distinct_snake_case_and_failures_have_hints() {
+        let mut seen = std::collections::HashSet::new();
+        for r in Reason::ALL {
+            let a = r.about();
+            assert!(seen.insert(a.word), "{r:?}: {} twice", a.word);
+            assert!(
+                a.word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{r:?}"
+            );
+            assert_eq!(a.hint.is_none(), a.status == Status::Ok, "{r:?}");
+            assert_eq!(serde_json::to_value(r).unwrap(), a.word);
+        }
+    }
+}
