@@ -78,6 +78,33 @@ impl Status {
         }
     }
 
+    /// What it means, for the reference page.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Status::Ok => "The image can be pulled (or the node holds it and will not pull it).",
+            Status::NotFound => "The tag, the digest or the whole repository does not exist.",
+            Status::InvalidReference => {
+                "The reference cannot be parsed (the kubelet's `InvalidImageName`)."
+            }
+            Status::WrongPlatform => {
+                "The image exists but has no variant for this node's platform."
+            }
+            Status::Unauthorized => {
+                "No credentials, credentials rejected, or a token without access (401)."
+            }
+            Status::Denied => "The registry refused access (403).",
+            Status::Unreachable => {
+                "Connect errors, time-outs, 5xx or 429 that lasted until the deadline: it may pass."
+            }
+            Status::Unverifiable => {
+                "The registry cannot be checked from this pod, and retrying will not change it; the node may differ."
+            }
+            Status::WontStart => {
+                "The image can be pulled, but a container using it will not start."
+            }
+        }
+    }
+
     /// The word used in text output and JSON.
     pub fn as_str(self) -> &'static str {
         match self {

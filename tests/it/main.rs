@@ -11,6 +11,8 @@
 //! - `inject`, `manifests`: `pullcheck inject` and the corpus of job frameworks' manifests.
 //! - `hostile`: hostile registries and huge inputs: no crash, no overrun, bounded memory,
 //!   nothing leaked.
+//! - `docs_reasons`, `json_schema`: the generated reasons page and the JSON Schema, against the
+//!   code and against real output.
 //! - `cloud`, `plugin`: the node's credentials (built-in cloud providers against stand-ins of
 //!   the cloud endpoints; the kubelet's exec plugins), against real registries.
 
@@ -21,11 +23,13 @@ mod bad_input;
 mod check;
 mod cloud;
 mod common;
+mod docs_reasons;
 mod faults;
 mod harness;
 mod hostile;
 mod image;
 mod inject;
+mod json_schema;
 mod manifests;
 mod node;
 mod operator;

@@ -1,0 +1,174 @@
+//! `docs/reference/reasons.md` is generated from the code (`Reason`, `Status`, `NotCounted`,
+//! `ExitCode`): this test fails when the committed page differs from what the code generates,
+//! and `PULLCHECK_BLESS=1 cargo test --test it docs_reasons` rewrites it.
+
+use pullcheck::{ExitCode, NotCounted, Reason, Status};
+use std::path::Path;
+
+/// Where the page lives, from the repository's root.
+const PAGE: &str = "docs/reference/reasons.md";
+
+/// A table cell: `|` would end the cell, a newline the row.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The causes that take a failure of `status` out of the exit code, as `` `word` `` items.
+fn causes(status: Status, by_flag: bool) -> Vec<String> {
+    NotCounted::ALL
+        .iter()
+        .filter(|c| c.applies_to(status) && c.by_flag() == by_flag)
+        .map(|c| format!("`{}`", c.as_str()))
+        .collect()
+}
+
+/// The page, as the code says it.
+fn generate() -> String {
+    let mut out = String::new();
+    out.push_str(
+        "# Statuses, reasons and exit codes\n\
+         \n\
+         <!-- Generated from the code (src/report/reason.rs and src/report/mod.rs) by\n     \
+         tests/it/docs_reasons.rs: do not edit. `PULLCHECK_BLESS=1 cargo test --test it\n     \
+         docs_reasons` rewrites it. -->\n\
+         \n\
+         Every image checked gets a status and, within it, a finer reason: JSON `status` and\n\
+         `reason` (`pullcheck check -o json`, schema in\n\
+         [pullcheck.schema.json](pullcheck.schema.json)), the first word of each line of the text\n\
+         report, and each line of the termination message. Each reason belongs to one status,\n\
+         and each status to one exit code.\n\
+         \n\
+         ## Exit codes\n\
+         \n\
+         | code | meaning |\n\
+         |---|---|\n",
+    );
+    for code in ExitCode::ALL {
+        out.push_str(&format!("| {} | {} |\n", code.code(), cell(code.meaning())));
+    }
+    out.push_str(
+        "\nWhen images fail differently, the lowest code of 3–8 wins, among the images that count\n\
+         (see [Not counted](#not-counted)).\n\
+         \n\
+         ## Statuses\n\
+         \n\
+         | status | exit code | what it means |\n\
+         |---|---|---|\n",
+    );
+    for status in Status::ALL {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            status.as_str(),
+            status.exit_code().code(),
+            cell(status.meaning())
+        ));
+    }
+    out.push_str(
+        "\n`counts`, at the top of the JSON, holds every status as a key, zeros included: \
+         `{\"ok\": 3, \"not_found\": 1, \"invalid_reference\": 0, …}`.\n\
+         \n\
+         ## Reasons\n\
+         \n\
+         \"Fatal by default\": whether a failure with this reason counts towards the exit code\n\
+         with the default flags; the facts of the node named can take it out (JSON\n\
+         `\"fatal\": false` and `not_counted`), and so can the flags in\n\
+         [Not counted](#not-counted). The hint is the one the reason carries unless its case has\n\
+         a more precise one.\n\
+         \n\
+         | reason | status | exit code | fatal by default | what it means | hint |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for reason in Reason::ALL {
+        let about = reason.about();
+        let fatal = if about.status == Status::Ok {
+            "—".to_string()
+        } else {
+            let unless = causes(about.status, false);
+            if unless.is_empty() {
+                "yes".to_string()
+            } else {
+                format!("yes, unless {}", unless.join(", "))
+            }
+        };
+        out.push_str(&format!(
+            "| `{}` | `{}` | {} | {} | {} | {} |\n",
+            about.word,
+            about.status.as_str(),
+            about.status.exit_code().code(),
+            fatal,
+            cell(about.means),
+            cell(about.hint.unwrap_or("—")),
+        ));
+    }
+    out.push_str(
+        "\n## Not counted\n\
+         \n\
+         A failure that does not count is a warning: the text report says `(warning)`, the JSON\n\
+         `\"fatal\": false` with `not_counted` naming the cause, and the termination message\n\
+         `(not counted: …)`.\n\
+         \n\
+         | `not_counted` | statuses | by | what was not verified | why |\n\
+         |---|---|---|---|---|\n",
+    );
+    for cause in NotCounted::ALL {
+        let statuses: Vec<String> = Status::ALL
+            .iter()
+            .filter(|s| cause.applies_to(**s))
+            .map(|s| format!("`{}`", s.as_str()))
+            .collect();
+        let by = if cause.by_flag() {
+            "a flag"
+        } else {
+            "the node (default flags)"
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            cause.as_str(),
+            statuses.join(", "),
+            by,
+            cell(cause.what()),
+            cell(cause.because()),
+        ));
+    }
+    out
+}
+
+#[test]
+fn the_reasons_page_is_what_the_code_says() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(PAGE);
+    let want = generate();
+    if std::env::var_os("PULLCHECK_BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    if have != want {
+        let first = have
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| have.lines().count().min(want.lines().count()));
+        panic!(
+            "{PAGE} differs from what the code generates (first at line {}):\n  committed: {:?}\n  generated: {:?}\n\
+             Run `PULLCHECK_BLESS=1 cargo test --test it docs_reasons` and commit the page.",
+            first + 1,
+            have.lines().nth(first).unwrap_or(""),
+            want.lines().nth(first).unwrap_or(""),
+        );
+    }
+}
+
+#[test]
+fn every_reason_and_cause_is_in_the_page() {
+    let page = generate();
+    for reason in Reason::ALL {
+        assert!(page.contains(&format!("| `{reason}` |")), "{reason}");
+    }
+    for cause in NotCounted::ALL {
+        assert!(
+            page.contains(&format!("| `{}` |", cause.as_str())),
+            "{cause:?}"
+        );
+    }
+}
