@@ -71,18 +71,12 @@ impl Verdict {
     }
 }
 
-/// Turns what a probe found into a verdict.
+/// Turns what a probe found into a verdict: each kind of fact is worded by its own function.
 pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
-    let image = reference.to_string();
-    let registry = &reference.registry;
-    let repo = &reference.repository;
-    let who = describe_auth(&outcome.auth);
-    let tried = describe_tried(&outcome.tried);
-    let what = match (&reference.digest, &reference.tag) {
-        (Some(d), _) => format!("digest {d}"),
-        (None, Some(t)) => format!("tag {t:?}"),
-        (None, None) => "manifest".to_string(),
-    };
+    let words = Words::new(reference, outcome);
+    let Words {
+        image, registry, ..
+    } = &words;
     match &outcome.fact {
         Fact::Found {
             digest,
@@ -90,51 +84,13 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             platform,
             digest_invalid,
             ..
-        } => {
-            let invalid = "the registry sent an invalid Docker-Content-Digest, not shown";
-            let shown = match (digest, digest_invalid) {
-                (Some(d), false) => d.clone(),
-                (Some(d), true) => format!("{d}; {invalid}"),
-                (None, true) => invalid.to_string(),
-                (None, false) => "digest not reported".to_string(),
-            };
-            let mut v = Verdict::new(
-                Reason::Found,
-                format!("{image}: manifest found on {registry} ({shown})"),
-            );
-            v.digest = digest.clone();
-            v.platform_digest = platform_digest.clone();
-            v.platform = Some(*platform);
-            v
-        }
+        } => words.found(digest, platform_digest, *platform, *digest_invalid),
         Fact::WrongPlatform {
             digest,
             wanted,
             available,
             more_platforms,
-        } => {
-            let more = if *more_platforms > 0 {
-                format!(", and {more_platforms} more")
-            } else if available.is_empty() {
-                // Only attestations, or no entry at all: containerd says "no match for
-                // platform in manifest".
-                "none (the index lists no manifest a node can run: only attestations, or nothing)"
-                    .to_string()
-            } else {
-                String::new()
-            };
-            let mut v = Verdict::new(
-                Reason::NoMatchingPlatform,
-                format!(
-                    "{image}: no {wanted} variant; available: {}{more} (manifest {} on {registry})",
-                    available.join(", "),
-                    digest.as_deref().unwrap_or("without digest")
-                ),
-            );
-            v.digest = digest.clone();
-            v.available_platforms = available.clone();
-            v
-        }
+        } => words.wrong_platform(digest, wanted, available, *more_platforms),
         Fact::Missing {
             url,
             repository_missing,
@@ -142,33 +98,7 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             some_tags,
         } => with_some_tags(
             some_tags,
-            with_suggestions(
-                suggestions,
-                match repository_missing {
-                    Some(true) => Verdict::new(
-                        Reason::RepositoryMissing,
-                        format!(
-                            "{image}: repository {repo} does not exist on {registry} (HEAD {url} answered 404; tags/list answered NAME_UNKNOWN; {who})"
-                        ),
-                    ),
-                    Some(false) => Verdict::new(
-                        if reference.digest.is_some() {
-                            Reason::DigestMissing
-                        } else {
-                            Reason::TagMissing
-                        },
-                        format!(
-                            "{image}: {what} not found in repository {repo} on {registry}, which exists (HEAD {url} answered 404; {who})"
-                        ),
-                    ),
-                    None => Verdict::new(
-                        Reason::ManifestMissing,
-                        format!(
-                            "{image}: {what} not found on {registry} (HEAD {url} answered 404; {who})"
-                        ),
-                    ),
-                },
-            ),
+            with_suggestions(suggestions, words.missing(url, *repository_missing)),
         ),
         Fact::Status {
             step,
@@ -179,87 +109,13 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             bearer_error,
         } => {
             let request = format!("{method} {url} answered {status}");
-            match (step, status) {
-                (Step::Manifest, 401) if bearer_error.as_deref() == Some("insufficient_scope") => {
-                    Verdict::new(
-                        Reason::InsufficientScope,
-                        format!(
-                            "{image}: {registry} refused access to {repo} ({request}, insufficient_scope): the repository does not exist, or it is private and the credentials used ({tried}) have no access"
-                        ),
-                    )
-                }
-                (Step::Manifest, 401) if outcome.auth == AuthUsed::Anonymous => Verdict::new(
-                    Reason::NoCredentials,
-                    format!(
-                        "{image}: {registry} requires credentials and none matched it ({request}, anonymous)"
-                    ),
-                ),
-                (Step::Manifest, 401) => Verdict::new(
-                    Reason::CredentialsRejected,
-                    format!(
-                        "{image}: credentials for {tried} at registry {registry} were rejected ({request})"
-                    ),
-                ),
-                (Step::Token, 401 | 403) if outcome.auth == AuthUsed::Anonymous => Verdict::new(
-                    Reason::NoCredentials,
-                    format!(
-                        "{image}: the token server of {registry} refused anonymous access ({request})"
-                    ),
-                )
-                .with_hint("Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config."),
-                (Step::Token, 401 | 403) => Verdict::new(
-                    Reason::CredentialsRejected,
-                    format!(
-                        "{image}: credentials for {tried} at registry {registry} were rejected by its token server ({request})"
-                    ),
-                ),
-                (Step::Manifest, 403) => Verdict::new(
-                    Reason::Denied,
-                    format!(
-                        "{image}: {registry} denied access to {repo} ({request}; tried {tried})"
-                    ),
-                ),
-                // The HEAD found the manifest, then the GET of that same index (or of its
-                // config) is refused or missing: as permanent as the same answer to the HEAD.
-                (Step::Platform, 401) => Verdict::new(
-                    Reason::IndexUnauthorized,
-                    format!(
-                        "{image}: {registry} answers the manifest HEAD but refuses the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
-                    ),
-                ),
-                (Step::Platform, 403) => Verdict::new(
-                    Reason::IndexDenied,
-                    format!(
-                        "{image}: {registry} answers the manifest HEAD but denies the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
-                    ),
-                ),
-                (Step::Platform, 404) => Verdict::new(
-                    Reason::IndexMissing,
-                    format!(
-                        "{image}: {registry} lists {what} (its HEAD answered) but does not serve it ({request}): a pull would fail"
-                    ),
-                ),
-                (_, 429) => Verdict::new(
-                    Reason::RateLimited,
-                    format!("{image}: {registry} is rate-limiting requests ({request})"),
-                )
-                .retry(*retry_after),
-                (_, 500..=599) => Verdict::new(
-                    Reason::ServerError,
-                    format!("{image}: {registry} failed ({request})"),
-                )
-                .retry(*retry_after),
-                (Step::Ping, _) => Verdict::new(
-                    Reason::NotARegistry,
-                    format!(
-                        "{image}: {registry} does not answer as an OCI registry ({request}; a registry answers 200 or 401)"
-                    ),
-                ),
-                _ => Verdict::new(
-                    Reason::UnexpectedStatus,
-                    format!("{image}: {registry} gave an unexpected answer ({request})"),
-                ),
-            }
+            words.answered(
+                *step,
+                *status,
+                &request,
+                *retry_after,
+                bearer_error.as_deref(),
+            )
         }
         Fact::Transport {
             method,
@@ -271,60 +127,8 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
             no_such_host,
             ..
         } => {
-            if *no_such_host {
-                // Retried (a cluster's DNS can be wrong for a moment); the check stops after the
-                // resolver said it twice for a registry. Permanent for this pod, not for the
-                // node, which may resolve it through its own DNS or /etc/hosts: exit 8, not 6.
-                Verdict::new(
-                    Reason::NoSuchHost,
-                    format!(
-                        "{image}: the resolver says the host of {method} {url} does not exist ({detail})"
-                    ),
-                )
-                .retry(None)
-            } else if *redirect {
-                // A redirect loop or a downgrade to plain HTTP is the registry's set-up: it
-                // will not change by retrying.
-                Verdict::new(
-                    Reason::Redirect,
-                    format!(
-                        "{image}: {registry} redirects where pullcheck will not follow ({method} {url}: {detail})"
-                    ),
-                )
-            } else if *tls == Some(TlsFailure::PlainHttpAnswer) {
-                // The registry speaks plain HTTP; asking again over TLS gets the same answer.
-                // Loopback registries never end here (they are asked in plain HTTP, as
-                // containerd asks them), unless a node configuration names HTTPS for them.
-                Verdict::new(
-                    Reason::PlainHttp,
-                    format!(
-                        "{image}: {registry} answers in plain HTTP: add --plain-http {registry} ({method} {url}: {detail})"
-                    ),
-                )
-                .with_hint(&format!(
-                    "Add --plain-http {registry}; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf)."
-                ))
-            } else if tls.is_some() {
-                // A certificate this pod does not trust (or a handshake it cannot make) will
-                // not change by retrying, but the node may trust a CA the pod lacks: exit 8.
-                Verdict::new(
-                    Reason::Tls,
-                    format!("{image}: TLS with {registry} failed ({method} {url}: {detail})"),
-                )
-            } else if *timeout {
-                Verdict::new(
-                    Reason::Timeout,
-                    format!("{image}: {registry} timed out ({method} {url}: {detail})"),
-                )
-                .with_hint("Check that the registry is reachable from the node (network policy, proxy, firewall).")
-                .retry(None)
-            } else {
-                Verdict::new(
-                    Reason::Connect,
-                    format!("{image}: cannot reach {registry} ({method} {url}: {detail})"),
-                )
-                .retry(None)
-            }
+            let broken = Broken::of(*tls, *timeout, *redirect, *no_such_host);
+            words.transport(broken, method, url, detail)
         }
         Fact::NotAnImage { url, what } => Verdict::new(
             Reason::NotAnImage,
@@ -358,18 +162,356 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
         Fact::TimedOut {
             waiting_for,
             deadline,
-        } => {
-            let waiting = if waiting_for.is_empty() {
-                String::new()
-            } else {
-                format!(" waiting for {waiting_for}")
-            };
-            let v = Verdict::new(
-                Reason::Timeout,
-                format!("{image}: {registry} timed out{waiting}"),
-            );
-            if *deadline { v } else { v.retry(None) }
+        } => words.timed_out(waiting_for, *deadline),
+    }
+}
+
+/// What every message names: the image, its registry and repository, the credential used and
+/// those tried, and what was asked for (a tag, a digest).
+struct Words<'a> {
+    reference: &'a Reference,
+    outcome: &'a Outcome,
+    image: String,
+    registry: &'a str,
+    repo: &'a str,
+    who: String,
+    tried: String,
+    what: String,
+}
+
+/// How a request failed below HTTP, most telling first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broken {
+    /// The resolver says the host does not exist.
+    NoSuchHost,
+    /// A redirect loop, or a downgrade to plain HTTP.
+    Redirect,
+    /// The registry answered TLS in plain HTTP.
+    PlainHttp,
+    /// A certificate or handshake failure.
+    Tls,
+    /// No answer in time.
+    Timeout,
+    /// Any other connection failure.
+    Connect,
+}
+
+impl Broken {
+    fn of(tls: Option<TlsFailure>, timeout: bool, redirect: bool, no_such_host: bool) -> Broken {
+        if no_such_host {
+            Broken::NoSuchHost
+        } else if redirect {
+            Broken::Redirect
+        } else if tls == Some(TlsFailure::PlainHttpAnswer) {
+            Broken::PlainHttp
+        } else if tls.is_some() {
+            Broken::Tls
+        } else if timeout {
+            Broken::Timeout
+        } else {
+            Broken::Connect
         }
+    }
+}
+
+impl<'a> Words<'a> {
+    fn new(reference: &'a Reference, outcome: &'a Outcome) -> Words<'a> {
+        Words {
+            reference,
+            outcome,
+            image: reference.to_string(),
+            registry: &reference.registry,
+            repo: &reference.repository,
+            who: describe_auth(&outcome.auth),
+            tried: describe_tried(&outcome.tried),
+            what: match (&reference.digest, &reference.tag) {
+                (Some(d), _) => format!("digest {d}"),
+                (None, Some(t)) => format!("tag {t:?}"),
+                (None, None) => "manifest".to_string(),
+            },
+        }
+    }
+
+    /// The manifest was found.
+    fn found(
+        &self,
+        digest: &Option<String>,
+        platform_digest: &Option<String>,
+        platform: PlatformSeen,
+        digest_invalid: bool,
+    ) -> Verdict {
+        let Words {
+            image, registry, ..
+        } = self;
+        let invalid = "the registry sent an invalid Docker-Content-Digest, not shown";
+        let shown = match (digest, digest_invalid) {
+            (Some(d), false) => d.clone(),
+            (Some(d), true) => format!("{d}; {invalid}"),
+            (None, true) => invalid.to_string(),
+            (None, false) => "digest not reported".to_string(),
+        };
+        let mut v = Verdict::new(
+            Reason::Found,
+            format!("{image}: manifest found on {registry} ({shown})"),
+        );
+        v.digest = digest.clone();
+        v.platform_digest = platform_digest.clone();
+        v.platform = Some(platform);
+        v
+    }
+
+    /// The image has no variant for the node's platform.
+    fn wrong_platform(
+        &self,
+        digest: &Option<String>,
+        wanted: &str,
+        available: &[String],
+        more_platforms: usize,
+    ) -> Verdict {
+        let Words {
+            image, registry, ..
+        } = self;
+        let more = if more_platforms > 0 {
+            format!(", and {more_platforms} more")
+        } else if available.is_empty() {
+            // Only attestations, or no entry at all: containerd says "no match for
+            // platform in manifest".
+            "none (the index lists no manifest a node can run: only attestations, or nothing)"
+                .to_string()
+        } else {
+            String::new()
+        };
+        let mut v = Verdict::new(
+            Reason::NoMatchingPlatform,
+            format!(
+                "{image}: no {wanted} variant; available: {}{more} (manifest {} on {registry})",
+                available.join(", "),
+                digest.as_deref().unwrap_or("without digest")
+            ),
+        );
+        v.digest = digest.clone();
+        v.available_platforms = available.to_vec();
+        v
+    }
+
+    /// The manifest is missing: the repository, the tag or digest, or the registry did not
+    /// say which.
+    fn missing(&self, url: &str, repository_missing: Option<bool>) -> Verdict {
+        let Words {
+            image,
+            registry,
+            repo,
+            who,
+            what,
+            reference,
+            ..
+        } = self;
+        match repository_missing {
+            Some(true) => Verdict::new(
+                Reason::RepositoryMissing,
+                format!(
+                    "{image}: repository {repo} does not exist on {registry} (HEAD {url} answered 404; tags/list answered NAME_UNKNOWN; {who})"
+                ),
+            ),
+            Some(false) => Verdict::new(
+                if reference.digest.is_some() {
+                    Reason::DigestMissing
+                } else {
+                    Reason::TagMissing
+                },
+                format!(
+                    "{image}: {what} not found in repository {repo} on {registry}, which exists (HEAD {url} answered 404; {who})"
+                ),
+            ),
+            None => Verdict::new(
+                Reason::ManifestMissing,
+                format!("{image}: {what} not found on {registry} (HEAD {url} answered 404; {who})"),
+            ),
+        }
+    }
+
+    /// An HTTP answer that is not the manifest: by the step that got it and its status.
+    fn answered(
+        &self,
+        step: Step,
+        status: u16,
+        request: &str,
+        retry_after: Option<Duration>,
+        bearer_error: Option<&str>,
+    ) -> Verdict {
+        let Words {
+            image,
+            registry,
+            repo,
+            tried,
+            what,
+            outcome,
+            ..
+        } = self;
+        match (step, status) {
+            (Step::Manifest, 401) if bearer_error == Some("insufficient_scope") => Verdict::new(
+                Reason::InsufficientScope,
+                format!(
+                    "{image}: {registry} refused access to {repo} ({request}, insufficient_scope): the repository does not exist, or it is private and the credentials used ({tried}) have no access"
+                ),
+            ),
+            (Step::Manifest, 401) if outcome.auth == AuthUsed::Anonymous => Verdict::new(
+                Reason::NoCredentials,
+                format!(
+                    "{image}: {registry} requires credentials and none matched it ({request}, anonymous)"
+                ),
+            ),
+            (Step::Manifest, 401) => Verdict::new(
+                Reason::CredentialsRejected,
+                format!(
+                    "{image}: credentials for {tried} at registry {registry} were rejected ({request})"
+                ),
+            ),
+            (Step::Token, 401 | 403) if outcome.auth == AuthUsed::Anonymous => Verdict::new(
+                Reason::NoCredentials,
+                format!(
+                    "{image}: the token server of {registry} refused anonymous access ({request})"
+                ),
+            )
+            .with_hint(
+                "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config.",
+            ),
+            (Step::Token, 401 | 403) => Verdict::new(
+                Reason::CredentialsRejected,
+                format!(
+                    "{image}: credentials for {tried} at registry {registry} were rejected by its token server ({request})"
+                ),
+            ),
+            (Step::Manifest, 403) => Verdict::new(
+                Reason::Denied,
+                format!("{image}: {registry} denied access to {repo} ({request}; tried {tried})"),
+            ),
+            // The HEAD found the manifest, then the GET of that same index (or of its
+            // config) is refused or missing: as permanent as the same answer to the HEAD.
+            (Step::Platform, 401) => Verdict::new(
+                Reason::IndexUnauthorized,
+                format!(
+                    "{image}: {registry} answers the manifest HEAD but refuses the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
+                ),
+            ),
+            (Step::Platform, 403) => Verdict::new(
+                Reason::IndexDenied,
+                format!(
+                    "{image}: {registry} answers the manifest HEAD but denies the GET that reads it ({request}; tried {tried}): a pull GETs it too, so the pull would fail"
+                ),
+            ),
+            (Step::Platform, 404) => Verdict::new(
+                Reason::IndexMissing,
+                format!(
+                    "{image}: {registry} lists {what} (its HEAD answered) but does not serve it ({request}): a pull would fail"
+                ),
+            ),
+            (_, 429) => Verdict::new(
+                Reason::RateLimited,
+                format!("{image}: {registry} is rate-limiting requests ({request})"),
+            )
+            .retry(retry_after),
+            (_, 500..=599) => Verdict::new(
+                Reason::ServerError,
+                format!("{image}: {registry} failed ({request})"),
+            )
+            .retry(retry_after),
+            (Step::Ping, _) => Verdict::new(
+                Reason::NotARegistry,
+                format!(
+                    "{image}: {registry} does not answer as an OCI registry ({request}; a registry answers 200 or 401)"
+                ),
+            ),
+            _ => Verdict::new(
+                Reason::UnexpectedStatus,
+                format!("{image}: {registry} gave an unexpected answer ({request})"),
+            ),
+        }
+    }
+
+    /// A request that failed below HTTP.
+    fn transport(&self, broken: Broken, method: &str, url: &str, detail: &str) -> Verdict {
+        let Words {
+            image, registry, ..
+        } = self;
+        match broken {
+            Broken::NoSuchHost => {
+                // Retried (a cluster's DNS can be wrong for a moment); the check stops after the
+                // resolver said it twice for a registry. Permanent for this pod, not for the
+                // node, which may resolve it through its own DNS or /etc/hosts: exit 8, not 6.
+                Verdict::new(
+                    Reason::NoSuchHost,
+                    format!(
+                        "{image}: the resolver says the host of {method} {url} does not exist ({detail})"
+                    ),
+                )
+                .retry(None)
+            }
+            Broken::Redirect => {
+                // A redirect loop or a downgrade to plain HTTP is the registry's set-up: it
+                // will not change by retrying.
+                Verdict::new(
+                    Reason::Redirect,
+                    format!(
+                        "{image}: {registry} redirects where pullcheck will not follow ({method} {url}: {detail})"
+                    ),
+                )
+            }
+            Broken::PlainHttp => {
+                // The registry speaks plain HTTP; asking again over TLS gets the same answer.
+                // Loopback registries never end here (they are asked in plain HTTP, as
+                // containerd asks them), unless a node configuration names HTTPS for them.
+                Verdict::new(
+                    Reason::PlainHttp,
+                    format!(
+                        "{image}: {registry} answers in plain HTTP: add --plain-http {registry} ({method} {url}: {detail})"
+                    ),
+                )
+                .with_hint(&format!(
+                    "Add --plain-http {registry}; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf)."
+                ))
+            }
+            Broken::Tls => {
+                // A certificate this pod does not trust (or a handshake it cannot make) will
+                // not change by retrying, but the node may trust a CA the pod lacks: exit 8.
+                Verdict::new(
+                    Reason::Tls,
+                    format!("{image}: TLS with {registry} failed ({method} {url}: {detail})"),
+                )
+            }
+            Broken::Timeout => {
+                Verdict::new(
+                    Reason::Timeout,
+                    format!("{image}: {registry} timed out ({method} {url}: {detail})"),
+                )
+                .with_hint("Check that the registry is reachable from the node (network policy, proxy, firewall).")
+                .retry(None)
+            }
+            Broken::Connect => {
+                Verdict::new(
+                    Reason::Connect,
+                    format!("{image}: cannot reach {registry} ({method} {url}: {detail})"),
+                )
+                .retry(None)
+            }
+        }
+    }
+
+    /// No answer before the attempt's end, or the run's (`deadline`: not retried).
+    fn timed_out(&self, waiting_for: &str, deadline: bool) -> Verdict {
+        let Words {
+            image, registry, ..
+        } = self;
+        let waiting = if waiting_for.is_empty() {
+            String::new()
+        } else {
+            format!(" waiting for {waiting_for}")
+        };
+        let v = Verdict::new(
+            Reason::Timeout,
+            format!("{image}: {registry} timed out{waiting}"),
+        );
+        if deadline { v } else { v.retry(None) }
     }
 }
 

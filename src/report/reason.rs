@@ -1,5 +1,6 @@
-//! Every reason a verdict can give, in one table: its JSON word, the status it belongs to (and
-//! so its exit code), what it means, and what to do next.
+//! The words of every outcome: each reason a verdict can give, in one table (its JSON word, the
+//! status it belongs to and so its exit code, what it means, and what to do next), the reasons
+//! of a container's start prediction, and why a failure may not count.
 //!
 //! Adding a [`Reason`] is a compile error until [`Reason::about`] gives it a word, a status, a
 //! meaning and a hint: the match has no catch-all arm. [`Reason::ALL`] is made by the same macro
@@ -521,6 +522,120 @@ impl std::fmt::Display for StartReason {
 impl Serialize for StartReason {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+/// Whether a verdict counts towards the exit code. A failure that does not count is a warning
+/// (JSON `"fatal": false`), always for a named reason: the run's summary, the JSON and the
+/// termination message say which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counted {
+    /// It counts (JSON `"fatal": true` on a failure).
+    Yes,
+    /// It does not count, for this reason.
+    No(NotCounted),
+}
+
+/// Why a failure does not count: each a flag given or a fact of the node that may let the pod
+/// start although pullcheck could not show that its image can be pulled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotCounted {
+    /// `--allow-unauthenticated` names the registry, and no credential at all was tried.
+    AllowUnauthenticated,
+    /// `--on-unreachable warn`, and the registry could not be reached.
+    OnUnreachableWarn,
+    /// The image is served by a built-in cloud provider (ECR, Artifact Registry / GCR, ACR),
+    /// no pull secret matched, and the provider gave nothing from the pod's identity: the
+    /// kubelet pulls with the node's own.
+    CloudIdentityUnavailable,
+    /// A credential-provider plugin matched the image and gave nothing in the pod (it failed,
+    /// or had no entry for it): on the node the kubelet runs it with the node's identity.
+    CredentialProviderUnavailable,
+    /// Only node-side credentials (a cloud identity, a plugin's answer) were tried and the
+    /// registry refused them: the node's own identity may have access.
+    NodeCredentialsRefused,
+    /// An `IfNotPresent` image missing at its registry, on a node whose image list is cut at
+    /// `nodeStatusMaxImages`: the node may hold it.
+    NodeListTruncated,
+}
+
+impl NotCounted {
+    /// Every cause, in the order the summary names them.
+    pub const ALL: [NotCounted; 6] = [
+        NotCounted::AllowUnauthenticated,
+        NotCounted::CloudIdentityUnavailable,
+        NotCounted::CredentialProviderUnavailable,
+        NotCounted::NodeCredentialsRefused,
+        NotCounted::OnUnreachableWarn,
+        NotCounted::NodeListTruncated,
+    ];
+
+    /// The JSON value of `not_counted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotCounted::AllowUnauthenticated => "allow_unauthenticated",
+            NotCounted::OnUnreachableWarn => "on_unreachable_warn",
+            NotCounted::CloudIdentityUnavailable => "cloud_identity_unavailable",
+            NotCounted::CredentialProviderUnavailable => "credential_provider_unavailable",
+            NotCounted::NodeCredentialsRefused => "node_credentials_refused",
+            NotCounted::NodeListTruncated => "node_list_truncated",
+        }
+    }
+
+    /// Whether this cause may apply to a failure of `status`.
+    pub fn applies_to(self, status: Status) -> bool {
+        match self {
+            NotCounted::AllowUnauthenticated
+            | NotCounted::CloudIdentityUnavailable
+            | NotCounted::CredentialProviderUnavailable => status == Status::Unauthorized,
+            NotCounted::NodeCredentialsRefused => {
+                matches!(status, Status::Unauthorized | Status::Denied)
+            }
+            NotCounted::OnUnreachableWarn => {
+                matches!(status, Status::Unreachable | Status::Unverifiable)
+            }
+            NotCounted::NodeListTruncated => status == Status::NotFound,
+        }
+    }
+
+    /// Whether a flag asks for it (else a fact of the node makes it, with the default flags).
+    pub fn by_flag(self) -> bool {
+        match self {
+            NotCounted::AllowUnauthenticated | NotCounted::OnUnreachableWarn => true,
+            NotCounted::CloudIdentityUnavailable
+            | NotCounted::CredentialProviderUnavailable
+            | NotCounted::NodeCredentialsRefused
+            | NotCounted::NodeListTruncated => false,
+        }
+    }
+
+    /// What was not verified, for the summary.
+    pub fn what(self) -> &'static str {
+        match self {
+            NotCounted::AllowUnauthenticated
+            | NotCounted::CloudIdentityUnavailable
+            | NotCounted::CredentialProviderUnavailable => "no credentials",
+            NotCounted::NodeCredentialsRefused => "node-side credentials refused",
+            NotCounted::OnUnreachableWarn => "unreachable",
+            NotCounted::NodeListTruncated => "not found at the registry",
+        }
+    }
+
+    /// The flag or the fact behind it, for the summary and the termination message.
+    pub fn because(self) -> &'static str {
+        match self {
+            NotCounted::AllowUnauthenticated => "--allow-unauthenticated",
+            NotCounted::OnUnreachableWarn => "--on-unreachable warn",
+            NotCounted::CloudIdentityUnavailable => {
+                "no cloud identity in the pod, the node pulls with its own"
+            }
+            NotCounted::CredentialProviderUnavailable => {
+                "the credential provider gave nothing in the pod, the node runs it with its own identity"
+            }
+            NotCounted::NodeCredentialsRefused => "the node's own identity may have access",
+            NotCounted::NodeListTruncated => "the node's image list is truncated",
+        }
     }
 }
 

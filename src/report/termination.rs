@@ -6,7 +6,7 @@
 //! ([`termination_limit`]), so the message is small by design and never longer than the
 //! kubelet keeps: a first line that stands alone (the summary: the run's status), then one line
 //! per failing image, most important first. Each line holds, in this order, the image as given,
-//! its reason (which names its status: README, "Statuses and reasons"; with the containers that
+//! its reason (which names its status: docs/reference/reasons.md; with the containers that
 //! will not start, for `wont_start`, and the cause when it is not counted), the "did you mean"
 //! suggestions or the platforms the index has, and the first clause of its hint (given once:
 //! later images with the same hint leave it out). URLs and
