@@ -241,7 +241,8 @@ pub struct ImageResult {
     pub reference: String,
     /// `host[:port]` of the registry; empty when the reference is invalid.
     pub registry: String,
-    /// The verdict.
+    /// The verdict: always the reason's own status ([`Reason::status`]); give a result another
+    /// verdict with [`ImageResult::set_verdict`], which sets both.
     pub status: Status,
     /// A finer, machine-readable reason within the status, e.g. `tag_missing`,
     /// `repository_missing`, `credentials_rejected`, `timeout`.
@@ -853,6 +854,18 @@ pub(crate) mod tests {
             (1.into(), 1.into())
         );
         assert_eq!(v["counts"]["denied"], 0);
+    }
+
+    #[test]
+    fn a_result_has_the_status_of_its_reason() {
+        for reason in Reason::ALL {
+            let r = ImageResult::new("a", *reason, String::new());
+            assert_eq!(r.status, reason.status(), "{reason}");
+            assert_eq!(r.hint, reason.hint(), "{reason}");
+        }
+        let mut r = ImageResult::new("a", Reason::Found, String::new());
+        r.set_verdict(Reason::NoCommand, "m".into(), "h".into());
+        assert_eq!((r.status, r.reason), (Status::WontStart, Reason::NoCommand));
     }
 
     #[test]
