@@ -6,7 +6,7 @@ use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
 use crate::config::Config;
 use crate::inject::{InjectOptions, inject};
 use crate::report::{ExitCode, Report, escape, render_text, termination_message};
-use clap::Parser;
+use clap::FromArgMatches;
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -25,7 +25,10 @@ where
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     register_secret_arguments(&args);
-    let cli = match Cli::try_parse_from(args) {
+    let parsed = crate::cli::command()
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         // --help and --version come this way too, with exit code 0.
         Err(e) if e.exit_code() == 0 => {

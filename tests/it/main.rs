@@ -11,6 +11,7 @@
 //! - `inject`, `manifests`: `pullcheck inject` and the corpus of job frameworks' manifests.
 //! - `hostile`: hostile registries and huge inputs: no crash, no overrun, bounded memory,
 //!   nothing leaked.
+//! - `docs_flags`: the generated flag reference, `-h` kept short, and every list of exit codes.
 //! - `cloud`, `plugin`: the node's credentials (built-in cloud providers against stand-ins of
 //!   the cloud endpoints; the kubelet's exec plugins), against real registries.
 
@@ -21,6 +22,7 @@ mod bad_input;
 mod check;
 mod cloud;
 mod common;
+mod docs_flags;
 mod faults;
 mod harness;
 mod hostile;
