@@ -206,7 +206,8 @@ pub struct InjectArgs {
     /// Mount containerd's hosts directory from a ConfigMap.
     ///
     /// A ConfigMap holding containerd's hosts directory in the flat layout (`docker.io.toml`,
-    /// `registry.corp_5000.toml`): mounted read-only (optional) and passed as `--hosts-dir`.
+    /// `registry.corp_5000.toml`): mounted read-only at /etc/pullcheck/hosts.d from an
+    /// `optional` volume, and passed as `--hosts-dir`.
     #[arg(
         long,
         value_name = "NAME",
@@ -218,7 +219,8 @@ pub struct InjectArgs {
     /// Mount CRI-O's registries.conf from a ConfigMap.
     ///
     /// A ConfigMap holding CRI-O's `registries.conf` (key `registries.conf`, and drop-ins):
-    /// mounted read-only (optional) and passed as `--registries-conf`.
+    /// mounted read-only at /etc/pullcheck/registries from an `optional` volume, and passed as
+    /// `--registries-conf`; not with the two flags for containerd.
     #[arg(
         long,
         value_name = "NAME",
@@ -230,7 +232,8 @@ pub struct InjectArgs {
     /// Mount the node's own containerd hosts directory (hostPath).
     ///
     /// Read-only, with a hostPath volume [default PATH: /etc/containerd/certs.d], and passed
-    /// as `--hosts-dir`; the `baseline` Pod Security level refuses hostPath volumes.
+    /// as `--hosts-dir`; warns that the `baseline` and `restricted` Pod Security levels refuse
+    /// hostPath volumes.
     #[arg(
         long,
         value_name = "PATH",
@@ -243,9 +246,11 @@ pub struct InjectArgs {
 
     /// Mount service-account tokens for the kubelet's credential providers.
     ///
-    /// The kubelet's CredentialProviderConfig: for the providers with `tokenAttributes`, add a
-    /// projected `serviceAccountToken` volume (each provider's audience), mounted by the init
-    /// container alone. Only the token volume: also pass `-- --image-credential-provider-config
+    /// The kubelet's CredentialProviderConfig (a malformed one is exit 2, naming FILE): for the
+    /// providers with `tokenAttributes`, add one projected volume `pullcheck-provider-tokens`
+    /// with a `serviceAccountToken` per provider (its audience, at `<provider>/token`), mounted
+    /// read-only by the init container alone at /var/run/secrets/pullcheck/credential-providers
+    /// (PULLCHECK_CREDENTIAL_PROVIDER_TOKEN_DIR); nothing when no provider has them. Only the token volume: also pass `-- --image-credential-provider-config
     /// PATH --image-credential-provider-bin-dir DIR` and mount that file and the plugins (e.g.
     /// from a ConfigMap and an image volume), since pullcheck's image holds neither.
     #[arg(
@@ -264,7 +269,8 @@ pub struct InjectArgs {
 
     /// Arguments for `pullcheck check` in the init container.
     ///
-    /// After `--`; checked with `check`'s own parser now, not in every pod.
+    /// After `--`; checked with `check`'s own parser now, not in every pod: `-- --timout 30s`
+    /// is exit 2 here.
     #[arg(last = true, value_name = "CHECK_ARGS")]
     pub check_args: Vec<String>,
 }
@@ -306,8 +312,8 @@ pub struct CheckArgs {
 
     /// Images pulled only when the node lacks them (`IfNotPresent`).
     ///
-    /// With --node, those the node already holds are `ok` without asking their registry
-    /// (images given in other ways are `Always`: checked at the registry). Repeatable; each
+    /// With --node, those the node already holds are `ok` (`present_on_node`) without asking
+    /// their registry (images given in other ways are `Always`: checked at the registry). Repeatable; each
     /// value, like the environment variable, is separated by whitespace or commas.
     #[arg(
         long = "if-not-present",
@@ -393,8 +399,10 @@ pub struct CheckArgs {
     /// Speak plain HTTP to this registry (repeatable).
     ///
     /// The only way to speak plain HTTP to a registry. Repeatable; the environment variable
-    /// takes a comma-separated list. `--insecure HOST` (crane's word) is the same: plain HTTP;
-    /// certificate checks are never turned off (trust a CA with --ca-file).
+    /// takes a comma-separated list. The report says `(plain HTTP)`, JSON `"plain_http":
+    /// true`. `--insecure HOST` (crane's word) is the same: plain HTTP. crane's --insecure also
+    /// accepts HTTPS without checking the certificate; pullcheck never turns certificate checks
+    /// off (trust the registry's CA with --ca-file).
     #[arg(
         long,
         visible_alias = "insecure",
@@ -408,17 +416,20 @@ pub struct CheckArgs {
     /// One credential for the images' one registry.
     ///
     /// As skopeo's --creds: for the registry of the images (they must all be on one
-    /// registry), tried before every other source. For a person at a workstation: there is no
-    /// environment variable, so that a password is never put in a pod spec (use a pull secret
-    /// there). The value is never shown.
+    /// registry, or it is a usage error), tried before every other source, also before a pull
+    /// secret's more specific key for the same registry (`registry/team`), which the kubelet's
+    /// key order would try first. For a person at a workstation: there is no environment
+    /// variable, so that a password is never put in a pod spec or a Deployment's `env` (a pod
+    /// uses its pull secrets there). The value is never printed (not in errors, --verbose, JSON
+    /// or `Debug`), but a command line is visible to `ps` and shell history.
     #[arg(long, value_name = "USER:PASS", value_parser = secret_value, help_heading = CREDENTIALS)]
     pub creds: Option<Secret>,
 
     /// Registries whose nodes pull with their own credentials.
     ///
-    /// ECR, GCR, ACR credential providers, a node config.json: `unauthorized` with no pod
-    /// credentials for them is a warning, not a failure. Repeatable; `*` for all; the
-    /// environment variable takes a comma-separated list.
+    /// A node config.json, a credential provider pullcheck cannot run: `unauthorized` with no
+    /// credential at all for them is a warning (`"fatal": false`), not a failure. Repeatable;
+    /// `*` for all; the environment variable takes a comma-separated list.
     #[arg(
         long,
         value_name = "HOST[:PORT]",
@@ -434,9 +445,10 @@ pub struct CheckArgs {
     /// from the pod's cloud identity (IRSA, EKS Pod Identity, IMDS; GKE metadata server; Azure
     /// workload identity or IMDS), after the pull secrets; when no credential at all can be
     /// had for such an image (or one a credential-provider plugin matches), `unauthorized` is
-    /// a warning, since the kubelet pulls with the node's identity. `required`: the same, but
-    /// that `unauthorized` fails, for clusters where every pod has an identity. `off`: never
-    /// ask.
+    /// a warning (`not_counted`), since the kubelet asks with the node's identity. `required`:
+    /// the same, but that `unauthorized` fails (exit 5), for clusters where every pod has an
+    /// identity. `off`: never ask the cloud (an image then gets `no_credentials`, fatal unless
+    /// --allow-unauthenticated).
     #[arg(
         long,
         value_enum,
@@ -460,6 +472,8 @@ pub struct CheckArgs {
     pub image_credential_provider_config: Option<PathBuf>,
 
     /// The folder of the credential-provider plugins.
+    ///
+    /// The plugins' folder, given with --image-credential-provider-config, as on the kubelet.
     #[arg(
         long,
         value_name = "DIR",
@@ -538,7 +552,8 @@ pub struct CheckArgs {
     ///
     /// What an image that stays `unreachable` (exit 6), or is `unverifiable` from the pod
     /// (exit 8), means: `fail`, or `warn` for pods whose network, DNS or CAs are not their
-    /// nodes' (reported, not counted).
+    /// nodes' (egress NetworkPolicy, node-only proxies, node-only names): reported with
+    /// `"fatal": false` and not counted (`not_counted: on_unreachable_warn`).
     #[arg(
         long,
         value_enum,
@@ -552,7 +567,9 @@ pub struct CheckArgs {
     /// The node's platform, `OS/ARCH[/VARIANT]` or `any`.
     ///
     /// Default: this machine's, e.g. linux/amd64; `any` turns the platform check off. An
-    /// unknown variant of amd64, arm64 or arm is a usage error, unless --platform-match strict.
+    /// unknown variant of amd64 (v1–v4), arm64 (v8–v8.9, v9–v9.7) or arm (v5–v8), such as
+    /// linux/amd64/v9, is a usage error (exit 2) listing the known ones, unless
+    /// --platform-match strict (then a warning: the user means exactly that string).
     #[arg(
         long,
         value_name = "PLATFORM",
@@ -563,8 +580,8 @@ pub struct CheckArgs {
 
     /// How index entries must match the platform.
     ///
-    /// `lenient` as containerd's CRI (1.7, 2.0) does, also accepting older compatible
-    /// platforms; `strict` as containerd 2.1+ and CRI-O.
+    /// `lenient` as containerd's CRI (1.7, 2.0: `platforms.Only`) does, also accepting older
+    /// compatible platforms; `strict` as containerd 2.1+ and CRI-O.
     #[arg(
         long,
         value_enum,
@@ -606,8 +623,8 @@ pub struct CheckArgs {
     /// How many containers the pod has (1–100000).
     ///
     /// Init, sidecar and app, pullcheck's own included, so that the termination message fits
-    /// the kubelet's share of 12 KiB per container (`pullcheck inject` writes it). Unset: one
-    /// more than --containers lists, or 1.
+    /// the kubelet's share, 12288 / N bytes (`pullcheck inject` writes it). Unset: one more
+    /// than --containers lists, or 1. A whole number from 1 to 100000.
     #[arg(
         long,
         value_name = "N",
@@ -694,8 +711,9 @@ pub struct CheckArgs {
     /// Show progress and every request on stderr.
     ///
     /// Even when stderr is not a terminal (a pod's log): each verdict as it arrives, each
-    /// retry with its reason and wait, and each request's method, URL and status (never its
-    /// headers). On a terminal, retries and failures are shown without it.
+    /// retry with its reason and wait, and each request's method, URL and status (never a
+    /// header, a credential or a token). On a terminal, retries and failures are shown without
+    /// it.
     #[arg(
         short,
         long,
