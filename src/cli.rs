@@ -382,9 +382,10 @@ pub struct CheckArgs {
         env = "PULLCHECK_NODE_STATUS_MAX_IMAGES",
         default_value = "50",
         help_heading = NODE,
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = Checked::parser(crate::config::node_status_max_images_value)
     )]
-    pub node_status_max_images: String,
+    pub node_status_max_images: Checked<Option<usize>>,
 
     /// The service-account directory holding `token` and `ca.crt` (for tests).
     #[arg(
@@ -658,9 +659,10 @@ pub struct CheckArgs {
         env = "PULLCHECK_TIMEOUT",
         default_value = "60s",
         help_heading = LIMITS,
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = Checked::parser(crate::config::timeout_value)
     )]
-    pub timeout: String,
+    pub timeout: Checked<std::time::Duration>,
 
     /// How many images are checked at once (1–1024).
     ///
@@ -671,9 +673,10 @@ pub struct CheckArgs {
         env = "PULLCHECK_CONCURRENCY",
         default_value = "16",
         help_heading = LIMITS,
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = Checked::parser(crate::config::concurrency_value)
     )]
-    pub concurrency: String,
+    pub concurrency: Checked<usize>,
 
     /// Output format on stdout.
     #[arg(
@@ -712,8 +715,8 @@ pub struct CheckArgs {
     ///
     /// Even when stderr is not a terminal (a pod's log): each verdict as it arrives, each
     /// retry with its reason and wait, and each request's method, URL and status (never a
-    /// header, a credential or a token). On a terminal, retries and failures are shown without
-    /// it.
+    /// header, a credential or a token). On a terminal, verdicts and retries are shown without
+    /// it, and the verdicts give way to the report at the end.
     #[arg(
         short,
         long,
@@ -722,6 +725,31 @@ pub struct CheckArgs {
         value_parser = FalseyValueParser::new()
     )]
     pub verbose: bool,
+}
+
+/// A flag's value as given, and what it means: clap reads it, [`crate::config`] judges it and
+/// says what is wrong with the other problems (exit 2, all at once), in its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked<T> {
+    /// The value as given (on the command line, in the environment, or the default).
+    pub given: String,
+    /// What it means, or why it means nothing.
+    pub value: Result<T, String>,
+}
+
+impl<T: Clone + Send + Sync + 'static> Checked<T> {
+    /// A clap value parser that never refuses: it keeps the value and `check`'s verdict on it.
+    fn parser(
+        check: fn(&str) -> Result<T, String>,
+    ) -> impl Fn(&str) -> Result<Checked<T>, std::convert::Infallible> + Clone + Send + Sync + 'static
+    {
+        move |given| {
+            Ok(Checked {
+                given: given.to_string(),
+                value: check(given),
+            })
+        }
+    }
 }
 
 /// Wraps a secret value at once, so that no `Debug` of the arguments shows it.

@@ -1,9 +1,14 @@
 //! Flags, environment and files become one validated [`Config`] before any request is sent.
 //! Every problem is collected and reported at once (exit 2), so a user fixes them in one go.
+//!
+//! [`Config::from_args`] reads `check`'s flags one concern at a time, each a small builder:
+//! the limits, the images (and the containers' facts), the node's platform, the credentials,
+//! the node, the routes, and the output. [`InjectConfig`] does the same for `inject`.
 
 use crate::check::Options;
-use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
+use crate::cli::{CheckArgs, InjectArgs, OutputFormat, PlatformMatch};
 use crate::credentials::{NodeCredentials, cloud, plugin};
+use crate::inject::InjectOptions;
 use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
 use crate::manifests;
@@ -18,15 +23,24 @@ use crate::route::hosts::HostsDirs;
 use crate::start::ContainerFacts;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
+use std::collections::HashSet;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The Kubernetes path of the termination message, used when it exists.
 pub const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
 
 /// The most images one run accepts.
 const MAX_IMAGES: usize = 10_000;
+
+/// The most images `--concurrency` checks at once.
+const MAX_CONCURRENCY: usize = 1024;
+
+/// The largest `--node-status-max-images` (the kubelet's own field has no bound; a node lists
+/// tens of images).
+const MAX_NODE_STATUS_IMAGES: i64 = 1_000_000;
 
 /// A validated run of `pullcheck check`.
 #[derive(Debug)]
@@ -46,6 +60,10 @@ pub struct Config {
     pub quiet: bool,
     /// Notes for stderr that do not stop the run (a credential helper that failed).
     pub warnings: Vec<String>,
+    /// Whether a look-up of the node's images was asked for (`--node`, `PULLCHECK_NODE_NAME`,
+    /// or `--if-not-present` images). When it was not, a missing node name is no news: the
+    /// `IfNotPresent` images of a `--pod-spec` are checked at their registries without a word.
+    pub node_lookup_asked: bool,
 }
 
 /// Everything wrong with the flags and files, one line each.
@@ -66,277 +84,47 @@ impl std::fmt::Display for ConfigErrors {
 
 impl std::error::Error for ConfigErrors {}
 
+/// What the builders found wrong (each error stops the run) or worth saying (warnings), in the
+/// order they were found.
+#[derive(Debug, Default)]
+struct Problems {
+    errors: Vec<String>,
+    warnings: Vec<String>,
+}
+
+impl Problems {
+    fn error(&mut self, e: impl Into<String>) {
+        self.errors.push(e.into());
+    }
+
+    fn warn(&mut self, w: impl Into<String>) {
+        self.warnings.push(w.into());
+    }
+}
+
 impl Config {
     /// Validates the flags and reads the files they name. `stdin` serves `-`.
     pub fn from_args(args: CheckArgs, stdin: &mut dyn Read) -> Result<Config, ConfigErrors> {
         // The run's clock: credential helpers asked here count against --timeout.
-        let started = std::time::Instant::now();
-        let mut errors = Vec::new();
-        let mut pod_spec_notes = Vec::new();
+        let started = Instant::now();
+        let mut problems = Problems::default();
 
-        let timeout = match parse_duration(&args.timeout) {
-            Ok(d) => d,
-            Err(e) => {
-                errors.push(format!("--timeout {:?}: {e}", args.timeout));
-                Duration::from_secs(60)
-            }
-        };
-        let concurrency = match args.concurrency.trim().parse::<usize>() {
-            Ok(n) if (1..=1024).contains(&n) => n,
-            _ => {
-                errors.push(format!(
-                    "--concurrency {:?}: expected a whole number from 1 to 1024",
-                    args.concurrency
-                ));
-                16
-            }
-        };
-
-        // Images from all sources, in the documented order.
-        let stdin_users = [&args.images_file, &args.pod_spec]
-            .iter()
-            .filter(|p| p.as_deref() == Some(Path::new("-")))
-            .count();
-        if stdin_users > 1 {
-            errors.push("--images-file and --pod-spec cannot both read stdin (-)".to_string());
-        }
-        let mut images: Vec<String> = args.images.clone();
-        if let Some(list) = &args.images_list {
-            // Taken as bytes so that a bad byte is reported here, naming its source.
-            use std::os::unix::ffi::OsStrExt;
-            match std::str::from_utf8(list.as_bytes()) {
-                Ok(text) => images.extend(split_list(text)),
-                Err(e) => errors.push(format!(
-                    "--images / PULLCHECK_IMAGES: not UTF-8 text (invalid byte at offset {})",
-                    e.valid_up_to()
-                )),
-            }
-        }
-        // `IfNotPresent` images: also checked, and looked up on the node first.
-        let mut if_not_present = Vec::new();
-        for list in &args.if_not_present {
-            use std::os::unix::ffi::OsStrExt;
-            match std::str::from_utf8(list.as_bytes()) {
-                Ok(text) => if_not_present.extend(split_list(text)),
-                Err(e) => errors.push(format!(
-                    "--if-not-present / PULLCHECK_IMAGES_IF_NOT_PRESENT: not UTF-8 text (invalid byte at offset {})",
-                    e.valid_up_to()
-                )),
-            }
-        }
-        // Where in `images` the `IfNotPresent` ones are; every other image is `Always`.
-        let mut if_not_present_at: std::collections::HashSet<usize> =
-            (images.len()..images.len() + if_not_present.len()).collect();
-        images.extend(if_not_present);
-        if let Some(path) = &args.images_file {
-            match read_input(path, stdin) {
-                Ok(text) => images.extend(images_file_lines(&text)),
-                Err(e) => errors.push(format!("--images-file {}: {e}", path.display())),
-            }
-        }
-        // The start check's facts: from --pod-spec here, from --containers below.
-        let mut containers = Vec::new();
-        if let Some(path) = &args.pod_spec {
-            let source = if path == Path::new("-") {
-                "stdin".to_string()
-            } else {
-                path.display().to_string()
-            };
-            match read_input(path, stdin) {
-                Ok(text) => match manifests::read(&text, &source) {
-                    Ok(found) => {
-                        pod_spec_notes.extend(found.notes.iter().cloned());
-                        if found.pod_specs.is_empty() {
-                            pod_spec_notes.push(format!(
-                                "--pod-spec {source}: no pod spec found, so no images from it"
-                            ));
-                        }
-                        // Each image with its pull policy, as `inject --node-images` passes
-                        // them; each container (not an image volume) with its facts.
-                        for c in found.pod_specs.iter().flat_map(|p| p.checked()) {
-                            let written = c.image_pull_policy.as_deref();
-                            match PullPolicy::resolve(&c.image, written) {
-                                PullPolicy::Never => continue,
-                                PullPolicy::IfNotPresent => {
-                                    if_not_present_at.insert(images.len());
-                                }
-                                PullPolicy::Always => {}
-                            }
-                            images.push(c.image.clone());
-                            containers.extend(c.start_facts());
-                        }
-                    }
-                    Err(e) => errors.push(format!("--pod-spec {e}")),
-                },
-                Err(e) => errors.push(format!("--pod-spec {source}: {e}")),
-            }
-        }
-        let from_pod_spec = containers.len();
-        let mut listed_containers = None;
-        if let Some(json) = &args.containers {
-            use std::os::unix::ffi::OsStrExt;
-            match std::str::from_utf8(json.as_bytes()) {
-                Ok(text) => match ContainerFacts::parse_list(text) {
-                    Ok(list) => {
-                        listed_containers = Some(list.len());
-                        containers.extend(list);
-                    }
-                    Err(e) => errors.push(format!("--containers / PULLCHECK_CONTAINERS: {e}")),
-                },
-                Err(e) => errors.push(format!(
-                    "--containers / PULLCHECK_CONTAINERS: not UTF-8 text (invalid byte at offset {})",
-                    e.valid_up_to()
-                )),
-            }
-        }
-        // The containers' images are checked too (they are the pod's images), but they carry no
-        // pull policy: one already given keeps the policy it was given with (`inject` lists
-        // each container's image in PULLCHECK_IMAGES or PULLCHECK_IMAGES_IF_NOT_PRESENT), and
-        // only an image given nowhere else is added, as `Always`.
-        if containers.len() > from_pod_spec {
-            let key = |image: &str| {
-                Reference::parse(image).map_or_else(|_| image.to_string(), |r| r.to_string())
-            };
-            let mut given: std::collections::HashSet<String> =
-                images.iter().map(|i| key(i)).collect();
-            for c in &containers[from_pod_spec..] {
-                if given.insert(key(&c.image)) {
-                    images.push(c.image.clone());
-                }
-            }
-        }
-        let any_source = !args.images.is_empty()
-            || args.containers.is_some()
-            || args.images_list.is_some()
-            || !args.if_not_present.is_empty()
-            || args.images_file.is_some()
-            || args.pod_spec.is_some();
-        if !any_source {
-            errors.push(
-                "no images to check: give IMAGE arguments, --images (PULLCHECK_IMAGES), --if-not-present, --images-file, --pod-spec or --containers (PULLCHECK_CONTAINERS)"
-                    .to_string(),
-            );
-        }
-        // Every image is `Always` unless it is only ever given as `IfNotPresent`.
-        let to_check = pull_policy::to_check(images.into_iter().enumerate().map(|(at, i)| {
-            let policy = if if_not_present_at.contains(&at) {
-                PullPolicy::IfNotPresent
-            } else {
-                PullPolicy::Always
-            };
-            (i, policy)
-        }));
-        let images = to_check.images;
-        let if_not_present = to_check.if_not_present;
-        if images.len() > MAX_IMAGES {
-            errors.push(format!(
-                "{} images given; at most {MAX_IMAGES} are checked in one run",
-                images.len()
-            ));
-        }
-
-        let plain_http = args
-            .plain_http
-            .iter()
-            .map(|h| h.trim().to_string())
-            .filter(|h| !h.is_empty())
-            .collect::<Vec<_>>();
-        for host in &plain_http {
-            if host.contains('/') || host.contains(char::is_whitespace) {
-                errors.push(format!(
-                    "--plain-http {host:?}: expected HOST or HOST:PORT, without a scheme or path"
-                ));
-            }
-        }
-
-        let want = match args.platform.as_deref().map(str::trim) {
-            None | Some("") => Some(Platform::host()),
-            Some("any") => None,
-            Some(spec) => match Platform::parse(spec) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    errors.push(format!("--platform: {e}"));
-                    None
-                }
-            },
-        };
-        let mut warnings = Vec::new();
-        // An unknown variant of a known architecture is a typo far more often than a platform:
-        // refuse it, unless strict matching says the user means exactly that string.
-        if let Some((p, variant)) = want.as_ref().and_then(|p| Some((p, p.unknown_variant()?))) {
-            let known = crate::platform::known_variants(&p.architecture)
-                .unwrap_or_default()
-                .join(", ");
-            let text = format!(
-                "--platform {p}: {variant:?} is not a known variant of {} (known: {known})",
-                p.architecture
-            );
-            match args.platform_match {
-                PlatformMatch::Strict => warnings.push(format!(
-                    "{text}; with --platform-match strict only index entries for exactly {p} match"
-                )),
-                PlatformMatch::Lenient => errors.push(format!(
-                    "{text}; use --platform-match strict if you mean it"
-                )),
-            }
-        }
-        let platform = PlatformPolicy {
-            want,
-            mode: match args.platform_match {
-                PlatformMatch::Lenient => MatchMode::Lenient,
-                PlatformMatch::Strict => MatchMode::Strict,
-            },
-            check: args.platform_check,
-        };
-
-        let mut ca_certs = Vec::new();
-        for path in &args.ca_file {
-            match read_certs(path) {
-                Ok(certs) => ca_certs.extend(certs),
-                Err(e) => errors.push(format!("--ca-file {}: {e}", path.display())),
-            }
-        }
-
-        let workstation = keyring::workstation_config();
-        let mut keyring = match Keyring::load(
-            &args.docker_config,
-            Some(&args.secrets_dir),
-            workstation.as_deref(),
-        ) {
-            Ok(k) => k,
-            Err(errs) => {
-                errors.extend(errs.into_iter().map(|e| e.to_string()));
-                Keyring::default()
-            }
-        };
+        let limits = Limits::from_args(&args, &mut problems);
+        let images = Images::from_args(&args, stdin, &mut problems);
+        let plain_http = plain_http_hosts(&args, &mut problems);
+        let platform = platform_policy(&args, &mut problems);
+        let ca_certs = ca_certs(&args, &mut problems);
         let references: Vec<Reference> = images
+            .images
             .iter()
             .filter_map(|i| Reference::parse(i).ok())
             .collect();
-        warnings.extend(pod_spec_notes);
-        // Helpers run before the check, on its clock: at most a quarter of --timeout in all.
-        warnings.extend(
-            keyring.resolve_helpers(
-                references
-                    .iter()
-                    .map(|r| (r.registry.as_str(), r.repository.as_str())),
-                timeout.min(crate::check::MAX_TIMEOUT) / 4,
-            ),
-        );
-        if let Some(creds) = &args.creds {
-            if let Err(e) = add_creds(&mut keyring, creds, &references) {
-                errors.push(format!("--creds: {e}"));
-            }
-        }
-        warnings.extend(
-            keyring.source_warnings(
-                references
-                    .iter()
-                    .map(|r| (r.registry.as_str(), r.repository.as_str())),
-            ),
-        );
-
-        let node_credentials = node_credentials(&args, &ca_certs, &references, &mut errors);
+        // The manifests' notes come after the platform's warning and before the credentials',
+        // as the run meets them.
+        problems.warnings.extend(images.notes);
+        let credentials =
+            Credentials::from_args(&args, &references, &ca_certs, limits.timeout, &mut problems);
+        let mut errors = std::mem::take(&mut problems.errors);
         let mut resolve = Vec::new();
         for entry in args
             .test_resolve
@@ -354,7 +142,373 @@ impl Config {
                 )),
             }
         }
+        problems.errors = errors;
+        let node = node_options(&args, &references, &mut problems);
+        let node_lookup_asked = node.name.is_some() || !args.if_not_present.is_empty();
+        let router = routes(&args, &plain_http, &references, &mut problems);
+        let output = Output::from_args(&args, images.listed_containers);
 
+        if !problems.errors.is_empty() {
+            return Err(ConfigErrors(problems.errors));
+        }
+        Ok(Config {
+            images: images.images,
+            options: Options {
+                timeout: limits.timeout,
+                concurrency: limits.concurrency,
+                client: ClientOptions {
+                    plain_http,
+                    ca_certs,
+                    platform,
+                    resolve,
+                },
+                keyring: credentials.keyring,
+                allow_unauthenticated: credentials.allow_unauthenticated,
+                containers: images.containers,
+                start_check: args.start_check,
+                events: crate::progress::Events::for_cli(args.verbose),
+                if_not_present: images.if_not_present,
+                node,
+                router: std::sync::Arc::new(router),
+                on_unreachable: args.on_unreachable,
+                started: Some(started),
+                node_credentials: credentials.node,
+            },
+            output: args.output,
+            warnings: problems.warnings,
+            termination_log: output.termination_log,
+            termination_max: output.termination_max,
+            quiet: args.quiet,
+            node_lookup_asked,
+        })
+    }
+}
+
+/// `--timeout` and `--concurrency`.
+struct Limits {
+    timeout: Duration,
+    concurrency: usize,
+}
+
+impl Limits {
+    fn from_args(args: &CheckArgs, problems: &mut Problems) -> Limits {
+        let timeout = match &args.timeout.value {
+            Ok(d) => *d,
+            Err(e) => {
+                problems.error(format!("--timeout {:?}: {e}", args.timeout.given));
+                Duration::from_secs(60)
+            }
+        };
+        let concurrency = match &args.concurrency.value {
+            Ok(n) => *n,
+            Err(e) => {
+                problems.error(format!("--concurrency {:?}: {e}", args.concurrency.given));
+                16
+            }
+        };
+        Limits {
+            timeout,
+            concurrency,
+        }
+    }
+}
+
+/// The images to check, each with its pull policy, and the containers' facts for the start
+/// check: from every source, in the documented order.
+struct Images {
+    /// Every image, in order, without exact duplicates.
+    images: Vec<String>,
+    /// Those only ever given as `IfNotPresent`.
+    if_not_present: Vec<String>,
+    /// The containers' facts, from `--pod-spec` and `--containers`.
+    containers: Vec<ContainerFacts>,
+    /// How many containers `--containers` lists, when given.
+    listed_containers: Option<usize>,
+    /// What the manifests' reader has to say (documents left out, kubectl's reading).
+    notes: Vec<String>,
+}
+
+impl Images {
+    fn from_args(args: &CheckArgs, stdin: &mut dyn Read, problems: &mut Problems) -> Images {
+        let stdin_users = [&args.images_file, &args.pod_spec]
+            .iter()
+            .filter(|p| p.as_deref() == Some(Path::new("-")))
+            .count();
+        if stdin_users > 1 {
+            problems.error("--images-file and --pod-spec cannot both read stdin (-)");
+        }
+        let mut found = Images {
+            images: args.images.clone(),
+            if_not_present: Vec::new(),
+            containers: Vec::new(),
+            listed_containers: None,
+            notes: Vec::new(),
+        };
+        if let Some(list) = &args.images_list {
+            if let Some(text) = utf8(list, "--images / PULLCHECK_IMAGES", problems) {
+                found.images.extend(split_list(text));
+            }
+        }
+        // `IfNotPresent` images: also checked, and looked up on the node first. Where in
+        // `images` they are; every other image is `Always`.
+        let mut if_not_present_at = HashSet::new();
+        for list in &args.if_not_present {
+            let source = "--if-not-present / PULLCHECK_IMAGES_IF_NOT_PRESENT";
+            if let Some(text) = utf8(list, source, problems) {
+                for image in split_list(text) {
+                    if_not_present_at.insert(found.images.len());
+                    found.images.push(image);
+                }
+            }
+        }
+        if let Some(path) = &args.images_file {
+            match read_input(path, stdin) {
+                Ok(text) => found.images.extend(images_file_lines(&text)),
+                Err(e) => problems.error(format!("--images-file {}: {e}", path.display())),
+            }
+        }
+        if let Some(path) = &args.pod_spec {
+            found.read_pod_spec(path, stdin, &mut if_not_present_at, problems);
+        }
+        found.read_containers(args, problems);
+        let any_source = !args.images.is_empty()
+            || args.containers.is_some()
+            || args.images_list.is_some()
+            || !args.if_not_present.is_empty()
+            || args.images_file.is_some()
+            || args.pod_spec.is_some();
+        if !any_source {
+            problems.error(
+                "no images to check: give IMAGE arguments, --images (PULLCHECK_IMAGES), --if-not-present, --images-file, --pod-spec or --containers (PULLCHECK_CONTAINERS)",
+            );
+        }
+        // Every image is `Always` unless it is only ever given as `IfNotPresent`.
+        let given = std::mem::take(&mut found.images);
+        let to_check = pull_policy::to_check(given.into_iter().enumerate().map(|(at, i)| {
+            let policy = if if_not_present_at.contains(&at) {
+                PullPolicy::IfNotPresent
+            } else {
+                PullPolicy::Always
+            };
+            (i, policy)
+        }));
+        found.images = to_check.images;
+        found.if_not_present = to_check.if_not_present;
+        if found.images.len() > MAX_IMAGES {
+            problems.error(format!(
+                "{} images given; at most {MAX_IMAGES} are checked in one run",
+                found.images.len()
+            ));
+        }
+        found
+    }
+
+    /// `--pod-spec`: each image with its pull policy, as `inject --node-images` passes them;
+    /// each container (not an image volume) with its facts.
+    fn read_pod_spec(
+        &mut self,
+        path: &Path,
+        stdin: &mut dyn Read,
+        if_not_present_at: &mut HashSet<usize>,
+        problems: &mut Problems,
+    ) {
+        let source = if path == Path::new("-") {
+            "stdin".to_string()
+        } else {
+            path.display().to_string()
+        };
+        let text = match read_input(path, stdin) {
+            Ok(text) => text,
+            Err(e) => return problems.error(format!("--pod-spec {source}: {e}")),
+        };
+        let found = match manifests::read(&text, &source) {
+            Ok(found) => found,
+            Err(e) => return problems.error(format!("--pod-spec {e}")),
+        };
+        self.notes.extend(found.notes.iter().cloned());
+        if found.pod_specs.is_empty() {
+            self.notes.push(format!(
+                "--pod-spec {source}: no pod spec found, so no images from it"
+            ));
+        }
+        for c in found.pod_specs.iter().flat_map(|p| p.checked()) {
+            let written = c.image_pull_policy.as_deref();
+            match PullPolicy::resolve(&c.image, written) {
+                PullPolicy::Never => continue,
+                PullPolicy::IfNotPresent => {
+                    if_not_present_at.insert(self.images.len());
+                }
+                PullPolicy::Always => {}
+            }
+            self.images.push(c.image.clone());
+            self.containers.extend(c.start_facts());
+        }
+    }
+
+    /// `--containers`: the facts of the pod's containers, and their images.
+    fn read_containers(&mut self, args: &CheckArgs, problems: &mut Problems) {
+        let Some(json) = &args.containers else {
+            return;
+        };
+        let source = "--containers / PULLCHECK_CONTAINERS";
+        let Some(text) = utf8(json, source, problems) else {
+            return;
+        };
+        let list = match ContainerFacts::parse_list(text) {
+            Ok(list) => list,
+            Err(e) => return problems.error(format!("{source}: {e}")),
+        };
+        self.listed_containers = Some(list.len());
+        // The containers' images are checked too (they are the pod's images), but they carry no
+        // pull policy: one already given keeps the policy it was given with (`inject` lists
+        // each container's image in PULLCHECK_IMAGES or PULLCHECK_IMAGES_IF_NOT_PRESENT), and
+        // only an image given nowhere else is added, as `Always`.
+        let key = |image: &str| {
+            Reference::parse(image).map_or_else(|_| image.to_string(), |r| r.to_string())
+        };
+        let mut given: HashSet<String> = self.images.iter().map(|i| key(i)).collect();
+        for c in &list {
+            if given.insert(key(&c.image)) {
+                self.images.push(c.image.clone());
+            }
+        }
+        self.containers.extend(list);
+    }
+}
+
+/// A value taken as bytes, so that a bad byte is reported here, naming its source.
+fn utf8<'a>(value: &'a std::ffi::OsStr, source: &str, problems: &mut Problems) -> Option<&'a str> {
+    match std::str::from_utf8(value.as_bytes()) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            problems.error(format!(
+                "{source}: not UTF-8 text (invalid byte at offset {})",
+                e.valid_up_to()
+            ));
+            None
+        }
+    }
+}
+
+/// `--plain-http`: hosts, without a scheme or path.
+fn plain_http_hosts(args: &CheckArgs, problems: &mut Problems) -> Vec<String> {
+    let hosts = args
+        .plain_http
+        .iter()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .collect::<Vec<_>>();
+    for host in &hosts {
+        if host.contains('/') || host.contains(char::is_whitespace) {
+            problems.error(format!(
+                "--plain-http {host:?}: expected HOST or HOST:PORT, without a scheme or path"
+            ));
+        }
+    }
+    hosts
+}
+
+/// `--platform`, `--platform-match` and `--platform-check`: the node's platform and how an
+/// index must match it.
+fn platform_policy(args: &CheckArgs, problems: &mut Problems) -> PlatformPolicy {
+    let want = match args.platform.as_deref().map(str::trim) {
+        None | Some("") => Some(Platform::host()),
+        Some("any") => None,
+        Some(spec) => match Platform::parse(spec) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                problems.error(format!("--platform: {e}"));
+                None
+            }
+        },
+    };
+    // An unknown variant of a known architecture is a typo far more often than a platform:
+    // refuse it, unless strict matching says the user means exactly that string.
+    if let Some((p, variant)) = want.as_ref().and_then(|p| Some((p, p.unknown_variant()?))) {
+        let known = crate::platform::known_variants(&p.architecture)
+            .unwrap_or_default()
+            .join(", ");
+        let text = format!(
+            "--platform {p}: {variant:?} is not a known variant of {} (known: {known})",
+            p.architecture
+        );
+        match args.platform_match {
+            PlatformMatch::Strict => problems.warn(format!(
+                "{text}; with --platform-match strict only index entries for exactly {p} match"
+            )),
+            PlatformMatch::Lenient => problems.error(format!(
+                "{text}; use --platform-match strict if you mean it"
+            )),
+        }
+    }
+    PlatformPolicy {
+        want,
+        mode: match args.platform_match {
+            PlatformMatch::Lenient => MatchMode::Lenient,
+            PlatformMatch::Strict => MatchMode::Strict,
+        },
+        check: args.platform_check,
+    }
+}
+
+/// `--ca-file`: the certificates trusted besides the built-in roots.
+fn ca_certs(args: &CheckArgs, problems: &mut Problems) -> Vec<CertificateDer<'static>> {
+    let mut certs = Vec::new();
+    for path in &args.ca_file {
+        match read_certs(path) {
+            Ok(read) => certs.extend(read),
+            Err(e) => problems.error(format!("--ca-file {}: {e}", path.display())),
+        }
+    }
+    certs
+}
+
+/// Who the run is to the registries: the pull secrets and docker configs (with `--creds`
+/// first), the node's credential sources, and the registries allowed without any.
+struct Credentials {
+    keyring: Keyring,
+    node: NodeCredentials,
+    allow_unauthenticated: Vec<String>,
+}
+
+impl Credentials {
+    fn from_args(
+        args: &CheckArgs,
+        references: &[Reference],
+        ca_certs: &[CertificateDer<'static>],
+        timeout: Duration,
+        problems: &mut Problems,
+    ) -> Credentials {
+        let workstation = keyring::workstation_config();
+        let mut keyring = match Keyring::load(
+            &args.docker_config,
+            Some(&args.secrets_dir),
+            workstation.as_deref(),
+        ) {
+            Ok(k) => k,
+            Err(errs) => {
+                problems
+                    .errors
+                    .extend(errs.into_iter().map(|e| e.to_string()));
+                Keyring::default()
+            }
+        };
+        let wanted = || {
+            references
+                .iter()
+                .map(|r| (r.registry.as_str(), r.repository.as_str()))
+        };
+        // Helpers run before the check, on its clock: at most a quarter of --timeout in all.
+        problems
+            .warnings
+            .extend(keyring.resolve_helpers(wanted(), timeout.min(crate::check::MAX_TIMEOUT) / 4));
+        if let Some(creds) = &args.creds {
+            if let Err(e) = add_creds(&mut keyring, creds, references) {
+                problems.error(format!("--creds: {e}"));
+            }
+        }
+        problems.warnings.extend(keyring.source_warnings(wanted()));
+        let node = node_credentials(args, ca_certs, references, &mut problems.errors);
         let allow_unauthenticated = args
             .allow_unauthenticated
             .iter()
@@ -364,87 +518,118 @@ impl Config {
                 "index.docker.io" | "registry-1.docker.io" => DOCKER_HUB.to_string(),
                 h => h.to_string(),
             })
-            .collect::<Vec<_>>();
-
-        let node_name = args
-            .node
-            .as_deref()
-            .map(str::trim)
-            .filter(|n| !n.is_empty());
-        if let Some(name) = node_name {
-            if !node::is_node_name(name) {
-                errors.push(format!(
-                    "--node {name:?}: expected a node name (lower-case letters, digits, '-' and '.', as spec.nodeName gives)"
-                ));
-            }
-        }
-        let max_images = match args.node_status_max_images.trim().parse::<i64>() {
-            Ok(-1) => None,
-            Ok(n) if (0..=1_000_000).contains(&n) => usize::try_from(n).ok(),
-            _ => {
-                errors.push(format!(
-                    "--node-status-max-images {:?}: expected the kubelet's nodeStatusMaxImages, a whole number from -1 (no cap) to 1000000",
-                    args.node_status_max_images
-                ));
-                None
-            }
-        };
-        let node = NodeOptions {
-            name: node_name.map(str::to_string),
-            max_images,
-            service_account_dir: args.service_account_dir.clone(),
-            api_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
-            api_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
-            wanted: None,
-        }
-        .for_images(&references);
-        // The node's registry configuration, read before any request so that a file the
-        // runtime could not use either stops the run here (exit 2), naming it.
-        let mut router = Router {
-            plain_http: plain_http.clone(),
-            ..Router::default()
-        };
-        let hosts_dirs: Vec<PathBuf> = args
-            .hosts_dir
-            .iter()
-            .filter(|p| !p.as_os_str().is_empty())
-            .cloned()
             .collect();
-        if !hosts_dirs.is_empty() && args.registries_conf.is_some() {
-            errors.push(
-                "--hosts-dir (containerd) and --registries-conf (CRI-O, Podman) describe different runtimes: give one"
-                    .to_string(),
-            );
+        Credentials {
+            keyring,
+            node,
+            allow_unauthenticated,
         }
-        if !hosts_dirs.is_empty() {
-            for dir in &hosts_dirs {
-                if !dir.is_dir() {
-                    warnings.push(format!(
-                        "--hosts-dir {}: not a directory; containerd skips it, and so does pullcheck",
-                        dir.display()
-                    ));
-                }
-            }
-            let hosts = HostsDirs::new(hosts_dirs);
-            let mut registries: Vec<&str> =
-                references.iter().map(|r| r.registry.as_str()).collect();
-            registries.sort_unstable();
-            registries.dedup();
-            for registry in registries {
-                match hosts.load(registry) {
-                    Ok(w) => warnings.extend(w.into_iter().map(|w| format!("--hosts-dir: {w}"))),
-                    Err(e) => errors.push(format!("--hosts-dir: {e}")),
-                }
-            }
-            router.hosts = Some(hosts);
-        }
-        if let Some(path) = &args.registries_conf {
-            match RegistriesConf::load(path) {
-                Ok(c) => router.conf = Some(c),
-                Err(e) => errors.push(format!("--registries-conf {e}")),
-            }
-        }
+    }
+}
 
+/// `--node` and `--node-status-max-images`: where the node's image list comes from.
+fn node_options(
+    args: &CheckArgs,
+    references: &[Reference],
+    problems: &mut Problems,
+) -> NodeOptions {
+    let name = args
+        .node
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty());
+    if let Some(name) = name {
+        if !node::is_node_name(name) {
+            problems.error(format!(
+                "--node {name:?}: expected a node name (lower-case letters, digits, '-' and '.', as spec.nodeName gives)"
+            ));
+        }
+    }
+    let max_images = match &args.node_status_max_images.value {
+        Ok(max) => *max,
+        Err(e) => {
+            problems.error(format!(
+                "--node-status-max-images {:?}: {e}",
+                args.node_status_max_images.given
+            ));
+            None
+        }
+    };
+    NodeOptions {
+        name: name.map(str::to_string),
+        max_images,
+        service_account_dir: args.service_account_dir.clone(),
+        api_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
+        api_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
+        wanted: None,
+    }
+    .for_images(references)
+}
+
+/// The node's registry configuration (`--hosts-dir`, `--registries-conf`), read before any
+/// request so that a file the runtime could not use either stops the run here (exit 2),
+/// naming it.
+fn routes(
+    args: &CheckArgs,
+    plain_http: &[String],
+    references: &[Reference],
+    problems: &mut Problems,
+) -> Router {
+    let mut router = Router {
+        plain_http: plain_http.to_vec(),
+        ..Router::default()
+    };
+    let hosts_dirs: Vec<PathBuf> = args
+        .hosts_dir
+        .iter()
+        .filter(|p| !p.as_os_str().is_empty())
+        .cloned()
+        .collect();
+    if !hosts_dirs.is_empty() && args.registries_conf.is_some() {
+        problems.error(
+            "--hosts-dir (containerd) and --registries-conf (CRI-O, Podman) describe different runtimes: give one",
+        );
+    }
+    if !hosts_dirs.is_empty() {
+        for dir in &hosts_dirs {
+            if !dir.is_dir() {
+                problems.warn(format!(
+                    "--hosts-dir {}: not a directory; containerd skips it, and so does pullcheck",
+                    dir.display()
+                ));
+            }
+        }
+        let hosts = HostsDirs::new(hosts_dirs);
+        let mut registries: Vec<&str> = references.iter().map(|r| r.registry.as_str()).collect();
+        registries.sort_unstable();
+        registries.dedup();
+        for registry in registries {
+            match hosts.load(registry) {
+                Ok(w) => problems
+                    .warnings
+                    .extend(w.into_iter().map(|w| format!("--hosts-dir: {w}"))),
+                Err(e) => problems.error(format!("--hosts-dir: {e}")),
+            }
+        }
+        router.hosts = Some(hosts);
+    }
+    if let Some(path) = &args.registries_conf {
+        match RegistriesConf::load(path) {
+            Ok(c) => router.conf = Some(c),
+            Err(e) => problems.error(format!("--registries-conf {e}")),
+        }
+    }
+    router
+}
+
+/// Where the termination message goes, and how much of it the kubelet keeps.
+struct Output {
+    termination_log: Option<PathBuf>,
+    termination_max: usize,
+}
+
+impl Output {
+    fn from_args(args: &CheckArgs, listed_containers: Option<usize>) -> Output {
         let termination_log = match &args.termination_log {
             Some(p) if p.is_empty() => None,
             Some(p) => Some(PathBuf::from(p)),
@@ -453,46 +638,120 @@ impl Config {
                 default.exists().then(|| default.to_path_buf())
             }
         };
-
         // The pod's containers: as given, else those PULLCHECK_CONTAINERS lists and pullcheck.
         let pod_containers = args
             .pod_containers
             .map(|n| n as usize)
             .or(listed_containers.map(|n| n.saturating_add(1)));
-        let termination_max = crate::report::termination_limit(pod_containers);
-
-        if !errors.is_empty() {
-            return Err(ConfigErrors(errors));
-        }
-        Ok(Config {
-            images,
-            options: Options {
-                timeout,
-                concurrency,
-                client: ClientOptions {
-                    plain_http,
-                    ca_certs,
-                    platform,
-                    resolve,
-                },
-                keyring,
-                allow_unauthenticated,
-                containers,
-                start_check: args.start_check,
-                events: crate::progress::Events::for_cli(args.verbose),
-                if_not_present,
-                node,
-                router: std::sync::Arc::new(router),
-                on_unreachable: args.on_unreachable,
-                started: Some(started),
-                node_credentials,
-            },
-            output: args.output,
-            warnings,
+        Output {
             termination_log,
-            termination_max,
-            quiet: args.quiet,
+            termination_max: crate::report::termination_limit(pod_containers),
+        }
+    }
+}
+
+/// A validated run of `pullcheck inject`: its input and the options of the edit.
+#[derive(Debug)]
+pub struct InjectConfig {
+    /// How the input is named in messages: its path, or `stdin`.
+    pub source: String,
+    /// The options of the edit.
+    pub options: InjectOptions,
+    /// `--image` was left at its default, which no registry holds: said loudly.
+    pub default_image: bool,
+}
+
+impl InjectConfig {
+    /// Validates `inject`'s flags and reads the file they name (the kubelet's credential
+    /// provider configuration). The manifests themselves are read by the caller.
+    pub fn from_args(args: InjectArgs) -> Result<InjectConfig, ConfigErrors> {
+        let source = inject_source(&args.file);
+        // An empty value (an environment variable set to nothing) turns the choice off.
+        let provider_tokens = match args
+            .credential_provider_config
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            None => None,
+            Some(path) => provider_token_additions(&path).map_err(|errors| {
+                let name = path.display().to_string();
+                ConfigErrors(
+                    errors
+                        .iter()
+                        .map(|e| format!("--credential-provider-config {name}: {e}"))
+                        .collect(),
+                )
+            })?,
+        };
+        let default_image = args.image == crate::cli::DEFAULT_INJECT_IMAGE;
+        let options = InjectOptions {
+            image: args.image,
+            secrets: args.secrets,
+            check_args: args.check_args,
+            ca_configmap: args.ca_configmap,
+            job_failure_policy: args.job_failure_policy,
+            ignore_unreachable_without_deadline: args.ignore_unreachable_without_deadline,
+            node_images: args.node_images,
+            provider_tokens,
+            // An empty value (an environment variable set to nothing) turns a choice off.
+            route: crate::route::inject::RouteMounts {
+                hosts_configmap: args.hosts_configmap.filter(|v| !v.is_empty()),
+                registries_configmap: args.registries_configmap.filter(|v| !v.is_empty()),
+                hosts_from_node: args.hosts_from_node.filter(|v| !v.is_empty()),
+            },
+        };
+        Ok(InjectConfig {
+            source,
+            options,
+            default_image,
         })
+    }
+}
+
+/// How `inject`'s input is named in messages: its path, or `stdin` for `-`.
+pub fn inject_source(file: &Path) -> String {
+    if file == Path::new("-") {
+        "stdin".to_string()
+    } else {
+        file.display().to_string()
+    }
+}
+
+/// What `inject --credential-provider-config PATH` adds: the config read and checked as the
+/// kubelet would, `None` when no provider has `tokenAttributes`.
+fn provider_token_additions(path: &Path) -> Result<Option<plugin::InjectAdditions>, Vec<String>> {
+    if path == Path::new("-") {
+        return Err(vec![
+            "a file, not stdin (stdin holds the manifests)".to_string(),
+        ]);
+    }
+    let text = read_input(path, &mut std::io::empty()).map_err(|e| vec![e])?;
+    let config = plugin::CredentialProviderConfig::parse(&text)?;
+    Ok(plugin::inject_additions(&config))
+}
+
+/// The value of `--timeout`: longer than zero, at most 24 hours.
+pub fn timeout_value(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+/// The value of `--concurrency`: a whole number from 1 to 1024.
+pub fn concurrency_value(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number from 1 to {MAX_CONCURRENCY}"
+        )),
+    }
+}
+
+/// The value of `--node-status-max-images`: `None` for -1 (the kubelet lists every image).
+pub fn node_status_max_images_value(s: &str) -> Result<Option<usize>, String> {
+    match s.trim().parse::<i64>() {
+        Ok(-1) => Ok(None),
+        Ok(n) if (0..=MAX_NODE_STATUS_IMAGES).contains(&n) => Ok(usize::try_from(n).ok()),
+        _ => Err(format!(
+            "expected the kubelet's nodeStatusMaxImages, a whole number from -1 (no cap) to {MAX_NODE_STATUS_IMAGES}"
+        )),
     }
 }
 

@@ -12,6 +12,7 @@
 //! - `hostile`: hostile registries and huge inputs: no crash, no overrun, bounded memory,
 //!   nothing leaked.
 //! - `docs_flags`: the generated flag reference, `-h` kept short, and every list of exit codes.
+//! - `output`: what a person sees besides the report (warnings that are news, and only then).
 //! - `cloud`, `plugin`: the node's credentials (built-in cloud providers against stand-ins of
 //!   the cloud endpoints; the kubelet's exec plugins), against real registries.
 
@@ -31,6 +32,7 @@ mod inject;
 mod manifests;
 mod node;
 mod operator;
+mod output;
 mod platform;
 mod plugin;
 mod route;
