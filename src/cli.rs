@@ -1,11 +1,8 @@
 //! The command line, as clap derive types only: every flag also reads an environment variable,
 //! and `--help` text comes from these doc comments. No logic lives here; `config` validates.
 
-use crate::check::OnUnreachable;
 use crate::keyring::Secret;
-use crate::registry::PlatformCheck;
 use crate::report::EXIT_CODES_HELP;
-use crate::start::StartCheck;
 use clap::builder::FalseyValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -284,6 +281,49 @@ pub enum PlatformMatch {
     Strict,
 }
 
+/// `--cloud-credentials`: whether to ask the pod's cloud identity for a registry credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CloudCredentials {
+    /// Ask the cloud for ECR, Artifact Registry / GCR and ACR images.
+    Auto,
+    /// Never.
+    Off,
+    /// As `auto`, and an image a provider serves that gets no credential at all (no pull
+    /// secret, every provider unavailable) fails: for clusters where every pod has an identity.
+    Required,
+}
+
+/// `--start-check`: whether to predict that containers will not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StartCheck {
+    /// Predict from the pod spec, and read an image's config when a container's spec leaves
+    /// the answer to the image (a manifest and a blob `GET`).
+    Auto,
+    /// No prediction, no extra request.
+    Off,
+}
+
+/// `--platform-check`: how far to go to check that an image has a variant for the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlatformCheck {
+    /// Check indexes (one manifest `GET`), except on Docker Hub, where a manifest `GET` counts
+    /// as a pull against the rate limit.
+    Auto,
+    /// Check indexes everywhere, and single manifests too (a manifest and a config `GET`).
+    Full,
+    /// `HEAD` only.
+    Off,
+}
+
+/// `--on-unreachable`: what an image that ends `unreachable` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnUnreachable {
+    /// It fails the run (exit 6).
+    Fail,
+    /// It is a warning: the pod's network may not reach registries that its node can.
+    Warn,
+}
+
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -458,7 +498,7 @@ pub struct CheckArgs {
         default_value = "auto",
         help_heading = CREDENTIALS
     )]
-    pub cloud_credentials: crate::credentials::cloud::Mode,
+    pub cloud_credentials: CloudCredentials,
 
     /// The kubelet's CredentialProviderConfig.
     ///

@@ -6,7 +6,7 @@
 //! the node, the routes, and the output. [`InjectConfig`] does the same for `inject`.
 
 use crate::check::Options;
-use crate::cli::{CheckArgs, InjectArgs, OutputFormat, PlatformMatch};
+use crate::cli::{self, CheckArgs, InjectArgs, OutputFormat, PlatformMatch};
 use crate::credentials::{NodeCredentials, cloud, plugin};
 use crate::inject::InjectOptions;
 use crate::input::{LimitedReadError, read_input, read_limited_file};
@@ -165,12 +165,12 @@ impl Config {
                 keyring: credentials.keyring,
                 allow_unauthenticated: credentials.allow_unauthenticated,
                 containers: images.containers,
-                start_check: args.start_check,
+                start_check: args.start_check.into(),
                 events: crate::progress::Events::for_cli(args.verbose),
                 if_not_present: images.if_not_present,
                 node,
                 router: std::sync::Arc::new(router),
-                on_unreachable: args.on_unreachable,
+                on_unreachable: args.on_unreachable.into(),
                 started: Some(started),
                 node_credentials: credentials.node,
             },
@@ -447,7 +447,7 @@ fn platform_policy(args: &CheckArgs, problems: &mut Problems) -> PlatformPolicy 
             PlatformMatch::Lenient => MatchMode::Lenient,
             PlatformMatch::Strict => MatchMode::Strict,
         },
-        check: args.platform_check,
+        check: args.platform_check.into(),
     }
 }
 
@@ -793,7 +793,8 @@ fn node_credentials(
     references: &[Reference],
     errors: &mut Vec<String>,
 ) -> NodeCredentials {
-    let cloud = match args.cloud_credentials {
+    let mode = cloud::Mode::from(args.cloud_credentials);
+    let cloud = match mode {
         cloud::Mode::Off => None,
         cloud::Mode::Auto | cloud::Mode::Required => {
             Some(cloud::Cloud::new(cloud::Env::from_process(), ca_certs))
@@ -834,7 +835,47 @@ fn node_credentials(
             }
         }
     };
-    NodeCredentials::new(cloud, plugins).required(args.cloud_credentials == cloud::Mode::Required)
+    NodeCredentials::new(cloud, plugins).required(mode == cloud::Mode::Required)
+}
+
+// The command line's choices, as the library's types: clap derives stay in `cli`.
+
+impl From<cli::CloudCredentials> for cloud::Mode {
+    fn from(c: cli::CloudCredentials) -> cloud::Mode {
+        match c {
+            cli::CloudCredentials::Auto => cloud::Mode::Auto,
+            cli::CloudCredentials::Off => cloud::Mode::Off,
+            cli::CloudCredentials::Required => cloud::Mode::Required,
+        }
+    }
+}
+
+impl From<cli::StartCheck> for crate::start::StartCheck {
+    fn from(c: cli::StartCheck) -> crate::start::StartCheck {
+        match c {
+            cli::StartCheck::Auto => crate::start::StartCheck::Auto,
+            cli::StartCheck::Off => crate::start::StartCheck::Off,
+        }
+    }
+}
+
+impl From<cli::PlatformCheck> for crate::registry::PlatformCheck {
+    fn from(c: cli::PlatformCheck) -> crate::registry::PlatformCheck {
+        match c {
+            cli::PlatformCheck::Auto => crate::registry::PlatformCheck::Auto,
+            cli::PlatformCheck::Full => crate::registry::PlatformCheck::Full,
+            cli::PlatformCheck::Off => crate::registry::PlatformCheck::Off,
+        }
+    }
+}
+
+impl From<cli::OnUnreachable> for crate::check::OnUnreachable {
+    fn from(c: cli::OnUnreachable) -> crate::check::OnUnreachable {
+        match c {
+            cli::OnUnreachable::Fail => crate::check::OnUnreachable::Fail,
+            cli::OnUnreachable::Warn => crate::check::OnUnreachable::Warn,
+        }
+    }
 }
 
 /// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.
