@@ -1,7 +1,8 @@
 //! The docs that are made from the code, and the places that list exit codes, kept honest:
 //! `docs/reference/flags.md` is generated from the clap definitions (a test fails when the
-//! committed page differs; `PULLCHECK_BLESS=1` rewrites it), `-h` stays short, and the
-//! README's exit-code table and `examples/debug-pod.sh` list exactly the codes of `ExitCode`.
+//! committed page differs; `PULLCHECK_BLESS=1` rewrites it), `-h` stays short, and the exit-code
+//! tables of the README and the reference, `check --help` and `examples/debug-pod.sh` list
+//! exactly the codes of `ExitCode`.
 
 use clap::{Arg, ArgAction, Command};
 use pullcheck::ExitCode;
@@ -343,14 +344,16 @@ fn read(relative: &str) -> String {
 #[test]
 fn every_list_of_exit_codes_lists_every_code() {
     let want: Vec<u8> = exit_codes().into_iter().map(ExitCode::code).collect();
-    // The README's short table: the rows under its `| code |` header.
-    let readme = read("README.md");
-    let table = readme
-        .lines()
-        .skip_while(|l| !l.starts_with("| code |"))
-        .skip(2)
-        .take_while(|l| l.starts_with('|'));
-    assert_eq!(codes_listed(table), want, "README.md's exit-code table");
+    // The tables of the README and the reference: the rows under their `| code |` header.
+    for page in ["README.md", "docs/reference/README.md"] {
+        let text = read(page);
+        let table = text
+            .lines()
+            .skip_while(|l| !l.starts_with("| code |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'));
+        assert_eq!(codes_listed(table), want, "{page}'s exit-code table");
+    }
     // The debug pod's usage: the lines after "The pod's exit code is pullcheck's:".
     let script = read("examples/debug-pod.sh");
     let block = script
