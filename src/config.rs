@@ -785,8 +785,8 @@ fn add_creds(
 }
 
 /// The node's credential sources: the built-in cloud providers (`--cloud-credentials`) and
-/// the kubelet's exec plugins (`--image-credential-provider-config` and `-bin-dir`).
-/// The node's credential sources; a plugin's answer keeps only the entries of `references`.
+/// the kubelet's exec plugins (`--image-credential-provider-config` and `-bin-dir`); a plugin's
+/// answer keeps only the entries of `references`.
 fn node_credentials(
     args: &CheckArgs,
     ca_certs: &[CertificateDer<'static>],
