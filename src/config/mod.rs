@@ -6,9 +6,8 @@
 //! the node, the routes, and the output. [`InjectConfig`] does the same for `inject`.
 
 use crate::check::Options;
-use crate::cli::{self, CheckArgs, InjectArgs, OutputFormat, PlatformMatch};
+use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
 use crate::credentials::{NodeCredentials, cloud, plugin};
-use crate::inject::InjectOptions;
 use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
 use crate::manifests;
@@ -29,18 +28,18 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod inject;
+mod values;
+
+pub use inject::{InjectConfig, inject_source};
+pub use values::{concurrency_value, node_status_max_images_value, parse_duration, timeout_value};
+use values::{images_file_lines, split_list};
+
 /// The Kubernetes path of the termination message, used when it exists.
 pub const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
 
 /// The most images one run accepts.
 const MAX_IMAGES: usize = 10_000;
-
-/// The most images `--concurrency` checks at once.
-const MAX_CONCURRENCY: usize = 1024;
-
-/// The largest `--node-status-max-images` (the kubelet's own field has no bound; a node lists
-/// tens of images).
-const MAX_NODE_STATUS_IMAGES: i64 = 1_000_000;
 
 /// A validated run of `pullcheck check`.
 #[derive(Debug)]
@@ -650,111 +649,6 @@ impl Output {
     }
 }
 
-/// A validated run of `pullcheck inject`: its input and the options of the edit.
-#[derive(Debug)]
-pub struct InjectConfig {
-    /// How the input is named in messages: its path, or `stdin`.
-    pub source: String,
-    /// The options of the edit.
-    pub options: InjectOptions,
-    /// `--image` was left at its default, which no registry holds: said loudly.
-    pub default_image: bool,
-}
-
-impl InjectConfig {
-    /// Validates `inject`'s flags and reads the file they name (the kubelet's credential
-    /// provider configuration). The manifests themselves are read by the caller.
-    pub fn from_args(args: InjectArgs) -> Result<InjectConfig, ConfigErrors> {
-        let source = inject_source(&args.file);
-        // An empty value (an environment variable set to nothing) turns the choice off.
-        let provider_tokens = match args
-            .credential_provider_config
-            .filter(|p| !p.as_os_str().is_empty())
-        {
-            None => None,
-            Some(path) => provider_token_additions(&path).map_err(|errors| {
-                let name = path.display().to_string();
-                ConfigErrors(
-                    errors
-                        .iter()
-                        .map(|e| format!("--credential-provider-config {name}: {e}"))
-                        .collect(),
-                )
-            })?,
-        };
-        let default_image = args.image == crate::cli::DEFAULT_INJECT_IMAGE;
-        let options = InjectOptions {
-            image: args.image,
-            secrets: args.secrets,
-            check_args: args.check_args,
-            ca_configmap: args.ca_configmap,
-            job_failure_policy: args.job_failure_policy,
-            ignore_unreachable_without_deadline: args.ignore_unreachable_without_deadline,
-            node_images: args.node_images,
-            provider_tokens,
-            // An empty value (an environment variable set to nothing) turns a choice off.
-            route: crate::route::inject::RouteMounts {
-                hosts_configmap: args.hosts_configmap.filter(|v| !v.is_empty()),
-                registries_configmap: args.registries_configmap.filter(|v| !v.is_empty()),
-                hosts_from_node: args.hosts_from_node.filter(|v| !v.is_empty()),
-            },
-        };
-        Ok(InjectConfig {
-            source,
-            options,
-            default_image,
-        })
-    }
-}
-
-/// How `inject`'s input is named in messages: its path, or `stdin` for `-`.
-pub fn inject_source(file: &Path) -> String {
-    if file == Path::new("-") {
-        "stdin".to_string()
-    } else {
-        file.display().to_string()
-    }
-}
-
-/// What `inject --credential-provider-config PATH` adds: the config read and checked as the
-/// kubelet would, `None` when no provider has `tokenAttributes`.
-fn provider_token_additions(path: &Path) -> Result<Option<plugin::InjectAdditions>, Vec<String>> {
-    if path == Path::new("-") {
-        return Err(vec![
-            "a file, not stdin (stdin holds the manifests)".to_string(),
-        ]);
-    }
-    let text = read_input(path, &mut std::io::empty()).map_err(|e| vec![e])?;
-    let config = plugin::CredentialProviderConfig::parse(&text)?;
-    Ok(plugin::inject_additions(&config))
-}
-
-/// The value of `--timeout`: longer than zero, at most 24 hours.
-pub fn timeout_value(s: &str) -> Result<Duration, String> {
-    parse_duration(s)
-}
-
-/// The value of `--concurrency`: a whole number from 1 to 1024.
-pub fn concurrency_value(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a whole number from 1 to {MAX_CONCURRENCY}"
-        )),
-    }
-}
-
-/// The value of `--node-status-max-images`: `None` for -1 (the kubelet lists every image).
-pub fn node_status_max_images_value(s: &str) -> Result<Option<usize>, String> {
-    match s.trim().parse::<i64>() {
-        Ok(-1) => Ok(None),
-        Ok(n) if (0..=MAX_NODE_STATUS_IMAGES).contains(&n) => Ok(usize::try_from(n).ok()),
-        _ => Err(format!(
-            "expected the kubelet's nodeStatusMaxImages, a whole number from -1 (no cap) to {MAX_NODE_STATUS_IMAGES}"
-        )),
-    }
-}
-
 /// `--creds USER:PASS`: one credential for the one registry of the images, tried first. Errors
 /// never repeat the value.
 fn add_creds(
@@ -836,74 +730,6 @@ fn node_credentials(
         }
     };
     NodeCredentials::new(cloud, plugins).required(mode == cloud::Mode::Required)
-}
-
-// The command line's choices, as the library's types: clap derives stay in `cli`.
-
-impl From<cli::CloudCredentials> for cloud::Mode {
-    fn from(c: cli::CloudCredentials) -> cloud::Mode {
-        match c {
-            cli::CloudCredentials::Auto => cloud::Mode::Auto,
-            cli::CloudCredentials::Off => cloud::Mode::Off,
-            cli::CloudCredentials::Required => cloud::Mode::Required,
-        }
-    }
-}
-
-impl From<cli::StartCheck> for crate::start::StartCheck {
-    fn from(c: cli::StartCheck) -> crate::start::StartCheck {
-        match c {
-            cli::StartCheck::Auto => crate::start::StartCheck::Auto,
-            cli::StartCheck::Off => crate::start::StartCheck::Off,
-        }
-    }
-}
-
-impl From<cli::PlatformCheck> for crate::registry::PlatformCheck {
-    fn from(c: cli::PlatformCheck) -> crate::registry::PlatformCheck {
-        match c {
-            cli::PlatformCheck::Auto => crate::registry::PlatformCheck::Auto,
-            cli::PlatformCheck::Full => crate::registry::PlatformCheck::Full,
-            cli::PlatformCheck::Off => crate::registry::PlatformCheck::Off,
-        }
-    }
-}
-
-impl From<cli::OnUnreachable> for crate::check::OnUnreachable {
-    fn from(c: cli::OnUnreachable) -> crate::check::OnUnreachable {
-        match c {
-            cli::OnUnreachable::Fail => crate::check::OnUnreachable::Fail,
-            cli::OnUnreachable::Warn => crate::check::OnUnreachable::Warn,
-        }
-    }
-}
-
-/// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("{e}; expected a duration such as 500ms, 30s or 2m"))?;
-    if d.is_zero() {
-        return Err("must be longer than zero".to_string());
-    }
-    if d > crate::check::MAX_TIMEOUT {
-        return Err("must be at most 24h".to_string());
-    }
-    Ok(d)
-}
-
-/// Splits `PULLCHECK_IMAGES`: whitespace or commas, empty items dropped.
-fn split_list(s: &str) -> impl Iterator<Item = String> + '_ {
-    s.split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|i| !i.is_empty())
-        .map(str::to_string)
-}
-
-/// One image per line; `#` starts a comment (a reference never holds `#`).
-fn images_file_lines(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim())
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
 }
 
 /// The largest CA file read (a full system bundle is about 200 KiB).
