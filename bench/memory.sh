@@ -1,6 +1,6 @@
 #!/bin/sh
-# Peak RSS of the release binary on the inputs of the memory bound (README, "Failure
-# behaviour"): one 4 MiB index of 85,000 platforms, 16 such images, 64 at --concurrency 64, a
+# Peak RSS of the release binary on the inputs of the memory bound (docs/performance.md, "Memory"):
+# one 4 MiB index of 85,000 platforms, 16 such images, 64 at --concurrency 64, a
 # 1 MiB pull secret (28,700 entries) with 16 images, a 4 MiB docker config (110,000 entries)
 # with 16 images; a 4 MiB Node object, a plugin answer of 100,000 entries, 1 MiB hosts.toml and
 # registries.conf, files at their caps, inject on 10,000 and 30,000 documents. Measured with GNU

@@ -9,9 +9,16 @@
 #              Hub answers alike for missing and private repositories, so: exit 5)
 #   PULLCHECK_SECRET: a pull secret of the namespace to check with (default: none, anonymous)
 #
-# The pod's exit code is pullcheck's: 0 ok, 2 usage error, 3 not found, 4 no platform variant,
-# 5 refused, 6 unreachable, 7 pulled but a container will not start, 8 cannot be checked from
-# this pod (plain HTTP asked over TLS, an untrusted certificate, a name that does not resolve).
+# The pod's exit code is pullcheck's (a test keeps this list equal to the code's):
+#   0  every image can be pulled
+#   2  usage or configuration error; nothing was checked
+#   3  an image does not exist, or its reference is invalid
+#   4  an image exists but has no variant for the node's platform
+#   5  access refused: no credentials, credentials rejected, or no permission
+#   6  a registry could not be reached, or kept failing (transient)
+#   7  an image can be pulled, but a container using it will not start
+#   8  a registry cannot be checked from this pod (plain HTTP asked over TLS, an untrusted
+#      certificate, a name that does not resolve)
 set -euo pipefail
 IMAGE=${1:?usage: $0 IMAGE [REFERENCE...]}
 shift

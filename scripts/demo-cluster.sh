@@ -5,7 +5,7 @@
 # then `kubectl describe` of the pod pullcheck failed.
 #
 # Usage: scripts/demo-cluster.sh [SECONDS]   (root; the first run builds Kubernetes, see
-#        docs in README "Kubernetes in the tests"; the cluster is left running:
+#        docs in docs/kubernetes-in-tests.md; the cluster is left running:
 #        tests/cluster/cluster.sh down stops it)
 set -euo pipefail
 cd "$(dirname "$0")/.."

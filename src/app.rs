@@ -2,11 +2,11 @@
 //! report and the termination message, and return the exit code. Callable in-process by tests.
 
 use crate::check::check_until;
-use crate::cli::{CheckArgs, Cli, Command, InjectArgs, OutputFormat};
-use crate::config::Config;
-use crate::inject::{InjectOptions, inject};
-use crate::report::{ExitCode, Report, escape, render_text, termination_message};
-use clap::Parser;
+use crate::cli::{CheckArgs, Cli, Command, DEFAULT_INJECT_IMAGE, InjectArgs, OutputFormat};
+use crate::config::{Config, InjectConfig};
+use crate::inject::inject;
+use crate::report::{ExitCode, Layout, Report, escape, render_text, termination_message};
+use clap::FromArgMatches;
 use std::ffi::OsString;
 use std::io::Write;
 
@@ -25,7 +25,10 @@ where
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     register_secret_arguments(&args);
-    let cli = match Cli::try_parse_from(args) {
+    let parsed = crate::cli::command()
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         // --help and --version come this way too, with exit code 0.
         Err(e) if e.exit_code() == 0 => {
@@ -46,11 +49,7 @@ where
 }
 
 fn run_inject(args: InjectArgs) -> ExitCode {
-    let source = if args.file == std::path::Path::new("-") {
-        "stdin".to_string()
-    } else {
-        args.file.display().to_string()
-    };
+    let source = crate::config::inject_source(&args.file);
     let input = match read_manifests(&args.file) {
         Ok(text) => text,
         Err(e) => {
@@ -58,50 +57,37 @@ fn run_inject(args: InjectArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    // An empty value (an environment variable set to nothing) turns the choice off.
-    let provider_tokens = match args
-        .credential_provider_config
-        .filter(|p| !p.as_os_str().is_empty())
-    {
-        None => None,
-        Some(path) => match provider_token_additions(&path) {
-            Ok(additions) => additions,
-            Err(errors) => {
-                let name = path.display().to_string();
-                let name = escape(&name);
-                for e in &errors {
-                    say!(
-                        "pullcheck: error: --credential-provider-config {name}: {}",
-                        escape(e)
-                    );
-                }
-                return ExitCode::Usage;
+    let config = match InjectConfig::from_args(args) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors.0 {
+                say!("pullcheck: error: {}", escape(e));
             }
-        },
+            return ExitCode::Usage;
+        }
     };
-    let options = InjectOptions {
-        image: args.image,
-        secrets: args.secrets,
-        check_args: args.check_args,
-        ca_configmap: args.ca_configmap,
-        job_failure_policy: args.job_failure_policy,
-        ignore_unreachable_without_deadline: args.ignore_unreachable_without_deadline,
-        node_images: args.node_images,
-        provider_tokens,
-        // An empty value (an environment variable set to nothing) turns a choice off.
-        route: crate::route::inject::RouteMounts {
-            hosts_configmap: args.hosts_configmap.filter(|v| !v.is_empty()),
-            registries_configmap: args.registries_configmap.filter(|v| !v.is_empty()),
-            hosts_from_node: args.hosts_from_node.filter(|v| !v.is_empty()),
-        },
-    };
-    match inject(&input, &source, &options) {
+    match inject(&input, &config.source, &config.options) {
         Ok(done) => {
-            for w in &done.warnings {
+            // The default image's warning is said last and framed: it concerns every pod
+            // written, and a warning among the others scrolls past.
+            let (loud, others): (Vec<&String>, Vec<&String>) = done
+                .warnings
+                .iter()
+                .partition(|w| config.default_image && w.contains(DEFAULT_INJECT_IMAGE));
+            for w in others {
                 say!("pullcheck: warning: {}", escape(w));
             }
             for n in &done.notes {
                 eprintln!("pullcheck: note: {}", escape(n));
+            }
+            for w in loud {
+                let rule = "=".repeat(72);
+                say!("pullcheck: warning: {rule}");
+                say!(
+                    "pullcheck: warning: --image left at its default: {}",
+                    escape(w)
+                );
+                say!("pullcheck: warning: {rule}");
             }
             let _ = std::io::stdout().lock().write_all(done.output.as_bytes());
             ExitCode::Ok
@@ -111,22 +97,6 @@ fn run_inject(args: InjectArgs) -> ExitCode {
             ExitCode::Usage
         }
     }
-}
-
-/// What `inject --credential-provider-config PATH` adds: the config read and checked as the
-/// kubelet would, `None` when no provider has `tokenAttributes`.
-fn provider_token_additions(
-    path: &std::path::Path,
-) -> Result<Option<crate::credentials::plugin::InjectAdditions>, Vec<String>> {
-    use crate::credentials::plugin::{CredentialProviderConfig, inject_additions};
-    if path == std::path::Path::new("-") {
-        return Err(vec![
-            "a file, not stdin (stdin holds the manifests)".to_string(),
-        ]);
-    }
-    let text = crate::input::read_input(path, &mut std::io::empty()).map_err(|e| vec![e])?;
-    let config = CredentialProviderConfig::parse(&text)?;
-    Ok(inject_additions(&config))
 }
 
 fn read_manifests(path: &std::path::Path) -> Result<String, String> {
@@ -175,8 +145,13 @@ fn run_check(args: CheckArgs) -> ExitCode {
     // server): dropping the runtime would wait for them. Leave them; the process ends when
     // this returns.
     runtime.shutdown_background();
-    for w in &report.warnings {
-        say!("pullcheck: warning: {}", escape(w));
+    // On a terminal, the verdicts shown while the check ran give way to the report.
+    config.options.events.finish();
+    // The run's own warnings are about the node's images: news only when a look-up was asked.
+    if config.node_lookup_asked {
+        for w in &report.warnings {
+            say!("pullcheck: warning: {}", escape(w));
+        }
     }
     write_outputs(&config, &report);
     report.exit_code
@@ -284,7 +259,15 @@ fn write_outputs(config: &Config, report: &Report) {
             s.push('\n');
             s
         }
-        OutputFormat::Text => render_text(report, config.quiet),
+        OutputFormat::Text => {
+            use std::io::IsTerminal;
+            let layout = if std::io::stdout().is_terminal() {
+                Layout::Terminal
+            } else {
+                Layout::Lines
+            };
+            render_text(report, config.quiet, layout)
+        }
     };
     // One write of the whole report; a closed stdout (a pipe to `head`) is not an error.
     let out = crate::redact::redact(&out);

@@ -66,7 +66,7 @@ pub struct Options {
 }
 
 /// What an image that ends `unreachable` means (`--on-unreachable`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnUnreachable {
     /// It fails the run (exit 6).
     #[default]

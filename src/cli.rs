@@ -1,14 +1,72 @@
 //! The command line, as clap derive types only: every flag also reads an environment variable,
 //! and `--help` text comes from these doc comments. No logic lives here; `config` validates.
 
-use crate::check::OnUnreachable;
 use crate::keyring::Secret;
-use crate::registry::PlatformCheck;
 use crate::report::EXIT_CODES_HELP;
-use crate::start::StartCheck;
 use clap::builder::FalseyValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+
+// The headings `-h` groups the flags under, in the order they are shown.
+const IMAGES: &str = "Images";
+const CREDENTIALS: &str = "Credentials";
+const NODE: &str = "The node";
+const ROUTING: &str = "Routing";
+const OUTPUT: &str = "Output";
+const LIMITS: &str = "Limits";
+const INJECT_INPUT: &str = "Input and image";
+const INJECT_JOBS: &str = "Jobs";
+
+/// What `check -h` says after the flags: the exit codes, and where the rest is.
+fn check_short_after() -> String {
+    format!("{EXIT_CODES_HELP}\n\n{CHECK_SHORT_AFTER}")
+}
+
+/// Where the rest of `check -h` is.
+const CHECK_SHORT_AFTER: &str = "\
+Examples: pullcheck check nginx:1.27; pullcheck check --pod-spec job.yaml -o json
+Every flag also reads its environment variable; `--help` names them, explains each flag and
+lists the exit codes.";
+
+/// What `check --help` says after the flags: examples a newcomer needs, then the exit codes.
+fn check_long_after() -> String {
+    format!("{CHECK_EXAMPLES}\n\n{EXIT_CODES_HELP}")
+}
+
+/// The examples of `check --help`.
+const CHECK_EXAMPLES: &str = "\
+Examples:
+  pullcheck check nginx:1.27
+      One image, a text report, the exit code.
+  pullcheck check nginx:1.27 quay.io/org/app:v1 --timeout 30s
+      Several images at once, within 30 seconds.
+  kubectl get job train -o yaml | pullcheck check --pod-spec -
+      Every image of a workload's pod specs, read from stdin, each with its pull policy.
+  pullcheck check -o json --pod-spec job.yaml
+      The same as JSON, for programs.
+  pullcheck check --plain-http 127.0.0.1:5000 127.0.0.1:5000/team/app:v1
+      A registry that speaks plain HTTP.
+
+In a pod, the init container reads its images from PULLCHECK_IMAGES and its pull secrets
+from /var/run/pullcheck/secrets/<name>; `pullcheck inject` writes both.";
+
+/// What `inject -h` says after the flags.
+const INJECT_SHORT_AFTER: &str = "\
+Example: pullcheck inject -f job.yaml --image YOUR/IMAGE --job-failure-policy | kubectl apply -f -
+`--help` explains each flag and names its environment variable.";
+
+/// What `inject --help` says after the flags.
+const INJECT_LONG_AFTER: &str = "\
+Examples:
+  pullcheck inject -f job.yaml --image registry.example.com/pullcheck:0.1.0 --job-failure-policy | kubectl apply -f -
+      Add the init container and the Job's podFailurePolicy rules, then create the Job.
+  helm template ./chart | pullcheck inject --image registry.example.com/pullcheck:0.1.0 -- --timeout 30s
+      Rendered manifests from stdin; the arguments after `--` are the check's.
+  pullcheck inject -f job.yaml --image registry.example.com/pullcheck:0.1.0 --node-images
+      Look IfNotPresent images up on the node first (the pod needs `get` on nodes).
+
+There is no published pullcheck image: build it (scripts/build-image.sh) and push it to a
+registry every node can pull from, then pass that reference as --image.";
 
 /// Fail a pod in seconds, not hours, when one of its images cannot be pulled.
 ///
@@ -29,57 +87,92 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check that every image can be pulled.
-    #[command(after_help = EXIT_CODES_HELP)]
+    ///
+    /// Asks each image's registry for its manifest (one HEAD per image, with the pull
+    /// secrets that match it, as the kubelet would), for the node's platform, and exits with
+    /// the code of the worst failure.
+    #[command(after_help = check_short_after(), after_long_help = check_long_after())]
     Check(CheckArgs),
     /// Add the pullcheck init container to every pod spec of some manifests.
     ///
-    /// Reads YAML or JSON (several documents, or a List) and writes the same format to stdout.
+    /// Reads YAML or JSON (several documents, or a List) and writes the same format to stdout,
+    /// every byte it does not edit kept as it was.
+    #[command(after_help = INJECT_SHORT_AFTER, after_long_help = INJECT_LONG_AFTER)]
     Inject(InjectArgs),
 }
 
 /// The default image of the injected init container.
 pub const DEFAULT_INJECT_IMAGE: &str = concat!("pullcheck:", env!("CARGO_PKG_VERSION"));
 
-/// Flags of `pullcheck inject`.
+/// Flags of `pullcheck inject`, grouped under the headings `-h` shows.
 #[derive(Debug, Args)]
 pub struct InjectArgs {
-    /// The manifests to read; `-` reads stdin.
+    /// The manifests to read (`-`: stdin).
     #[arg(
         short = 'f',
         long = "filename",
         value_name = "FILE",
         default_value = "-",
-        env = "PULLCHECK_INJECT_FILE"
+        env = "PULLCHECK_INJECT_FILE",
+        help_heading = INJECT_INPUT
     )]
     pub file: PathBuf,
 
-    /// The pullcheck image the init container runs.
-    #[arg(long, value_name = "REF", env = "PULLCHECK_INJECT_IMAGE", default_value = DEFAULT_INJECT_IMAGE)]
+    /// The pullcheck image the init container runs: where you pushed it.
+    ///
+    /// No registry holds the default: build the image (`scripts/build-image.sh`), push it to a
+    /// registry every node can pull from, and pass that reference.
+    #[arg(
+        long,
+        value_name = "REF",
+        env = "PULLCHECK_INJECT_IMAGE",
+        default_value = DEFAULT_INJECT_IMAGE,
+        help_heading = INJECT_INPUT
+    )]
     pub image: String,
 
+    /// Another pull secret to mount (repeatable).
+    ///
     /// A pull secret to mount besides the pod's own imagePullSecrets. Repeatable; the
     /// environment variable takes a comma-separated list.
     #[arg(
         long = "secret",
         value_name = "NAME",
         env = "PULLCHECK_INJECT_SECRETS",
+        help_heading = CREDENTIALS,
         value_delimiter = ','
     )]
     pub secrets: Vec<String>,
 
-    /// A ConfigMap that holds the `--ca-file` files of the check arguments: each `--ca-file
-    /// PATH` is mounted at PATH from the key named as PATH's file name.
-    #[arg(long, value_name = "NAME", env = "PULLCHECK_INJECT_CA_CONFIGMAP")]
+    /// A ConfigMap holding the check's --ca-file files.
+    ///
+    /// Each `--ca-file PATH` of the check arguments is mounted at PATH from the key named as
+    /// PATH's file name.
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PULLCHECK_INJECT_CA_CONFIGMAP",
+        help_heading = CREDENTIALS
+    )]
     pub ca_configmap: Option<String>,
 
+    /// Add podFailurePolicy rules for pullcheck's exit codes to Jobs.
+    ///
     /// Also add to each batch/v1 Job (and CronJob job template) the podFailurePolicy rules
     /// for pullcheck's exit codes (FailJob on 3, 4, 5, 7; on 6, Count against backoffLimit,
-    /// or Ignore when the Job has activeDeadlineSeconds), unless it has rules for container
-    /// `pullcheck` already, and restartPolicy: Never where none is set. Says on stderr which
-    /// rule was written and why.
-    #[arg(long, env = "PULLCHECK_INJECT_JOB_FAILURE_POLICY", value_parser = FalseyValueParser::new())]
+    /// or Ignore when the Job has activeDeadlineSeconds; Count on 8), unless it has rules for
+    /// container `pullcheck` already, and restartPolicy: Never where none is set. Says on
+    /// stderr which rule was written and why.
+    #[arg(
+        long,
+        env = "PULLCHECK_INJECT_JOB_FAILURE_POLICY",
+        help_heading = INJECT_JOBS,
+        value_parser = FalseyValueParser::new()
+    )]
     pub job_failure_policy: bool,
 
+    /// Ignore exit 6 even in Jobs without a deadline.
+    ///
     /// With --job-failure-policy: write Ignore on exit 6 even for a Job without
     /// activeDeadlineSeconds. Such a Job recreates a pod every --timeout for as long as the
     /// registry stays unreachable, without end: only for Jobs something else bounds.
@@ -87,53 +180,81 @@ pub struct InjectArgs {
         long,
         env = "PULLCHECK_INJECT_IGNORE_UNREACHABLE_WITHOUT_DEADLINE",
         value_parser = FalseyValueParser::new(),
+        help_heading = INJECT_JOBS,
         requires = "job_failure_policy"
     )]
     pub ignore_unreachable_without_deadline: bool,
 
-    /// Look up `IfNotPresent` images on the node first: split the images into
-    /// `PULLCHECK_IMAGES` (`Always`) and `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's
-    /// name (`PULLCHECK_NODE_NAME` from `spec.nodeName`), and where the pod sets
-    /// `automountServiceAccountToken: false`, mount a service-account token for the init
-    /// container alone. The pod's service account needs `get` on `nodes`.
-    #[arg(long, env = "PULLCHECK_INJECT_NODE_IMAGES", value_parser = FalseyValueParser::new())]
+    /// Look IfNotPresent images up on the node first.
+    ///
+    /// Split the images into `PULLCHECK_IMAGES` (`Always`) and
+    /// `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's name (`PULLCHECK_NODE_NAME` from
+    /// `spec.nodeName`), and where the pod sets `automountServiceAccountToken: false`, mount a
+    /// service-account token for the init container alone. The pod's service account needs
+    /// `get` on `nodes`.
+    #[arg(
+        long,
+        env = "PULLCHECK_INJECT_NODE_IMAGES",
+        help_heading = NODE,
+        value_parser = FalseyValueParser::new()
+    )]
     pub node_images: bool,
 
+    /// Mount containerd's hosts directory from a ConfigMap.
+    ///
     /// A ConfigMap holding containerd's hosts directory in the flat layout (`docker.io.toml`,
-    /// `registry.corp_5000.toml`): mounted read-only (optional) and passed as `--hosts-dir`.
-    #[arg(long, value_name = "NAME", env = "PULLCHECK_INJECT_HOSTS_CONFIGMAP")]
-    pub hosts_configmap: Option<String>,
-
-    /// A ConfigMap holding CRI-O's `registries.conf` (key `registries.conf`, and drop-ins):
-    /// mounted read-only (optional) and passed as `--registries-conf`.
+    /// `registry.corp_5000.toml`): mounted read-only at /etc/pullcheck/hosts.d from an
+    /// `optional` volume, and passed as `--hosts-dir`.
     #[arg(
         long,
         value_name = "NAME",
-        env = "PULLCHECK_INJECT_REGISTRIES_CONFIGMAP"
+        env = "PULLCHECK_INJECT_HOSTS_CONFIGMAP",
+        help_heading = ROUTING
+    )]
+    pub hosts_configmap: Option<String>,
+
+    /// Mount CRI-O's registries.conf from a ConfigMap.
+    ///
+    /// A ConfigMap holding CRI-O's `registries.conf` (key `registries.conf`, and drop-ins):
+    /// mounted read-only at /etc/pullcheck/registries from an `optional` volume, and passed as
+    /// `--registries-conf`; not with the two flags for containerd.
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PULLCHECK_INJECT_REGISTRIES_CONFIGMAP",
+        help_heading = ROUTING
     )]
     pub registries_configmap: Option<String>,
 
-    /// Mount the node's own containerd hosts directory read-only with a hostPath volume
-    /// [default PATH: /etc/containerd/certs.d]; the `baseline` Pod Security level refuses
+    /// Mount the node's own containerd hosts directory (hostPath).
+    ///
+    /// Read-only, with a hostPath volume [default PATH: /etc/containerd/certs.d], and passed
+    /// as `--hosts-dir`; warns that the `baseline` and `restricted` Pod Security levels refuse
     /// hostPath volumes.
     #[arg(
         long,
         value_name = "PATH",
         env = "PULLCHECK_INJECT_HOSTS_FROM_NODE",
         num_args = 0..=1,
+        help_heading = ROUTING,
         default_missing_value = crate::route::inject::DEFAULT_NODE_HOSTS
     )]
     pub hosts_from_node: Option<String>,
 
-    /// The kubelet's CredentialProviderConfig: for the providers with `tokenAttributes`, add a
-    /// projected `serviceAccountToken` volume (each provider's audience), mounted by the init
-    /// container alone. Only the token volume: also pass `-- --image-credential-provider-config
+    /// Mount service-account tokens for the kubelet's credential providers.
+    ///
+    /// The kubelet's CredentialProviderConfig (a malformed one is exit 2, naming FILE): for the
+    /// providers with `tokenAttributes`, add one projected volume `pullcheck-provider-tokens`
+    /// with a `serviceAccountToken` per provider (its audience, at `<provider>/token`), mounted
+    /// read-only by the init container alone at /var/run/secrets/pullcheck/credential-providers
+    /// (PULLCHECK_CREDENTIAL_PROVIDER_TOKEN_DIR); nothing when no provider has them. Only the token volume: also pass `-- --image-credential-provider-config
     /// PATH --image-credential-provider-bin-dir DIR` and mount that file and the plugins (e.g.
     /// from a ConfigMap and an image volume), since pullcheck's image holds neither.
     #[arg(
         long,
         value_name = "FILE",
         env = "PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG",
+        help_heading = CREDENTIALS,
         // An empty value (the variable set to nothing) turns the choice off, rather than
         // being refused as an empty path.
         value_parser = clap::builder::TypedValueParser::map(
@@ -143,8 +264,10 @@ pub struct InjectArgs {
     )]
     pub credential_provider_config: Option<PathBuf>,
 
-    /// Arguments for `pullcheck check` in the init container (after `--`); checked with
-    /// `check`'s own parser now, not in every pod.
+    /// Arguments for `pullcheck check` in the init container.
+    ///
+    /// After `--`; checked with `check`'s own parser now, not in every pod: `-- --timout 30s`
+    /// is exit 2 here.
     #[arg(last = true, value_name = "CHECK_ARGS")]
     pub check_args: Vec<String>,
 }
@@ -158,6 +281,49 @@ pub enum PlatformMatch {
     Strict,
 }
 
+/// `--cloud-credentials`: whether to ask the pod's cloud identity for a registry credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CloudCredentials {
+    /// Ask the cloud for ECR, Artifact Registry / GCR and ACR images.
+    Auto,
+    /// Never.
+    Off,
+    /// As `auto`, and an image a provider serves that gets no credential at all (no pull
+    /// secret, every provider unavailable) fails: for clusters where every pod has an identity.
+    Required,
+}
+
+/// `--start-check`: whether to predict that containers will not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StartCheck {
+    /// Predict from the pod spec, and read an image's config when a container's spec leaves
+    /// the answer to the image (a manifest and a blob `GET`).
+    Auto,
+    /// No prediction, no extra request.
+    Off,
+}
+
+/// `--platform-check`: how far to go to check that an image has a variant for the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlatformCheck {
+    /// Check indexes (one manifest `GET`), except on Docker Hub, where a manifest `GET` counts
+    /// as a pull against the rate limit.
+    Auto,
+    /// Check indexes everywhere, and single manifests too (a manifest and a config `GET`).
+    Full,
+    /// `HEAD` only.
+    Off,
+}
+
+/// `--on-unreachable`: what an image that ends `unreachable` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnUnreachable {
+    /// It fails the run (exit 6).
+    Fail,
+    /// It is a warning: the pod's network may not reach registries that its node can.
+    Warn,
+}
+
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -167,11 +333,11 @@ pub enum OutputFormat {
     Json,
 }
 
-/// Flags of `pullcheck check`.
+/// Flags of `pullcheck check`, grouped under the headings `-h` shows.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// Image references to check (`nginx`, `quay.io/org/app:v1`, `reg:5000/x@sha256:…`).
-    #[arg(value_name = "IMAGE")]
+    #[arg(value_name = "IMAGE", help_heading = IMAGES)]
     pub images: Vec<String>,
 
     /// More images, separated by whitespace or commas.
@@ -179,38 +345,87 @@ pub struct CheckArgs {
         long = "images",
         value_name = "LIST",
         env = "PULLCHECK_IMAGES",
+        help_heading = IMAGES,
         value_parser = clap::builder::OsStringValueParser::new()
     )]
     pub images_list: Option<std::ffi::OsString>,
 
-    /// Images whose pull policy is `IfNotPresent`: with --node, those the node already holds
-    /// are `ok` without asking their registry (images given in other ways are `Always`:
-    /// checked at the registry). Repeatable; each value, like the environment variable, is
-    /// separated by whitespace or commas.
+    /// Images pulled only when the node lacks them (`IfNotPresent`).
+    ///
+    /// With --node, those the node already holds are `ok` (`present_on_node`) without asking
+    /// their registry (images given in other ways are `Always`: checked at the registry). Repeatable; each
+    /// value, like the environment variable, is separated by whitespace or commas.
     #[arg(
         long = "if-not-present",
         value_name = "IMAGE",
         env = "PULLCHECK_IMAGES_IF_NOT_PRESENT",
+        help_heading = IMAGES,
         value_parser = clap::builder::OsStringValueParser::new()
     )]
     pub if_not_present: Vec<std::ffi::OsString>,
 
-    /// The node the pod runs on (from the downward API's `spec.nodeName`): its image list is
-    /// read from the API server, with the pod's service-account token, for the
-    /// --if-not-present images.
-    #[arg(long, value_name = "NAME", env = "PULLCHECK_NODE_NAME")]
+    /// A file of images, one per line (`-`: stdin).
+    ///
+    /// `#` starts a comment; `-` reads stdin.
+    #[arg(long, value_name = "PATH", env = "PULLCHECK_IMAGES_FILE", help_heading = IMAGES)]
+    pub images_file: Option<PathBuf>,
+
+    /// Manifests whose pod specs' images are checked (`-`: stdin).
+    ///
+    /// YAML or JSON, any number of documents, Lists: Pods, workloads, Jobs and the job
+    /// frameworks' kinds (Argo, Spark, KubeRay, Kubeflow, JobSet, Volcano…), as `inject` reads
+    /// them, each image with its pull policy and each container with its facts for the start
+    /// check; `-` reads stdin.
+    #[arg(long, value_name = "PATH", env = "PULLCHECK_POD_SPEC", help_heading = IMAGES)]
+    pub pod_spec: Option<PathBuf>,
+
+    /// A docker config file or folder (repeatable).
+    ///
+    /// A `.dockerconfigjson`, `.dockercfg` or `config.json` file, or a folder holding one.
+    /// Repeatable; the environment variable takes a `:`-separated list.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "PULLCHECK_DOCKER_CONFIG",
+        help_heading = CREDENTIALS,
+        value_delimiter = ':'
+    )]
+    pub docker_config: Vec<PathBuf>,
+
+    /// One sub-folder per mounted pull secret.
+    ///
+    /// A folder with one sub-folder per mounted pull secret (`<DIR>/<secret>/.dockerconfigjson`
+    /// or `.dockercfg`); a missing folder means none.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PULLCHECK_SECRETS_DIR",
+        default_value = "/var/run/pullcheck/secrets",
+        help_heading = CREDENTIALS
+    )]
+    pub secrets_dir: PathBuf,
+
+    /// The node the pod runs on (`spec.nodeName`).
+    ///
+    /// From the downward API: the node's image list is read from the API server, with the
+    /// pod's service-account token, for the --if-not-present images.
+    #[arg(long, value_name = "NAME", env = "PULLCHECK_NODE_NAME", help_heading = NODE)]
     pub node: Option<String>,
 
-    /// The kubelet's `nodeStatusMaxImages`: a node that lists this many images may hold more,
-    /// so its list proves nothing about the others; -1: the kubelet lists all.
+    /// The kubelet's `nodeStatusMaxImages` (-1: no cap).
+    ///
+    /// A node that lists this many images may hold more, so its list proves nothing about
+    /// the others; -1: the kubelet lists all. A whole number from -1 to 1000000.
     #[arg(
         long,
         value_name = "N",
         env = "PULLCHECK_NODE_STATUS_MAX_IMAGES",
         default_value = "50",
-        allow_hyphen_values = true
+        help_heading = NODE,
+        allow_hyphen_values = true,
+        value_parser = Checked::parser(crate::config::node_status_max_images_value)
     )]
-    pub node_status_max_images: String,
+    pub node_status_max_images: Checked<Option<usize>>,
 
     /// The service-account directory holding `token` and `ca.crt` (for tests).
     #[arg(
@@ -222,109 +437,102 @@ pub struct CheckArgs {
     )]
     pub service_account_dir: PathBuf,
 
-    /// A file of images, one per line, `#` starts a comment; `-` reads stdin.
-    #[arg(long, value_name = "PATH", env = "PULLCHECK_IMAGES_FILE")]
-    pub images_file: Option<PathBuf>,
-
-    /// Manifests (YAML or JSON, any number of documents, Lists) whose pod specs' images are all
-    /// checked: Pods, workloads, Jobs and the job frameworks' kinds (Argo, Spark, KubeRay,
-    /// Kubeflow, JobSet, Volcano…), as `inject` reads them, each image with its pull policy
-    /// and each container with its facts for the start check; `-` reads stdin.
-    #[arg(long, value_name = "PATH", env = "PULLCHECK_POD_SPEC")]
-    pub pod_spec: Option<PathBuf>,
-
-    /// A `.dockerconfigjson`, `.dockercfg` or `config.json` file, or a folder holding one.
-    /// Repeatable; the environment variable takes a `:`-separated list.
-    #[arg(
-        long,
-        value_name = "PATH",
-        env = "PULLCHECK_DOCKER_CONFIG",
-        value_delimiter = ':'
-    )]
-    pub docker_config: Vec<PathBuf>,
-
-    /// A folder with one sub-folder per mounted pull secret; a missing folder means none.
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "PULLCHECK_SECRETS_DIR",
-        default_value = "/var/run/pullcheck/secrets"
-    )]
-    pub secrets_dir: PathBuf,
-
-    /// Speak plain HTTP to this registry (the only way to). Repeatable; the environment
-    /// variable takes a comma-separated list. `--insecure HOST` (crane's word) is the same:
-    /// plain HTTP; certificate checks are never turned off (trust a CA with --ca-file).
+    /// Speak plain HTTP to this registry (repeatable).
+    ///
+    /// The only way to speak plain HTTP to a registry. Repeatable; the environment variable
+    /// takes a comma-separated list. The report says `(plain HTTP)`, JSON `"plain_http":
+    /// true`. `--insecure HOST` (crane's word) is the same: plain HTTP. crane's --insecure also
+    /// accepts HTTPS without checking the certificate; pullcheck never turns certificate checks
+    /// off (trust the registry's CA with --ca-file).
     #[arg(
         long,
         visible_alias = "insecure",
         value_name = "HOST[:PORT]",
         env = "PULLCHECK_PLAIN_HTTP",
+        help_heading = ROUTING,
         value_delimiter = ','
     )]
     pub plain_http: Vec<String>,
 
-    /// One credential for one run, as skopeo's --creds: for the registry of the images (they
-    /// must all be on one registry), tried before every other source. For a person at a
-    /// workstation: there is no environment variable, so that a password is never put in a
-    /// pod spec (use a pull secret there). The value is never shown.
-    #[arg(long, value_name = "USER:PASS", value_parser = secret_value)]
+    /// One credential for the images' one registry.
+    ///
+    /// As skopeo's --creds: for the registry of the images (they must all be on one
+    /// registry, or it is a usage error), tried before every other source, also before a pull
+    /// secret's more specific key for the same registry (`registry/team`), which the kubelet's
+    /// key order would try first. For a person at a workstation: there is no environment
+    /// variable, so that a password is never put in a pod spec or a Deployment's `env` (a pod
+    /// uses its pull secrets there). The value is never printed (not in errors, --verbose, JSON
+    /// or `Debug`), but a command line is visible to `ps` and shell history.
+    #[arg(long, value_name = "USER:PASS", value_parser = secret_value, help_heading = CREDENTIALS)]
     pub creds: Option<Secret>,
 
-    /// Registries whose nodes pull with their own credentials (ECR, GCR, ACR credential
-    /// providers, a node config.json): `unauthorized` with no pod credentials for them is a
-    /// warning, not a failure. Repeatable; `*` for all; the environment variable takes a
-    /// comma-separated list.
+    /// Registries whose nodes pull with their own credentials.
+    ///
+    /// A node config.json, a credential provider pullcheck cannot run: `unauthorized` with no
+    /// credential at all for them is a warning (`"fatal": false`), not a failure. Repeatable;
+    /// `*` for all; the environment variable takes a comma-separated list.
     #[arg(
         long,
         value_name = "HOST[:PORT]",
         env = "PULLCHECK_ALLOW_UNAUTHENTICATED",
+        help_heading = CREDENTIALS,
         value_delimiter = ','
     )]
     pub allow_unauthenticated: Vec<String>,
 
+    /// Ask the pod's cloud identity for ECR, GCR and ACR credentials.
+    ///
     /// `auto`: for ECR, Artifact Registry / GCR and ACR images, also try a registry credential
     /// from the pod's cloud identity (IRSA, EKS Pod Identity, IMDS; GKE metadata server; Azure
     /// workload identity or IMDS), after the pull secrets; when no credential at all can be
     /// had for such an image (or one a credential-provider plugin matches), `unauthorized` is
-    /// a warning, since the kubelet pulls with the node's identity. `required`: the same, but
-    /// that `unauthorized` fails, for clusters where every pod has an identity. `off`: never
-    /// ask.
+    /// a warning (`not_counted`), since the kubelet asks with the node's identity. `required`:
+    /// the same, but that `unauthorized` fails (exit 5), for clusters where every pod has an
+    /// identity. `off`: never ask the cloud (an image then gets `no_credentials`, fatal unless
+    /// --allow-unauthenticated).
     #[arg(
         long,
         value_enum,
         value_name = "WHEN",
         env = "PULLCHECK_CLOUD_CREDENTIALS",
-        default_value = "auto"
+        default_value = "auto",
+        help_heading = CREDENTIALS
     )]
-    pub cloud_credentials: crate::credentials::cloud::Mode,
+    pub cloud_credentials: CloudCredentials,
 
-    /// The kubelet's CredentialProviderConfig (kubelet.config.k8s.io/v1): its exec plugins
-    /// are run for the images they match, after the pull secrets. Needs
-    /// --image-credential-provider-bin-dir.
+    /// The kubelet's CredentialProviderConfig.
+    ///
+    /// `kubelet.config.k8s.io/v1`: its exec plugins are run for the images they match, after
+    /// the pull secrets. Needs --image-credential-provider-bin-dir.
     #[arg(
         long,
         value_name = "FILE",
-        env = "PULLCHECK_IMAGE_CREDENTIAL_PROVIDER_CONFIG"
+        env = "PULLCHECK_IMAGE_CREDENTIAL_PROVIDER_CONFIG",
+        help_heading = CREDENTIALS
     )]
     pub image_credential_provider_config: Option<PathBuf>,
 
     /// The folder of the credential-provider plugins.
+    ///
+    /// The plugins' folder, given with --image-credential-provider-config, as on the kubelet.
     #[arg(
         long,
         value_name = "DIR",
-        env = "PULLCHECK_IMAGE_CREDENTIAL_PROVIDER_BIN_DIR"
+        env = "PULLCHECK_IMAGE_CREDENTIAL_PROVIDER_BIN_DIR",
+        help_heading = CREDENTIALS
     )]
     pub image_credential_provider_bin_dir: Option<PathBuf>,
 
-    /// Where the pod's service-account tokens for plugins with tokenAttributes are
-    /// (`<DIR>/<provider name>/token`, as `pullcheck inject --credential-provider-config`
-    /// mounts them).
+    /// Service-account tokens for plugins with tokenAttributes.
+    ///
+    /// `<DIR>/<provider name>/token`, as `pullcheck inject --credential-provider-config`
+    /// mounts them.
     #[arg(
         long,
         value_name = "DIR",
         env = "PULLCHECK_CREDENTIAL_PROVIDER_TOKEN_DIR",
-        default_value = crate::credentials::plugin::DEFAULT_TOKEN_DIR
+        default_value = crate::credentials::plugin::DEFAULT_TOKEN_DIR,
+        help_heading = CREDENTIALS
     )]
     pub credential_provider_token_dir: PathBuf,
 
@@ -345,56 +553,88 @@ pub struct CheckArgs {
         long,
         value_name = "PATH",
         env = "PULLCHECK_CA_FILE",
+        help_heading = ROUTING,
+        long_help = "A PEM file of CA certificates to trust, besides the Mozilla roots built in \
+                     (the system store is not read). Repeatable; the environment variable takes \
+                     a `:`-separated list.",
+        help = "CA certificates to trust (PEM, repeatable)",
         value_delimiter = ':'
     )]
     pub ca_file: Vec<PathBuf>,
 
-    /// containerd's hosts directory (its `config_path`, e.g. /etc/containerd/certs.d): images
-    /// are asked where the node would pull them, mirrors first. `DIR/<host>/hosts.toml`, or the
-    /// flat ConfigMap layout `DIR/<host>.toml` (`<host>_<port>.toml`). Repeatable; the
-    /// environment variable takes a `:`-separated list (the first directory with an entry
-    /// for a host wins).
+    /// containerd's hosts directory (`config_path`).
+    ///
+    /// E.g. /etc/containerd/certs.d: images are asked where the node would pull them, mirrors
+    /// first. `DIR/<host>/hosts.toml`, or the flat ConfigMap layout `DIR/<host>.toml`
+    /// (`<host>_<port>.toml`). Repeatable; the environment variable takes a `:`-separated list
+    /// (the first directory with an entry for a host wins).
     #[arg(
         long,
         value_name = "DIR",
         env = "PULLCHECK_HOSTS_DIR",
+        help_heading = ROUTING,
         value_delimiter = ':'
     )]
     pub hosts_dir: Vec<PathBuf>,
 
-    /// CRI-O's and Podman's registries.conf (version 2), or a folder holding `registries.conf`
-    /// and `*.conf` drop-ins: mirrors, rewritten and blocked prefixes, short names.
-    #[arg(long, value_name = "PATH", env = "PULLCHECK_REGISTRIES_CONF")]
+    /// CRI-O's and Podman's registries.conf.
+    ///
+    /// Version 2, or a folder holding `registries.conf` and `*.conf` drop-ins: mirrors,
+    /// rewritten and blocked prefixes, short names. Not together with --hosts-dir.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "PULLCHECK_REGISTRIES_CONF",
+        help_heading = ROUTING
+    )]
     pub registries_conf: Option<PathBuf>,
 
+    /// Whether an unreachable registry fails the run.
+    ///
     /// What an image that stays `unreachable` (exit 6), or is `unverifiable` from the pod
     /// (exit 8), means: `fail`, or `warn` for pods whose network, DNS or CAs are not their
-    /// nodes' (reported, not counted).
+    /// nodes' (egress NetworkPolicy, node-only proxies, node-only names): reported with
+    /// `"fatal": false` and not counted (`not_counted: on_unreachable_warn`).
     #[arg(
         long,
         value_enum,
         value_name = "WHAT",
         env = "PULLCHECK_ON_UNREACHABLE",
-        default_value = "fail"
+        default_value = "fail",
+        help_heading = ROUTING
     )]
     pub on_unreachable: OnUnreachable,
 
-    /// The node's platform, `OS/ARCH[/VARIANT]` [default: this machine's, e.g. linux/amd64];
-    /// `any` turns the platform check off.
-    #[arg(long, value_name = "PLATFORM", env = "PULLCHECK_PLATFORM")]
+    /// The node's platform, `OS/ARCH[/VARIANT]` or `any`.
+    ///
+    /// Default: this machine's, e.g. linux/amd64; `any` turns the platform check off. An
+    /// unknown variant of amd64 (v1–v4), arm64 (v8–v8.9, v9–v9.7) or arm (v5–v8), such as
+    /// linux/amd64/v9, is a usage error (exit 2) listing the known ones, unless
+    /// --platform-match strict (then a warning: the user means exactly that string).
+    #[arg(
+        long,
+        value_name = "PLATFORM",
+        env = "PULLCHECK_PLATFORM",
+        help_heading = NODE
+    )]
     pub platform: Option<String>,
 
-    /// How index entries must match the platform: `lenient` as containerd's CRI (1.7, 2.0)
-    /// does, also accepting older compatible platforms; `strict` as containerd 2.1+ and CRI-O.
+    /// How index entries must match the platform.
+    ///
+    /// `lenient` as containerd's CRI (1.7, 2.0: `platforms.Only`) does, also accepting older
+    /// compatible platforms; `strict` as containerd 2.1+ and CRI-O.
     #[arg(
         long,
         value_enum,
         value_name = "MODE",
         env = "PULLCHECK_PLATFORM_MATCH",
-        default_value = "lenient"
+        default_value = "lenient",
+        help_heading = NODE
     )]
     pub platform_match: PlatformMatch,
 
+    /// Which manifests are read for the platform check.
+    ///
     /// `auto`: check indexes (one manifest GET), but not on Docker Hub, where a manifest GET
     /// counts as a pull; `full`: also single manifests (a manifest and a config GET); `off`:
     /// HEAD only.
@@ -403,32 +643,40 @@ pub struct CheckArgs {
         value_enum,
         value_name = "WHEN",
         env = "PULLCHECK_PLATFORM_CHECK",
-        default_value = "auto"
+        default_value = "auto",
+        help_heading = NODE
     )]
     pub platform_check: PlatformCheck,
 
-    /// The pod's containers, for the start check: a JSON list of `{"name", "image", "kind",
-    /// "command", "args", "runAsNonRoot", "runAsUser"}` (`pullcheck inject` writes it). Their
-    /// images are checked too.
+    /// The pod's containers, for the start check (JSON).
+    ///
+    /// A JSON list of `{"name", "image", "kind", "command", "args", "runAsNonRoot",
+    /// "runAsUser"}` (`pullcheck inject` writes it). Their images are checked too.
     #[arg(
         long,
         value_name = "JSON",
         env = "PULLCHECK_CONTAINERS",
+        help_heading = IMAGES,
         value_parser = clap::builder::OsStringValueParser::new()
     )]
     pub containers: Option<std::ffi::OsString>,
 
-    /// How many containers the pod has (init, sidecar and app, pullcheck's own included),
-    /// so that the termination message fits the kubelet's share of 12 KiB per container
-    /// (`pullcheck inject` writes it). Unset: one more than --containers lists, or 1.
+    /// How many containers the pod has (1–100000).
+    ///
+    /// Init, sidecar and app, pullcheck's own included, so that the termination message fits
+    /// the kubelet's share, 12288 / N bytes (`pullcheck inject` writes it). Unset: one more
+    /// than --containers lists, or 1. A whole number from 1 to 100000.
     #[arg(
         long,
         value_name = "N",
         env = "PULLCHECK_POD_CONTAINERS",
+        help_heading = OUTPUT,
         value_parser = clap::value_parser!(u32).range(1..=100_000)
     )]
     pub pod_containers: Option<u32>,
 
+    /// Predict containers that will not start.
+    ///
     /// `auto`: predict containers that will not start (runAsNonRoot against the image's user,
     /// no command), reading an image's config (a manifest and a blob GET) only when a
     /// container's spec leaves the answer to the image; `off`: no prediction, no extra request.
@@ -437,29 +685,38 @@ pub struct CheckArgs {
         value_enum,
         value_name = "WHEN",
         env = "PULLCHECK_START_CHECK",
-        default_value = "auto"
+        default_value = "auto",
+        help_heading = IMAGES
     )]
     pub start_check: StartCheck,
 
-    /// Deadline for the whole check (`500ms`, `30s`, `2m`).
+    /// Deadline for the whole check (at most 24h).
+    ///
+    /// `500ms`, `30s`, `2m`, `1h30m`: longer than zero and at most 24h.
     #[arg(
         long,
         value_name = "DURATION",
         env = "PULLCHECK_TIMEOUT",
         default_value = "60s",
-        allow_hyphen_values = true
+        help_heading = LIMITS,
+        allow_hyphen_values = true,
+        value_parser = Checked::parser(crate::config::timeout_value)
     )]
-    pub timeout: String,
+    pub timeout: Checked<std::time::Duration>,
 
-    /// How many images are checked at once.
+    /// How many images are checked at once (1–1024).
+    ///
+    /// A whole number from 1 to 1024.
     #[arg(
         long,
         value_name = "N",
         env = "PULLCHECK_CONCURRENCY",
         default_value = "16",
-        allow_hyphen_values = true
+        help_heading = LIMITS,
+        allow_hyphen_values = true,
+        value_parser = Checked::parser(crate::config::concurrency_value)
     )]
-    pub concurrency: String,
+    pub concurrency: Checked<usize>,
 
     /// Output format on stdout.
     #[arg(
@@ -467,32 +724,99 @@ pub struct CheckArgs {
         long,
         value_enum,
         env = "PULLCHECK_OUTPUT",
-        default_value = "text"
+        default_value = "text",
+        help_heading = OUTPUT
     )]
     pub output: OutputFormat,
 
-    /// Where to write the termination message [default: /dev/termination-log when it exists;
-    /// an empty PATH writes none].
+    /// Where to write the termination message.
+    ///
+    /// Default: /dev/termination-log when it exists; an empty PATH writes none.
     #[arg(
         long,
         value_name = "PATH",
         env = "PULLCHECK_TERMINATION_LOG",
+        help_heading = OUTPUT,
         value_parser = clap::builder::OsStringValueParser::new()
     )]
     pub termination_log: Option<std::ffi::OsString>,
 
     /// Print only the images that cannot be pulled (nothing when all can).
-    #[arg(short, long, env = "PULLCHECK_QUIET", value_parser = FalseyValueParser::new())]
+    #[arg(
+        short,
+        long,
+        env = "PULLCHECK_QUIET",
+        help_heading = OUTPUT,
+        value_parser = FalseyValueParser::new()
+    )]
     pub quiet: bool,
 
-    /// Show progress on stderr even when it is not a terminal (a pod's log): each verdict as it
-    /// arrives, each retry with its reason and wait, and each request's method, URL and status
-    /// (never its headers). On a terminal, verdicts and retries are shown without it.
-    #[arg(short, long, env = "PULLCHECK_VERBOSE", value_parser = FalseyValueParser::new())]
+    /// Show progress and every request on stderr.
+    ///
+    /// Even when stderr is not a terminal (a pod's log): each verdict as it arrives, each
+    /// retry with its reason and wait, and each request's method, URL and status (never a
+    /// header, a credential or a token). On a terminal, verdicts and retries are shown without
+    /// it, and the verdicts give way to the report at the end.
+    #[arg(
+        short,
+        long,
+        env = "PULLCHECK_VERBOSE",
+        help_heading = OUTPUT,
+        value_parser = FalseyValueParser::new()
+    )]
     pub verbose: bool,
+}
+
+/// A flag's value as given, and what it means: clap reads it, [`crate::config`] judges it and
+/// says what is wrong with the other problems (exit 2, all at once), in its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked<T> {
+    /// The value as given (on the command line, in the environment, or the default).
+    pub given: String,
+    /// What it means, or why it means nothing.
+    pub value: Result<T, String>,
+}
+
+impl<T: Clone + Send + Sync + 'static> Checked<T> {
+    /// A clap value parser that never refuses: it keeps the value and `check`'s verdict on it.
+    fn parser(
+        check: fn(&str) -> Result<T, String>,
+    ) -> impl Fn(&str) -> Result<Checked<T>, std::convert::Infallible> + Clone + Send + Sync + 'static
+    {
+        move |given| {
+            Ok(Checked {
+                given: given.to_string(),
+                value: check(given),
+            })
+        }
+    }
 }
 
 /// Wraps a secret value at once, so that no `Debug` of the arguments shows it.
 fn secret_value(s: &str) -> Result<Secret, String> {
     Ok(Secret::new(s))
+}
+
+/// The command line as `main` parses it: the derive's, with each flag's environment variable
+/// moved from `-h` to `--help`, so that `-h` keeps one line per flag.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let explain = |c: clap::Command| c.mut_args(explained);
+    Cli::command()
+        .mut_subcommand("check", explain)
+        .mut_subcommand("inject", explain)
+}
+
+/// One flag's long help: its text, then the environment variable it reads.
+fn explained(arg: clap::Arg) -> clap::Arg {
+    let Some(env) = arg.get_env().map(|e| e.to_string_lossy().into_owned()) else {
+        return arg;
+    };
+    let text = arg
+        .get_long_help()
+        .or(arg.get_help())
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    arg.hide_env(true)
+        .long_help(format!("{text}\n\n[env: {env}]"))
 }

@@ -2,6 +2,10 @@
 //! as it arrives, each retry with its reason and wait, and with `--verbose` each request's
 //! method, URL and status. Written to stderr, never stdout (the report's), one line per event.
 //!
+//! On a terminal the verdicts are a live view: erased ([`Events::finish`]) before the report,
+//! which prints every verdict again, is written; the retries stay, since the report does not
+//! repeat them. In a pod's log (`--verbose`) every line stays.
+//!
 //! [`Events`] is the one sink: the check and the registry client call it at the points where
 //! something happens, and it decides whether and where to write. It never sees a header, a
 //! credential or a token: requests are shown by method, URL (user info removed, control
@@ -22,7 +26,31 @@ pub struct Events {
 struct Inner {
     /// Also each request (`--verbose`).
     requests: bool,
-    out: Mutex<Box<dyn Write + Send>>,
+    out: Mutex<Sink>,
+}
+
+/// The writer, and on a terminal what it shows that [`Events::finish`] erases.
+struct Sink {
+    writer: Box<dyn Write + Send>,
+    live: Option<Live>,
+}
+
+/// The lines written on a terminal since the check began.
+struct Live {
+    /// The terminal's width, to count the rows a long line wraps onto.
+    columns: usize,
+    /// The rows written so far.
+    rows: usize,
+    /// The lines to write again once the rows are erased: the retries, which the report
+    /// does not repeat.
+    kept: Vec<String>,
+}
+
+impl Live {
+    /// The rows one line of `chars` characters takes on the terminal.
+    fn rows_of(&self, chars: usize) -> usize {
+        chars.div_ceil(self.columns.max(1)).max(1)
+    }
 }
 
 impl std::fmt::Debug for Events {
@@ -43,37 +71,91 @@ impl Events {
 
     /// Verdicts and retries to `out` (a test's buffer); with `requests`, every request too.
     pub fn to_writer(out: Box<dyn Write + Send>, requests: bool) -> Events {
+        Events::with(out, requests, None)
+    }
+
+    fn with(writer: Box<dyn Write + Send>, requests: bool, live: Option<Live>) -> Events {
         Events {
             inner: Some(Arc::new(Inner {
                 requests,
-                out: Mutex::new(out),
+                out: Mutex::new(Sink { writer, live }),
             })),
         }
     }
 
     /// The events a run of the CLI shows: everything with `verbose`; verdicts and retries when
-    /// stderr is a terminal (someone is watching); else nothing (a pod's log stays the report).
+    /// stderr is a terminal (someone is watching), the verdicts erased before the report; else
+    /// nothing (a pod's log stays the report).
     pub fn for_cli(verbose: bool) -> Events {
         use std::io::IsTerminal;
+        let stderr = std::io::stderr();
         if verbose {
             Events::stderr(true)
-        } else if std::io::stderr().is_terminal() {
-            Events::stderr(false)
+        } else if stderr.is_terminal() {
+            let columns = rustix::termios::tcgetwinsize(&stderr)
+                .map(|size| usize::from(size.ws_col))
+                .unwrap_or(0);
+            Events::for_terminal(Box::new(stderr), columns)
         } else {
             Events::default()
         }
     }
 
-    fn line(&self, text: &str) {
+    /// What a terminal of `columns` shows without `--verbose`: verdicts and retries, the
+    /// verdicts erased by [`Events::finish`]. A width of 0 (unknown) erases nothing.
+    fn for_terminal(out: Box<dyn Write + Send>, columns: usize) -> Events {
+        let live = (columns > 0).then_some(Live {
+            columns,
+            rows: 0,
+            kept: Vec::new(),
+        });
+        Events::with(out, false, live)
+    }
+
+    /// Writes one line; `keep` says whether it stays on a terminal once the report comes.
+    fn line(&self, text: &str, keep: bool) {
         if let Some(inner) = &self.inner {
             let mut out = inner
                 .out
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let line = format!("pullcheck: {}", crate::redact::redact(text));
+            if let Some(live) = &mut out.live {
+                live.rows += live.rows_of(line.chars().count());
+                if keep {
+                    live.kept.push(line.clone());
+                }
+            }
             // A closed stderr is no reason to stop checking.
-            let _ = writeln!(out, "pullcheck: {}", crate::redact::redact(text));
-            let _ = out.flush();
+            let _ = writeln!(out.writer, "{line}");
+            let _ = out.writer.flush();
         }
+    }
+
+    /// Called once the check is done, before the report is written: on a terminal, erases the
+    /// verdicts shown while it ran (the report has them all) and writes the retries again.
+    pub fn finish(&self) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        let mut out = inner
+            .out
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Sink { writer, live } = &mut *out;
+        let Some(live) = live else {
+            return;
+        };
+        if live.rows == 0 {
+            return;
+        }
+        // Up to the first line written, to its start, and clear to the end of the screen.
+        let _ = write!(writer, "\x1b[{}A\r\x1b[J", live.rows);
+        for line in live.kept.drain(..) {
+            let _ = writeln!(writer, "{line}");
+        }
+        live.rows = 0;
+        let _ = writer.flush();
     }
 
     /// An image's verdict, as soon as it is known.
@@ -83,19 +165,22 @@ impl Events {
         }
         if r.is_ok() {
             let digest = r.digest.as_deref().unwrap_or("digest not reported");
-            self.line(&format!(
-                "{} {} ({})",
-                r.status.as_str(),
-                escape(&r.reference),
-                escape(digest)
-            ));
+            self.line(
+                &format!(
+                    "{} {} ({})",
+                    r.status.as_str(),
+                    escape(&r.reference),
+                    escape(digest)
+                ),
+                false,
+            );
         } else {
             let status = if r.fatal() {
                 r.status.as_str()
             } else {
                 "warning"
             };
-            self.line(&format!("{status} {}", escape(&r.message)));
+            self.line(&format!("{status} {}", escape(&r.message)), false);
         }
     }
 
@@ -105,12 +190,15 @@ impl Events {
         if self.inner.is_none() {
             return;
         }
-        self.line(&format!(
-            "retrying {} in {} (attempt {attempt} failed): {reason}: {}",
-            escape(registry),
-            short_duration(wait),
-            escape(what)
-        ));
+        self.line(
+            &format!(
+                "retrying {} in {} (attempt {attempt} failed): {reason}: {}",
+                escape(registry),
+                short_duration(wait),
+                escape(what)
+            ),
+            true,
+        );
     }
 
     /// Whether requests are shown (`--verbose`).
@@ -127,7 +215,10 @@ impl Events {
             Ok(status) => status.to_string(),
             Err(e) => format!("error: {}", escape(&e)),
         };
-        self.line(&format!("{method} {} -> {answer}", escape(&shown_url(url))));
+        self.line(
+            &format!("{method} {} -> {answer}", escape(&shown_url(url))),
+            false,
+        );
     }
 }
 
@@ -205,6 +296,51 @@ mod tests {
              pullcheck: GET https://auth.example/token?scope=repository:a:pull -> 200\n\
              pullcheck: HEAD http://r/v2/a/manifests/v1 -> error: reset\n"
         );
+    }
+
+    #[test]
+    fn on_a_terminal_verdicts_are_erased_before_the_report_and_retries_stay() {
+        let buf = Buffer::default();
+        // A terminal 40 columns wide.
+        let events = Events::for_terminal(Box::new(buf.clone()), 40);
+        let mut found = crate::report::tests::result("a", Status::Ok);
+        found.reference = "found.example/app:v1".into();
+        found.digest = Some(format!("sha256:{}", "0".repeat(64)));
+        events.verdict(&found);
+        events.retry(
+            "retried.example",
+            1,
+            Duration::from_millis(250),
+            "server_error",
+            "answered 503",
+        );
+        events.request("HEAD", "http://r/v2/b/manifests/v1", Ok(503));
+        let retry = "pullcheck: retrying retried.example in 250ms (attempt 1 failed): server_error: answered 503";
+        let verdict = format!(
+            "pullcheck: ok found.example/app:v1 (sha256:{})",
+            "0".repeat(64)
+        );
+        assert_eq!(buf.text(), format!("{verdict}\n{retry}\n"));
+        // 113 and 90 characters on 40 columns: 3 rows each.
+        events.finish();
+        assert_eq!(
+            buf.text(),
+            format!("{verdict}\n{retry}\n\x1b[6A\r\x1b[J{retry}\n")
+        );
+        // Nothing more to erase.
+        events.finish();
+        assert!(buf.text().ends_with(&format!("{retry}\n")));
+    }
+
+    #[test]
+    fn elsewhere_finish_erases_nothing() {
+        let buf = Buffer::default();
+        let events = Events::to_writer(Box::new(buf.clone()), false);
+        events.verdict(&crate::report::tests::result("a", Status::NotFound));
+        let before = buf.text();
+        events.finish();
+        assert_eq!(buf.text(), before);
+        Events::default().finish();
     }
 
     #[test]

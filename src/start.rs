@@ -43,7 +43,7 @@ pub const MAX_CONTAINERS: usize = 10_000;
 pub const MAX_CONTAINERS_JSON: usize = 64 * 1024;
 
 /// Whether to predict that containers will not start (`--start-check`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StartCheck {
     /// Predict from the pod spec, and read an image's config when a container's spec leaves
     /// the answer to the image (a manifest and a blob `GET`).

@@ -270,7 +270,7 @@ pub struct ClientOptions {
 }
 
 /// How far to go to check that an image has a variant for the node (`--platform-check`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PlatformCheck {
     /// Check indexes (one manifest `GET`), except on Docker Hub, where a manifest `GET` counts
     /// as a pull against the rate limit.

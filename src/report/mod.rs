@@ -20,7 +20,7 @@ pub use termination::{
     KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
     termination_message,
 };
-pub use text::render_text;
+pub use text::{Layout, render_text};
 
 use crate::credentials::ProviderTried;
 use crate::keyring::CredentialSource;

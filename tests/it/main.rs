@@ -13,6 +13,8 @@
 //!   nothing leaked.
 //! - `docs_reasons`, `json_schema`: the generated reasons page and the JSON Schema, against the
 //!   code and against real output.
+//! - `docs_flags`: the generated flag reference, `-h` kept short, and every list of exit codes.
+//! - `output`: what a person sees besides the report (warnings that are news, and only then).
 //! - `cloud`, `plugin`: the node's credentials (built-in cloud providers against stand-ins of
 //!   the cloud endpoints; the kubelet's exec plugins), against real registries.
 
@@ -23,6 +25,7 @@ mod bad_input;
 mod check;
 mod cloud;
 mod common;
+mod docs_flags;
 mod docs_reasons;
 mod faults;
 mod harness;
@@ -33,6 +36,7 @@ mod json_schema;
 mod manifests;
 mod node;
 mod operator;
+mod output;
 mod platform;
 mod plugin;
 mod route;

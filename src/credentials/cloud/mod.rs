@@ -28,7 +28,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 
 /// `--cloud-credentials`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Ask the cloud for ECR, Artifact Registry / GCR and ACR images.
     #[default]
