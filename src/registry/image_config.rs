@@ -119,9 +119,8 @@ impl Client {
             },
             None => (self.state(reference.api_host()), reference),
         };
-        let Some(scheme) = state.ping.get().cloned() else {
-            return ConfigRead::Failed("the registry was not probed".to_string());
-        };
+        // What the registry asked of the probe (none when it found the image anonymously).
+        let scheme = state.known_scheme();
         let authorization = match self
             .authorization(&state, &scheme, reference, credential, false, progress)
             .await
