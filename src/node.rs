@@ -29,6 +29,10 @@ pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceacc
 /// The kubelet's default `nodeStatusMaxImages`: it lists at most this many images, largest
 /// first.
 pub const DEFAULT_MAX_IMAGES: usize = 50;
+/// The kubelet's `MaxNamesPerImageInNodeStatus`: it lists at most this many names of each
+/// image (`pkg/kubelet/nodestatus/setters.go`), so an image listed with this many may have more
+/// names than the list shows, the one asked about among them.
+pub const MAX_NAMES_PER_IMAGE: usize = 5;
 /// The largest Node object read. A node listing 50 images with a few names each is tens of
 /// KiB; an object is at most ~1.5 MiB in etcd.
 pub const MAX_NODE_BYTES: usize = 4 * 1024 * 1024;
@@ -168,6 +172,9 @@ pub struct NodeImages {
     pub listed: usize,
     /// The node lists as many images as the kubelet reports at most: it may hold more.
     pub truncated: bool,
+    /// How many images are listed with [`MAX_NAMES_PER_IMAGE`] names (or more): each may have
+    /// names the list leaves out, so a name not found proves nothing.
+    pub names_capped: usize,
     /// The cap the list was read against, for messages.
     max_images: Option<usize>,
 }
@@ -235,12 +242,14 @@ impl Keep<'_> {
     }
 }
 
-/// What the Node's answer gave: the kind, how many images it lists, the names kept.
+/// What the Node's answer gave: the kind, how many images it lists, the names kept, and how
+/// many images are listed with as many names as the kubelet shows.
 #[derive(Default)]
 struct Read {
     kind: Option<String>,
     listed: usize,
     names: HashSet<String>,
+    names_capped: usize,
 }
 
 /// A Node object read in one pass: `kind` and `status.images[].names`; serde skips the rest
@@ -355,6 +364,7 @@ impl<'de> serde::de::Visitor<'de> for Field<'_, '_> {
             Level::Images => Level::Image,
             _ => Level::Name,
         };
+        let mut count = 0usize;
         loop {
             let field = Field {
                 keep: self.keep,
@@ -362,12 +372,17 @@ impl<'de> serde::de::Visitor<'de> for Field<'_, '_> {
                 level: next,
             };
             if seq.next_element_seed(field)?.is_none() {
-                return Ok(());
+                break;
             }
+            count += 1;
             if next == Level::Image {
                 self.read.listed += 1;
             }
         }
+        if next == Level::Name && count >= MAX_NAMES_PER_IMAGE {
+            self.read.names_capped += 1;
+        }
+        Ok(())
     }
     fn visit_str<E>(self, name: &str) -> Result<(), E> {
         // Names that do not parse as references (none should) are skipped.
@@ -418,8 +433,41 @@ impl NodeImages {
             names: parsed.names,
             listed,
             truncated: max_images.is_some_and(|max| listed >= max),
+            names_capped: parsed.names_capped,
             max_images,
         })
+    }
+
+    /// Whether a name the list lacks is not on the node: every image is listed (fewer than
+    /// the kubelet's cap), with every name (none at the kubelet's cap of names).
+    fn complete(&self) -> bool {
+        !self.truncated && self.names_capped == 0
+    }
+
+    /// Why the list cannot say that an image is not on the node, for a message; `None` when
+    /// it is complete.
+    fn why_incomplete(&self) -> Option<String> {
+        let cap = self.max_images.unwrap_or(self.listed);
+        let images = self.truncated.then(|| {
+            format!(
+                "node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one",
+                self.node
+            )
+        });
+        let names = (self.names_capped > 0).then(|| {
+            let (n, are) = match self.names_capped {
+                1 => ("one".to_string(), "is"),
+                n => (n.to_string(), "are"),
+            };
+            format!(
+                "node {} lists at most {MAX_NAMES_PER_IMAGE} names of each image (the kubelet's limit) and {n} of its images {are} listed with {MAX_NAMES_PER_IMAGE}, so it may hold this one under a name it does not list",
+                self.node
+            )
+        });
+        match (images, names) {
+            (Some(i), Some(n)) => Some(format!("{i}; {n}")),
+            (i, n) => i.or(n),
+        }
     }
 
     /// Whether the node lists this image: its normalised reference is among the names, or,
@@ -449,11 +497,12 @@ pub enum NodeLookup {
 
 impl NodeLookup {
     /// `Some(true)` when the node lists the image; `Some(false)` when its complete list does
-    /// not; `None` when unknown (not looked up, or a truncated list without it).
+    /// not; `None` when unknown (not looked up, or a list without it that is truncated: in
+    /// images, or in the names of one image).
     pub fn presence(&self, reference: &Reference) -> Option<bool> {
         match self {
             NodeLookup::Found(images) if images.has(reference) => Some(true),
-            NodeLookup::Found(images) if !images.truncated => Some(false),
+            NodeLookup::Found(images) if images.complete() => Some(false),
             _ => None,
         }
     }
@@ -519,14 +568,13 @@ impl NodeLookup {
             return;
         };
         result.present_on_node = self.presence(&reference);
-        let cap = images.max_images.unwrap_or(images.listed);
         match (policy, result.present_on_node, result.status) {
             (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal() => {
+                let why = images.why_incomplete().unwrap_or_default();
                 result.not_counted(
                     NotCounted::NodeListTruncated,
                     &format!(
-                        "imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
-                        images.node
+                        "imagePullPolicy is IfNotPresent and {why}, and the kubelet would then start the pod without pulling"
                     ),
                 );
             }
@@ -818,6 +866,50 @@ mod tests {
         assert_eq!(failed.presence(&r("app:v1.0")), None);
         assert!(failed.warning().unwrap().contains("401"));
         assert_eq!(NodeLookup::NotNeeded.warning(), None);
+    }
+
+    /// A Node whose second image is listed with `names` names of another repository.
+    fn node_with_names(names: usize) -> String {
+        let list: Vec<String> = (0..names)
+            .map(|i| format!("\"docker.io/library/other:{i}\""))
+            .collect();
+        format!(
+            r#"{{"kind": "Node", "status": {{"images": [{{"names": ["docker.io/library/app:v1.0"]}}, {{"names": [{}]}}]}}}}"#,
+            list.join(", ")
+        )
+    }
+
+    #[test]
+    fn an_image_listed_with_five_names_may_have_more_and_proves_nothing() {
+        use crate::report::tests::result;
+        let wanted = Wanted::of(&[r("app:v9")]);
+        for (names, capped) in [(0, 0), (4, 0), (5, 1), (6, 1)] {
+            let body = node_with_names(names);
+            for keep in [None, Some(&wanted)] {
+                let node = NodeImages::read("n", body.as_bytes(), Some(50), keep).unwrap();
+                assert!(!node.truncated, "{names}");
+                assert_eq!(node.names_capped, capped, "{names} names, kept {keep:?}");
+                let lookup = NodeLookup::Found(node);
+                let absent = if capped > 0 { None } else { Some(false) };
+                assert_eq!(lookup.presence(&r("app:v9")), absent, "{names}");
+                if keep.is_none() {
+                    assert_eq!(lookup.presence(&r("app:v1.0")), Some(true), "{names}");
+                }
+                let mut missing = result("app:v9", Status::NotFound);
+                missing.reference = r("app:v9").to_string();
+                lookup.annotate(&mut missing, PullPolicy::IfNotPresent);
+                assert_eq!(missing.fatal(), capped == 0, "{names}: {}", missing.message);
+                if capped > 0 {
+                    assert!(
+                        missing.message.contains(
+                            "node n lists at most 5 names of each image (the kubelet's limit) and one of its images is listed with 5"
+                        ),
+                        "{}",
+                        missing.message
+                    );
+                }
+            }
+        }
     }
 
     /// (name, lookup, image, policy, registry status) -> (fatal, present_on_node, message part).
