@@ -250,7 +250,7 @@ impl NodeImages {
     }
 
     /// Reads a Node object (JSON) in one pass, keeping only the names of the images asked
-    /// about (`wanted`: their repositories' last components, see [`NodeOptions::wanted`]);
+    /// about (`wanted`: their repositories' last components, see [`NodeOptions::wanted`](super::NodeOptions::wanted));
     /// `None` keeps every name.
     pub fn read(
         node: &str,
