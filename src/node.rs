@@ -10,25 +10,34 @@
 //! the run's images ([`Wanted`]): a Node of a million names costs a scan of each. Whatever goes wrong (no token, 401,
 //! 403, no API server) is a [`NodeError`]: the run then says so once and asks the registries as
 //! it would without a node.
+//!
+//! `read` holds the one-pass reader of the Node object ([`NodeImages`]); this file the lookup
+//! over HTTP and what the list says of each image ([`NodeLookup`]).
 
 use crate::input::{LimitedReadError, read_limited_file};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::error_chain;
 use crate::report::{ImageResult, NotCounted, Reason, Status};
+pub use read::{NodeImages, Wanted};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::time::Instant;
+
+mod read;
 
 /// Where Kubernetes mounts the pod's service-account token, namespace and cluster CA.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The kubelet's default `nodeStatusMaxImages`: it lists at most this many images, largest
 /// first.
 pub const DEFAULT_MAX_IMAGES: usize = 50;
+/// The kubelet's `MaxNamesPerImageInNodeStatus`: it lists at most this many names of each
+/// image (`pkg/kubelet/nodestatus/setters.go`), so an image listed with this many may have more
+/// names than the list shows, the one asked about among them.
+pub const MAX_NAMES_PER_IMAGE: usize = 5;
 /// The largest Node object read. A node listing 50 images with a few names each is tens of
 /// KiB; an object is at most ~1.5 MiB in etcd.
 pub const MAX_NODE_BYTES: usize = 4 * 1024 * 1024;
@@ -157,285 +166,6 @@ pub enum NodeError {
     NotANode(String),
 }
 
-/// The images a node holds, as its Node object lists them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeImages {
-    /// The node's name.
-    pub node: String,
-    /// Every listed name, normalised (`docker.io/library/nginx:1.27`, `…@sha256:…`).
-    names: HashSet<String>,
-    /// How many images the node lists.
-    pub listed: usize,
-    /// The node lists as many images as the kubelet reports at most: it may hold more.
-    pub truncated: bool,
-    /// The cap the list was read against, for messages.
-    max_images: Option<usize>,
-}
-
-/// The names a run can use of a Node's list: the normalised forms of its images (and, for a
-/// digest, `registry/repository@digest`, as [`NodeImages::has`] asks), and the last component
-/// of each repository (`nginx` for `docker.io/library/nginx:1.27`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Wanted {
-    full: HashSet<String>,
-    last: HashSet<String>,
-}
-
-impl Wanted {
-    /// What `images` can match.
-    pub fn of<'a>(images: impl IntoIterator<Item = &'a Reference>) -> Wanted {
-        let mut wanted = Wanted::default();
-        for r in images {
-            wanted.full.insert(r.to_string());
-            if let Some(digest) = &r.digest {
-                wanted
-                    .full
-                    .insert(format!("{}/{}@{digest}", r.registry, r.repository));
-            }
-            let last = r.repository.rsplit('/').next().unwrap_or(&r.repository);
-            wanted.last.insert(last.to_string());
-        }
-        wanted
-    }
-}
-
-/// Which of a Node's image names are kept: those a run can use ([`Wanted`]), or all of them
-/// (`None`). A name is parsed only when its last component is one of the run's, so a Node
-/// listing a million names costs a scan of each, not a parse and an allocation, and only the
-/// names that are one of the run's images are kept.
-struct Keep<'a>(Option<&'a Wanted>);
-
-impl Keep<'_> {
-    /// The normalised name to keep, if any.
-    fn keep(&self, name: &str) -> Option<String> {
-        let Some(wanted) = self.0 else {
-            return Reference::parse(name).ok().map(|r| r.to_string());
-        };
-        if wanted.full.contains(name) {
-            return Some(name.to_string());
-        }
-        let bare = name.split('@').next().unwrap_or(name);
-        let last = bare.rsplit('/').next().unwrap_or(bare);
-        if !wanted.last.contains(last.split(':').next().unwrap_or(last)) {
-            return None;
-        }
-        let Ok(r) = Reference::parse(name) else {
-            return None;
-        };
-        let normal = r.to_string();
-        let digest_form = r
-            .digest
-            .as_ref()
-            .map(|d| format!("{}/{}@{d}", r.registry, r.repository));
-        if wanted.full.contains(&normal) {
-            Some(normal)
-        } else {
-            digest_form.filter(|d| wanted.full.contains(d))
-        }
-    }
-}
-
-/// What the Node's answer gave: the kind, how many images it lists, the names kept.
-#[derive(Default)]
-struct Read {
-    kind: Option<String>,
-    listed: usize,
-    names: HashSet<String>,
-}
-
-/// A Node object read in one pass: `kind` and `status.images[].names`; serde skips the rest
-/// without keeping it, and each name is looked at in place ([`Keep`]).
-struct NodeSeed<'a>(&'a Keep<'a>);
-
-impl<'de> serde::de::DeserializeSeed<'de> for NodeSeed<'_> {
-    type Value = Read;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Read, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for NodeSeed<'_> {
-    type Value = Read;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a Node object")
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
-        let mut read = Read::default();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match key.as_ref() {
-                "kind" => read.kind = map.next_value::<Option<String>>()?,
-                "status" => map.next_value_seed(Field {
-                    keep: self.0,
-                    read: &mut read,
-                    level: Level::Status,
-                })?,
-                _ => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(read)
-    }
-}
-
-/// Where [`Field`] is in the Node.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Level {
-    /// `status`: a map (or null).
-    Status,
-    /// `status.images`: a list (or null).
-    Images,
-    /// One entry of `images`: a map.
-    Image,
-    /// Its `names`: a list of strings (or null).
-    Names,
-    /// One name.
-    Name,
-}
-
-/// One field of `status` and below, read into `read`.
-struct Field<'a, 'b> {
-    keep: &'a Keep<'a>,
-    read: &'b mut Read,
-    level: Level,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for Field<'_, '_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        match self.level {
-            Level::Status | Level::Images | Level::Names => d.deserialize_option(self),
-            Level::Image => d.deserialize_map(self),
-            Level::Name => d.deserialize_str(self),
-        }
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Field<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self.level {
-            Level::Status | Level::Image => "a map",
-            Level::Images | Level::Names => "a sequence",
-            Level::Name => "a string",
-        })
-    }
-    fn visit_none<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        match self.level {
-            Level::Status => d.deserialize_map(self),
-            _ => d.deserialize_seq(self),
-        }
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let (wanted, next) = match self.level {
-            Level::Status => ("images", Level::Images),
-            _ => ("names", Level::Names),
-        };
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == wanted {
-                map.next_value_seed(Field {
-                    keep: self.keep,
-                    read: &mut *self.read,
-                    level: next,
-                })?;
-            } else {
-                map.next_value::<serde::de::IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let next = match self.level {
-            Level::Images => Level::Image,
-            _ => Level::Name,
-        };
-        loop {
-            let field = Field {
-                keep: self.keep,
-                read: &mut *self.read,
-                level: next,
-            };
-            if seq.next_element_seed(field)?.is_none() {
-                return Ok(());
-            }
-            if next == Level::Image {
-                self.read.listed += 1;
-            }
-        }
-    }
-    fn visit_str<E>(self, name: &str) -> Result<(), E> {
-        // Names that do not parse as references (none should) are skipped.
-        if let Some(kept) = self.keep.keep(name) {
-            self.read.names.insert(kept);
-        }
-        Ok(())
-    }
-}
-
-impl NodeImages {
-    /// Reads a Node object (JSON), keeping every name. Names that do not parse as references
-    /// (none should) are skipped.
-    pub fn from_json(
-        node: &str,
-        body: &[u8],
-        max_images: Option<usize>,
-    ) -> Result<NodeImages, NodeError> {
-        NodeImages::read(node, body, max_images, None)
-    }
-
-    /// Reads a Node object (JSON) in one pass, keeping only the names of the images asked
-    /// about (`wanted`: their repositories' last components, see [`NodeOptions::wanted`]);
-    /// `None` keeps every name.
-    pub fn read(
-        node: &str,
-        body: &[u8],
-        max_images: Option<usize>,
-        wanted: Option<&Wanted>,
-    ) -> Result<NodeImages, NodeError> {
-        use serde::de::DeserializeSeed;
-        let keep = Keep(wanted);
-        let mut de = serde_json::Deserializer::from_slice(body);
-        // serde's message may quote the answer (escaped): keep it short.
-        let not_a_node =
-            |e: serde_json::Error| NodeError::NotANode(e.to_string().chars().take(160).collect());
-        let parsed = NodeSeed(&keep).deserialize(&mut de).map_err(not_a_node)?;
-        de.end().map_err(not_a_node)?;
-        if let Some(kind) = parsed.kind.as_deref().filter(|k| *k != "Node") {
-            return Err(NodeError::NotANode(format!(
-                "kind is {:?}",
-                kind.chars().take(40).collect::<String>()
-            )));
-        }
-        let listed = parsed.listed;
-        Ok(NodeImages {
-            node: node.to_string(),
-            names: parsed.names,
-            listed,
-            truncated: max_images.is_some_and(|max| listed >= max),
-            max_images,
-        })
-    }
-
-    /// Whether the node lists this image: its normalised reference is among the names, or,
-    /// for a reference with a digest, the same repository at that digest (the runtime
-    /// resolves `app:v1@sha256:…` by the digest alone).
-    pub fn has(&self, reference: &Reference) -> bool {
-        self.names.contains(&reference.to_string())
-            || reference.digest.as_ref().is_some_and(|digest| {
-                self.names.contains(&format!(
-                    "{}/{}@{digest}",
-                    reference.registry, reference.repository
-                ))
-            })
-    }
-}
-
 /// What a run knows about the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeLookup {
@@ -449,11 +179,12 @@ pub enum NodeLookup {
 
 impl NodeLookup {
     /// `Some(true)` when the node lists the image; `Some(false)` when its complete list does
-    /// not; `None` when unknown (not looked up, or a truncated list without it).
+    /// not; `None` when unknown (not looked up, or a list without it that is truncated: in
+    /// images, or in the names of one image).
     pub fn presence(&self, reference: &Reference) -> Option<bool> {
         match self {
             NodeLookup::Found(images) if images.has(reference) => Some(true),
-            NodeLookup::Found(images) if !images.truncated => Some(false),
+            NodeLookup::Found(images) if images.complete() => Some(false),
             _ => None,
         }
     }
@@ -503,14 +234,13 @@ impl NodeLookup {
             return;
         };
         result.present_on_node = self.presence(&reference);
-        let cap = images.max_images.unwrap_or(images.listed);
         match (policy, result.present_on_node, result.status) {
             (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal() => {
+                let why = images.why_incomplete().unwrap_or_default();
                 result.not_counted(
                     NotCounted::NodeListTruncated,
                     &format!(
-                        "imagePullPolicy is IfNotPresent and node {} lists only its {cap} largest images (--node-status-max-images {cap}), so it may hold this one, and the kubelet would then start the pod without pulling",
-                        images.node
+                        "imagePullPolicy is IfNotPresent and {why}, and the kubelet would then start the pod without pulling"
                     ),
                 );
             }
@@ -802,6 +532,50 @@ mod tests {
         assert_eq!(failed.presence(&r("app:v1.0")), None);
         assert!(failed.warning().unwrap().contains("401"));
         assert_eq!(NodeLookup::NotNeeded.warning(), None);
+    }
+
+    /// A Node whose second image is listed with `names` names of another repository.
+    fn node_with_names(names: usize) -> String {
+        let list: Vec<String> = (0..names)
+            .map(|i| format!("\"docker.io/library/other:{i}\""))
+            .collect();
+        format!(
+            r#"{{"kind": "Node", "status": {{"images": [{{"names": ["docker.io/library/app:v1.0"]}}, {{"names": [{}]}}]}}}}"#,
+            list.join(", ")
+        )
+    }
+
+    #[test]
+    fn an_image_listed_with_five_names_may_have_more_and_proves_nothing() {
+        use crate::report::tests::result;
+        let wanted = Wanted::of(&[r("app:v9")]);
+        for (names, capped) in [(0, 0), (4, 0), (5, 1), (6, 1)] {
+            let body = node_with_names(names);
+            for keep in [None, Some(&wanted)] {
+                let node = NodeImages::read("n", body.as_bytes(), Some(50), keep).unwrap();
+                assert!(!node.truncated, "{names}");
+                assert_eq!(node.names_capped, capped, "{names} names, kept {keep:?}");
+                let lookup = NodeLookup::Found(node);
+                let absent = if capped > 0 { None } else { Some(false) };
+                assert_eq!(lookup.presence(&r("app:v9")), absent, "{names}");
+                if keep.is_none() {
+                    assert_eq!(lookup.presence(&r("app:v1.0")), Some(true), "{names}");
+                }
+                let mut missing = result("app:v9", Status::NotFound);
+                missing.reference = r("app:v9").to_string();
+                lookup.annotate(&mut missing, PullPolicy::IfNotPresent);
+                assert_eq!(missing.fatal(), capped == 0, "{names}: {}", missing.message);
+                if capped > 0 {
+                    assert!(
+                        missing.message.contains(
+                            "node n lists at most 5 names of each image (the kubelet's limit) and one of its images is listed with 5"
+                        ),
+                        "{}",
+                        missing.message
+                    );
+                }
+            }
+        }
     }
 
     /// (name, lookup, image, policy, registry status) -> (fatal, present_on_node, message part).

@@ -138,15 +138,15 @@ impl Job {
             let mut outcome = self
                 .probe_endpoint(endpoint, creds, endpoint_deadline, last)
                 .await;
-            let unreachable_ping = matches!(
+            let unreachable = matches!(
                 outcome.fact,
                 Fact::Transport {
-                    step: registry::Step::Ping,
+                    step: registry::Step::Manifest,
                     ..
                 }
             );
             let mut url = endpoint.url();
-            if endpoint.http_fallback && unreachable_ping {
+            if endpoint.http_fallback && unreachable {
                 let plain = endpoint.plain();
                 outcome = self
                     .probe_endpoint(&plain, creds, endpoint_deadline, last)

@@ -158,10 +158,11 @@ impl Parser<'_> {
     }
 }
 
-/// How a registry asks to be authenticated, learnt from its `/v2/` ping.
+/// How a registry asks to be authenticated, learnt from the challenge (`401` with
+/// `WWW-Authenticate`) to an anonymous manifest request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthScheme {
-    /// `/v2/` answered 200: no authentication.
+    /// No authentication: nothing asked yet, or nothing to send.
     None,
     /// HTTP Basic.
     Basic,

@@ -11,7 +11,9 @@
 //! already read by the platform check of a single manifest is not read again. Nothing here is a
 //! verdict: what could not be read makes the prediction `unknown`, never the image a failure.
 
-use super::{Client, Fact, MANIFEST_ACCEPT, Progress, authorized, error_chain, read_limited};
+use super::{
+    Client, Fact, MANIFEST_ACCEPT, Progress, RegistryState, authorized, error_chain, read_limited,
+};
 use crate::keyring::Credential;
 use crate::platform::Platform;
 use crate::reference::Reference;
@@ -119,9 +121,8 @@ impl Client {
             },
             None => (self.state(reference.api_host()), reference),
         };
-        let Some(scheme) = state.ping.get().cloned() else {
-            return ConfigRead::Failed("the registry was not probed".to_string());
-        };
+        // What the registry asked of the probe (none when it found the image anonymously).
+        let scheme = state.known_scheme();
         let authorization = match self
             .authorization(&state, &scheme, reference, credential, false, progress)
             .await
@@ -130,56 +131,16 @@ impl Client {
             Err(_) => return ConfigRead::Failed("no token for the config".to_string()),
         };
         let authorization = authorization.as_deref();
-        let manifest_url = |r: &str| {
-            format!(
-                "{}{}/{}/manifests/{r}",
-                state.base, state.root, reference.repository
-            )
-        };
-
-        let mut manifest_ref = platform_digest
+        let manifest_ref = platform_digest
             .clone()
             .or_else(|| digest.clone())
             .unwrap_or_else(|| reference.manifest_ref().to_string());
-        // The manifest; for an index the platform check did not read, once more for the
-        // node's entry (an index of indexes is not followed: it names no config).
-        let mut descended = false;
-        let manifest = loop {
-            if let Some(known) = self.known_config(&manifest_ref) {
-                return known;
-            }
-            let body = match self
-                .get_limited(
-                    &state.http,
-                    &manifest_url(&manifest_ref),
-                    MANIFEST_ACCEPT,
-                    authorization,
-                    MAX_MANIFEST,
-                    progress,
-                )
-                .await
-            {
-                Ok(b) => b,
-                Err(e) => return ConfigRead::Failed(e),
-            };
-            let manifest = match serde_json::from_slice::<Manifest>(&body) {
-                Ok(m) => m,
-                Err(e) => return ConfigRead::Failed(format!("the manifest is not JSON: {e}")),
-            };
-            if manifest.manifests.is_none() || descended {
-                // An artifact is not an image: the runtime refuses it.
-                if let Some(what) = super::artifact_kind(&body) {
-                    return ConfigRead::NotAnImage(what);
-                }
-                break manifest;
-            }
-            let Some(child) = self.entry_for_node(&body) else {
-                return ConfigRead::Failed(
-                    "the index has no entry for the node's platform".to_string(),
-                );
-            };
-            manifest_ref = child;
-            descended = true;
+        let (manifest_ref, manifest) = match self
+            .manifest_for_config(&state, reference, manifest_ref, authorization, progress)
+            .await
+        {
+            Ok(found) => found,
+            Err(read) => return read,
         };
         let Some(config) = manifest.config else {
             return ConfigRead::Failed("the manifest names no config".to_string());
@@ -206,6 +167,57 @@ impl Client {
             self.remember_config(&manifest_ref, read.clone());
         }
         read
+    }
+
+    /// The manifest that names the config, and its reference: the one found; for an index the
+    /// platform check did not read, once more for the node's entry (an index of indexes is not
+    /// followed: it names no config). `Err` is the answer already: a config read earlier in
+    /// the run, or why none can be.
+    async fn manifest_for_config(
+        &self,
+        state: &RegistryState,
+        reference: &Reference,
+        mut manifest_ref: String,
+        authorization: Option<&str>,
+        progress: &Progress,
+    ) -> Result<(String, Manifest), ConfigRead> {
+        let mut descended = false;
+        loop {
+            if let Some(known) = self.known_config(&manifest_ref) {
+                return Err(known);
+            }
+            let url = format!(
+                "{}{}/{}/manifests/{manifest_ref}",
+                state.base, state.root, reference.repository
+            );
+            let body = self
+                .get_limited(
+                    &state.http,
+                    &url,
+                    MANIFEST_ACCEPT,
+                    authorization,
+                    MAX_MANIFEST,
+                    progress,
+                )
+                .await
+                .map_err(ConfigRead::Failed)?;
+            let manifest = serde_json::from_slice::<Manifest>(&body)
+                .map_err(|e| ConfigRead::Failed(format!("the manifest is not JSON: {e}")))?;
+            if manifest.manifests.is_none() || descended {
+                // An artifact is not an image: the runtime refuses it.
+                if let Some(what) = super::artifact_kind(&body) {
+                    return Err(ConfigRead::NotAnImage(what));
+                }
+                return Ok((manifest_ref, manifest));
+            }
+            let Some(child) = self.entry_for_node(&body) else {
+                return Err(ConfigRead::Failed(
+                    "the index has no entry for the node's platform".to_string(),
+                ));
+            };
+            manifest_ref = child;
+            descended = true;
+        }
     }
 
     /// The digest of the index entry for the node's platform; with `--platform any`, the first

@@ -69,8 +69,58 @@ struct Catalog {
     repositories: Vec<String>,
 }
 
+/// What the manifest `HEAD` said, for the facts the platform check returns.
+struct Head {
+    digest: Option<String>,
+    media_type: Option<String>,
+}
+
+impl Head {
+    /// The image found, with what was learnt of its platform.
+    fn found(&self, platform_digest: Option<String>, platform: PlatformSeen) -> Fact {
+        Fact::Found {
+            digest: self.digest.clone(),
+            media_type: self.media_type.clone(),
+            platform_digest,
+            platform,
+            digest_invalid: false,
+        }
+    }
+}
+
+/// The platform to check the image against, or why it is not checked: the user turned the
+/// check off, or it would cost a `GET` that `--platform-check auto` does not spend.
+fn platform_to_check<'a>(
+    policy: &'a super::PlatformPolicy,
+    reference: &Reference,
+    is_index: bool,
+) -> Result<&'a Platform, PlatformSeen> {
+    let Some(want) = &policy.want else {
+        return Err(PlatformSeen::NotAsked);
+    };
+    let wanted = match (policy.check, is_index) {
+        (PlatformCheck::Off, _) => false,
+        // A manifest GET counts as a pull on Docker Hub: `auto` does not spend one there.
+        (PlatformCheck::Auto, true) => reference.registry != DOCKER_HUB,
+        (PlatformCheck::Auto, false) => false,
+        (PlatformCheck::Full, _) => true,
+    };
+    if wanted {
+        return Ok(want);
+    }
+    Err(match (policy.check, is_index) {
+        (PlatformCheck::Off, _) => PlatformSeen::NotAsked,
+        (_, true) => PlatformSeen::Skipped(
+            "Docker Hub index; --platform-check full checks it, as one counted pull",
+        ),
+        (_, false) => PlatformSeen::Skipped("single manifest; --platform-check full checks it"),
+    })
+}
+
 impl Client {
-    /// After a `HEAD` found the manifest: does it have a variant for the node?
+    /// After a `HEAD` found the manifest: does it have a variant for the node? Decides what
+    /// to read ([`platform_to_check`]), reads the manifest, then matches an index's entries
+    /// ([`Client::match_index`]) or a single manifest's config ([`Client::match_config`]).
     pub(super) async fn check_platform(
         &self,
         state: &RegistryState,
@@ -80,16 +130,10 @@ impl Client {
         authorization: Option<&str>,
         progress: &Progress,
     ) -> Fact {
-        let found = |platform_digest: Option<String>, platform: PlatformSeen| Fact::Found {
-            digest: digest.clone(),
-            media_type: media_type.clone(),
-            platform_digest,
-            platform,
-            digest_invalid: false,
-        };
+        let head = Head { digest, media_type };
         // The HEAD's own type can already say "artifact" (OCI 1.1's draft artifact manifest):
         // no GET is needed to know that no runtime pulls it.
-        if let Some(t) = media_type.as_deref().and_then(|t| t.split(';').next()) {
+        if let Some(t) = head.media_type.as_deref().and_then(|t| t.split(';').next()) {
             if t.trim() == "application/vnd.oci.artifact.manifest.v1+json" {
                 return Fact::NotAnImage {
                     url: "the HEAD's Content-Type".to_string(),
@@ -97,35 +141,17 @@ impl Client {
                 };
             }
         }
-        let policy = &self.platform;
-        let Some(want) = &policy.want else {
-            return found(None, PlatformSeen::NotAsked);
-        };
-        let is_index = media_type
+        let is_index = head
+            .media_type
             .as_deref()
             .and_then(|t| t.split(';').next())
             .is_some_and(|t| INDEX_TYPES.contains(&t.trim()));
-        let wanted = match (policy.check, is_index) {
-            (PlatformCheck::Off, _) => false,
-            // A manifest GET counts as a pull on Docker Hub: `auto` does not spend one there.
-            (PlatformCheck::Auto, true) => reference.registry != DOCKER_HUB,
-            (PlatformCheck::Auto, false) => false,
-            (PlatformCheck::Full, _) => true,
+        let want = match platform_to_check(&self.platform, reference, is_index) {
+            Ok(want) => want,
+            Err(seen) => return head.found(None, seen),
         };
-        if !wanted {
-            let seen = match (policy.check, is_index) {
-                (PlatformCheck::Off, _) => PlatformSeen::NotAsked,
-                (_, true) => PlatformSeen::Skipped(
-                    "Docker Hub index; --platform-check full checks it, as one counted pull",
-                ),
-                (_, false) => {
-                    PlatformSeen::Skipped("single manifest; --platform-check full checks it")
-                }
-            };
-            return found(None, seen);
-        }
         // By digest when the HEAD gave one: the same manifest the HEAD saw.
-        let manifest_ref = digest.as_deref().unwrap_or(reference.manifest_ref());
+        let manifest_ref = head.digest.as_deref().unwrap_or(reference.manifest_ref());
         let url = format!(
             "{}{}/{}/manifests/{manifest_ref}",
             state.base, state.root, reference.repository
@@ -139,38 +165,7 @@ impl Client {
             Err(fact) => return fact,
         };
         if is_index {
-            // Parsed on a blocking thread: a 4 MiB index is CPU work that must not hold up the
-            // runtime (signals, the deadline, the other images).
-            let (node, mode) = (want.clone(), policy.mode);
-            let scan = tokio::task::spawn_blocking(move || {
-                let scan = index::scan_index(&body, &node, mode);
-                drop(body);
-                scan
-            })
-            .await;
-            drop(permit);
-            // An index we cannot read says nothing against the image: never block on it.
-            let Ok(Some(scan)) = scan else {
-                return found(None, PlatformSeen::Skipped("the index could not be read"));
-            };
-            // As containerd: an entry that matches wins; else an entry without a platform,
-            // whose config the runtime reads to decide (pullcheck does not: never a false
-            // wrong_platform); else no match, attestations and Windows entries included.
-            return match (scan.best, scan.no_platform) {
-                (Some(platform_digest), _) => found(platform_digest, PlatformSeen::Checked),
-                (None, Some(entry)) => found(
-                    entry,
-                    PlatformSeen::Skipped(
-                        "an index entry names no platform; the runtime reads its config to decide",
-                    ),
-                ),
-                (None, None) => Fact::WrongPlatform {
-                    digest,
-                    wanted: want.to_string(),
-                    available: scan.shown,
-                    more_platforms: scan.more,
-                },
-            };
+            return self.match_index(head, want, body, permit).await;
         }
         // An artifact is not an image: the runtime refuses it, whatever the platform.
         if let Some(what) = super::artifact_kind(&body) {
@@ -184,36 +179,103 @@ impl Client {
             .ok()
             .and_then(|m| m.config)
         else {
-            return found(None, PlatformSeen::Skipped("the manifest names no config"));
+            return head.found(None, PlatformSeen::Skipped("the manifest names no config"));
         };
+        drop(permit);
+        self.match_config(
+            state,
+            reference,
+            head,
+            want,
+            &config,
+            authorization,
+            progress,
+        )
+        .await
+    }
+
+    /// An index's entries against the node's platform, as containerd matches them.
+    async fn match_index(
+        &self,
+        head: Head,
+        want: &Platform,
+        body: Vec<u8>,
+        permit: Option<tokio::sync::SemaphorePermit<'_>>,
+    ) -> Fact {
+        // Parsed on a blocking thread: a 4 MiB index is CPU work that must not hold up the
+        // runtime (signals, the deadline, the other images).
+        let (node, mode) = (want.clone(), self.platform.mode);
+        let scan = tokio::task::spawn_blocking(move || {
+            let scan = index::scan_index(&body, &node, mode);
+            drop(body);
+            scan
+        })
+        .await;
+        drop(permit);
+        // An index we cannot read says nothing against the image: never block on it.
+        let Ok(Some(scan)) = scan else {
+            return head.found(None, PlatformSeen::Skipped("the index could not be read"));
+        };
+        // As containerd: an entry that matches wins; else an entry without a platform,
+        // whose config the runtime reads to decide (pullcheck does not: never a false
+        // wrong_platform); else no match, attestations and Windows entries included.
+        match (scan.best, scan.no_platform) {
+            (Some(platform_digest), _) => head.found(platform_digest, PlatformSeen::Checked),
+            (None, Some(entry)) => head.found(
+                entry,
+                PlatformSeen::Skipped(
+                    "an index entry names no platform; the runtime reads its config to decide",
+                ),
+            ),
+            (None, None) => Fact::WrongPlatform {
+                digest: head.digest,
+                wanted: want.to_string(),
+                available: scan.shown,
+                more_platforms: scan.more,
+            },
+        }
+    }
+
+    /// A single manifest's config blob against the node's platform; what it says of the
+    /// user and command is kept for the start check.
+    #[allow(clippy::too_many_arguments)]
+    async fn match_config(
+        &self,
+        state: &RegistryState,
+        reference: &Reference,
+        head: Head,
+        want: &Platform,
+        config: &ConfigDescriptor,
+        authorization: Option<&str>,
+        progress: &Progress,
+    ) -> Fact {
         let url = format!(
             "{}{}/{}/blobs/{}",
             state.base, state.root, reference.repository, config.digest
         );
         progress.set(format!("GET {url}"));
-        drop(permit);
         let (body, _permit) = match self.get_json(&state.http, &url, "*/*", authorization).await {
             Ok(b) => b,
             Err(fact) => return fact,
         };
         // The start check needs this same config: keep what it says for the run.
-        if let Some(d) = &digest {
+        if let Some(d) = &head.digest {
             self.remember_config(d, super::image_config::parse_config(&body));
         }
         let Ok(config) = serde_json::from_slice::<ImageConfig>(&body) else {
-            return found(None, PlatformSeen::Skipped("the config could not be read"));
+            return head.found(None, PlatformSeen::Skipped("the config could not be read"));
         };
         match platform_of(&config.os, &config.architecture, config.variant.as_deref()) {
-            Some(have) if platform::matches(want, &have, policy.mode) => {
-                found(None, PlatformSeen::Checked)
+            Some(have) if platform::matches(want, &have, self.platform.mode) => {
+                head.found(None, PlatformSeen::Checked)
             }
             Some(have) => Fact::WrongPlatform {
-                digest,
+                digest: head.digest,
                 wanted: want.to_string(),
                 available: vec![have.to_string()],
                 more_platforms: 0,
             },
-            None => found(None, PlatformSeen::Skipped("the config names no platform")),
+            None => head.found(None, PlatformSeen::Skipped("the config names no platform")),
         }
     }
 

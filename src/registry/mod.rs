@@ -1,8 +1,10 @@
 //! The only place that speaks HTTP to registries.
 //!
-//! For one image, one *probe* learns how the registry authenticates (one `GET /v2/` per
-//! registry per run, shared by all its images), gets a token when the registry wants one (one
-//! per registry, credential and repository, shared), and sends **one** `HEAD` for the manifest.
+//! For one image, a *probe* sends **one** `HEAD` for the manifest, as the runtime does: with
+//! what the registry already asked of this run, else anonymously, and a challenged request is
+//! answered (a token when the registry wants one: one per registry, credential and group of
+//! repositories, shared) and sent again once. No version check (`GET /v2/`) comes first; it is
+//! sent only after a 404 that nothing explained, to tell a web server from a missing image.
 //! Follow-ups (in `inspect`) are sent only when they are needed: after a 404,
 //! `GET /v2/<name>/tags/list` tells a missing tag from a missing repository and lists close
 //! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform;
@@ -11,6 +13,10 @@
 //! What a probe found is returned as raw facts ([`Outcome`]); [`classify`](fn@classify) turns them into a
 //! verdict in one place. [`dns`] resolves names within the deadline; [`index`] reads an index
 //! entry by entry.
+//!
+//! Layout: `probe` is the request flow of one probe, `state` what is known of each registry
+//! for the run, `token` the `Authorization` a request carries and the token cache, `http` one
+//! request on the wire (redirects, bounded bodies, transport failures).
 //!
 //! Everything a server sends is bounded here: bodies by size (and, for manifests and configs,
 //! by a budget of bodies in memory at once), numbers by [`MAX_SERVER_WAIT`], digests by
@@ -27,9 +33,13 @@
 pub mod auth;
 pub mod classify;
 pub mod dns;
+mod http;
 mod image_config;
 pub mod index;
 mod inspect;
+mod probe;
+mod state;
+mod token;
 
 pub use classify::{Verdict, classify, classify_start, wont_start};
 pub use image_config::ConfigRead;
@@ -37,16 +47,13 @@ pub use image_config::ConfigRead;
 use crate::keyring::Credential;
 use crate::platform::{MatchMode, Platform};
 use crate::progress::Events;
-use crate::reference::Reference;
-use crate::route::Endpoint;
-use auth::{AuthScheme, Token};
-use reqwest::StatusCode;
+use http::{authorized, read_body, read_limited, retry_after, transport, www_authenticate};
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use rustls_pki_types::CertificateDer;
+use state::RegistryState;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
 /// The manifest types a runtime accepts. Without the OCI types distribution answers 404 for OCI
@@ -64,7 +71,8 @@ const SUGGESTION_MARGIN: Duration = Duration::from_millis(300);
 /// Which request of a probe a fact is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    /// `GET /v2/`: how does the registry authenticate?
+    /// `GET /v2/`, the version check: sent only after a manifest 404 that nothing explained
+    /// (is the host a registry at all?).
     Ping,
     /// The token request to the realm.
     Token,
@@ -303,8 +311,8 @@ impl Default for PlatformPolicy {
     }
 }
 
-/// A client for all registries of a run: one connection pool, one ping and one token cache per
-/// registry.
+/// A client for all registries of a run: one connection pool, and one learnt challenge and one
+/// token cache per registry.
 pub struct Client {
     http: reqwest::Client,
     /// Where each request is reported (`--verbose`).
@@ -337,46 +345,6 @@ const BODY_GETS: usize = 2;
 
 /// KiB of manifest and config bodies read and parsed at once: one 4 MiB index and small ones.
 const BODY_BUDGET_KIB: u32 = 5 * 1024;
-
-/// Tokens are cached per (credential source or "", group of repositories).
-type TokenKey = (String, String);
-
-/// The most repositories one token request asks for (each is a `scope` parameter of the URL).
-const SCOPES_PER_TOKEN: usize = 64;
-/// One token fetch shared by all who wait for it: the token and its renewal time, or the token
-/// server's refusal (kept for the run, so that rejected credentials are sent once, not once per
-/// image: a registry may lock an account that fails too often).
-type TokenCell = Arc<OnceCell<Result<(Token, Instant), Refusal>>>;
-
-/// A token server's 401 or 403, as remembered for the run.
-#[derive(Debug, Clone)]
-struct Refusal {
-    url: String,
-    status: u16,
-}
-
-struct RegistryState {
-    /// `scheme://host[:port]`.
-    base: String,
-    /// The API root path: `/v2`, or a node configuration's own (`override_path`).
-    root: String,
-    /// The HTTP client for this registry or endpoint (its own TLS settings and headers).
-    http: reqwest::Client,
-    /// A plain-HTTP token realm on this host may be sent credentials: the node's
-    /// configuration speaks plain HTTP to it.
-    plain_host: Option<String>,
-    /// The repositories each credential ("" for anonymous) will ask tokens for, in groups of
-    /// at most [`SCOPES_PER_TOKEN`]; see [`Client::plan`].
-    scopes: HashMap<String, Vec<Vec<String>>>,
-    /// For each credential, the group of `scopes` each repository is in.
-    groups: HashMap<String, HashMap<String, usize>>,
-    ping: OnceCell<AuthScheme>,
-    /// The version check (`GET /v2/`) answered 404: not proof of anything (the runtime never
-    /// sends it), so the manifest request decides; only when it is a 404 too, and the
-    /// registry does not say which part is missing, is the host "not a registry".
-    ping_404: std::sync::atomic::AtomicBool,
-    tokens: Mutex<HashMap<TokenKey, TokenCell>>,
-}
 
 /// The client could not be built (bad TLS settings): the run cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -419,801 +387,6 @@ impl Client {
     /// Reports every request to `events` (shown with `--verbose`).
     pub fn set_events(&mut self, events: Events) {
         self.events = events;
-    }
-
-    /// Sends a request and reports its method, URL and status (never its headers).
-    async fn send(
-        &self,
-        req: reqwest::RequestBuilder,
-        method: &str,
-        url: &str,
-    ) -> Result<reqwest::Response, reqwest::Error> {
-        let answer = self.execute(req).await;
-        if self.events.shows_requests() {
-            let shown = match &answer {
-                Ok(r) => Ok(r.status().as_u16()),
-                Err(e) => Err(match std::error::Error::source(e) {
-                    Some(cause) => error_chain(cause),
-                    None => error_chain(e),
-                }),
-            };
-            self.events.request(method, url, shown);
-        }
-        answer
-    }
-
-    /// Sends a request, following redirects as [`redirect_policy`] allows.
-    ///
-    /// An endpoint's own client (hosts.toml `header`, `ca`, `client`, `skip_verify`) stops at
-    /// a redirect to another origin: those settings belong to their host, and reqwest would
-    /// send the configured headers along (it strips only `Authorization` and cookies). The
-    /// redirect is then followed here with the run's plain client, without them and without
-    /// `Authorization`, as a registry's redirect to its storage is followed.
-    pub(crate) async fn execute(
-        &self,
-        req: reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, reqwest::Error> {
-        let (client, req) = req.build_split();
-        let req = req?;
-        let again = req.try_clone();
-        let answer = client.execute(req).await;
-        let (Ok(resp), Some(mut again)) = (&answer, again) else {
-            return answer;
-        };
-        let Some(target) = elsewhere(resp) else {
-            return answer;
-        };
-        if resp.status() == reqwest::StatusCode::SEE_OTHER
-            && again.method() != reqwest::Method::HEAD
-        {
-            *again.method_mut() = reqwest::Method::GET;
-        }
-        *again.url_mut() = target;
-        for name in [
-            header::AUTHORIZATION,
-            header::COOKIE,
-            header::PROXY_AUTHORIZATION,
-        ] {
-            again.headers_mut().remove(name);
-        }
-        self.http.execute(again).await
-    }
-
-    fn state(&self, host: &str) -> Arc<RegistryState> {
-        let mut map = self
-            .registries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        map.entry(host.to_string())
-            .or_insert_with(|| Arc::new(self.new_state(host, HashMap::new())))
-            .clone()
-    }
-
-    fn new_state(&self, host: &str, scopes: HashMap<String, Vec<Vec<String>>>) -> RegistryState {
-        let scheme = if self.is_plain(host) { "http" } else { "https" };
-        let groups = scopes
-            .iter()
-            .map(|(key, groups)| {
-                let by_repo = groups
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, g)| g.iter().map(move |r| (r.clone(), i)))
-                    .collect();
-                (key.clone(), by_repo)
-            })
-            .collect();
-        RegistryState {
-            base: format!("{scheme}://{host}"),
-            root: "/v2".to_string(),
-            http: self.http.clone(),
-            plain_host: None,
-            scopes,
-            groups,
-            ping: OnceCell::new(),
-            ping_404: std::sync::atomic::AtomicBool::new(false),
-            tokens: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Plans token scopes before the run: for each image, its API host, repository and the
-    /// sources of the credentials it may try ("" for anonymous). Images of one registry and
-    /// credential then share one token request (several `scope`s in one request).
-    pub fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
-        // Repositories in first-seen order per (host, credential); the set keeps this linear
-        // for 10,000 images.
-        let mut plan: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
-        let mut planned: HashSet<(String, String, String)> = HashSet::new();
-        for (host, repository, cred_keys) in images {
-            for key in cred_keys {
-                if !planned.insert((host.clone(), key.clone(), repository.clone())) {
-                    continue;
-                }
-                plan.entry(host.clone())
-                    .or_default()
-                    .entry(key)
-                    .or_default()
-                    .push(repository.clone());
-            }
-        }
-        for (host, by_cred) in plan {
-            let scopes = by_cred
-                .into_iter()
-                .map(|(key, repos)| {
-                    let groups = repos
-                        .chunks(SCOPES_PER_TOKEN)
-                        .map(<[String]>::to_vec)
-                        .collect();
-                    (key, groups)
-                })
-                .collect();
-            let state = Arc::new(self.new_state(&host, scopes));
-            self.registries
-                .get_mut()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(host, state);
-        }
-    }
-
-    fn is_plain(&self, host: &str) -> bool {
-        self.plain_http.contains(&host.to_ascii_lowercase())
-    }
-
-    /// Whether the registry `host` was asked in plain HTTP because it is on loopback and
-    /// answered HTTPS in plain HTTP.
-    pub fn fell_back_to_plain_http(&self, host: &str) -> bool {
-        self.fell_back
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .contains(&host.to_ascii_lowercase())
-    }
-
-    /// containerd's rule for a loopback registry (`localhost`, `127.0.0.0/8`, `::1`) that
-    /// no configuration names: it is spoken to in plain HTTP (containerd 1.6's CRI and
-    /// `ctr` ask it in plain HTTP; 1.7 and 2.x try HTTPS and fall back). pullcheck asks HTTPS
-    /// first, as without the rule, and when the answer is plain HTTP it asks the same registry
-    /// in plain HTTP from then on: the plain-HTTP state replaces the registry's own (the same
-    /// token plan), for every image of the run. `None` when the rule does not apply: not
-    /// loopback, not the registry's own state (a route's endpoint keeps its own scheme), or
-    /// another failure.
-    fn loopback_fallback(
-        &self,
-        state: &Arc<RegistryState>,
-        fact: &Fact,
-    ) -> Option<Arc<RegistryState>> {
-        if !matches!(
-            fact,
-            Fact::Transport {
-                tls: Some(TlsFailure::PlainHttpAnswer),
-                ..
-            }
-        ) {
-            return None;
-        }
-        let host = state.base.strip_prefix("https://")?.to_string();
-        if !is_loopback(&host) || state.root != "/v2" {
-            return None;
-        }
-        let mut map = self
-            .registries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let current = map.get(&host)?.clone();
-        if current.base.starts_with("http://") {
-            // Another image of the registry fell back already.
-            return Some(current);
-        }
-        if !Arc::ptr_eq(&current, state) {
-            return None;
-        }
-        let plain = Arc::new(RegistryState {
-            base: format!("http://{host}"),
-            root: state.root.clone(),
-            http: self.http.clone(),
-            // The node's runtime speaks plain HTTP to it, credentials included; the traffic
-            // stays on the host.
-            plain_host: Some(host.to_ascii_lowercase()),
-            scopes: state.scopes.clone(),
-            groups: state.groups.clone(),
-            ping: OnceCell::new(),
-            ping_404: std::sync::atomic::AtomicBool::new(false),
-            tokens: Mutex::new(HashMap::new()),
-        });
-        map.insert(host.clone(), plain.clone());
-        self.fell_back
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(host.to_ascii_lowercase());
-        Some(plain)
-    }
-
-    /// Probes one image with the credentials the keyring chose (empty: anonymous). Credentials
-    /// are tried in order until one is not refused, as the kubelet does.
-    ///
-    /// `deadline` is when this attempt will be cut short: best-effort follow-ups (suggestions)
-    /// stop a little before it, so that they never cost the verdict.
-    pub async fn probe(
-        &self,
-        reference: &Reference,
-        credentials: &[&Credential],
-        progress: &Progress,
-        deadline: Instant,
-    ) -> Outcome {
-        let state = self.state(reference.api_host());
-        self.probe_state(&state, reference, credentials, progress, deadline, true)
-            .await
-    }
-
-    /// [`probe`](Self::probe) at one endpoint of a node's route: its own URL, TLS settings and
-    /// headers, and the reference as asked there. The caller decides which credentials the
-    /// endpoint may be sent. `explain`: after a 404, learn why and what is close (`tags/list`);
-    /// not needed when another endpoint will be asked next.
-    pub async fn probe_at(
-        &self,
-        endpoint: &Endpoint,
-        credentials: &[&Credential],
-        progress: &Progress,
-        deadline: Instant,
-        explain: bool,
-    ) -> Outcome {
-        let state = match self.endpoint_state(endpoint) {
-            Ok(s) => s,
-            Err(e) => {
-                return Outcome {
-                    fact: Fact::Transport {
-                        step: Step::Ping,
-                        method: "GET",
-                        url: format!("{}/", endpoint.url()),
-                        detail: e.to_string(),
-                        tls: Some(TlsFailure::Other),
-                        timeout: false,
-                        redirect: false,
-                        no_such_host: false,
-                    },
-                    auth: AuthUsed::Anonymous,
-                    tried: Vec::new(),
-                };
-            }
-        };
-        self.probe_state(
-            &state,
-            &endpoint.reference,
-            credentials,
-            progress,
-            deadline,
-            explain,
-        )
-        .await
-    }
-
-    /// The state of an endpoint: the registry's own when the endpoint is the one pullcheck
-    /// would ask anyway, else one per distinct endpoint (URL, TLS settings, headers).
-    fn endpoint_state(&self, endpoint: &Endpoint) -> Result<Arc<RegistryState>, ClientError> {
-        let scheme = if self.is_plain(&endpoint.host) {
-            "http"
-        } else {
-            "https"
-        };
-        if endpoint.is_default() && endpoint.origin == format!("{scheme}://{}", endpoint.host) {
-            return Ok(self.state(&endpoint.host));
-        }
-        let key = endpoint.key();
-        if let Some(s) = self
-            .registries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&key)
-        {
-            return Ok(s.clone());
-        }
-        let http = if endpoint.tls.is_none() && endpoint.headers.is_empty() {
-            self.http.clone()
-        } else {
-            build_http(
-                self.roots.clone(),
-                endpoint.tls.as_deref(),
-                &endpoint.headers,
-                self.resolver.clone(),
-                &self.pinned,
-            )?
-        };
-        let state = Arc::new(RegistryState {
-            base: endpoint.origin.clone(),
-            root: endpoint.root.clone(),
-            http,
-            plain_host: endpoint
-                .origin
-                .starts_with("http://")
-                .then(|| endpoint.host.to_ascii_lowercase()),
-            scopes: HashMap::new(),
-            groups: HashMap::new(),
-            ping: OnceCell::new(),
-            ping_404: std::sync::atomic::AtomicBool::new(false),
-            tokens: Mutex::new(HashMap::new()),
-        });
-        let mut map = self
-            .registries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Ok(map.entry(key).or_insert(state).clone())
-    }
-
-    async fn probe_state(
-        &self,
-        state: &Arc<RegistryState>,
-        reference: &Reference,
-        credentials: &[&Credential],
-        progress: &Progress,
-        deadline: Instant,
-        explain: bool,
-    ) -> Outcome {
-        let mut state = state.clone();
-        let mut scheme = loop {
-            progress.set(format!("GET {}{}/", state.base, state.root));
-            match state.ping.get_or_try_init(|| self.ping(&state)).await {
-                Ok(s) => break s.clone(),
-                Err(fact) => {
-                    if let Some(plain) = self.loopback_fallback(&state, &fact) {
-                        state = plain;
-                        continue;
-                    }
-                    return Outcome {
-                        fact,
-                        auth: AuthUsed::Anonymous,
-                        tried: Vec::new(),
-                    };
-                }
-            }
-        };
-        let mut tried = Vec::new();
-        // The manifest request's own challenge: a registry whose `/v2/` answers without
-        // authentication may still protect its repositories, as the runtime (which never
-        // pings) finds out from the manifest request. Answered once per probe.
-        let mut challenge: Option<AuthScheme> = None;
-        let mut challenge_answered = false;
-        let last = loop {
-            // A registry that asks for no authentication gets no credentials: they would only leak.
-            let candidates: Vec<Option<&Credential>> =
-                if credentials.is_empty() || scheme == AuthScheme::None {
-                    vec![None]
-                } else {
-                    credentials.iter().copied().map(Some).collect()
-                };
-            let mut last: Option<(Fact, AuthUsed, Option<String>)> = None;
-            let refusal = |f: &Fact| {
-                matches!(
-                    f,
-                    Fact::Status {
-                        status: 401 | 403,
-                        ..
-                    } | Fact::InsecureRealm { .. }
-                )
-            };
-            for cred in candidates {
-                let auth = AuthUsed::of(cred);
-                tried.push(auth.clone());
-                let (fact, authorization) = self
-                    .probe_with(&state, &scheme, reference, cred, progress, &mut challenge)
-                    .await;
-                // As the kubelet: any failed pull moves on to the next matching credential (a
-                // registry may answer 404 to a user who may not see a private repository), not
-                // only a refusal. A transport failure is not the credential's: it ends the search.
-                let answered = matches!(
-                    fact,
-                    Fact::Status { .. } | Fact::Missing { .. } | Fact::InsecureRealm { .. }
-                );
-                let found = matches!(fact, Fact::Found { .. });
-                // What is reported when none finds it: the first answer that is not a refusal
-                // (a 404 says more than a later 401), else the last refusal.
-                let keep = last.as_ref().is_none_or(|(f, _, _)| refusal(f)) || found;
-                if keep {
-                    last = Some((fact, auth, authorization));
-                }
-                if found || !answered {
-                    break;
-                }
-            }
-            match challenge.take() {
-                // Basic without a credential to send would only ask the same again.
-                Some(asked)
-                    if !challenge_answered
-                        && scheme == AuthScheme::None
-                        && asked != AuthScheme::None
-                        && !(credentials.is_empty() && asked == AuthScheme::Basic) =>
-                {
-                    challenge_answered = true;
-                    scheme = asked;
-                }
-                _ => break last,
-            }
-        };
-        let Some((fact, auth, authorization)) = last else {
-            let fact = Fact::UnsupportedAuth {
-                scheme: "(no credential to try)".to_string(),
-            };
-            return Outcome {
-                fact,
-                auth: AuthUsed::Anonymous,
-                tried,
-            };
-        };
-        let authorization = authorization.as_deref();
-        let fact = match fact {
-            Fact::Found {
-                digest,
-                media_type,
-                digest_invalid,
-                ..
-            } => {
-                let mut fact = self
-                    .check_platform(
-                        &state,
-                        reference,
-                        digest,
-                        media_type,
-                        authorization,
-                        progress,
-                    )
-                    .await;
-                if let Fact::Found {
-                    digest_invalid: flag,
-                    ..
-                } = &mut fact
-                {
-                    *flag = digest_invalid;
-                }
-                fact
-            }
-            // A host that is not the last of a route only needs to say "not here": the next
-            // one is asked, and the last one explains a miss.
-            Fact::Missing { url, .. } if !explain => Fact::Missing {
-                url,
-                repository_missing: None,
-                suggestions: Vec::new(),
-                some_tags: Vec::new(),
-            },
-            Fact::Missing { url, .. } => {
-                let suggest_by = deadline
-                    .checked_sub(SUGGESTION_MARGIN)
-                    .unwrap_or_else(Instant::now);
-                self.explain_missing(&state, reference, url, authorization, progress, suggest_by)
-                    .await
-            }
-            other => other,
-        };
-        // The version check and the manifest both answered 404, and nothing said which part
-        // is missing: the host is not a registry (a web server, a wrong path), not a missing
-        // image. Where the manifest request was answered otherwise, it decided.
-        let fact = match fact {
-            Fact::Missing {
-                repository_missing: None,
-                ..
-            } if state.ping_404.load(std::sync::atomic::Ordering::Relaxed) => Fact::Status {
-                step: Step::Ping,
-                method: "GET",
-                url: format!("{}{}/", state.base, state.root),
-                status: 404,
-                retry_after: None,
-                bearer_error: None,
-            },
-            other => other,
-        };
-        Outcome { fact, auth, tried }
-    }
-
-    async fn probe_with(
-        &self,
-        state: &RegistryState,
-        scheme: &AuthScheme,
-        reference: &Reference,
-        cred: Option<&Credential>,
-        progress: &Progress,
-        challenge: &mut Option<AuthScheme>,
-    ) -> (Fact, Option<String>) {
-        let url = format!(
-            "{}{}/{}/manifests/{}",
-            state.base,
-            state.root,
-            reference.repository,
-            reference.manifest_ref()
-        );
-        // An expired token is fetched again once.
-        for fresh_token in [false, true] {
-            let authorization = match self
-                .authorization(state, scheme, reference, cred, fresh_token, progress)
-                .await
-            {
-                Ok(a) => a,
-                Err(fact) => return (fact, None),
-            };
-            progress.set(format!("HEAD {url}"));
-            let req = authorized(
-                state
-                    .http
-                    .head(&url)
-                    .header(header::ACCEPT, MANIFEST_ACCEPT),
-                authorization.as_deref(),
-            );
-            let resp = match self.send(req, "HEAD", &url).await {
-                Ok(r) => r,
-                Err(e) => return (transport(Step::Manifest, "HEAD", &url, &e), authorization),
-            };
-            let status = resp.status();
-            let header_text = |name: &str| {
-                resp.headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string)
-            };
-            if status.is_success() {
-                // Shown only when it reads as a digest: a registry may echo anything here.
-                let sent = resp
-                    .headers()
-                    .get("docker-content-digest")
-                    .map(|v| v.to_str().ok().filter(|d| is_digest(d)).map(str::to_string));
-                let fact = Fact::Found {
-                    digest_invalid: matches!(sent, Some(None)),
-                    digest: sent.flatten().or_else(|| reference.digest.clone()),
-                    media_type: header_text("content-type"),
-                    platform_digest: None,
-                    platform: PlatformSeen::NotAsked,
-                };
-                return (fact, authorization);
-            }
-            if status == StatusCode::NOT_FOUND {
-                let fact = Fact::Missing {
-                    url,
-                    repository_missing: None,
-                    suggestions: Vec::new(),
-                    some_tags: Vec::new(),
-                };
-                return (fact, authorization);
-            }
-            let bearer_error =
-                www_authenticate(resp.headers()).and_then(|h| auth::bearer_error(&h));
-            if status == StatusCode::UNAUTHORIZED && authorization.is_none() {
-                // Asked without credentials and challenged: how this request wants them.
-                let challenges = www_authenticate(resp.headers())
-                    .map(|h| auth::parse_www_authenticate(&h))
-                    .unwrap_or_default();
-                if !challenges.is_empty() {
-                    *challenge = Some(AuthScheme::from_challenges(&challenges));
-                }
-            }
-            if status == StatusCode::UNAUTHORIZED
-                && bearer_error.as_deref() == Some("invalid_token")
-                && !fresh_token
-                && matches!(scheme, AuthScheme::Bearer { .. })
-            {
-                continue;
-            }
-            let fact = Fact::Status {
-                step: Step::Manifest,
-                method: "HEAD",
-                url,
-                status: status.as_u16(),
-                retry_after: retry_after(resp.headers()),
-                bearer_error,
-            };
-            return (fact, authorization);
-        }
-        // Both rounds ended in `continue` only if the fresh token was also invalid, which the
-        // loop returns above; this is not reached.
-        let fact = Fact::UnsupportedAuth {
-            scheme: "bearer (token refused twice)".to_string(),
-        };
-        (fact, None)
-    }
-
-    /// The `Authorization` header for a request about `reference` with `cred`: none, Basic, or
-    /// a Bearer token from the run's cache (fetched when missing, expired, or `refresh`).
-    async fn authorization(
-        &self,
-        state: &RegistryState,
-        scheme: &AuthScheme,
-        reference: &Reference,
-        cred: Option<&Credential>,
-        refresh: bool,
-        progress: &Progress,
-    ) -> Result<Option<String>, Fact> {
-        match scheme {
-            AuthScheme::None => Ok(None),
-            AuthScheme::Basic => Ok(cred.map(basic_auth)),
-            AuthScheme::Bearer { realm, service } => {
-                progress.set(format!("token from {realm}"));
-                let token = self
-                    .token(
-                        state,
-                        realm,
-                        service.as_deref(),
-                        &reference.repository,
-                        cred,
-                        refresh,
-                    )
-                    .await?;
-                Ok(Some(format!("Bearer {}", token.value)))
-            }
-            AuthScheme::Unsupported(s) => Err(Fact::UnsupportedAuth { scheme: s.clone() }),
-        }
-    }
-
-    async fn ping(&self, state: &RegistryState) -> Result<AuthScheme, Fact> {
-        let url = format!("{}{}/", state.base, state.root);
-        let resp = self
-            .send(state.http.get(&url), "GET", &url)
-            .await
-            .map_err(|e| transport(Step::Ping, "GET", &url, &e))?;
-        let status = resp.status();
-        // A node configuration's own API root (`override_path`, a proxy project's path) need
-        // not answer the version check: the runtime never sends one, it asks for the manifest.
-        if status.is_success() || (status == StatusCode::NOT_FOUND && state.root != "/v2") {
-            return Ok(AuthScheme::None);
-        }
-        if status == StatusCode::NOT_FOUND {
-            // The version check is not the pull: ask for the manifest anyway (its own
-            // challenge, if any, says how to authenticate).
-            state
-                .ping_404
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-            return Ok(AuthScheme::None);
-        }
-        if status == StatusCode::UNAUTHORIZED {
-            let challenges = www_authenticate(resp.headers())
-                .map(|h| auth::parse_www_authenticate(&h))
-                .unwrap_or_default();
-            return Ok(AuthScheme::from_challenges(&challenges));
-        }
-        Err(Fact::Status {
-            step: Step::Ping,
-            method: "GET",
-            url,
-            status: status.as_u16(),
-            retry_after: retry_after(resp.headers()),
-            bearer_error: None,
-        })
-    }
-
-    async fn token(
-        &self,
-        state: &RegistryState,
-        realm: &str,
-        service: Option<&str>,
-        repository: &str,
-        cred: Option<&Credential>,
-        refresh: bool,
-    ) -> Result<Token, Fact> {
-        let cred_key = cred.map(Credential::cache_key).unwrap_or_default();
-        // One token for the group of repositories planned for this credential, so that a run
-        // over many repositories asks the token server once, not once per repository.
-        let group = state
-            .groups
-            .get(&cred_key)
-            .and_then(|by_repo| by_repo.get(repository))
-            .copied();
-        let (group_key, repositories) = match group {
-            Some(i) => (
-                format!("group {i}"),
-                state
-                    .scopes
-                    .get(&cred_key)
-                    .and_then(|g| g.get(i))
-                    .cloned()
-                    .unwrap_or_default(),
-            ),
-            None => (
-                format!("repository {repository}"),
-                vec![repository.to_string()],
-            ),
-        };
-        let scopes: Vec<String> = repositories
-            .iter()
-            .map(|r| format!("repository:{r}:pull"))
-            .collect();
-        let key = (cred_key, group_key);
-        let cell = {
-            let mut tokens = state
-                .tokens
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let cell = tokens.entry(key.clone()).or_default();
-            let expired = cell
-                .get()
-                .is_some_and(|t| matches!(t, Ok((_, expires)) if *expires <= Instant::now()));
-            let refused = cell.get().is_some_and(Result::is_err);
-            if (refresh && !refused) || expired {
-                *cell = Arc::new(OnceCell::new());
-            }
-            cell.clone()
-        };
-        let answer = cell
-            .get_or_try_init(|| async {
-                match self.fetch_token(state, realm, service, &scopes, cred).await {
-                    Ok(token) => {
-                        // Renew a little early so a token does not expire between cache and use.
-                        let life = token.lifetime.saturating_sub(Duration::from_secs(5));
-                        Ok(Ok((token, instant_after(Instant::now(), life))))
-                    }
-                    Err(Fact::Status {
-                        status: status @ (401 | 403),
-                        url,
-                        ..
-                    }) => Ok(Err(Refusal { url, status })),
-                    // Transient failures are not kept: the next attempt asks again.
-                    Err(other) => Err(other),
-                }
-            })
-            .await?;
-        match answer {
-            Ok((token, _)) => Ok(token.clone()),
-            Err(refusal) => Err(Fact::Status {
-                step: Step::Token,
-                method: "GET",
-                url: refusal.url.clone(),
-                status: refusal.status,
-                retry_after: None,
-                bearer_error: None,
-            }),
-        }
-    }
-
-    async fn fetch_token(
-        &self,
-        state: &RegistryState,
-        realm: &str,
-        service: Option<&str>,
-        scopes: &[String],
-        cred: Option<&Credential>,
-    ) -> Result<Token, Fact> {
-        // The realm is judged on its own: a URL that does not parse (an odd byte in its host)
-        // is the registry's set-up, said as such.
-        let mut url = reqwest::Url::parse(realm)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "https" | "http") && u.host_str().is_some())
-            .ok_or_else(|| Fact::BadRealm {
-                realm: realm.to_string(),
-            })?;
-        let realm_host = match url.port() {
-            Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
-            None => url.host_str().unwrap_or_default().to_string(),
-        };
-        let plain_ok = self.is_plain(&realm_host)
-            || state.plain_host.as_deref() == Some(realm_host.to_ascii_lowercase().as_str());
-        if cred.is_some() && url.scheme() != "https" && !plain_ok {
-            return Err(Fact::InsecureRealm {
-                realm: realm.to_string(),
-            });
-        }
-        {
-            let mut q = url.query_pairs_mut();
-            if let Some(s) = service {
-                q.append_pair("service", s);
-            }
-            for scope in scopes {
-                q.append_pair("scope", scope);
-            }
-        }
-        let shown = url.to_string();
-        let req = authorized(state.http.get(url), cred.map(basic_auth).as_deref());
-        let resp = self
-            .send(req, "GET", &shown)
-            .await
-            .map_err(|e| transport(Step::Token, "GET", &shown, &e))?;
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(Fact::Status {
-                step: Step::Token,
-                method: "GET",
-                url: shown,
-                status: status.as_u16(),
-                retry_after: retry_after(resp.headers()),
-                bearer_error: None,
-            });
-        }
-        let body = read_limited(resp, MAX_BODY)
-            .await
-            .map_err(|e| transport(Step::Token, "GET", &shown, &e))?;
-        auth::parse_token_answer(&body).ok_or(Fact::BadTokenAnswer {
-            realm: realm.to_string(),
-        })
     }
 }
 
@@ -1348,58 +521,6 @@ impl Progress {
     }
 }
 
-fn basic_auth(c: &Credential) -> String {
-    use base64::Engine;
-    let raw = format!("{}:{}", c.username, c.password.expose());
-    let encoded = base64::engine::general_purpose::STANDARD.encode(raw);
-    crate::redact::register(&encoded);
-    format!("Basic {encoded}")
-}
-
-/// Adds an `Authorization` header, when there is one, marked sensitive.
-fn authorized(
-    req: reqwest::RequestBuilder,
-    authorization: Option<&str>,
-) -> reqwest::RequestBuilder {
-    match authorization {
-        Some(a) => req.header(header::AUTHORIZATION, sensitive(a)),
-        None => req,
-    }
-}
-
-/// A header value marked sensitive, so that no `Debug` of a request shows it.
-fn sensitive(value: &str) -> HeaderValue {
-    let mut v = HeaderValue::from_str(value).unwrap_or_else(|_| HeaderValue::from_static(""));
-    v.set_sensitive(true);
-    v
-}
-
-/// Every `WWW-Authenticate` header, joined, as bytes: `HeaderValue::to_str` refuses any
-/// non-ASCII byte, which would drop a whole challenge for one odd byte in its realm.
-fn www_authenticate(headers: &HeaderMap) -> Option<Vec<u8>> {
-    let all: Vec<&[u8]> = headers
-        .get_all(header::WWW_AUTHENTICATE)
-        .iter()
-        .map(HeaderValue::as_bytes)
-        .collect();
-    (!all.is_empty()).then(|| all.join(&b", "[..]))
-}
-
-/// `Retry-After` as seconds or an HTTP date, at most [`MAX_SERVER_WAIT`]: the number is the
-/// server's, and `Instant + Duration` panics on overflow.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let v = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
-    let wait = if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() {
-        // More digits than a u64 holds is still "a very long time", not "no header".
-        Duration::from_secs(v.parse::<u64>().unwrap_or(u64::MAX))
-    } else {
-        let when = httpdate::parse_http_date(v).ok()?;
-        when.duration_since(std::time::SystemTime::now())
-            .unwrap_or(Duration::ZERO)
-    };
-    Some(wait.min(MAX_SERVER_WAIT))
-}
-
 /// The longest wait or lifetime taken from a server's number (`Retry-After`, `expires_in`): a
 /// day, the longest `--timeout`. Anything longer means the same to a run, and a clamped
 /// duration keeps every `Instant + Duration` far from overflow.
@@ -1455,60 +576,6 @@ fn redirect_policy(same_origin_only: bool) -> reqwest::redirect::Policy {
             attempt.follow()
         }
     })
-}
-
-/// The target of a redirect that an endpoint's client handed back ([`redirect_policy`]): a
-/// 301, 302, 303, 307 or 308 whose `Location` is on another origin than the answer's, and
-/// not a downgrade from HTTPS to plain HTTP (which is left as the answer, refused).
-fn elsewhere(resp: &reqwest::Response) -> Option<reqwest::Url> {
-    if !matches!(resp.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
-        return None;
-    }
-    let location = resp.headers().get(header::LOCATION)?.to_str().ok()?;
-    let target = resp.url().join(location).ok()?;
-    let downgrade = resp.url().scheme() == "https" && target.scheme() == "http";
-    (target.origin() != resp.url().origin() && !downgrade).then_some(target)
-}
-
-async fn read_limited(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, reqwest::Error> {
-    read_body(resp, max, 0).await
-}
-
-/// Reads at most `max` bytes of a body into a buffer sized for `expected` (its announced
-/// length): one allocation of the right size rather than doublings that leave a large body's
-/// memory fragmented.
-async fn read_body(
-    mut resp: reqwest::Response,
-    max: usize,
-    expected: usize,
-) -> Result<Vec<u8>, reqwest::Error> {
-    let mut out = Vec::with_capacity(expected.min(max));
-    while let Some(chunk) = resp.chunk().await? {
-        let room = max.saturating_sub(out.len());
-        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if out.len() >= max {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-fn transport(step: Step, method: &'static str, url: &str, e: &reqwest::Error) -> Fact {
-    // reqwest's own message repeats the URL, which the verdict already names: start at its cause.
-    let detail = match std::error::Error::source(e) {
-        Some(cause) => error_chain(cause),
-        None => error_chain(e),
-    };
-    Fact::Transport {
-        step,
-        method,
-        url: url.to_string(),
-        detail,
-        tls: tls_failure(e),
-        timeout: e.is_timeout(),
-        redirect: e.is_redirect(),
-        no_such_host: dns::dns_error(e).is_some_and(|d| d.no_such_host),
-    }
 }
 
 /// An error and its causes, joined with `: `, without repeating a cause that the previous
@@ -1580,36 +647,6 @@ pub fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The TLS failure (a plain-HTTP answer, a certificate that does not verify, a handshake
-/// refused) in the error's causes, if any. `io::Error::source` skips the error it wraps, and
-/// the TLS stack nests one `io::Error` in another, so each one is opened down to what it wraps.
-fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<TlsFailure> {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = cur {
-        let mut inner = c;
-        loop {
-            if let Some(r) = inner.downcast_ref::<rustls::Error>() {
-                return Some(match r {
-                    rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
-                        TlsFailure::PlainHttpAnswer
-                    }
-                    rustls::Error::InvalidCertificate(_) => TlsFailure::Certificate,
-                    _ => TlsFailure::Other,
-                });
-            }
-            match inner
-                .downcast_ref::<std::io::Error>()
-                .and_then(std::io::Error::get_ref)
-            {
-                Some(wrapped) => inner = wrapped,
-                None => break,
-            }
-        }
-        cur = c.source();
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1660,24 +697,6 @@ mod tests {
             ("10.0.0.1", false),
         ] {
             assert_eq!(is_loopback(host), want, "{host}");
-        }
-    }
-
-    #[test]
-    fn retry_after_forms() {
-        let mut h = HeaderMap::new();
-        h.insert(header::RETRY_AFTER, HeaderValue::from_static("7"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
-        h.insert(
-            header::RETRY_AFTER,
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO));
-        h.insert(header::RETRY_AFTER, HeaderValue::from_static("soon"));
-        assert_eq!(retry_after(&h), None);
-        for huge in ["18446744073709551615", "99999999999999999999999999"] {
-            h.insert(header::RETRY_AFTER, HeaderValue::from_static(huge));
-            assert_eq!(retry_after(&h), Some(MAX_SERVER_WAIT), "{huge}");
         }
     }
 
@@ -1750,12 +769,5 @@ mod tests {
             )
             .is_err()
         );
-    }
-
-    #[test]
-    fn basic_auth_header_is_sensitive() {
-        let v = sensitive("Basic c2VjcmV0");
-        assert!(v.is_sensitive());
-        assert!(!format!("{v:?}").contains("c2VjcmV0"));
     }
 }

@@ -136,8 +136,21 @@ fn heads(proxy: &Proxy) -> Vec<Seen> {
         .collect()
 }
 
+/// The version checks (`GET /v2/`) a proxy saw: pullcheck sends the manifest `HEAD` first, as
+/// containerd does, and a version check only after a 404 that nothing explained.
 fn pings(proxy: &Proxy) -> usize {
     proxy.requests().iter().filter(|s| s.path == "/v2/").count()
+}
+
+/// A stand-in registry's challenge to the first `n` manifest `HEAD`s. With no version check
+/// before it, the first `HEAD` of a run comes without credentials and learns from this answer
+/// how to authenticate (the stand-in cannot tell who asks, so it challenges by count).
+fn challenge_first_heads(proxy: &Proxy, challenge: Fault, n: usize) {
+    proxy.rule(
+        Rule::contains("/manifests/", challenge)
+            .method("HEAD")
+            .times(n),
+    );
 }
 
 fn text(v: &Value) -> &str {
@@ -229,22 +242,24 @@ fn server_errors_twice_then_ok_takes_three_attempts() {
     assert_eq!(heads(&proxy).len(), 3, "{:#?}", proxy.requests());
     assert_eq!(
         pings(&proxy),
-        1,
-        "the ping is not repeated: {:#?}",
+        0,
+        "no version check, first or on a retry: {:#?}",
         proxy.requests()
     );
     assert!(took < Duration::from_secs(3), "took {took:?}");
 }
 
 #[test]
-fn a_failing_ping_is_retried_too() {
+fn a_failing_version_check_costs_nothing_as_it_is_never_sent() {
+    // The runtime never sends `GET /v2/`: a registry whose version check fails still pulls,
+    // in one attempt and one HEAD.
     let (proxy, image) = proxied("faults/flaky-ping");
     proxy.rule(Rule::exact("/v2/", Fault::status(502)).times(2));
     let (run, _) = timed(&["--timeout", "10s", "--plain-http", &proxy.host(), &image]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let r = run.image(&image);
-    assert_eq!(r["attempts"], 3, "{r:#}");
-    assert_eq!(pings(&proxy), 3, "{:#?}", proxy.requests());
+    assert_eq!(r["attempts"], 1, "{r:#}");
+    assert_eq!(pings(&proxy), 0, "{:#?}", proxy.requests());
     assert_eq!(heads(&proxy).len(), 1);
 }
 
@@ -381,14 +396,16 @@ fn resets_until_the_deadline_end_unreachable_and_name_the_reset() {
 }
 
 #[test]
-fn a_ping_closed_after_its_headers_is_still_an_answer() {
-    // The ping's body is never read: its status is the answer.
+fn a_head_closed_after_its_headers_is_still_an_answer() {
+    // The HEAD's body is never read: its status is the answer. (The version check, which once
+    // came first, would have been cut the same way: it is not sent.)
     let (proxy, image) = proxied("faults/ping-headers-only");
     proxy.rule(Rule::exact("/v2/", Fault::CloseAfterHeaders));
     proxy.rule(Rule::contains("/manifests/", Fault::CloseAfterHeaders).method("HEAD"));
     let (run, _) = timed(&["--timeout", "5s", "--plain-http", &proxy.host(), &image]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(run.image(&image)["attempts"], 1);
+    assert_eq!(pings(&proxy), 0, "{:#?}", proxy.requests());
 }
 
 #[test]
@@ -433,12 +450,12 @@ fn a_cut_or_garbage_tags_list_after_a_404_is_not_a_guess() {
     }
 }
 
-/// A proxy whose ping asks for Bearer tokens from its own `/token` (anonymous, plain HTTP
-/// allowed), in front of the plain registry.
+/// A proxy whose first manifest `HEAD` is challenged for Bearer tokens from its own `/token`
+/// (anonymous, plain HTTP allowed), in front of the plain registry.
 fn bearer_proxied(repo: &str) -> (Proxy, String) {
     let (proxy, image) = proxied(repo);
     let realm = format!("{}/token", proxy.url());
-    proxy.rule(Rule::exact("/v2/", Fault::bearer_challenge(&realm)));
+    challenge_first_heads(&proxy, Fault::bearer_challenge(&realm), 1);
     (proxy, image)
 }
 
@@ -476,13 +493,17 @@ fn a_token_answer_cut_short_or_garbage_is_retried() {
         let r = run.image(&image);
         assert_eq!(r["attempts"], 2, "{name}: {r:#}");
         assert_eq!(token_requests(&proxy), 2, "{name}");
+        // The challenged anonymous HEAD, then one HEAD, with the token.
         let h = heads(&proxy);
-        assert_eq!(h.len(), 1, "{name}: {h:#?}");
+        assert_eq!(h.len(), 2, "{name}: {h:#?}");
+        assert_eq!(h[0].authorization, None, "{name}: {h:#?}");
+        assert_eq!(h[0].fault, "respond 401", "{name}: {h:#?}");
         assert_eq!(
-            h[0].authorization.as_deref(),
+            h[1].authorization.as_deref(),
             Some("Bearer faults-token"),
             "{name}"
         );
+        assert_eq!(pings(&proxy), 0, "{name}");
     }
 }
 
@@ -504,7 +525,14 @@ fn a_token_server_that_only_answers_garbage_ends_unreachable() {
         message.contains(&format!("{}/token", proxy.url())),
         "{message}"
     );
-    assert_eq!(heads(&proxy).len(), 0, "no HEAD without a token");
+    // The challenged anonymous HEAD only: no HEAD without a token after the challenge.
+    let h = heads(&proxy);
+    assert_eq!(h.len(), 1, "no HEAD without a token: {h:#?}");
+    assert_eq!(
+        (h[0].authorization.as_deref(), h[0].fault.as_str()),
+        (None, "respond 401"),
+        "{h:#?}"
+    );
 }
 
 /// A docker config granting alice on `host`.
@@ -519,7 +547,7 @@ fn redirect_keeps_credentials_home(other_ip: &str) {
     let digest = format!("sha256:{}", "7".repeat(64));
     let other = Proxy::standalone(other_ip, Fault::manifest(&digest));
     let proxy = Proxy::standalone("127.0.0.1", Fault::status(404));
-    proxy.rule(Rule::exact("/v2/", Fault::basic_challenge()));
+    challenge_first_heads(&proxy, Fault::basic_challenge(), 1);
     proxy.rule(Rule::contains(
         "/manifests/",
         Fault::redirect(&format!("{}/v2/faults/moved/manifests/v1", other.url())),
@@ -540,15 +568,18 @@ fn redirect_keeps_credentials_home(other_ip: &str) {
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let r = run.image(&image);
     assert_eq!(r["digest"], digest.as_str(), "{r:#}");
+    // The challenged anonymous HEAD, then the one with the credential, redirected.
     let ours = heads(&proxy);
-    assert_eq!(ours.len(), 1, "{ours:#?}");
+    assert_eq!(ours.len(), 2, "{ours:#?}");
+    assert_eq!(ours[0].authorization, None, "{ours:#?}");
     assert!(
-        ours[0]
+        ours[1]
             .authorization
             .as_deref()
             .is_some_and(|a| a.starts_with("Basic ")),
         "the registry asked for Basic auth and got it: {ours:#?}"
     );
+    assert_eq!(pings(&proxy), 0, "{:#?}", proxy.requests());
     let theirs = other.requests();
     assert_eq!(theirs.len(), 1, "{theirs:#?}");
     assert_eq!(
@@ -604,10 +635,11 @@ fn a_token_realm_on_another_plain_http_host_gets_no_credentials() {
     let reg = plain_registry();
     reg.push_oci_manifest("faults/insecure-realm", "v1");
     let proxy = Proxy::start(&reg.host());
-    proxy.rule(Rule::exact(
-        "/v2/",
+    challenge_first_heads(
+        &proxy,
         Fault::bearer_challenge(&format!("{}/token", other.url())),
-    ));
+        1,
+    );
     let p = proxy.host();
     let dir = tempfile::tempdir().unwrap();
     let config = alice_for(dir.path(), &p);
@@ -636,6 +668,10 @@ fn a_token_realm_on_another_plain_http_host_gets_no_credentials() {
         other.requests()
     );
     assert!(other.requests().is_empty(), "{:#?}", other.requests());
+    // The registry saw the challenged anonymous HEAD alone: no credential went anywhere.
+    let h = heads(&proxy);
+    assert_eq!(h.len(), 1, "{h:#?}");
+    assert_eq!(h[0].authorization, None, "{h:#?}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -787,7 +823,7 @@ fn a_404_to_one_credential_moves_on_to_the_next_as_the_kubelet_does() {
     // answers 404 to a user who may not see a private repository must not end the search.
     let digest = format!("sha256:{}", "8".repeat(64));
     let proxy = Proxy::standalone("127.0.0.1", Fault::manifest(&digest));
-    proxy.rule(Rule::exact("/v2/", Fault::basic_challenge()));
+    challenge_first_heads(&proxy, Fault::basic_challenge(), 1);
     proxy.rule(
         Rule::contains("/manifests/", Fault::status(404))
             .method("HEAD")
@@ -829,8 +865,11 @@ fn a_404_to_one_credential_moves_on_to_the_next_as_the_kubelet_does() {
         .into_iter()
         .filter(|s| s.method == "HEAD")
         .collect();
-    assert_eq!(heads.len(), 2, "{heads:#?}");
-    assert_ne!(heads[0].authorization, heads[1].authorization);
+    // The challenged anonymous HEAD, then one per credential.
+    assert_eq!(heads.len(), 3, "{heads:#?}");
+    assert_eq!(heads[0].authorization, None, "{heads:#?}");
+    assert!(heads[1].authorization.is_some(), "{heads:#?}");
+    assert_ne!(heads[1].authorization, heads[2].authorization);
 }
 
 #[test]
@@ -876,6 +915,7 @@ fn a_manifest_requests_own_challenge_is_answered_when_the_version_check_was_open
             .is_some_and(|a| a.starts_with("Basic ")),
         "{heads:#?}"
     );
+    assert_eq!(pings(&proxy), 0, "{:#?}", proxy.requests());
     // Without a credential it stays no_credentials, after one HEAD (Basic without a credential
     // would only ask the same again).
     let image = format!("{p}/faults/protected-anon:v1");
@@ -900,12 +940,14 @@ fn a_version_check_answering_404_does_not_decide() {
     let (run, _) = timed(&["--timeout", "5s", "--plain-http", &p, &image]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(run.image(&image)["status"], "ok");
+    assert_eq!(pings(&proxy), 0, "not sent when the manifest answers");
     // A host that answers 404 to everything is still not a registry (exit 6), not a
-    // missing image.
+    // missing image: the version check, sent after the unexplained 404, says so.
     let web = Proxy::standalone("127.0.0.1", Fault::status(404));
     let w = web.host();
     let image = format!("{w}/faults/web-server:v1");
     let (run, _) = timed(&["--timeout", "5s", "--plain-http", &w, &image]);
     assert_eq!(run.code, 6, "{}{}", run.stdout, run.stderr);
     assert_eq!(run.image(&image)["reason"], "not_a_registry");
+    assert_eq!(pings(&web), 1, "{:#?}", web.requests());
 }

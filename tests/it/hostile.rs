@@ -210,6 +210,15 @@ fn within(took: Duration, timeout_secs: u64) {
 
 const U64_MAX: &str = "18446744073709551615";
 
+/// A stand-in registry's challenge to its first manifest `HEAD`, which comes without
+/// credentials: no version check (`GET /v2/`) is sent before it, so that `HEAD` learns how to
+/// authenticate (the stand-in cannot tell who asks, so it challenges by count).
+fn challenge_first_head(challenge: Fault) -> Rule {
+    Rule::contains("/manifests/", challenge)
+        .method("HEAD")
+        .times(1)
+}
+
 /// A registry (standalone proxy) that asks for Bearer tokens from its own `/token`; `first`
 /// is tried before its own rules.
 fn token_registry(token_body: &str, first: Option<Rule>) -> Proxy {
@@ -218,7 +227,7 @@ fn token_registry(token_body: &str, first: Option<Rule>) -> Proxy {
         proxy.rule(rule);
     }
     let realm = format!("{}/token", proxy.url());
-    proxy.rule(Rule::exact("/v2/", Fault::bearer_challenge(&realm)));
+    proxy.rule(challenge_first_head(Fault::bearer_challenge(&realm)));
     proxy.rule(Rule::prefix(
         "/token",
         Fault::respond(
@@ -235,18 +244,20 @@ fn token_registry(token_body: &str, first: Option<Rule>) -> Proxy {
 }
 
 #[test]
-fn retry_after_u64_max_on_ping_head_and_token_server_is_no_panic() {
+fn retry_after_u64_max_on_the_first_head_a_token_head_and_the_token_server_is_no_panic() {
+    // The first request of a run is the anonymous HEAD (no version check comes before it);
+    // then, once challenged, the HEAD with the token, and the token server.
     for (name, path) in [
-        ("ping", "/v2/"),
-        ("HEAD", "/manifests/"),
+        ("first HEAD", "/manifests/"),
+        ("HEAD with the token", "/manifests/ after the challenge"),
         ("token", "/token"),
     ] {
         for status in [429, 503] {
             let fault = Fault::respond(Canned::new(status).header("Retry-After", U64_MAX));
             let rule = match path {
-                "/v2/" => Rule::exact(path, fault),
                 "/token" => Rule::prefix(path, fault),
-                _ => Rule::contains(path, fault),
+                "/manifests/" => Rule::contains(path, fault),
+                _ => Rule::contains("/manifests/", fault).skip(1),
             };
             let proxy = token_registry(r#"{"token":"t","expires_in":300}"#, Some(rule));
             let dir = tempdir();
@@ -401,10 +412,12 @@ fn an_expires_in_of_minus_one_zero_or_absent_is_the_default_lifetime() {
         );
         assert_eq!(out.code, 0, "{body}: {}{}", out.stdout, out.stderr);
         assert_eq!(out.first()["status"], "ok", "{body}");
+        // The challenged anonymous HEAD, then one HEAD, with the token.
         let heads = proxy.requests_matching("/manifests/");
-        assert_eq!(heads.len(), 1, "{body}: {heads:#?}");
+        assert_eq!(heads.len(), 2, "{body}: {heads:#?}");
+        assert_eq!(heads[0].authorization, None, "{body}: {heads:#?}");
         assert_eq!(
-            heads[0].authorization.as_deref(),
+            heads[1].authorization.as_deref(),
             Some("Bearer t"),
             "{body}"
         );
@@ -416,7 +429,7 @@ fn a_non_ascii_realm_keeps_its_challenge_and_the_realm_is_judged_on_its_own() {
     // A realm with non-ASCII bytes in its path: a valid URL (percent-encoded when sent).
     let proxy = Proxy::standalone("127.0.0.1", Fault::status(404));
     let realm = format!("{}/t\u{f6}ken", proxy.url());
-    proxy.rule(Rule::exact("/v2/", Fault::bearer_challenge(&realm)));
+    proxy.rule(challenge_first_head(Fault::bearer_challenge(&realm)));
     proxy.rule(Rule::prefix("/t%C3%B6ken", Fault::token()));
     proxy.rule(Rule::contains(
         "/manifests/",
@@ -443,16 +456,21 @@ fn a_non_ascii_realm_keeps_its_challenge_and_the_realm_is_judged_on_its_own() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let heads = proxy.requests_matching("/manifests/");
     assert_eq!(
-        heads[0].authorization.as_deref(),
+        heads.len(),
+        2,
+        "the challenged HEAD, then the one with a token: {heads:#?}"
+    );
+    assert_eq!(heads[0].authorization, None, "{heads:#?}");
+    assert_eq!(
+        heads[1].authorization.as_deref(),
         Some("Bearer faults-token")
     );
 
     // A realm that is not a URL at all: said as such, not "no challenge".
     let proxy = Proxy::standalone("127.0.0.1", Fault::status(404));
-    proxy.rule(Rule::exact(
-        "/v2/",
-        Fault::bearer_challenge("https://tok\u{f6}en host/x"),
-    ));
+    proxy.rule(challenge_first_head(Fault::bearer_challenge(
+        "https://tok\u{f6}en host/x",
+    )));
     let image = format!("{}/hostile/realm:v1", proxy.host());
     let out = run(
         dir.path(),
@@ -504,7 +522,6 @@ const SECRET: &str = "hunter2-S3cret";
 /// A Basic-auth registry (standalone) that refuses every credential.
 fn refusing_registry() -> Proxy {
     let proxy = Proxy::standalone("127.0.0.1", Fault::status(404));
-    proxy.rule(Rule::exact("/v2/", Fault::basic_challenge()));
     proxy.rule(Rule::contains("/manifests/", Fault::basic_challenge()));
     proxy
 }
@@ -560,24 +577,26 @@ fn user_info_in_a_docker_config_key_never_shows() {
 
 #[test]
 fn a_digest_header_echoing_the_credential_is_not_shown() {
-    let proxy = Proxy::standalone("127.0.0.1", Fault::status(404));
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{SECRET}"));
-    proxy.rule(Rule::exact("/v2/", Fault::basic_challenge()));
-    proxy.rule(Rule::contains(
-        "/manifests/",
-        Fault::respond(
-            Canned::new(200)
-                .header("Docker-Content-Digest", &format!("Basic {basic}"))
-                .header("Content-Type", "application/vnd.oci.image.manifest.v1+json"),
-        ),
-    ));
     let dir = tempdir();
-    let config = write_config(
-        dir.path(),
-        &format!(r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#, proxy.host()),
-    );
-    let image = format!("{}/hostile/digest:v1", proxy.host());
     for output in ["text", "json"] {
+        // A registry of its own for each run, whose first HEAD is challenged, so that the
+        // credential is sent, and echoed back in the digest header.
+        let proxy = Proxy::standalone("127.0.0.1", Fault::status(404));
+        proxy.rule(challenge_first_head(Fault::basic_challenge()));
+        proxy.rule(Rule::contains(
+            "/manifests/",
+            Fault::respond(
+                Canned::new(200)
+                    .header("Docker-Content-Digest", &format!("Basic {basic}"))
+                    .header("Content-Type", "application/vnd.oci.image.manifest.v1+json"),
+            ),
+        ));
+        let config = write_config(
+            dir.path(),
+            &format!(r#"{{"auths":{{"{}":{{"auth":"{basic}"}}}}}}"#, proxy.host()),
+        );
+        let image = format!("{}/hostile/digest:v1", proxy.host());
         let out = run(
             dir.path(),
             command(
@@ -598,6 +617,14 @@ fn a_digest_header_echoing_the_credential_is_not_shown() {
         );
         assert_eq!(out.code, 0, "{output}: {}{}", out.stdout, out.stderr);
         out.assert_never_shows(USER, SECRET);
+        let sent = format!("Basic {basic}");
+        assert!(
+            proxy
+                .requests_matching("/manifests/")
+                .iter()
+                .any(|r| r.authorization.as_deref() == Some(sent.as_str())),
+            "{output}: the credential was sent, and echoed"
+        );
         if output == "json" {
             let r = out.first();
             assert!(r.get("digest").is_none(), "{r:#}");

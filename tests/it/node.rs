@@ -240,6 +240,45 @@ fn truncated_node_list_makes_a_missing_image_a_warning() {
     assert_eq!(run.image(&image)["present_on_node"], false);
 }
 
+#[test]
+fn an_image_listed_with_five_names_makes_a_missing_image_a_warning() {
+    // The kubelet lists at most 5 names of each image (MaxNamesPerImageInNodeStatus): an
+    // image listed with 5 may be the one asked about under a sixth name.
+    let reg = plain_registry();
+    let host = reg.host();
+    let image = format!("{host}/node-five-names/app:v1");
+    let five: Vec<String> = (1..=5)
+        .map(|i| format!("{host}/node-five-names/other:{i}"))
+        .collect();
+    let five: Vec<&str> = five.iter().map(String::as_str).collect();
+    let args = [
+        "--plain-http",
+        &host,
+        "--if-not-present",
+        &image,
+        "--node",
+        NODE,
+    ];
+    let api = api_with(&[&five]);
+    let run = self::run(Some(&api), &args);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "not_found", "{r:#}");
+    assert_eq!(r["fatal"], false, "{r:#}");
+    assert_eq!(r["not_counted"], "node_list_truncated", "{r:#}");
+    assert!(r["present_on_node"].is_null(), "{r:#}");
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("lists at most 5 names of each image (the kubelet's limit)"),
+        "{message}"
+    );
+    // With 4 names the list is complete: not on the node, not at the registry, a failure.
+    let api = api_with(&[&five[..4]]);
+    let run = self::run(Some(&api), &args);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["present_on_node"], false);
+}
+
 /// [`run`] with the text report and the termination message (its first line is the summary).
 fn run_text(api: &ApiServer, args: &[&str]) -> (Run, String) {
     let dir = tempfile::tempdir().unwrap();
