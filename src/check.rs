@@ -2,8 +2,9 @@
 //! exponential back-off and jitter while its failure is transient, the whole run inside one
 //! deadline (`--timeout`). Every image gets a result; nothing here returns an error. When the
 //! pod's containers are known ([`Options::containers`]), an image that was found is then checked
-//! for whether its containers will start ([`crate::start`]), inside the same deadline.
+//! for whether its containers will start ([`crate::container_start`]), inside the same deadline.
 
+use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
 use crate::keyring::{Credential, Keyring};
 use crate::node::{self, NodeLookup, NodeOptions};
@@ -16,7 +17,6 @@ use crate::registry::{
 };
 use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Report, Status};
 use crate::route::{Endpoint, Route, Router};
-use crate::start::{ContainerFacts, NotRead, StartCheck};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -2,10 +2,10 @@
 //! and `--help` text comes from these doc comments. No logic lives here; `config` validates.
 
 use crate::check::OnUnreachable;
+use crate::container_start::StartCheck;
 use crate::keyring::Secret;
 use crate::registry::PlatformCheck;
 use crate::report::EXIT_CODES_HELP;
-use crate::start::StartCheck;
 use clap::builder::FalseyValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;

@@ -3,6 +3,7 @@
 
 use crate::check::Options;
 use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
+use crate::container_start::ContainerFacts;
 use crate::credentials::{NodeCredentials, cloud, plugin};
 use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
@@ -15,7 +16,6 @@ use crate::registry::{ClientOptions, PlatformPolicy};
 use crate::route::Router;
 use crate::route::conf::RegistriesConf;
 use crate::route::hosts::HostsDirs;
-use crate::start::ContainerFacts;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use std::io::Read;
@@ -762,9 +762,15 @@ mod tests {
         let c = config(&["app:1", "--containers", json], "").unwrap();
         assert_eq!(c.images, ["app:1", "b:2"]);
         assert_eq!(c.options.containers.len(), 2);
-        assert_eq!(c.options.start_check, crate::start::StartCheck::Auto);
+        assert_eq!(
+            c.options.start_check,
+            crate::container_start::StartCheck::Auto
+        );
         let c = config(&["--containers", json, "--start-check", "off"], "").unwrap();
-        assert_eq!(c.options.start_check, crate::start::StartCheck::Off);
+        assert_eq!(
+            c.options.start_check,
+            crate::container_start::StartCheck::Off
+        );
         let e = config(&["--containers", "[{"], "").unwrap_err();
         assert!(
             e.to_string()

@@ -20,7 +20,7 @@
 //! `PULLCHECK_CONTAINERS` holds the start check's facts of each init, sidecar and app container
 //! that is not `Never` ([`PodContainer::start_facts`](crate::manifests::PodContainer::start_facts),
 //! the same facts `check --pod-spec` reads), left out with a warning above
-//! [`start::MAX_CONTAINERS_JSON`]. With `--node-images`, the images are split by pull policy
+//! [`container_start::MAX_CONTAINERS_JSON`]. With `--node-images`, the images are split by pull policy
 //! ([`pull_policy::to_check`]) into `PULLCHECK_IMAGES` and `PULLCHECK_IMAGES_IF_NOT_PRESENT`,
 //! `PULLCHECK_NODE_NAME` comes from `spec.nodeName`, and a pod with
 //! `automountServiceAccountToken: false` gets a projected token volume mounted by the init
@@ -60,13 +60,13 @@
 //! the init container alone, with the variable that says where it is.
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
+use crate::container_start::{self, ContainerFacts};
 use crate::credentials::plugin::{InjectAdditions, TOKEN_VOLUME};
 use crate::manifests::splice::{Edit, Output, Splicer, Y, apply};
 use crate::manifests::tree::{NodeId, Tree};
 use crate::manifests::{self, Manifests, Spot};
 use crate::pull_policy::{self, PullPolicy};
 use crate::route::inject::{Additions, RouteMounts};
-use crate::start::{self, ContainerFacts};
 use std::collections::{HashMap, HashSet};
 
 pub use crate::manifests::Format;
@@ -980,13 +980,13 @@ impl Run<'_> {
         }
         if !facts.is_empty() {
             let json = ContainerFacts::to_env(facts);
-            if json.len() > start::MAX_CONTAINERS_JSON {
+            if json.len() > container_start::MAX_CONTAINERS_JSON {
                 self.warn(format!(
                     "{at}: the containers' facts take {} bytes, more than the {} KiB \
                      PULLCHECK_CONTAINERS may hold; left out, so the init container does not \
                      predict whether the containers start",
                     json.len(),
-                    start::MAX_CONTAINERS_JSON / 1024
+                    container_start::MAX_CONTAINERS_JSON / 1024
                 ));
             } else {
                 env.push(env_value("PULLCHECK_CONTAINERS", &json));

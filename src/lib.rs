@@ -40,7 +40,7 @@
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
 //! - [`route`]: where a pull goes: the node runtime's registry configuration (containerd's
 //!   hosts directory, registries.conf) as the ordered endpoints of one reference.
-//! - [`start`]: will each container start once pulled? The kubelet's and the runtimes' rules
+//! - [`container_start`]: will each container start once pulled? The kubelet's and the runtimes' rules
 //!   (`runAsNonRoot`, the image's user, the command), over the pod spec and the image's config.
 //! - [`check`](mod@check): concurrency, retries with back-off, the deadline, and the walk over
 //!   a route's endpoints; [`progress`]: what it is doing while it runs (verdicts, retries,
@@ -53,6 +53,7 @@ pub mod app;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod container_start;
 pub mod credentials;
 pub mod inject;
 pub mod input;
@@ -67,7 +68,6 @@ pub mod reference;
 pub mod registry;
 pub mod report;
 pub mod route;
-pub mod start;
 pub mod suggest;
 
 pub use check::{Options, check, check_until};

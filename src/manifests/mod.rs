@@ -29,7 +29,7 @@ mod kubectl;
 pub mod splice;
 pub mod tree;
 
-use crate::start::{ContainerFacts, ContainerKind, SecurityFacts};
+use crate::container_start::{ContainerFacts, ContainerKind, SecurityFacts};
 use std::fmt;
 use tree::{NodeId, ParseError, Stopped, Tree};
 
@@ -98,7 +98,7 @@ pub struct PodContainer {
 }
 
 impl PodContainer {
-    /// The facts the start check needs ([`crate::start`]); `None` for an image volume (it
+    /// The facts the start check needs ([`crate::container_start`]); `None` for an image volume (it
     /// runs no process) and for an image with whitespace (not a reference). The security
     /// values here are the effective ones already, so the pod's context is empty.
     pub fn start_facts(&self) -> Option<ContainerFacts> {

@@ -6,7 +6,7 @@
 //! Follow-ups (in `inspect`) are sent only when they are needed: after a 404,
 //! `GET /v2/<name>/tags/list` tells a missing tag from a missing repository and lists close
 //! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform;
-//! when a container's spec leaves it to the image whether it starts (see [`crate::start`]),
+//! when a container's spec leaves it to the image whether it starts (see [`crate::container_start`]),
 //! `image_config` reads the image's config (a manifest `GET` and a blob `GET`).
 //! What a probe found is returned as raw facts ([`Outcome`]); [`classify`](fn@classify) turns them into a
 //! verdict in one place. [`dns`] resolves names within the deadline; [`index`] reads an index
