@@ -6,6 +6,7 @@
 
 use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
+use crate::deadline::{MAX_TIMEOUT, instant_after};
 use crate::keyring::{Credential, Keyring};
 use crate::node::{self, NodeLookup, NodeOptions};
 use crate::progress::Events;
@@ -101,9 +102,6 @@ const BACKOFF_MAX: Duration = Duration::from_secs(8);
 /// Every attempt gets at least this long, and at most a quarter of the deadline, so that one
 /// stalled connection leaves time to try again.
 const ATTEMPT_MIN: Duration = Duration::from_secs(2);
-/// The longest deadline: a day is far beyond any pod's patience, and keeps `Instant`
-/// arithmetic from overflowing.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Checks every image and reports on each. Images that name the same normalised reference
 /// are checked once; invalid references become `invalid_reference` results and the others are
@@ -126,7 +124,7 @@ pub async fn check_until(
         .min(Instant::now());
     let timeout = options.timeout.min(MAX_TIMEOUT);
     // timeout <= MAX_TIMEOUT (a day): cannot overflow, saturated all the same.
-    let deadline = registry::instant_after(started, timeout);
+    let deadline = instant_after(started, timeout);
     // Each image once: parsed, its duplicates dropped, its credentials looked up. The token
     // plan and the jobs both come from this.
     tokio::pin!(stop);
@@ -607,7 +605,7 @@ impl Job {
             let progress = Progress::default();
             // attempt_cap <= timeout <= MAX_TIMEOUT: bounded, but saturate all the same.
             let attempt_deadline =
-                registry::instant_after(Instant::now(), self.attempt_cap).min(self.deadline);
+                instant_after(Instant::now(), self.attempt_cap).min(self.deadline);
             let (outcome, mut verdict, endpoint, asked) = match &self.route {
                 Some(route) => self.walk(route, &credentials, attempt_deadline).await,
                 None => {
@@ -701,7 +699,7 @@ impl Job {
             // the back-off: retrying at once would flood it.
             let wait = asked.map_or_else(|| backoff(attempts), |a| a.max(backoff(attempts)));
             // `wait` may be the registry's Retry-After: saturate, never overflow.
-            if registry::instant_after(Instant::now(), wait) >= self.deadline {
+            if instant_after(Instant::now(), wait) >= self.deadline {
                 verdict.message.push_str(&self.gave_up(attempts, start));
                 let mut result = self.result(verdict, &outcome.auth, attempts, start);
                 self.place(&mut result, endpoint.as_ref());

@@ -320,7 +320,7 @@ impl Config {
                 references
                     .iter()
                     .map(|r| (r.registry.as_str(), r.repository.as_str())),
-                timeout.min(crate::check::MAX_TIMEOUT) / 4,
+                timeout.min(crate::deadline::MAX_TIMEOUT) / 4,
             ),
         );
         if let Some(creds) = &args.creds {
@@ -585,7 +585,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if d.is_zero() {
         return Err("must be longer than zero".to_string());
     }
-    if d > crate::check::MAX_TIMEOUT {
+    if d > crate::deadline::MAX_TIMEOUT {
         return Err("must be at most 24h".to_string());
     }
     Ok(d)

@@ -62,6 +62,7 @@
 use crate::cli::DEFAULT_INJECT_IMAGE;
 use crate::container_start::{self, ContainerFacts};
 use crate::credentials::plugin::{InjectAdditions, TOKEN_VOLUME};
+use crate::manifests::names::{is_dns_label, is_dns_subdomain};
 use crate::manifests::splice::{Edit, Output, Splicer, Y, apply};
 use crate::manifests::tree::{NodeId, Tree};
 use crate::manifests::{self, Manifests, Spot};
@@ -1501,22 +1502,6 @@ pub fn volume_name(secret: &str, taken: &HashSet<String>) -> String {
     }
 }
 
-/// An RFC 1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
-fn is_dns_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
-/// An RFC 1123 subdomain (a Secret's name): labels joined by dots, at most 253 characters.
-pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
-}
-
 fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
@@ -1582,16 +1567,6 @@ mod tests {
         assert!(third != other && is_dns_label(&third));
         // Deterministic.
         assert_eq!(volume_name("reg.example.com", &none), dotted);
-    }
-
-    #[test]
-    fn secret_names_are_dns_subdomains() {
-        assert!(is_dns_subdomain("regcred"));
-        assert!(is_dns_subdomain("reg.example-1.com"));
-        for bad in ["", "Reg", "reg_cred", "-a", "a-", "a..b", ".a", "a/b"] {
-            assert!(!is_dns_subdomain(bad), "{bad:?}");
-        }
-        assert!(!is_dns_subdomain(&"a.".repeat(127)));
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub mod cli;
 pub mod config;
 pub mod container_start;
 pub mod credentials;
+pub mod deadline;
+pub mod http;
 pub mod inject;
 pub mod input;
 pub mod keyring;

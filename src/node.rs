@@ -11,17 +11,16 @@
 //! 403, no API server) is a [`NodeError`]: the run then says so once and asks the registries as
 //! it would without a node.
 
+use crate::http::error_chain;
 use crate::input::{LimitedReadError, read_limited_file};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
-use crate::registry::error_chain;
 use crate::report::{Counted, ImageResult, NotCounted, Status};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use tokio::time::Instant;
 
 /// Where Kubernetes mounts the pod's service-account token, namespace and cluster CA.
@@ -717,17 +716,9 @@ fn http_client(ca: Vec<CertificateDer<'static>>) -> Result<reqwest::Client, Node
             .add(cert)
             .map_err(|e| NodeError::Client(format!("cluster CA not usable: {e}")))?;
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| NodeError::Client(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut tls = crate::http::tls_config(roots).map_err(NodeError::Client)?;
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
-        .redirect(reqwest::redirect::Policy::none())
+    crate::http::client_builder(tls)
         .build()
         .map_err(|e| NodeError::Client(error_chain(&e)))
 }

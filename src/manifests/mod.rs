@@ -26,6 +26,7 @@
 //! images. The container named `pullcheck` is pullcheck itself and is left out.
 
 mod kubectl;
+pub mod names;
 pub mod splice;
 pub mod tree;
 
@@ -1411,7 +1412,7 @@ impl Reader<'_> {
             let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
                 continue;
             };
-            if !crate::inject::is_dns_subdomain(name) {
+            if !names::is_dns_subdomain(name) {
                 bad.push(clip(name));
             } else if !good.iter().any(|g| g == name) {
                 good.push(name.to_string());

@@ -9,6 +9,7 @@
 //! - `node`: `IfNotPresent` images and the node's own image list, from an API server stand-in.
 //! - `route`: the node's registry configuration, compared with containerd and containers/image.
 //! - `inject`, `manifests`: `pullcheck inject` and the corpus of job frameworks' manifests.
+//! - `layout`: the shape of src/: no import cycle, no file or function too long to read.
 //! - `hostile`: hostile registries and huge inputs: no crash, no overrun, bounded memory,
 //!   nothing leaked.
 //! - `cloud`, `plugin`: the node's credentials (built-in cloud providers against stand-ins of
@@ -26,6 +27,7 @@ mod harness;
 mod hostile;
 mod image;
 mod inject;
+mod layout;
 mod manifests;
 mod node;
 mod operator;
