@@ -12,7 +12,7 @@ use super::{
 use crate::container_start::{self, ContainerFacts};
 use crate::manifests::splice::{Edit, Splicer, Y};
 use crate::manifests::tree::{NodeId, Tree};
-use crate::manifests::{Manifests, Spot};
+use crate::manifests::{Manifests, PodSpec, Spot};
 use crate::pull_policy::{self, PullPolicy};
 use crate::route::inject::Additions;
 use std::collections::{HashMap, HashSet};
@@ -40,83 +40,25 @@ pub(super) struct Run<'a> {
     pub(super) pod_specs: usize,
 }
 
-/// The workload kinds whose pods may only restart `Always`.
-pub(super) const ALWAYS_ONLY_KINDS: [&str; 5] = [
-    "Deployment",
-    "StatefulSet",
-    "DaemonSet",
-    "ReplicaSet",
-    "ReplicationController",
-];
+/// A volumes' holder's `volumes` as found: its items, the indices of ours, and the names of
+/// the user's.
+struct Existing {
+    items: Vec<NodeId>,
+    ours: Vec<usize>,
+    user: HashSet<String>,
+}
 
-impl Run<'_> {
-    pub(super) fn warn(&mut self, message: String) {
-        self.warnings.push(format!("{}: {message}", self.source));
-    }
+/// What a pod spec's init container checks: images, in order, without duplicates; those with
+/// whitespace or a comma as arguments; and the containers' facts for the start check, from the
+/// same containers.
+struct Checked {
+    images: Vec<(String, PullPolicy)>,
+    extra_args: Vec<String>,
+    facts: Vec<ContainerFacts>,
+}
 
-    pub(super) fn spot(&mut self, spot: &Spot) {
-        let t = self.tree;
-        let spec = &self.manifests.pod_specs[spot.spec];
-        let at = spec.origin.to_string();
-        if let Some(key) = spot.not_lists.first() {
-            self.warn(format!("{at}: {key} is not a list; left unchanged"));
-            return;
-        }
-        if spec.windows {
-            // The reader's note says why (and that check --pod-spec leaves it out too).
-            return;
-        }
-        if spot.name_taken {
-            self.warn(format!(
-                "{at}: a container is already named {CONTAINER_NAME}; left unchanged \
-                 (container names are unique across initContainers and containers)"
-            ));
-            return;
-        }
-        if spec.containers.is_empty() && spec.parameter_images > 0 {
-            // The template has a container: its image is known only when the workflow runs.
-            self.warn(format!(
-                "{at}: its image is an Argo workflow parameter, known only at run time; left \
-                 unchanged (there is no image to check before the workflow fills it in)"
-            ));
-            return;
-        }
-        if spec.containers.is_empty() {
-            // Nothing to check, and the API server refuses a pod without containers. (Found by
-            // fuzzing: two keys inserted into an empty JSON object `{}` lacked their comma.)
-            self.warn(format!(
-                "{at}: no containers and no image volumes; left unchanged (nothing to check)"
-            ));
-            return;
-        }
-        // A list that comes through a `<<` merge key cannot be edited where it is written.
-        let merged = |node: NodeId, key: &str| {
-            t.has_merge(node) && t.own_entry(node, key).is_none() && t.get(node, key).is_some()
-        };
-        for (node, what) in [
-            (spot.holder, "the pod spec"),
-            (spot.volumes, "the volumes' holder"),
-        ] {
-            if t.is_aliased(node) || merged(node, "initContainers") || merged(node, "volumes") {
-                self.warn(format!(
-                    "{at}: {what} is shared through a YAML anchor or merge key; left unchanged \
-                     (an edit would change every copy)"
-                ));
-                return;
-            }
-        }
-        // --job-failure-policy sets restartPolicy: Never where a Job's pod template has none.
-        let policy_set_here = self.options.job_failure_policy
-            && spot.job.is_some()
-            && spot
-                .pod
-                .is_some_and(|p| t.str_at(p, "restartPolicy").is_none());
-        if !policy_set_here {
-            self.restart_policy_warning(spot, &at);
-        }
-
-        // Images, in order, without duplicates; those with whitespace as arguments. The
-        // containers' facts for the start check, from the same containers.
+impl Checked {
+    fn of(spec: &PodSpec) -> Checked {
         let mut images: Vec<(String, PullPolicy)> = Vec::new();
         let mut extra_args: Vec<String> = Vec::new();
         let mut facts: Vec<ContainerFacts> = Vec::new();
@@ -141,9 +83,143 @@ impl Run<'_> {
                 images.push((image.to_string(), policy));
             }
         }
-        let env = self.env(spot, images, &facts, &at);
+        Checked {
+            images,
+            extra_args,
+            facts,
+        }
+    }
+}
 
-        // Pull secrets: the pod's, then --secret.
+/// The workload kinds whose pods may only restart `Always`.
+pub(super) const ALWAYS_ONLY_KINDS: [&str; 5] = [
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "ReplicationController",
+];
+
+impl Run<'_> {
+    pub(super) fn warn(&mut self, message: String) {
+        self.warnings.push(format!("{}: {message}", self.source));
+    }
+
+    /// Edits one pod spec: if it can take the init container, what it checks, the secrets it
+    /// mounts, the volumes, and the container put first (with the Job's failure policy).
+    pub(super) fn spot(&mut self, spot: &Spot) {
+        let t = self.tree;
+        let spec = &self.manifests.pod_specs[spot.spec];
+        let at = spec.origin.to_string();
+        if !self.editable(spot, &at) {
+            return;
+        }
+        // --job-failure-policy sets restartPolicy: Never where a Job's pod template has none.
+        let policy_set_here = self.options.job_failure_policy
+            && spot.job.is_some()
+            && spot
+                .pod
+                .is_some_and(|p| t.str_at(p, "restartPolicy").is_none());
+        if !policy_set_here {
+            self.restart_policy_warning(spot, &at);
+        }
+        let checked = Checked::of(spec);
+        let env = self.env(spot, checked.images, &checked.facts, &at);
+        let secrets = self.secrets(spot, &at);
+        let Some(volume_names) = self.volumes(spot, &secrets, &at) else {
+            return;
+        };
+        let mounts = self.mounts(spot, &volume_names);
+        let check_args = with_route_args(&self.options.check_args, &self.route.args);
+        let container = init_container(
+            &self.options.image,
+            &check_args,
+            &env,
+            &checked.extra_args,
+            &mounts,
+            is_guaranteed(t, &spot.container_nodes),
+        );
+        if let Some(main) = spot.main_mounts
+            && let Err(why) = self.main_mounts(main, &mounts)
+        {
+            self.warn(format!(
+                "{at}: cannot add the volume mounts the operator needs ({why}); left unchanged"
+            ));
+            return;
+        }
+        if let Err(why) = self.init_containers(spot, &container) {
+            self.warn(format!(
+                "{at}: cannot edit initContainers ({why}); left unchanged"
+            ));
+            return;
+        }
+        if self.options.job_failure_policy
+            && let (Some(job), Some(pod)) = (spot.job, spot.pod)
+            && self.jobs_done.insert(job)
+        {
+            self.failure_policy(job, pod, &at);
+        }
+        self.pod_specs += 1;
+    }
+
+    /// Whether the pod spec can take the init container; when not, a warning says why
+    /// (except for Windows pods, of which the reader's note already speaks).
+    fn editable(&mut self, spot: &Spot, at: &str) -> bool {
+        let t = self.tree;
+        let spec = &self.manifests.pod_specs[spot.spec];
+        if let Some(key) = spot.not_lists.first() {
+            self.warn(format!("{at}: {key} is not a list; left unchanged"));
+            return false;
+        }
+        if spec.windows {
+            // The reader's note says why (and that check --pod-spec leaves it out too).
+            return false;
+        }
+        if spot.name_taken {
+            self.warn(format!(
+                "{at}: a container is already named {CONTAINER_NAME}; left unchanged \
+                 (container names are unique across initContainers and containers)"
+            ));
+            return false;
+        }
+        if spec.containers.is_empty() && spec.parameter_images > 0 {
+            // The template has a container: its image is known only when the workflow runs.
+            self.warn(format!(
+                "{at}: its image is an Argo workflow parameter, known only at run time; left \
+                 unchanged (there is no image to check before the workflow fills it in)"
+            ));
+            return false;
+        }
+        if spec.containers.is_empty() {
+            // Nothing to check, and the API server refuses a pod without containers. (Found by
+            // fuzzing: two keys inserted into an empty JSON object `{}` lacked their comma.)
+            self.warn(format!(
+                "{at}: no containers and no image volumes; left unchanged (nothing to check)"
+            ));
+            return false;
+        }
+        // A list that comes through a `<<` merge key cannot be edited where it is written.
+        let merged = |node: NodeId, key: &str| {
+            t.has_merge(node) && t.own_entry(node, key).is_none() && t.get(node, key).is_some()
+        };
+        for (node, what) in [
+            (spot.holder, "the pod spec"),
+            (spot.volumes, "the volumes' holder"),
+        ] {
+            if t.is_aliased(node) || merged(node, "initContainers") || merged(node, "volumes") {
+                self.warn(format!(
+                    "{at}: {what} is shared through a YAML anchor or merge key; left unchanged \
+                     (an edit would change every copy)"
+                ));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The pull secrets to mount: the pod's, then `--secret`; a pod's entry that is not a
+    /// Secret name is warned about and left out.
+    fn secrets(&mut self, spot: &Spot, at: &str) -> Vec<String> {
         let mut secrets = spot.secrets.clone();
         for name in &self.options.secrets {
             if !name.is_empty() && !secrets.iter().any(|s| s == name) {
@@ -155,10 +231,12 @@ impl Run<'_> {
                 "{at}: imagePullSecrets name {name:?} is not a Secret name; not mounted"
             ));
         }
+        secrets
+    }
 
-        let Some(volume_names) = self.volumes(spot, &secrets, &at) else {
-            return;
-        };
+    /// The init container's mounts: each secret's volume (`volume_names`: secret, volume),
+    /// the CA files, the route's, the provider tokens' and the service-account token's.
+    fn mounts(&self, spot: &Spot, volume_names: &[(String, String)]) -> Vec<Y> {
         let mut mounts: Vec<Y> = volume_names
             .iter()
             .map(|(secret, volume)| {
@@ -191,36 +269,7 @@ impl Run<'_> {
                 ("readOnly", Y::Bool(true)),
             ]));
         }
-        let check_args = with_route_args(&self.options.check_args, &self.route.args);
-        let container = init_container(
-            &self.options.image,
-            &check_args,
-            &env,
-            &extra_args,
-            &mounts,
-            is_guaranteed(t, &spot.container_nodes),
-        );
-        if let Some(main) = spot.main_mounts
-            && let Err(why) = self.main_mounts(main, &mounts)
-        {
-            self.warn(format!(
-                "{at}: cannot add the volume mounts the operator needs ({why}); left unchanged"
-            ));
-            return;
-        }
-        if let Err(why) = self.init_containers(spot, &container) {
-            self.warn(format!(
-                "{at}: cannot edit initContainers ({why}); left unchanged"
-            ));
-            return;
-        }
-        if self.options.job_failure_policy
-            && let (Some(job), Some(pod)) = (spot.job, spot.pod)
-            && self.jobs_done.insert(job)
-        {
-            self.failure_policy(job, pod, &at);
-        }
-        self.pod_specs += 1;
+        mounts
     }
 
     /// Whether the init container gets its own service-account token: with `--node-images`,
@@ -429,7 +478,39 @@ impl Run<'_> {
             return Some(done.clone());
         }
         let t = self.tree;
-        // Volumes any container but ours mounts are the user's, whatever their name.
+        let existing = self.existing_volumes(spot);
+        let mut taken = existing.user.clone();
+        let (wanted, names) = self.wanted_volumes(spot, secrets, &mut taken);
+        // A volume of the pod's own with the name of one added here would make the pod
+        // invalid (volume names are unique): leave the pod alone and say so.
+        if let Some(clash) = wanted.iter().find_map(|v| {
+            let name = v.to_json().get("name")?.as_str()?.to_string();
+            existing.user.contains(&name).then_some(name)
+        }) {
+            self.warn(format!(
+                "{at}: the pod already has a volume named {clash:?} of its own; left unchanged"
+            ));
+            return None;
+        }
+        self.volumes_done.insert(spot.volumes, names.clone());
+        let entry = t.own_entry(spot.volumes, "volumes");
+        match self.volume_edits(spot, entry, &existing, wanted) {
+            Ok(edits) => {
+                self.edits.extend(edits);
+                Some(names)
+            }
+            Err(why) => {
+                self.warn(format!("{at}: cannot edit volumes ({why}); left unchanged"));
+                None
+            }
+        }
+    }
+
+    /// The volumes' holder's `volumes`: which items are ours (from an earlier inject), and the
+    /// names of the user's. Volumes any container but ours mounts are the user's, whatever
+    /// their name.
+    fn existing_volumes(&self, spot: &Spot) -> Existing {
+        let t = self.tree;
         let mut mounted_by_others = HashSet::new();
         let sharing = self
             .spots_by_volumes
@@ -460,17 +541,28 @@ impl Run<'_> {
         };
         let ours: Vec<usize> = (0..items.len()).filter(|&i| is_ours(items[i])).collect();
         let ours_set: HashSet<usize> = ours.iter().copied().collect();
-        let mut taken: HashSet<String> = items
+        let user: HashSet<String> = items
             .iter()
             .enumerate()
             .filter(|(i, _)| !ours_set.contains(i))
             .filter_map(|(_, &v)| t.str_at(v, "name").map(str::to_string))
             .collect();
-        let user_volumes = taken.clone();
+        Existing { items, ours, user }
+    }
+
+    /// The volumes the init container mounts, in order: each secret's (named clear of
+    /// `taken`), the CA ConfigMap, the route's, the provider tokens', the service-account
+    /// token's; with the (secret, volume) names.
+    fn wanted_volumes(
+        &self,
+        spot: &Spot,
+        secrets: &[String],
+        taken: &mut HashSet<String>,
+    ) -> (Vec<Y>, Vec<(String, String)>) {
         let mut names = Vec::new();
         let mut wanted = Vec::new();
         for secret in secrets {
-            let volume = volume_name(secret, &taken);
+            let volume = volume_name(secret, taken);
             taken.insert(volume.clone());
             wanted.push(Y::map([
                 ("name", Y::s(&volume)),
@@ -499,82 +591,71 @@ impl Run<'_> {
         if self.needs_token(spot) {
             wanted.push(service_account_volume());
         }
-        // A volume of the pod's own with the name of one added here would make the pod
-        // invalid (volume names are unique): leave the pod alone and say so.
-        if let Some(clash) = wanted.iter().find_map(|v| {
-            let name = v.to_json().get("name")?.as_str()?.to_string();
-            user_volumes.contains(&name).then_some(name)
-        }) {
-            self.warn(format!(
-                "{at}: the pod already has a volume named {clash:?} of its own; left unchanged"
-            ));
-            return None;
-        }
-        self.volumes_done.insert(spot.volumes, names.clone());
+        (wanted, names)
+    }
 
-        let result = (|| -> Result<Vec<Edit>, &'static str> {
-            let mut edits = Vec::new();
-            let Some((key, list)) = entry else {
-                if !wanted.is_empty() {
-                    let before: &[&str] = if spot.pod.is_some() {
-                        &["containers"]
-                    } else {
-                        &[]
-                    };
-                    edits.push(self.splicer.insert_key(
-                        spot.volumes,
-                        before,
-                        "volumes",
-                        &Y::Seq(wanted),
-                    )?);
-                }
-                return Ok(edits);
-            };
-            if t.is_null(list) {
-                if !wanted.is_empty() {
-                    edits.push(self.splicer.set_null(key, list, &Y::Seq(wanted))?);
-                }
-                return Ok(edits);
+    /// The edits that make `volumes` hold `wanted` first and none of ours besides: a new key,
+    /// a filled `null`, ours replaced in place when they lead the list, else prepended anew.
+    fn volume_edits(
+        &self,
+        spot: &Spot,
+        entry: Option<(NodeId, NodeId)>,
+        existing: &Existing,
+        wanted: Vec<Y>,
+    ) -> Result<Vec<Edit>, &'static str> {
+        let t = self.tree;
+        let (items, ours) = (&existing.items, &existing.ours);
+        let mut edits = Vec::new();
+        let Some((key, list)) = entry else {
+            if !wanted.is_empty() {
+                let before: &[&str] = if spot.pod.is_some() {
+                    &["containers"]
+                } else {
+                    &[]
+                };
+                edits.push(self.splicer.insert_key(
+                    spot.volumes,
+                    before,
+                    "volumes",
+                    &Y::Seq(wanted),
+                )?);
             }
-            if t.is_aliased(list) || t.resolve(list) != list {
-                return Err("the list is shared through a YAML anchor");
+            return Ok(edits);
+        };
+        if t.is_null(list) {
+            if !wanted.is_empty() {
+                edits.push(self.splicer.set_null(key, list, &Y::Seq(wanted))?);
             }
-            let current: Vec<serde_json::Value> =
-                ours.iter().filter_map(|&i| t.to_json(items[i])).collect();
-            let want_json: Vec<serde_json::Value> = wanted.iter().map(Y::to_json).collect();
-            let leading = ours.iter().enumerate().all(|(n, &i)| n == i);
-            if current == want_json && leading {
-                return Ok(edits);
-            }
-            if leading {
-                for (n, &i) in ours.iter().enumerate() {
-                    match wanted.get(n) {
-                        Some(y) => edits.push(self.splicer.replace_item(list, i, y)?),
-                        None => edits.push(self.splicer.remove_item(list, i)?),
-                    }
-                }
-                if wanted.len() > ours.len() {
-                    edits.insert(0, self.splicer.prepend(list, &wanted[ours.len()..])?);
-                }
-            } else {
-                if !wanted.is_empty() {
-                    edits.push(self.splicer.prepend(list, &wanted)?);
-                }
-                for &i in &ours {
-                    edits.push(self.splicer.remove_item(list, i)?);
+            return Ok(edits);
+        }
+        if t.is_aliased(list) || t.resolve(list) != list {
+            return Err("the list is shared through a YAML anchor");
+        }
+        let current: Vec<serde_json::Value> =
+            ours.iter().filter_map(|&i| t.to_json(items[i])).collect();
+        let want_json: Vec<serde_json::Value> = wanted.iter().map(Y::to_json).collect();
+        let leading = ours.iter().enumerate().all(|(n, &i)| n == i);
+        if current == want_json && leading {
+            return Ok(edits);
+        }
+        if leading {
+            for (n, &i) in ours.iter().enumerate() {
+                match wanted.get(n) {
+                    Some(y) => edits.push(self.splicer.replace_item(list, i, y)?),
+                    None => edits.push(self.splicer.remove_item(list, i)?),
                 }
             }
-            Ok(edits)
-        })();
-        match result {
-            Ok(edits) => {
-                self.edits.extend(edits);
-                Some(names)
+            if wanted.len() > ours.len() {
+                edits.insert(0, self.splicer.prepend(list, &wanted[ours.len()..])?);
             }
-            Err(why) => {
-                self.warn(format!("{at}: cannot edit volumes ({why}); left unchanged"));
-                None
+        } else {
+            if !wanted.is_empty() {
+                edits.push(self.splicer.prepend(list, &wanted)?);
+            }
+            for &i in ours {
+                edits.push(self.splicer.remove_item(list, i)?);
             }
         }
+        Ok(edits)
     }
 }

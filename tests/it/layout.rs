@@ -25,7 +25,6 @@ const MAX_FN_LINES: usize = 120;
 const LONG_FILES: &[(&str, usize)] = &[
     ("check.rs", 1176),
     ("credentials/plugin.rs", 972),
-    ("inject.rs", 1513),
     ("keyring.rs", 1356),
     ("registry/mod.rs", 1600),
 ];
@@ -37,8 +36,6 @@ const LONG_FNS: &[(&str, usize)] = &[
     ("check.rs:Job::pull", 140),
     ("check.rs:Job::walk", 174),
     ("config.rs:Config::from_args", 426),
-    ("inject.rs:Run::spot", 168),
-    ("inject.rs:Run::volumes", 158),
     ("manifests/tree.rs:Tree::parse_stream", 155),
     ("registry/classify.rs:classify", 357),
     ("registry/inspect.rs:Client::check_platform", 145),
