@@ -400,6 +400,8 @@ pub fn parse_hosts(text: &str, base: &Path, file: &Path) -> Result<Vec<HostEntry
     Ok(hosts)
 }
 
+/// One host of a hosts.toml (a `[host."…"]` table, or the file's own `server`), as containerd
+/// reads it.
 fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEntry, ParseError> {
     let syntax = |m: String| ParseError::Syntax(m);
     let override_path = match config.get("override_path") {
@@ -407,6 +409,37 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
         Some(toml::Value::Boolean(b)) => *b,
         Some(_) => return Err(syntax("override_path must be true or false".into())),
     };
+    let (scheme, host, path) = server_url(server, override_path)?;
+    let capabilities = capabilities(config)?;
+    let skip_verify = match config.get("skip_verify") {
+        None => None,
+        Some(toml::Value::Boolean(b)) => Some(*b),
+        Some(_) => return Err(syntax("skip_verify must be true or false".into())),
+    };
+    let ca = ca_files(config, base)?;
+    let client = client_files(config, base)?;
+    let headers = headers(config)?;
+    let tls = if ca.is_empty() && client.is_empty() && skip_verify.is_none() {
+        None
+    } else {
+        Some(Arc::new(
+            load_tls(&ca, &client, skip_verify).map_err(ParseError::Files)?,
+        ))
+    };
+    Ok(HostEntry {
+        scheme,
+        host,
+        path,
+        capabilities,
+        tls,
+        headers: Headers(headers),
+    })
+}
+
+/// A host's URL split as containerd splits it: scheme, `host[:port]`, and the API root
+/// (`/v2` added unless `override_path`). All empty for an empty `server`.
+fn server_url(server: &str, override_path: bool) -> Result<(String, String, String), ParseError> {
+    let syntax = |m: String| ParseError::Syntax(m);
     let (mut scheme, mut host, mut path) = (String::new(), String::new(), String::new());
     if !server.is_empty() {
         let full = if server.starts_with("http") {
@@ -437,6 +470,12 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
             path.clear();
         }
     }
+    Ok((scheme, host, path))
+}
+
+/// `capabilities`: all when absent or empty; push and referrers are accepted and unused.
+fn capabilities(config: &toml::Table) -> Result<Capabilities, ParseError> {
+    let syntax = |m: String| ParseError::Syntax(m);
     let capabilities = match config.get("capabilities") {
         None => Capabilities::ALL,
         Some(toml::Value::Array(items)) if items.is_empty() => Capabilities::ALL,
@@ -457,11 +496,12 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
         }
         Some(_) => return Err(syntax("capabilities must be a list".into())),
     };
-    let skip_verify = match config.get("skip_verify") {
-        None => None,
-        Some(toml::Value::Boolean(b)) => Some(*b),
-        Some(_) => return Err(syntax("skip_verify must be true or false".into())),
-    };
+    Ok(capabilities)
+}
+
+/// `ca`: one path or a list, relative to the host's folder.
+fn ca_files(config: &toml::Table, base: &Path) -> Result<Vec<PathBuf>, ParseError> {
+    let syntax = |m: String| ParseError::Syntax(m);
     let ca: Vec<PathBuf> = match config.get("ca") {
         None => Vec::new(),
         Some(toml::Value::String(s)) => vec![abs(s, base)],
@@ -470,6 +510,16 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
         }
         Some(v) => return Err(syntax(format!("invalid type {} for \"ca\"", v.type_str()))),
     };
+    Ok(ca)
+}
+
+/// `client`: certificate paths, each alone (the key in the same file) or a
+/// `[certificate, key]` pair, relative to the host's folder.
+fn client_files(
+    config: &toml::Table,
+    base: &Path,
+) -> Result<Vec<(PathBuf, Option<PathBuf>)>, ParseError> {
+    let syntax = |m: String| ParseError::Syntax(m);
     let mut client = Vec::new();
     match config.get("client") {
         None => {}
@@ -501,6 +551,13 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
             )));
         }
     }
+    Ok(client)
+}
+
+/// `header`: name to one value or a list; every value registered as a secret (it may be a
+/// mirror's token), and held to what pullcheck sends.
+fn headers(config: &toml::Table) -> Result<Vec<(String, String)>, ParseError> {
+    let syntax = |m: String| ParseError::Syntax(m);
     let mut headers = Vec::new();
     match config.get("header") {
         None => {}
@@ -545,21 +602,7 @@ fn host_entry(server: &str, base: &Path, config: &toml::Table) -> Result<HostEnt
             super::MAX_HEADER_BYTES >> 10
         )));
     }
-    let tls = if ca.is_empty() && client.is_empty() && skip_verify.is_none() {
-        None
-    } else {
-        Some(Arc::new(
-            load_tls(&ca, &client, skip_verify).map_err(ParseError::Files)?,
-        ))
-    };
-    Ok(HostEntry {
-        scheme,
-        host,
-        path,
-        capabilities,
-        tls,
-        headers: Headers(headers),
-    })
+    Ok(headers)
 }
 
 fn strings(items: &[toml::Value], what: &str) -> Result<Vec<String>, ParseError> {

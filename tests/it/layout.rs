@@ -22,10 +22,7 @@ const MAX_FN_LINES: usize = 120;
 
 /// Files that are still over [`MAX_FILE_LINES`], with the size they may not grow past. Take a
 /// file off this list once it is split.
-const LONG_FILES: &[(&str, usize)] = &[
-    ("check.rs", 1176),
-    ("registry/mod.rs", 1600),
-];
+const LONG_FILES: &[(&str, usize)] = &[("check.rs", 1176), ("registry/mod.rs", 1600)];
 
 /// Functions that are still over [`MAX_FN_LINES`], with the size they may not grow past
 /// (`file:Type::name`). Take a function off this list once it is in phases.
@@ -38,7 +35,6 @@ const LONG_FNS: &[(&str, usize)] = &[
     ("registry/classify.rs:classify", 357),
     ("registry/inspect.rs:Client::check_platform", 145),
     ("registry/mod.rs:Client::probe_state", 162),
-    ("route/hosts.rs:host_entry", 161),
 ];
 
 #[test]
