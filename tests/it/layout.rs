@@ -31,7 +31,6 @@ const LONG_FNS: &[(&str, usize)] = &[
     ("check.rs:Job::pull", 140),
     ("check.rs:Job::walk", 174),
     ("config.rs:Config::from_args", 426),
-    ("manifests/tree.rs:Tree::parse_stream", 155),
     ("registry/classify.rs:classify", 357),
     ("registry/inspect.rs:Client::check_platform", 145),
     ("registry/mod.rs:Client::probe_state", 162),
