@@ -9,7 +9,8 @@
 //! respect).
 //!
 //! `cargo test --test it layout::measure -- --ignored --nocapture` prints the figures: the
-//! longest files and functions, and the cycles.
+//! longest files and functions, and the cycles (of another tree with
+//! `PULLCHECK_LAYOUT_SRC=DIR`, e.g. `git archive <commit> src | tar -x -C /tmp/before`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -92,11 +93,21 @@ fn no_function_past_its_size() {
 #[ignore = "prints figures; run with --ignored --nocapture"]
 fn measure() {
     let crate_ = Crate::read();
-    let mut files: Vec<_> = crate_.files.iter().map(|(n, f)| (f.lines, n)).collect();
+    let mut files: Vec<_> = crate_
+        .files
+        .iter()
+        .map(|(n, f)| (f.lines, f.total, n))
+        .collect();
     files.sort_unstable_by(|a, b| b.cmp(a));
-    println!("longest files (lines, test modules aside):");
-    for (lines, name) in files.iter().take(10) {
-        println!("  {lines:5} src/{name}");
+    println!("longest files (lines without test modules, all lines):");
+    for (lines, total, name) in files.iter().take(10) {
+        println!("  {lines:5} {total:5} src/{name}");
+    }
+    let mut by_total = files.clone();
+    by_total.sort_unstable_by_key(|f| std::cmp::Reverse(f.1));
+    println!("longest files (all lines):");
+    for (_, total, name) in by_total.iter().take(10) {
+        println!("  {total:5} src/{name}");
     }
     let mut fns = crate_.functions();
     fns.sort_unstable_by_key(|f| std::cmp::Reverse(f.lines));
@@ -115,6 +126,8 @@ struct File {
     tokens: Vec<Token>,
     /// Lines, the `#[cfg(test)]` items aside.
     lines: usize,
+    /// Lines, all of them.
+    total: usize,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -150,7 +163,12 @@ type Edges = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 impl Crate {
     fn read() -> Crate {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        // Another tree's figures (a checkout of an older commit, for a before and after):
+        // `PULLCHECK_LAYOUT_SRC=/path/to/src`.
+        let src = std::env::var_os("PULLCHECK_LAYOUT_SRC").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            PathBuf::from,
+        );
         let mut paths = Vec::new();
         walk(&src, &mut paths);
         let mut files = BTreeMap::new();
@@ -173,13 +191,15 @@ impl Crate {
                 child.push(m);
                 test_only.insert(child);
             }
-            let lines = text.lines().count() - test_lines;
+            let total = text.lines().count();
+            let lines = total - test_lines;
             files.insert(
                 name,
                 File {
                     module,
                     tokens,
                     lines,
+                    total,
                 },
             );
         }
