@@ -2,12 +2,14 @@
 //! exponential back-off and jitter while its failure is transient, the whole run inside one
 //! deadline (`--timeout`). Every image gets a result; nothing here returns an error. When the
 //! pod's containers are known ([`Options::containers`]), an image that was found is then checked
-//! for whether its containers will start ([`crate::start`]), inside the same deadline.
+//! for whether its containers will start ([`crate::container_start`]), inside the same deadline.
 
 mod job;
 mod walk;
 
+use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::NodeCredentials;
+use crate::deadline::MAX_TIMEOUT;
 use crate::keyring::{Credential, Keyring};
 use crate::node::{self, NodeLookup, NodeOptions};
 use crate::progress::Events;
@@ -16,7 +18,6 @@ use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, Client, ClientOptions};
 use crate::report::{ImageResult, Reason, Report};
 use crate::route::{Endpoint, Route, Router};
-use crate::start::{ContainerFacts, NotRead, StartCheck};
 use job::Job;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -102,9 +103,6 @@ const BACKOFF_MAX: Duration = Duration::from_secs(8);
 /// Every attempt gets at least this long, and at most a quarter of the deadline, so that one
 /// stalled connection leaves time to try again.
 const ATTEMPT_MIN: Duration = Duration::from_secs(2);
-/// The longest deadline: a day is far beyond any pod's patience, and keeps `Instant`
-/// arithmetic from overflowing.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Checks every image and reports on each. Images that name the same normalised reference
 /// are checked once; invalid references become `invalid_reference` results and the others are
@@ -133,7 +131,7 @@ pub async fn check_until(
         .min(Instant::now());
     let timeout = options.timeout.min(MAX_TIMEOUT);
     // timeout <= MAX_TIMEOUT (a day): cannot overflow, saturated all the same.
-    let deadline = registry::instant_after(started, timeout);
+    let deadline = crate::deadline::instant_after(started, timeout);
     tokio::pin!(stop);
     let parsed = match parse(images, options, started, &mut stop).await {
         Ok(parsed) => parsed,

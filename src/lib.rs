@@ -40,11 +40,16 @@
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
 //! - [`route`]: where a pull goes: the node runtime's registry configuration (containerd's
 //!   hosts directory, registries.conf) as the ordered endpoints of one reference.
-//! - [`start`]: will each container start once pulled? The kubelet's and the runtimes' rules
-//!   (`runAsNonRoot`, the image's user, the command), over the pod spec and the image's config.
+//! - [`container_start`]: the container-start prediction: will each container start once
+//!   pulled? The kubelet's and the runtimes' rules (`runAsNonRoot`, the image's user, the
+//!   command), over the pod spec and the image's config.
 //! - [`check`](mod@check): concurrency, retries with back-off, the deadline, and the walk over
 //!   a route's endpoints; [`progress`]: what it is doing while it runs (verdicts, retries,
 //!   `--verbose` requests).
+//! - [`deadline`]: the longest `--timeout` and saturating `Instant` arithmetic; [`http`]: what
+//!   every HTTP client shares (user agent, TLS over given roots, `error_chain`). Both are
+//!   leaves: no module of the crate reaches back from them, and `tests/it/layout.rs` keeps the
+//!   whole module graph free of cycles.
 //! - [`report`]: results, exit codes, text, JSON and the termination message; [`redact`]:
 //!   every secret of the run replaced by `<redacted>` in all of them, by value.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
@@ -53,7 +58,10 @@ pub mod app;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod container_start;
 pub mod credentials;
+pub mod deadline;
+pub mod http;
 pub mod inject;
 pub mod input;
 pub mod keyring;
@@ -67,7 +75,6 @@ pub mod reference;
 pub mod registry;
 pub mod report;
 pub mod route;
-pub mod start;
 pub mod suggest;
 
 pub use check::{Options, check, check_until};

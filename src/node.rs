@@ -14,17 +14,16 @@
 //! `read` holds the one-pass reader of the Node object ([`NodeImages`]); this file the lookup
 //! over HTTP and what the list says of each image ([`NodeLookup`]).
 
+use crate::http::error_chain;
 use crate::input::{LimitedReadError, read_limited_file};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
-use crate::registry::error_chain;
 use crate::report::{ImageResult, NotCounted, Reason, Status};
 pub use read::{NodeImages, Wanted};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use tokio::time::Instant;
 
 mod read;
@@ -431,17 +430,9 @@ fn http_client(ca: Vec<CertificateDer<'static>>) -> Result<reqwest::Client, Node
             .add(cert)
             .map_err(|e| NodeError::Client(format!("cluster CA not usable: {e}")))?;
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| NodeError::Client(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut tls = crate::http::tls_config(roots).map_err(NodeError::Client)?;
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
-        .redirect(reqwest::redirect::Policy::none())
+    crate::http::client_builder(tls)
         .build()
         .map_err(|e| NodeError::Client(error_chain(&e)))
 }

@@ -2,7 +2,7 @@
 //! round-trips through the form `inject` writes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use pullcheck::start::{ContainerFacts, MAX_CONTAINERS, MAX_CONTAINERS_JSON};
+use pullcheck::container_start::{ContainerFacts, MAX_CONTAINERS, MAX_CONTAINERS_JSON};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };

@@ -4,6 +4,7 @@
 
 use super::walk::Answer;
 use super::{LastSeen, NO_SUCH_HOST_ANSWERS, NoSuchHost, OnUnreachable, backoff};
+use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
 use crate::keyring::Credential;
 use crate::progress::Events;
@@ -13,7 +14,6 @@ use crate::registry::{
 };
 use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Reason, Status};
 use crate::route::{Endpoint, Route};
-use crate::start::{ContainerFacts, NotRead, StartCheck};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -183,7 +183,7 @@ impl Job {
             attempts += 1;
             // attempt_cap <= timeout <= MAX_TIMEOUT: bounded, but saturate all the same.
             let attempt_deadline =
-                registry::instant_after(Instant::now(), self.attempt_cap).min(self.deadline);
+                crate::deadline::instant_after(Instant::now(), self.attempt_cap).min(self.deadline);
             let mut answer = self.walk(&credentials, attempt_deadline).await;
             self.stop_retrying_a_host_that_does_not_exist(&mut answer.verdict);
             let Some(asked) = answer.verdict.retry else {
@@ -193,7 +193,7 @@ impl Job {
             // the back-off: retrying at once would flood it.
             let wait = asked.map_or_else(|| backoff(attempts), |a| a.max(backoff(attempts)));
             // `wait` may be the registry's Retry-After: saturate, never overflow.
-            if registry::instant_after(Instant::now(), wait) >= self.deadline {
+            if crate::deadline::instant_after(Instant::now(), wait) >= self.deadline {
                 answer
                     .verdict
                     .message

@@ -7,6 +7,7 @@
 
 use crate::check::Options;
 use crate::cli::{CheckArgs, OutputFormat, PlatformMatch};
+use crate::container_start::ContainerFacts;
 use crate::credentials::{NodeCredentials, cloud, plugin};
 use crate::input::{LimitedReadError, read_input, read_limited_file};
 use crate::keyring::{self, Keyring};
@@ -19,7 +20,6 @@ use crate::registry::{ClientOptions, PlatformPolicy};
 use crate::route::Router;
 use crate::route::conf::RegistriesConf;
 use crate::route::hosts::HostsDirs;
-use crate::start::ContainerFacts;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use std::collections::HashSet;
@@ -498,9 +498,9 @@ impl Credentials {
                 .map(|r| (r.registry.as_str(), r.repository.as_str()))
         };
         // Helpers run before the check, on its clock: at most a quarter of --timeout in all.
-        problems
-            .warnings
-            .extend(keyring.resolve_helpers(wanted(), timeout.min(crate::check::MAX_TIMEOUT) / 4));
+        problems.warnings.extend(
+            keyring.resolve_helpers(wanted(), timeout.min(crate::deadline::MAX_TIMEOUT) / 4),
+        );
         if let Some(creds) = &args.creds {
             if let Err(e) = add_creds(&mut keyring, creds, references) {
                 problems.error(format!("--creds: {e}"));
@@ -888,9 +888,15 @@ mod tests {
         let c = config(&["app:1", "--containers", json], "").unwrap();
         assert_eq!(c.images, ["app:1", "b:2"]);
         assert_eq!(c.options.containers.len(), 2);
-        assert_eq!(c.options.start_check, crate::start::StartCheck::Auto);
+        assert_eq!(
+            c.options.start_check,
+            crate::container_start::StartCheck::Auto
+        );
         let c = config(&["--containers", json, "--start-check", "off"], "").unwrap();
-        assert_eq!(c.options.start_check, crate::start::StartCheck::Off);
+        assert_eq!(
+            c.options.start_check,
+            crate::container_start::StartCheck::Off
+        );
         let e = config(&["--containers", "[{"], "").unwrap_err();
         assert!(
             e.to_string()

@@ -50,11 +50,11 @@ impl From<cli::CloudCredentials> for cloud::Mode {
     }
 }
 
-impl From<cli::StartCheck> for crate::start::StartCheck {
-    fn from(c: cli::StartCheck) -> crate::start::StartCheck {
+impl From<cli::StartCheck> for crate::container_start::StartCheck {
+    fn from(c: cli::StartCheck) -> crate::container_start::StartCheck {
         match c {
-            cli::StartCheck::Auto => crate::start::StartCheck::Auto,
-            cli::StartCheck::Off => crate::start::StartCheck::Off,
+            cli::StartCheck::Auto => crate::container_start::StartCheck::Auto,
+            cli::StartCheck::Off => crate::container_start::StartCheck::Off,
         }
     }
 }
@@ -85,7 +85,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if d.is_zero() {
         return Err("must be longer than zero".to_string());
     }
-    if d > crate::check::MAX_TIMEOUT {
+    if d > crate::deadline::MAX_TIMEOUT {
         return Err("must be at most 24h".to_string());
     }
     Ok(d)

@@ -35,6 +35,18 @@ pub struct Node {
     pub kind: Kind,
 }
 
+impl Node {
+    /// A scalar node: its decoded value, and whether written plain.
+    fn scalar(value: String, plain: bool, anchor: usize, start: usize, end: usize) -> Node {
+        Node {
+            start,
+            end,
+            anchor,
+            kind: Kind::Scalar { value, plain },
+        }
+    }
+}
+
 /// The kinds of node.
 #[derive(Debug, Clone)]
 pub enum Kind {
@@ -220,15 +232,8 @@ impl Tree {
                     let string_tag = tag
                         .as_ref()
                         .is_some_and(|t| t.is_yaml_core_schema() && t.suffix == "str");
-                    Node {
-                        start,
-                        end,
-                        anchor,
-                        kind: Kind::Scalar {
-                            value: value.into_owned(),
-                            plain: style == ScalarStyle::Plain && !string_tag,
-                        },
-                    }
+                    let plain = style == ScalarStyle::Plain && !string_tag;
+                    Node::scalar(value.into_owned(), plain, anchor, start, end)
                 }
                 Event::Alias(id) => {
                     if each.is_some() && !self.anchors.contains_key(&id) {
@@ -253,23 +258,8 @@ impl Tree {
                     }
                     let flow =
                         matches!(text.get(start - base..), Some(t) if t.starts_with(['[', '{']));
-                    let kind = if matches!(event, Event::SequenceStart(..)) {
-                        Kind::Seq {
-                            items: Vec::new(),
-                            flow,
-                        }
-                    } else {
-                        Kind::Map {
-                            entries: Vec::new(),
-                            flow,
-                        }
-                    };
-                    let id = self.push(Node {
-                        start,
-                        end,
-                        anchor,
-                        kind,
-                    });
+                    let seq = matches!(event, Event::SequenceStart(..));
+                    let id = self.open(seq, flow, anchor, start, end);
                     stack.push((id, None));
                     keys.push(std::collections::HashSet::new());
                     continue;
@@ -277,29 +267,7 @@ impl Tree {
                 Event::SequenceEnd | Event::MappingEnd => {
                     let Some((id, _)) = stack.pop() else { continue };
                     keys.pop();
-                    // A block collection can start where its first child does (`- {a: 1}` in
-                    // an indentless sequence starts at the `{`): a flow one never does.
-                    let first = match &self.nodes[id].kind {
-                        Kind::Seq { items, .. } => items.first().copied(),
-                        Kind::Map { entries, .. } => entries.first().map(|(k, _)| *k),
-                        _ => None,
-                    };
-                    if first.is_some_and(|f| self.nodes[f].start == self.nodes[id].start) {
-                        match &mut self.nodes[id].kind {
-                            Kind::Seq { flow, .. } | Kind::Map { flow, .. } => *flow = false,
-                            _ => {}
-                        }
-                    }
-                    let flow = matches!(
-                        self.nodes[id].kind,
-                        Kind::Seq { flow: true, .. } | Kind::Map { flow: true, .. }
-                    );
-                    let last = self.last_child(id);
-                    self.nodes[id].end = if flow {
-                        end
-                    } else {
-                        last.map_or(self.nodes[id].start, |c| self.nodes[c].end)
-                    };
+                    self.close(id, end);
                     self.attach(&mut stack, id, doc_start);
                     if stack.is_empty() && self.hand_over(&mut each) == Next::Stop {
                         return Ok(Err(Stopped));
@@ -327,6 +295,55 @@ impl Tree {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// A new, empty collection node (a sequence or a mapping), opened at `start`.
+    fn open(&mut self, seq: bool, flow: bool, anchor: usize, start: usize, end: usize) -> NodeId {
+        let kind = if seq {
+            Kind::Seq {
+                items: Vec::new(),
+                flow,
+            }
+        } else {
+            Kind::Map {
+                entries: Vec::new(),
+                flow,
+            }
+        };
+        self.push(Node {
+            start,
+            end,
+            anchor,
+            kind,
+        })
+    }
+
+    /// Closes collection `id` at `end` (a flow collection's closing bracket), or where its
+    /// last child ends (a block one).
+    fn close(&mut self, id: NodeId, end: usize) {
+        // A block collection can start where its first child does (`- {a: 1}` in
+        // an indentless sequence starts at the `{`): a flow one never does.
+        let first = match &self.nodes[id].kind {
+            Kind::Seq { items, .. } => items.first().copied(),
+            Kind::Map { entries, .. } => entries.first().map(|(k, _)| *k),
+            _ => None,
+        };
+        if first.is_some_and(|f| self.nodes[f].start == self.nodes[id].start) {
+            match &mut self.nodes[id].kind {
+                Kind::Seq { flow, .. } | Kind::Map { flow, .. } => *flow = false,
+                _ => {}
+            }
+        }
+        let flow = matches!(
+            self.nodes[id].kind,
+            Kind::Seq { flow: true, .. } | Kind::Map { flow: true, .. }
+        );
+        let last = self.last_child(id);
+        self.nodes[id].end = if flow {
+            end
+        } else {
+            last.map_or(self.nodes[id].start, |c| self.nodes[c].end)
+        };
     }
 
     /// When documents are read one at a time: gives the document just completed to `each`,

@@ -515,7 +515,7 @@ impl<'a> Words<'a> {
     }
 }
 
-/// The verdict on an image once its containers' start was predicted ([`crate::start`]): an
+/// The verdict on an image once its containers' start was predicted ([`crate::container_start`]): an
 /// image that can be pulled is `wont_start` when a container using it will not start; any other
 /// verdict stands, since a pull failure comes first (and has the lower exit code).
 pub fn classify_start(

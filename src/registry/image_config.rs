@@ -1,4 +1,4 @@
-//! Reading an image's config blob for the start check ([`crate::start`]), after the `HEAD`
+//! Reading an image's config blob for the start check ([`crate::container_start`]), after the `HEAD`
 //! found the image, with the same credentials and token:
 //!
 //! 1. the manifest for the node: by the index entry the platform check already chose (its
@@ -11,14 +11,13 @@
 //! already read by the platform check of a single manifest is not read again. Nothing here is a
 //! verdict: what could not be read makes the prediction `unknown`, never the image a failure.
 
-use super::{
-    Client, Fact, MANIFEST_ACCEPT, Progress, RegistryState, authorized, error_chain, read_limited,
-};
+use super::{Client, Fact, MANIFEST_ACCEPT, Progress, RegistryState, authorized, read_limited};
+use crate::container_start::RunConfig;
+use crate::http::error_chain;
 use crate::keyring::Credential;
 use crate::platform::Platform;
 use crate::reference::Reference;
 use crate::route::Endpoint;
-use crate::start::RunConfig;
 use reqwest::header;
 use serde::Deserialize;
 

@@ -8,7 +8,7 @@
 //! Follow-ups (in `inspect`) are sent only when they are needed: after a 404,
 //! `GET /v2/<name>/tags/list` tells a missing tag from a missing repository and lists close
 //! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform;
-//! when a container's spec leaves it to the image whether it starts (see [`crate::start`]),
+//! when a container's spec leaves it to the image whether it starts (see [`crate::container_start`]),
 //! `image_config` reads the image's config (a manifest `GET` and a blob `GET`).
 //! What a probe found is returned as raw facts ([`Outcome`]); [`classify`](fn@classify) turns them into a
 //! verdict in one place. [`dns`] resolves names within the deadline; [`index`] reads an index
@@ -44,6 +44,8 @@ mod token;
 pub use classify::{Verdict, classify, classify_start, wont_start};
 pub use image_config::ConfigRead;
 
+use crate::deadline::{MAX_SERVER_WAIT, instant_after};
+use crate::http::error_chain;
 use crate::keyring::Credential;
 use crate::platform::{MatchMode, Platform};
 use crate::progress::Events;
@@ -54,7 +56,6 @@ use state::RegistryState;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// The manifest types a runtime accepts. Without the OCI types distribution answers 404 for OCI
 /// images; without the Docker schema2 type it rewrites schema2 manifests to schema1.
@@ -440,7 +441,7 @@ fn build_http(
     }
     builder
         .tls_backend_preconfigured(config)
-        .user_agent(concat!("pullcheck/", env!("CARGO_PKG_VERSION")))
+        .user_agent(crate::http::USER_AGENT)
         .redirect(redirect_policy(tls.is_some() || !headers.is_empty()))
         .default_headers(default_headers)
         .pool_idle_timeout(Duration::from_secs(30))
@@ -521,19 +522,6 @@ impl Progress {
     }
 }
 
-/// The longest wait or lifetime taken from a server's number (`Retry-After`, `expires_in`): a
-/// day, the longest `--timeout`. Anything longer means the same to a run, and a clamped
-/// duration keeps every `Instant + Duration` far from overflow.
-pub const MAX_SERVER_WAIT: Duration = crate::check::MAX_TIMEOUT;
-
-/// `now + d`, saturating: `Instant + Duration` panics on overflow, and `d` may come from a
-/// server. A far-off instant (a day past the longest deadline) stands in for "never".
-pub fn instant_after(now: Instant, d: Duration) -> Instant {
-    now.checked_add(d.min(MAX_SERVER_WAIT.saturating_mul(2)))
-        .or_else(|| now.checked_add(MAX_SERVER_WAIT))
-        .unwrap_or(now)
-}
-
 /// Whether `s` is a digest as a registry must send it: `algorithm:hex`, lower-case hex of the
 /// algorithm's length (sha256: 64, sha384: 96, sha512: 128).
 pub fn is_digest(s: &str) -> bool {
@@ -576,22 +564,6 @@ fn redirect_policy(same_origin_only: bool) -> reqwest::redirect::Policy {
             attempt.follow()
         }
     })
-}
-
-/// An error and its causes, joined with `: `, without repeating a cause that the previous
-/// message already includes.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let s = c.to_string();
-        if !out.contains(&s) {
-            out.push_str(": ");
-            out.push_str(&s);
-        }
-        cur = c.source();
-    }
-    out
 }
 
 /// The config media types of images (OCI, Docker schema 2): any other config, or an
@@ -721,16 +693,6 @@ mod tests {
         for (name, digest, want) in cases {
             assert_eq!(is_digest(&digest), want, "{name}");
         }
-    }
-
-    #[test]
-    fn instants_from_server_numbers_saturate() {
-        let now = Instant::now();
-        assert!(instant_after(now, Duration::MAX) > now);
-        assert_eq!(
-            instant_after(now, Duration::from_secs(1)),
-            now + Duration::from_secs(1)
-        );
     }
 
     #[test]

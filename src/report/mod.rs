@@ -313,7 +313,7 @@ pub enum StartStatus {
     Unknown,
 }
 
-/// The start prediction for one container (see [`crate::start`]).
+/// The start prediction for one container (see [`crate::container_start`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContainerStart {
     /// The container's name.

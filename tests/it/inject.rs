@@ -1707,7 +1707,7 @@ fn containers_facts_are_handed_to_the_init_container() {
         .as_str()
         .unwrap()
         .to_string();
-    use pullcheck::start::{ContainerFacts, ContainerKind, SecurityFacts};
+    use pullcheck::container_start::{ContainerFacts, ContainerKind, SecurityFacts};
     let sc = |non_root, user| SecurityFacts {
         run_as_non_root: non_root,
         run_as_user: user,

@@ -9,6 +9,7 @@
 //! - `node`: `IfNotPresent` images and the node's own image list, from an API server stand-in.
 //! - `route`: the node's registry configuration, compared with containerd and containers/image.
 //! - `inject`, `manifests`: `pullcheck inject` and the corpus of job frameworks' manifests.
+//! - `layout`: the shape of src/: no import cycle, no file or function too long to read.
 //! - `hostile`: hostile registries and huge inputs: no crash, no overrun, bounded memory,
 //!   nothing leaked.
 //! - `docs_reasons`, `json_schema`: the generated reasons page and the JSON Schema, against the
@@ -33,6 +34,7 @@ mod hostile;
 mod image;
 mod inject;
 mod json_schema;
+mod layout;
 mod manifests;
 mod node;
 mod operator;

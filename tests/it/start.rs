@@ -7,7 +7,7 @@ use crate::common::proxy::{Canned, Fault, Proxy, Rule};
 use crate::common::{
     ALICE, ALICE_PASSWORD, Registry, RunSettings, plain_registry, pullcheck_cmd, token_registry,
 };
-use pullcheck::start::{ContainerFacts, ContainerKind, SecurityFacts};
+use pullcheck::container_start::{ContainerFacts, ContainerKind, SecurityFacts};
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};

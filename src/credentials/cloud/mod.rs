@@ -282,29 +282,17 @@ impl Http {
             for cert in extra_roots {
                 roots.add(cert.clone()).map_err(|e| e.to_string())?;
             }
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            Ok(rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|e| e.to_string())?
-                .with_root_certificates(roots)
-                .with_no_client_auth())
+            crate::http::tls_config(roots)
         };
-        let user_agent = concat!("pullcheck/", env!("CARGO_PKG_VERSION"));
-        let metadata = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls()?)
-            .user_agent(user_agent)
-            .redirect(reqwest::redirect::Policy::none())
+        let metadata = crate::http::client_builder(tls()?)
             .no_proxy()
             .connect_timeout(METADATA_TIMEOUT)
             .build()
-            .map_err(|e| crate::registry::error_chain(&e))?;
-        let api = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls()?)
-            .user_agent(user_agent)
-            .redirect(reqwest::redirect::Policy::none())
+            .map_err(|e| crate::http::error_chain(&e))?;
+        let api = crate::http::client_builder(tls()?)
             .connect_timeout(API_CONNECT_TIMEOUT)
             .build()
-            .map_err(|e| crate::registry::error_chain(&e))?;
+            .map_err(|e| crate::http::error_chain(&e))?;
         Ok(Http { metadata, api })
     }
 
@@ -363,14 +351,14 @@ fn describe(e: &reqwest::Error) -> String {
         format!(
             "cannot connect to {url}: {}",
             std::error::Error::source(e)
-                .map(crate::registry::error_chain)
+                .map(crate::http::error_chain)
                 .unwrap_or_default()
         )
     } else {
         format!(
             "{url}: {}",
             std::error::Error::source(e)
-                .map(crate::registry::error_chain)
+                .map(crate::http::error_chain)
                 .unwrap_or_else(|| e.to_string())
         )
     }

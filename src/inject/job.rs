@@ -1,0 +1,165 @@
+//! What `--job-failure-policy` writes on a `batch/v1` Job (`podFailurePolicy`, and
+//! `restartPolicy: Never` where unset), and the warning when a pod's restartPolicy keeps a
+//! failed check from failing it.
+
+use super::pod::{ALWAYS_ONLY_KINDS, Run};
+use super::{CONTAINER_NAME, COUNT_EXIT_CODES, FAIL_JOB_EXIT_CODES, IGNORE_EXIT_CODES};
+use crate::manifests::Spot;
+use crate::manifests::splice::{Edit, Y};
+use crate::manifests::tree::NodeId;
+
+impl Run<'_> {
+    /// `podFailurePolicy` for a `batch/v1` Job, and `restartPolicy: Never` when unset.
+    pub(super) fn failure_policy(&mut self, job: NodeId, pod: NodeId, at: &str) {
+        let t = self.tree;
+        let restart = t.str_at(pod, "restartPolicy");
+        if restart.is_some_and(|p| p != "Never") {
+            self.warn(format!(
+                "{at}: no podFailurePolicy added: it needs restartPolicy Never, and the pod \
+                 template says {}",
+                restart.unwrap_or_default()
+            ));
+            return;
+        }
+        let rule = |action: &str, codes: &[i64]| {
+            Y::map([
+                ("action", Y::s(action)),
+                (
+                    "onExitCodes",
+                    Y::map([
+                        ("containerName", Y::s(CONTAINER_NAME)),
+                        ("operator", Y::s("In")),
+                        (
+                            "values",
+                            Y::Flow(Box::new(Y::Seq(codes.iter().map(|c| Y::Int(*c)).collect()))),
+                        ),
+                    ]),
+                ),
+            ])
+        };
+        // Exit 6 may pass, so the pod is retried; but a rule that does not count it must
+        // have an end, or a registry that stays unreachable recreates pods for ever.
+        let deadline = t
+            .get(job, "activeDeadlineSeconds")
+            .and_then(|v| t.as_i64(v))
+            .filter(|n| *n > 0);
+        // The API server's default backoffLimit is 6.
+        let backoff = t
+            .get(job, "backoffLimit")
+            .and_then(|v| t.as_i64(v))
+            .unwrap_or(6);
+        let (unreachable, why) = match (&deadline, self.options.ignore_unreachable_without_deadline)
+        {
+            (Some(seconds), _) => (
+                "Ignore",
+                format!(
+                    "Ignore on 6 (unreachable, not counted against backoffLimit): the Job's activeDeadlineSeconds: {seconds} ends the retries"
+                ),
+            ),
+            (None, true) => (
+                "Ignore",
+                "Ignore on 6 (unreachable, not counted against backoffLimit), as --ignore-unreachable-without-deadline asks: the Job has no activeDeadlineSeconds, so it recreates a pod for as long as the registry stays unreachable".to_string(),
+            ),
+            (None, false) => (
+                "Count",
+                format!(
+                    "Count on 6 (unreachable, counted against backoffLimit {backoff}, so the Job fails after its retries): the Job has no activeDeadlineSeconds to bound an Ignore rule (set one to retry without counting)"
+                ),
+            ),
+        };
+        let rules = vec![
+            rule("FailJob", &FAIL_JOB_EXIT_CODES),
+            rule(unreachable, &IGNORE_EXIT_CODES),
+            rule("Count", &COUNT_EXIT_CODES),
+        ];
+        let result = (|| -> Result<Vec<Edit>, &'static str> {
+            let mut edits = Vec::new();
+            match t.own_entry(job, "podFailurePolicy") {
+                None => edits.push(self.splicer.insert_key(
+                    job,
+                    &["template"],
+                    "podFailurePolicy",
+                    &Y::map([("rules", Y::Seq(rules))]),
+                )?),
+                Some((_, policy)) => {
+                    let existing = t
+                        .get(policy, "rules")
+                        .ok_or("podFailurePolicy has no rules")?;
+                    let ours = t.items(existing).iter().any(|&r| {
+                        t.get(r, "onExitCodes")
+                            .and_then(|o| t.str_at(o, "containerName"))
+                            == Some(CONTAINER_NAME)
+                    });
+                    if ours {
+                        return Ok(edits);
+                    }
+                    if t.resolve(existing) != existing || t.items(existing).is_empty() {
+                        return Err("its rules are not a plain list");
+                    }
+                    edits.push(self.splicer.prepend(existing, &rules)?);
+                }
+            }
+            if restart.is_none() {
+                edits.push(self.splicer.insert_key(
+                    pod,
+                    &["containers"],
+                    "restartPolicy",
+                    &Y::s("Never"),
+                )?);
+            }
+            Ok(edits)
+        })();
+        match result {
+            Ok(edits) if edits.is_empty() => self.notes.push(format!(
+                "{}: {at}: podFailurePolicy kept: it has rules for container {CONTAINER_NAME} already",
+                self.source
+            )),
+            Ok(edits) => {
+                self.edits.extend(edits);
+                self.notes.push(format!(
+                    "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (permanent); {why}; Count on 8 (cannot be checked from the pod: retrying will not change it, but the node may pull it, so backoffLimit decides)",
+                    self.source
+                ));
+            }
+            Err(why) => self.warn(format!("{at}: no podFailurePolicy added ({why})")),
+        }
+    }
+
+    pub(super) fn restart_policy_warning(&mut self, spot: &Spot, at: &str) {
+        let t = self.tree;
+        let kind = self.manifests.pod_specs[spot.spec].origin.kind.clone();
+        let written = spot.pod.and_then(|p| t.str_at(p, "restartPolicy"));
+        let description = match spot.operator_policy.as_deref() {
+            // Kubeflow's ExitCode: the pods get Never, and the operator restarts only on
+            // retryable exit codes (128 and up); pullcheck's are 3 to 7.
+            Some("Never" | "ExitCode") => return,
+            Some(p) => {
+                format!("{p} (the replica's restartPolicy, which the operator sets on the pods)")
+            }
+            // Kubeflow's training operator (kubeflow.org/v1) overwrites the template's
+            // restartPolicy with the replica's, which defaults to OnFailure.
+            None if spot.default_policy == Some("OnFailure") => {
+                "OnFailure (the training operator's default for a replica without restartPolicy, \
+                 which overrides the template's)"
+                    .to_string()
+            }
+            None => match written.or(spot.default_policy) {
+                Some("Never") => return,
+                Some(p) => p.to_string(),
+                None => "not set (Always)".to_string(),
+            },
+        };
+        let advice = if ALWAYS_ONLY_KINDS.contains(&kind.as_str()) {
+            format!(
+                "; a {kind} allows only Always, so its pods wait in Init:CrashLoopBackOff with \
+                 pullcheck's verdict in `kubectl describe pod`"
+            )
+        } else {
+            "; set restartPolicy: Never so that the pod fails at once".to_string()
+        };
+        self.warn(format!(
+            "{at}: restartPolicy is {description}, not Never: a failed pullcheck init container \
+             is then retried with back-off instead of failing the pod{advice}"
+        ));
+    }
+}

@@ -1,0 +1,811 @@
+//! `pullcheck inject`: manifests in, the same manifests out with the pullcheck init container
+//! added to every pod spec that [`crate::manifests`] finds (the same reader `check --pod-spec`
+//! uses, so the two never disagree).
+//!
+//! # What is injected
+//!
+//! An init container named `pullcheck`, first among `initContainers` (one already named so is
+//! replaced, unless it already is what would be written): `args: [check, CHECK_ARGS…]`,
+//! `PULLCHECK_IMAGES` = the other images of the pod spec (init containers, then containers,
+//! then image volumes, in order, without duplicates, leaving out `imagePullPolicy: Never`; an
+//! image with whitespace or a comma in it, such as JobSet's `<CHANGE ME>` placeholder, is
+//! passed as one argument instead, so that it stays one (invalid) image, after a `--` when it
+//! starts with `-`, so that it is never read as an option), each pull secret (the pod's
+//! `imagePullSecrets`, then `--secret`) mounted read-only at
+//! `/var/run/pullcheck/secrets/<name>` from a secret volume marked `optional: true`, each
+//! `--ca-file PATH` of the check arguments mounted from the ConfigMap `--ca-configmap` names, a
+//! restricted security context, small resources and
+//! `terminationMessagePolicy: FallbackToLogsOnError`. See [`init_container`].
+//!
+//! `PULLCHECK_CONTAINERS` holds the start check's facts of each init, sidecar and app container
+//! that is not `Never` ([`PodContainer::start_facts`](crate::manifests::PodContainer::start_facts),
+//! the same facts `check --pod-spec` reads), left out with a warning above
+//! [`container_start::MAX_CONTAINERS_JSON`](crate::container_start::MAX_CONTAINERS_JSON). With `--node-images`, the images are split by pull policy
+//! ([`pull_policy::to_check`](crate::pull_policy::to_check)) into `PULLCHECK_IMAGES` and `PULLCHECK_IMAGES_IF_NOT_PRESENT`,
+//! `PULLCHECK_NODE_NAME` comes from `spec.nodeName`, and a pod with
+//! `automountServiceAccountToken: false` gets a projected token volume mounted by the init
+//! container alone. The route choices ([`RouteMounts`]) add their volumes, read-only mounts and
+//! check arguments ([`crate::route::inject::additions`]).
+//!
+//! With `--job-failure-policy`, each `batch/v1` Job (and CronJob job template) also gets the
+//! `podFailurePolicy` rules the README recommends, unless it already has rules for container
+//! `pullcheck`, and `restartPolicy: Never` when its pod template sets none.
+//!
+//! # What is kept
+//!
+//! The output is the input text with insertions at the places that change (see
+//! [`crate::manifests::splice`]): every other byte is kept, comments, anchors, quoting, octal
+//! modes and the final newline included; a document that does not change is not touched.
+//! Injecting into its own output changes nothing. The volumes it added are recognised (named
+//! `pullcheck-secret-…` with a secret, `pullcheck-ca`, `pullcheck-hosts` or
+//! `pullcheck-registries` with a ConfigMap, `pullcheck-node-hosts` with a hostPath,
+//! `pullcheck-serviceaccount` or `pullcheck-provider-tokens` projected; mounted by no other
+//! container) and replaced, never duplicated. A pod whose own volume has the name of one that
+//! would be added is left unchanged, with a warning.
+//!
+//! # What it costs
+//!
+//! Linear in the input: each pod spec is edited once, and the spots that share a volume holder
+//! are indexed once. Documents are read and edited one at a time
+//! (`manifests::read_each`): the input, one document's tree and the output are held, never
+//! the whole input's tree nor all its edits (those made it about 40 times the input). The peak
+//! is about the input plus the output plus the binary's own 16 MiB; at most 8 times the input
+//! plus 16 MiB for Pods of 140 bytes (14 MB of 100,000 Pods: 3.7 s and 96 MiB; it was 558 MiB;
+//! the input is at most 16 MiB). One large document (a `List`) still holds its own tree, and
+//! documents that share anchors are read whole.
+//!
+//! With `--credential-provider-config`, the projected token volume for the credential-provider
+//! plugins with `tokenAttributes`
+//! ([`inject_additions`](crate::credentials::plugin::inject_additions)) is added, mounted by
+//! the init container alone, with the variable that says where it is.
+
+mod container;
+mod job;
+mod options;
+mod pod;
+
+pub use container::{env_value, init_container, volume_name};
+use options::validate_options;
+use pod::Run;
+
+use crate::cli::DEFAULT_INJECT_IMAGE;
+use crate::credentials::plugin::InjectAdditions;
+use crate::manifests::splice::{Edit, Output, Splicer, apply};
+use crate::manifests::tree::Tree;
+use crate::manifests::{self, Manifests};
+use crate::route::inject::{Additions, RouteMounts};
+use std::collections::{HashMap, HashSet};
+
+pub use crate::manifests::Format;
+
+/// The name of the injected init container.
+pub const CONTAINER_NAME: &str = manifests::PULLCHECK;
+/// Where the pull secrets are mounted, one folder per secret (`pullcheck check --secrets-dir`).
+pub const SECRETS_DIR: &str = "/var/run/pullcheck/secrets";
+/// The start of the names of the secret volumes that `inject` adds.
+pub const VOLUME_PREFIX: &str = "pullcheck-secret-";
+/// The name of the ConfigMap volume that holds the `--ca-file` files.
+pub const CA_VOLUME: &str = "pullcheck-ca";
+/// The projected volume that gives the init container a service-account token where the pod
+/// turns the automatic one off (`inject --node-images`).
+pub const SERVICE_ACCOUNT_VOLUME: &str = "pullcheck-serviceaccount";
+/// Where that token (`token`) and the cluster's CA (`ca.crt`) are mounted.
+pub const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/pullcheck/serviceaccount";
+/// The names of the volumes the route choices add, with the kind of volume each is.
+const ROUTE_VOLUMES: [(&str, &str); 3] = [
+    ("pullcheck-hosts", "configMap"),
+    ("pullcheck-registries", "configMap"),
+    ("pullcheck-node-hosts", "hostPath"),
+];
+/// The user the init container runs as (distroless `nonroot`).
+pub const RUN_AS_USER: u64 = 65532;
+
+// Resources of the init container. A pod's effective request is the larger of its biggest init
+// container's request and the sum of its app containers' requests, so requests this small never
+// change where a pod fits (no node has less than 10m CPU and 16Mi to spare for a pod that fits
+// otherwise). Limits are set too, so that a namespace whose ResourceQuota demands limits still
+// admits the pod; a check measured at 5 MiB peak RSS for 40 images, and the CPU limit only slows
+// the TLS handshakes a little.
+/// CPU request of the init container.
+pub const CPU_REQUEST: &str = "10m";
+/// Memory request of the init container.
+pub const MEMORY_REQUEST: &str = "16Mi";
+/// CPU limit of the init container; also its request in a Guaranteed pod.
+pub const CPU_LIMIT: &str = "200m";
+/// Memory limit of the init container; also its request in a Guaranteed pod.
+pub const MEMORY_LIMIT: &str = "32Mi";
+
+/// Exit codes of `pullcheck check` after which a Job must fail at once (not found or invalid,
+/// no variant for the platform, access refused, will not start).
+pub const FAIL_JOB_EXIT_CODES: [i64; 4] = [3, 4, 5, 7];
+/// Exit codes of a registry that could not be reached (it may pass): the Job retries the pod,
+/// counted against `backoffLimit` by default, not counted (`Ignore`) only when the Job's
+/// `activeDeadlineSeconds` bounds the retries, or with `--ignore-unreachable-without-deadline`.
+pub const IGNORE_EXIT_CODES: [i64; 1] = [6];
+/// Exit codes of a registry this pod cannot check (plain HTTP asked over TLS, an untrusted
+/// certificate, a name its resolver does not know): permanent for the pod, so never ignored,
+/// but maybe not for the node, so not `FailJob` at once either: counted against
+/// `backoffLimit`.
+pub const COUNT_EXIT_CODES: [i64; 1] = [8];
+
+/// Settings of one `inject` run.
+#[derive(Debug, Clone, Default)]
+pub struct InjectOptions {
+    /// The pullcheck image for the init container.
+    pub image: String,
+    /// Extra pull secrets to mount (`--secret`), besides each pod's `imagePullSecrets`.
+    pub secrets: Vec<String>,
+    /// Arguments after `check` in the init container.
+    pub check_args: Vec<String>,
+    /// The ConfigMap the `--ca-file` paths of `check_args` are mounted from.
+    pub ca_configmap: Option<String>,
+    /// Add the recommended `podFailurePolicy` to each `batch/v1` Job.
+    pub job_failure_policy: bool,
+    /// Write `Ignore` on exit 6 even for a Job without `activeDeadlineSeconds` (unbounded:
+    /// only when the user says so).
+    pub ignore_unreachable_without_deadline: bool,
+    /// `--node-images`: split the images by pull policy, pass the node's name, and give the
+    /// init container a token where the pod has none.
+    pub node_images: bool,
+    /// `--credential-provider-config`: the projected token volume, its mount and variable for
+    /// the credential-provider plugins with `tokenAttributes`.
+    pub provider_tokens: Option<InjectAdditions>,
+    /// The node's registry configuration to mount (`--hosts-configmap`,
+    /// `--registries-configmap`, `--hosts-from-node`).
+    pub route: RouteMounts,
+}
+
+/// The rewritten manifests and what the user should know about them.
+#[derive(Debug, Clone, Default)]
+pub struct Injected {
+    /// The output document(s), in the input's format.
+    pub output: String,
+    /// Notes for stderr (e.g. a pod template whose `restartPolicy` is not `Never`).
+    pub warnings: Vec<String>,
+    /// What was written and why, for stderr (e.g. which `podFailurePolicy` rule on exit 6).
+    pub notes: Vec<String>,
+    /// How many pod specs have the init container (added now, or already as it would be).
+    pub pod_specs: usize,
+    /// The format that was read and written.
+    pub format: Format,
+}
+
+/// Input or arguments that cannot be used: exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InjectError(pub String);
+
+/// Rewrites `input` (YAML or JSON, one or more documents); `source` names it in messages.
+///
+/// # Errors
+///
+/// [`InjectError`] for bad options, check arguments that `pullcheck check` would refuse, and
+/// input that cannot be read (naming the document and line, never its content).
+pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Injected, InjectError> {
+    let (ca_files, mut route) = validate_options(options)?;
+    let route_warnings = std::mem::take(&mut route.warnings);
+    let mut each = EachDocument {
+        input,
+        source,
+        options,
+        ca_files: &ca_files,
+        route: &route,
+        crlf: input.contains("\r\n"),
+        format: Format::Yaml,
+        notes: Vec::new(),
+        warnings: Vec::new(),
+        written: Vec::new(),
+        output: Output::default(),
+        pending: Vec::new(),
+        spots: 0,
+        pod_specs: 0,
+    };
+    let read =
+        manifests::read_each(input, source, &mut each).map_err(|e| InjectError(e.to_string()))?;
+    let done = match read {
+        Some(format) => {
+            // As `manifests::read` says them, first: what kubectl would read otherwise.
+            let mut warnings = if format == Format::Yaml {
+                manifests::kubectl_notes_of(input, source)
+            } else {
+                Vec::new()
+            };
+            warnings.append(&mut each.notes);
+            warnings.append(&mut each.warnings);
+            Done {
+                warnings,
+                notes: std::mem::take(&mut each.written),
+                spots: each.spots,
+                pod_specs: each.pod_specs,
+                format,
+                output: each.output(),
+            }
+        }
+        // Inputs whose documents cannot be read one at a time (anchors shared across them).
+        None => {
+            drop(each);
+            whole(input, source, options, &ca_files, &route)?
+        }
+    };
+    let mut warnings = done.warnings;
+    if done.spots == 0 {
+        warnings.push(format!(
+            "{source}: no pod spec found; the output is the input unchanged"
+        ));
+    } else if options.image == DEFAULT_INJECT_IMAGE {
+        warnings.push(format!(
+            "the init container runs the default image {DEFAULT_INJECT_IMAGE}, which no \
+             registry serves: push pullcheck's image to a registry every node can pull from \
+             and pass --image REF (a pod whose own pullcheck image cannot be pulled is stuck \
+             like any other)"
+        ));
+    }
+    if done.spots != 0 {
+        warnings.extend(route_warnings);
+    }
+    Ok(Injected {
+        output: done.output,
+        warnings,
+        notes: done.notes,
+        pod_specs: done.pod_specs,
+        format: done.format,
+    })
+}
+
+/// What reading and editing all documents gave, before the closing warnings.
+struct Done {
+    /// The reader's notes, then the edits' warnings.
+    warnings: Vec<String>,
+    /// What was written and why (`pullcheck: note:` lines).
+    notes: Vec<String>,
+    /// Pod specs found.
+    spots: usize,
+    /// Pod specs edited.
+    pod_specs: usize,
+    format: Format,
+    output: String,
+}
+
+/// Edits each document as it is read ([`manifests::read_each`]) and writes its part of the
+/// output: the input, one document's tree and the output live at once, never the whole
+/// input's tree nor all the edits.
+struct EachDocument<'a> {
+    input: &'a str,
+    source: &'a str,
+    options: &'a InjectOptions,
+    ca_files: &'a [String],
+    route: &'a Additions,
+    crlf: bool,
+    format: Format,
+    notes: Vec<String>,
+    warnings: Vec<String>,
+    /// What was written and why (a Job's failure policy), for `pullcheck: note:` lines.
+    written: Vec<String>,
+    output: Output,
+    /// The last document's edits, made at the next document (or at the end): its tree is
+    /// dropped by then, so that a single large document (a `List`) never holds its tree,
+    /// its edits and the output at once.
+    pending: Vec<Edit>,
+    spots: usize,
+    pod_specs: usize,
+}
+
+impl EachDocument<'_> {
+    fn output(mut self) -> String {
+        self.output
+            .apply(self.input, &std::mem::take(&mut self.pending));
+        self.output.finish(self.input)
+    }
+}
+
+impl manifests::EachDocument for EachDocument<'_> {
+    fn start(&mut self, format: Format) {
+        self.format = format;
+        self.notes.clear();
+        self.warnings.clear();
+        self.written.clear();
+        self.output = Output::new(self.input.len());
+        self.pending = Vec::new();
+        self.spots = 0;
+        self.pod_specs = 0;
+    }
+
+    fn document(&mut self, tree: &Tree, found: Manifests) {
+        self.output
+            .apply(self.input, &std::mem::take(&mut self.pending));
+        let edits = edit(
+            self.input,
+            self.source,
+            self.options,
+            tree,
+            &found,
+            self.ca_files,
+            self.route,
+            &mut self.warnings,
+            &mut self.written,
+            &mut self.pod_specs,
+        );
+        self.spots += found.spots.len();
+        self.notes.extend(found.notes);
+        self.pending = crlf(edits, self.crlf);
+    }
+}
+
+/// The edits of the pod specs `found` in `tree`, their warnings added to `warnings`, what was
+/// written and why (a Job's failure policy) to `notes`, and the pod specs edited counted in
+/// `pod_specs`.
+#[allow(clippy::too_many_arguments)]
+fn edit(
+    input: &str,
+    source: &str,
+    options: &InjectOptions,
+    tree: &Tree,
+    found: &Manifests,
+    ca_files: &[String],
+    route: &Additions,
+    warnings: &mut Vec<String>,
+    notes: &mut Vec<String>,
+    pod_specs: &mut usize,
+) -> Vec<Edit> {
+    let mut run = Run {
+        options,
+        source,
+        manifests: found,
+        tree,
+        splicer: Splicer::new(input, tree, found.format == Format::Json),
+        ca_files,
+        route,
+        warnings: std::mem::take(warnings),
+        notes: std::mem::take(notes),
+        edits: Vec::new(),
+        volumes_done: HashMap::new(),
+        spots_by_volumes: HashMap::new(),
+        jobs_done: HashSet::new(),
+        pod_specs: *pod_specs,
+    };
+    for (i, spot) in found.spots.iter().enumerate() {
+        run.spots_by_volumes
+            .entry(spot.volumes)
+            .or_default()
+            .push(i);
+    }
+    for spot in &found.spots {
+        run.spot(spot);
+    }
+    *warnings = run.warnings;
+    *notes = run.notes;
+    *pod_specs = run.pod_specs;
+    run.edits
+}
+
+/// What is inserted has the input's line ends (scalars pullcheck writes never hold a raw line
+/// break: they are double-quoted with escapes).
+fn crlf(mut edits: Vec<Edit>, crlf: bool) -> Vec<Edit> {
+    if crlf {
+        for edit in &mut edits {
+            edit.insert = edit.insert.replace('\n', "\r\n");
+        }
+    }
+    edits
+}
+
+/// The input read whole, then edited: for inputs [`manifests::read_each`] cannot read one
+/// document at a time.
+fn whole(
+    input: &str,
+    source: &str,
+    options: &InjectOptions,
+    ca_files: &[String],
+    route: &Additions,
+) -> Result<Done, InjectError> {
+    let found = manifests::read(input, source).map_err(|e| InjectError(e.to_string()))?;
+    let mut warnings = found.notes.clone();
+    let mut notes = Vec::new();
+    let mut pod_specs = 0;
+    let edits = edit(
+        input,
+        source,
+        options,
+        &found.tree,
+        &found,
+        ca_files,
+        route,
+        &mut warnings,
+        &mut notes,
+        &mut pod_specs,
+    );
+    let edits = crlf(edits, input.contains("\r\n"));
+    let spots = found.spots.len();
+    let format = found.format;
+    // The tree and the pod specs are dropped before the output is built: the peak is then the
+    // larger of the two, not their sum.
+    drop(found);
+    Ok(Done {
+        warnings,
+        notes,
+        spots,
+        pod_specs,
+        format,
+        output: apply(input, &edits),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+// ---------------------------------------------------------------------------------------------
+// Editing
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(image: &str) -> InjectOptions {
+        InjectOptions {
+            image: image.to_string(),
+            ..InjectOptions::default()
+        }
+    }
+
+    fn run(input: &str) -> Injected {
+        inject(input, "test", &opts("reg.example.com/pullcheck:1")).unwrap()
+    }
+
+    fn parse(text: &str) -> serde_yaml_ng::Value {
+        serde_yaml_ng::from_str(text).unwrap()
+    }
+
+    fn map<const N: usize>(entries: [(&str, &str); N]) -> serde_yaml_ng::Value {
+        let mut m = serde_yaml_ng::Mapping::new();
+        for (k, v) in entries {
+            m.insert(k.into(), v.into());
+        }
+        serde_yaml_ng::Value::Mapping(m)
+    }
+
+    const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  restartPolicy: Never\n  \
+                       containers:\n  - name: a\n    image: nginx\n";
+
+    #[test]
+    fn parse_errors_name_the_document_and_line_never_the_content() {
+        let input = "a: 1\n---\nb: 2\n---\n# three\nc:\n  password: \"s3cr3t\n";
+        let e = inject(input, "in.yaml", &opts("x")).unwrap_err().0;
+        assert!(
+            e.starts_with("in.yaml: document 3: not valid YAML at line 7, column "),
+            "{e}"
+        );
+        assert!(!e.contains("s3cr3t") && !e.contains("password"), "{e}");
+        let e = inject("k: 1\nk: 2\n", "in.yaml", &opts("x")).unwrap_err().0;
+        assert!(
+            e.contains("document 1") && e.contains("duplicate key"),
+            "{e}"
+        );
+        let e = inject("{\"a\": 1}\n[1, 2,]\n", "in.json", &opts("x"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.starts_with("in.json: document 2: not valid JSON at line 2, column "),
+            "{e}"
+        );
+        // Looks like JSON, is not JSON: an error, not a silent read as YAML.
+        assert!(inject("{\"a\": 1,\n \"b\": }", "in", &opts("x")).is_err());
+    }
+
+    #[test]
+    fn null_lists_anchors_and_merge_keys() {
+        let opts = InjectOptions {
+            image: "p/p:1".into(),
+            secrets: vec!["s".into()],
+            ..InjectOptions::default()
+        };
+        // `initContainers:` and `volumes: ~` are null: they become lists.
+        let null = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                    initContainers:\n  volumes: ~\n  containers:\n  - {name: a, image: a:1}\n";
+        let out = inject(null, "t", &opts).unwrap();
+        let v = parse(&out.output);
+        assert_eq!(v["spec"]["initContainers"][0]["name"], "pullcheck");
+        assert_eq!(v["spec"]["volumes"][0]["name"], "pullcheck-secret-s");
+        assert_eq!(inject(&out.output, "t", &opts).unwrap().output, out.output);
+        // A pod spec that is an anchor used elsewhere is left alone: editing it edits both.
+        let shared = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n  \
+                      spec: &s\n    restartPolicy: Never\n    containers: [{name: a, image: a:1}]\n- apiVersion: v1\n  \
+                      kind: Pod\n  metadata: {name: q}\n  spec: *s\n";
+        let out = inject(shared, "t", &opts).unwrap();
+        assert_eq!(out.output, shared);
+        assert!(
+            out.warnings[0].contains("YAML anchor"),
+            "{:?}",
+            out.warnings
+        );
+        // A merge key that brings only other fields is fine.
+        let merged = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  <<: {restartPolicy: Never}\n  \
+                      containers:\n  - {name: a, image: a:1}\n";
+        let out = inject(merged, "t", &opts).unwrap();
+        assert_eq!(out.pod_specs, 1);
+        assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+        assert_eq!(parse(&out.output)["spec"]["<<"]["restartPolicy"], "Never");
+    }
+
+    #[test]
+    fn taking_out_the_last_volume_of_a_compact_list_keeps_the_yaml_valid() {
+        let with = InjectOptions {
+            image: "p/p:1".into(),
+            secrets: vec!["s".into()],
+            ..InjectOptions::default()
+        };
+        let once = inject(POD, "t", &with).unwrap();
+        assert!(
+            once.output
+                .contains("\n  volumes:\n  - name: pullcheck-secret-s")
+        );
+        let without = run(&once.output);
+        let v = parse(&without.output);
+        assert_eq!(v["spec"]["volumes"], serde_yaml_ng::Value::Sequence(vec![]));
+        assert_eq!(run(&without.output).output, without.output);
+    }
+
+    #[test]
+    fn crlf_input_gets_crlf_insertions() {
+        let input = POD.replace('\n', "\r\n");
+        let out = run(&input);
+        assert_eq!(out.pod_specs, 1);
+        assert!(
+            !out.output.replace("\r\n", "").contains('\n'),
+            "{:?}",
+            out.output
+        );
+        assert_eq!(run(&out.output).output, out.output);
+    }
+
+    #[test]
+    fn options_are_checked() {
+        assert!(inject(POD, "t", &opts("")).is_err());
+        assert!(inject(POD, "t", &opts("a b")).is_err());
+        let bad = InjectOptions {
+            image: "x".into(),
+            secrets: vec!["Not_A_Secret".into()],
+            ..InjectOptions::default()
+        };
+        assert!(
+            inject(POD, "t", &bad)
+                .unwrap_err()
+                .0
+                .contains("Not_A_Secret")
+        );
+        let empty = InjectOptions {
+            image: "x".into(),
+            secrets: vec![String::new()],
+            ..InjectOptions::default()
+        };
+        assert!(inject(POD, "t", &empty).is_ok());
+    }
+
+    #[test]
+    fn injects_first_and_idempotently() {
+        let input = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                     imagePullSecrets: [{name: regcred}]\n  initContainers: [{name: setup, image: busybox}]\n  \
+                     containers: [{name: a, image: nginx}, {name: b, image: busybox}]\n";
+        let once = run(input);
+        assert_eq!(once.pod_specs, 1);
+        assert_eq!(once.format, Format::Yaml);
+        assert!(once.warnings.is_empty(), "{:?}", once.warnings);
+        let v = parse(&once.output);
+        let inits = v["spec"]["initContainers"].as_sequence().unwrap();
+        assert_eq!(inits[0]["name"], "pullcheck");
+        assert_eq!(inits[1]["name"], "setup");
+        assert_eq!(inits[0]["env"][0]["value"], "busybox nginx");
+        assert_eq!(
+            inits[0]["volumeMounts"][0]["name"],
+            "pullcheck-secret-regcred"
+        );
+        assert_eq!(v["spec"]["volumes"][0]["secret"]["secretName"], "regcred");
+        let twice = run(&once.output);
+        assert_eq!(twice.output, once.output);
+        // JSON too.
+        let json = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"nginx"}]}}"#;
+        let once = run(json);
+        assert_eq!(once.format, Format::Json);
+        assert_eq!(run(&once.output).output, once.output);
+    }
+
+    #[test]
+    fn json_documents_in_a_yaml_stream_are_yaml() {
+        let input = "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \
+                     \"spec\": {\"containers\": [{\"name\": \"a\", \"image\": \"x\"}]}}\n---\n{\"kind\": \"ConfigMap\"}\n";
+        let out = run(input);
+        assert_eq!(out.format, Format::Yaml);
+        assert_eq!(out.pod_specs, 1);
+        assert!(
+            out.output.ends_with("---\n{\"kind\": \"ConfigMap\"}\n"),
+            "{}",
+            out.output
+        );
+    }
+
+    #[test]
+    fn lists_of_any_kind_are_walked() {
+        let input = "apiVersion: v1\nkind: PodList\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n  \
+                     spec: {restartPolicy: Never, containers: [{name: a, image: x}]}\n- apiVersion: v1\n  kind: Pod\n  \
+                     metadata: {name: b}\n  spec: {containers: [{name: b, image: y}]}\n";
+        let out = run(input);
+        assert_eq!(out.pod_specs, 2);
+        assert_eq!(out.warnings.len(), 1);
+        assert!(
+            out.warnings[0]
+                .starts_with("test: document 1: Pod/b items[1].spec: restartPolicy is not set"),
+            "{:?}",
+            out.warnings
+        );
+    }
+
+    #[test]
+    fn pods_that_cannot_take_the_container_are_left_unchanged_with_a_warning() {
+        for (spec, why) in [
+            (
+                "os: {name: windows}\n  containers: [{name: a, image: x}]",
+                "Windows",
+            ),
+            (
+                "containers: [{name: pullcheck, image: x}]",
+                "already named pullcheck",
+            ),
+            (
+                "initContainers: {a: 1}\n  containers: [{name: a, image: x}]",
+                "not a list",
+            ),
+        ] {
+            let input = format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  restartPolicy: Never\n  {spec}\n"
+            );
+            let out = run(&input);
+            assert_eq!(out.output, input);
+            assert_eq!(out.pod_specs, 0);
+            // One warning: the reason, not also "no pod spec found".
+            assert_eq!(out.warnings.len(), 1, "{why}: {:?}", out.warnings);
+            assert!(out.warnings[0].contains(why), "{why}: {:?}", out.warnings);
+        }
+    }
+
+    #[test]
+    fn a_pod_spec_without_containers_is_left_unchanged() {
+        // Found by fuzzing: two keys inserted into an empty JSON object lacked their comma.
+        let input = "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"},\n \"spec\": {\n }}\n";
+        let out = run(input);
+        assert_eq!(out.output, input);
+        assert!(
+            out.warnings.iter().any(|w| w.contains("no containers")),
+            "{:?}",
+            out.warnings
+        );
+    }
+
+    #[test]
+    fn operator_restart_policies() {
+        let job = |replica_policy: &str| {
+            format!(
+                "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {{name: t}}\nspec:\n  tfReplicaSpecs:\n    \
+                 Worker:\n{replica_policy}      template:\n        spec:\n          containers: [{{name: tensorflow, image: x}}]\n"
+            )
+        };
+        assert!(
+            run(&job("      restartPolicy: Never\n"))
+                .warnings
+                .is_empty()
+        );
+        assert!(
+            run(&job("      restartPolicy: ExitCode\n"))
+                .warnings
+                .is_empty()
+        );
+        let w = run(&job("      restartPolicy: OnFailure\n")).warnings;
+        assert!(
+            w[0].contains("restartPolicy is OnFailure (the replica's restartPolicy"),
+            "{w:?}"
+        );
+        let w = run(&job("")).warnings;
+        assert!(
+            w[0].contains("OnFailure (the training operator's default"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn guaranteed_pods_stay_guaranteed() {
+        let spec = |resources: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  restartPolicy: Never\n  \
+                 containers:\n  - name: a\n    image: x\n    resources: {resources}\n"
+            )
+        };
+        let requests = |input: &str| {
+            let v = parse(&run(input).output);
+            v["spec"]["initContainers"][0]["resources"]["requests"].clone()
+        };
+        let guaranteed = map([("cpu", CPU_LIMIT), ("memory", MEMORY_LIMIT)]);
+        let burstable = map([("cpu", CPU_REQUEST), ("memory", MEMORY_REQUEST)]);
+        assert_eq!(
+            requests(&spec("{limits: {cpu: 1, memory: 1Gi}}")),
+            guaranteed
+        );
+        assert_eq!(
+            requests(&spec(
+                "{limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 1, memory: 1Gi}}"
+            )),
+            guaranteed
+        );
+        assert_eq!(
+            requests(&spec(
+                "{limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 500m, memory: 1Gi}}"
+            )),
+            burstable
+        );
+        assert_eq!(requests(&spec("{limits: {cpu: 1}}")), burstable);
+        assert_eq!(requests(&spec("{}")), burstable);
+    }
+
+    #[test]
+    fn warnings_for_the_default_image_and_for_no_pod_spec() {
+        let out = inject(POD, "t", &opts(DEFAULT_INJECT_IMAGE)).unwrap();
+        assert_eq!(out.warnings.len(), 1);
+        assert!(out.warnings[0].contains("--image"));
+        let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+        let out = inject(cm, "t", &opts(DEFAULT_INJECT_IMAGE)).unwrap();
+        assert_eq!(out.output, cm);
+        assert_eq!(
+            out.warnings,
+            ["t: no pod spec found; the output is the input unchanged"]
+        );
+        assert_eq!(run("").output, "");
+    }
+
+    /// `inject` as it was: the whole input read, then edited.
+    fn read_whole(input: &str, options: &InjectOptions) -> Result<(String, Vec<String>), String> {
+        let (ca_files, route) = validate_options(options).map_err(|e| e.0)?;
+        let done = whole(input, "t", options, &ca_files, &route).map_err(|e| e.0)?;
+        Ok((done.output, done.warnings))
+    }
+
+    #[test]
+    fn one_document_at_a_time_gives_what_the_whole_read_gives() {
+        let pod = |name: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: c, image: x:1}}]\n"
+            )
+        };
+        let options = InjectOptions {
+            job_failure_policy: true,
+            ..opts("p:1")
+        };
+        let cases = [
+            format!("---\n{}---\n{}", pod("a"), pod("b")),
+            // An anchor of one document aliased in the next: read whole (both are shared).
+            "---\napiVersion: v1\nkind: Pod\nspec: &s\n  containers: [{name: c, image: x:1}]\n---\napiVersion: v1\nkind: Pod\nspec: *s\n".to_string(),
+            // Anchors within each document.
+            "---\nkind: Pod\napiVersion: v1\nspec:\n  containers: [&c {name: c, image: x:1}]\n  initContainers: [*c]\n---\nkind: Pod\napiVersion: v1\nspec:\n  containers: [&c {name: c, image: y:1}]\n".to_string(),
+            // JSON values in a row, a JSON List, JSON documents in a YAML stream.
+            r#"{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"c","image":"x:1"}]}} {"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"c","image":"y:1"}]}}]}"#.to_string(),
+            "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x:1\"}]}}\n---\n{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[]}}\n".to_string(),
+            // Jobs, notes and warnings across documents, CRLF.
+            format!("---\napiVersion: batch/v1\nkind: Job\nspec:\n  template:\n    spec:\n      containers: [{{name: c, image: x:1}}]\n---\napiVersion: v1\nkind: ConfigMap\n---\napiVersion: example.com/v1\nkind: Thing\nspec:\n  template:\n    spec:\n      containers: [{{name: c, image: z:1}}]\n---\n{}", pod("c")).replace('\n', "\r\n"),
+            // A template image in one document and a syntax error in a later one: the syntax
+            // error comes first, as in a whole read.
+            format!("---\n{}---\napiVersion: v1\nkind: Pod\nspec:\n  containers: [{{name: c, image: \"{{{{ .Values.image }}}}\"}}]\n---\na: [\n", pod("a")),
+            format!("---\n{}---\napiVersion: v1\nkind: Pod\nspec:\n  containers: [{{name: c, image: \"{{{{ .Values.image }}}}\"}}]\n", pod("a")),
+            format!("---\n{}---\nkey: [unclosed\n", pod("a")),
+            "---\n---\n".to_string(),
+            String::new(),
+        ];
+        for input in &cases {
+            let streamed = inject(input, "t", &options).map(|d| {
+                let mut warnings = d.warnings;
+                warnings.retain(|w| !w.contains("no pod spec found"));
+                (d.output, warnings)
+            });
+            let read_whole = read_whole(input, &options);
+            assert_eq!(streamed.map_err(|e| e.0), read_whole, "{input}");
+        }
+        // Once its own output, a second inject changes nothing.
+        let twice = run(&cases[0]).output;
+        assert_eq!(run(&twice).output, twice);
+    }
+}

@@ -1,0 +1,890 @@
+//! The shape of `src/`: no import cycle between its files, and no file or function past a
+//! size a newcomer can read in one sitting.
+//!
+//! A file is a node of the graph; an arrow is any path that reaches into another file: `use
+//! crate::…`, a `crate::…` path in code, `super::…`, a `use` or a path through a child module
+//! (`pub use` re-exports included, so a path through `crate::Report` reaches `lib.rs` and, from
+//! there, `report/`). Comments and string literals are left out, and so are `#[cfg(test)]`
+//! items (test modules may reach anywhere: they are not part of the structure a change has to
+//! respect).
+//!
+//! `cargo test --test it layout::measure -- --ignored --nocapture` prints the figures: the
+//! longest files and functions, and the cycles (of another tree with
+//! `PULLCHECK_LAYOUT_SRC=DIR`, e.g. `git archive <commit> src | tar -x -C /tmp/before`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Lines a source file may have, its test modules aside.
+const MAX_FILE_LINES: usize = 800;
+/// Lines a function may have, from `fn` to its closing brace.
+const MAX_FN_LINES: usize = 120;
+
+/// Files that are still over [`MAX_FILE_LINES`], with the size they may not grow past. Take a
+/// file off this list once it is split.
+const LONG_FILES: &[(&str, usize)] = &[("check.rs", 1176), ("registry/mod.rs", 1600)];
+
+/// Functions that are still over [`MAX_FN_LINES`], with the size they may not grow past
+/// (`file:Type::name`). Take a function off this list once it is in phases.
+const LONG_FNS: &[(&str, usize)] = &[
+    ("check.rs:check_until", 252),
+    ("check.rs:Job::pull", 140),
+    ("check.rs:Job::walk", 174),
+    ("config.rs:Config::from_args", 426),
+    ("registry/classify.rs:classify", 357),
+    ("registry/inspect.rs:Client::check_platform", 145),
+    ("registry/mod.rs:Client::probe_state", 162),
+];
+
+#[test]
+fn no_import_cycles() {
+    let crate_ = Crate::read();
+    let cycles = crate_.cycles();
+    assert!(
+        cycles.is_empty(),
+        "import cycles between the files of src/:\n{}",
+        crate_.describe(&cycles)
+    );
+}
+
+#[test]
+fn no_file_past_its_size() {
+    let crate_ = Crate::read();
+    let mut over = Vec::new();
+    for (name, file) in &crate_.files {
+        let limit = LONG_FILES
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(MAX_FILE_LINES, |(_, l)| *l);
+        if file.lines > limit {
+            over.push(format!("{name}: {} lines (at most {limit})", file.lines));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "files too long, test modules aside:\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn no_function_past_its_size() {
+    let crate_ = Crate::read();
+    let mut over = Vec::new();
+    for f in crate_.functions() {
+        let key = format!("{}:{}", f.file, f.name);
+        let limit = LONG_FNS
+            .iter()
+            .find(|(n, _)| *n == key)
+            .map_or(MAX_FN_LINES, |(_, l)| *l);
+        if f.lines > limit {
+            over.push(format!(
+                "{key} (line {}): {} lines (at most {limit})",
+                f.line, f.lines
+            ));
+        }
+    }
+    assert!(over.is_empty(), "functions too long:\n{}", over.join("\n"));
+}
+
+/// Prints the figures (not a check): the longest files and functions, and every cycle.
+#[test]
+#[ignore = "prints figures; run with --ignored --nocapture"]
+fn measure() {
+    let crate_ = Crate::read();
+    let mut files: Vec<_> = crate_
+        .files
+        .iter()
+        .map(|(n, f)| (f.lines, f.total, n))
+        .collect();
+    files.sort_unstable_by(|a, b| b.cmp(a));
+    println!("longest files (lines without test modules, all lines):");
+    for (lines, total, name) in files.iter().take(10) {
+        println!("  {lines:5} {total:5} src/{name}");
+    }
+    let mut by_total = files.clone();
+    by_total.sort_unstable_by_key(|f| std::cmp::Reverse(f.1));
+    println!("longest files (all lines):");
+    for (_, total, name) in by_total.iter().take(10) {
+        println!("  {total:5} src/{name}");
+    }
+    let mut fns = crate_.functions();
+    fns.sort_unstable_by_key(|f| std::cmp::Reverse(f.lines));
+    println!("longest functions (lines):");
+    for f in fns.iter().take(10) {
+        println!("  {:5} src/{}:{} {}", f.lines, f.file, f.line, f.name);
+    }
+    let cycles = crate_.cycles();
+    println!("import cycles: {}", cycles.len());
+    print!("{}", crate_.describe(&cycles));
+}
+
+/// One source file: its module path, and what is left of its tokens once the test items are out.
+struct File {
+    module: Vec<String>,
+    tokens: Vec<Token>,
+    /// Lines, the `#[cfg(test)]` items aside.
+    lines: usize,
+    /// Lines, all of them.
+    total: usize,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    /// `::`
+    Path,
+    Punct(char),
+}
+
+#[derive(Clone, Debug)]
+struct Token {
+    tok: Tok,
+    line: usize,
+}
+
+struct Function {
+    file: String,
+    name: String,
+    line: usize,
+    lines: usize,
+}
+
+struct Crate {
+    /// By name relative to `src/` (`registry/mod.rs`).
+    files: BTreeMap<String, File>,
+    /// Module path → file name.
+    modules: BTreeMap<Vec<String>, String>,
+}
+
+/// An arrow: from one file to another, with the paths that make it.
+type Edges = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+impl Crate {
+    fn read() -> Crate {
+        // Another tree's figures (a checkout of an older commit, for a before and after):
+        // `PULLCHECK_LAYOUT_SRC=/path/to/src`.
+        let src = std::env::var_os("PULLCHECK_LAYOUT_SRC").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            PathBuf::from,
+        );
+        let mut paths = Vec::new();
+        walk(&src, &mut paths);
+        let mut files = BTreeMap::new();
+        let mut test_only = BTreeSet::new();
+        for path in paths {
+            let name = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            // The binary speaks to the library by its crate name, as any user would.
+            if name == "main.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let module = module_of(&name);
+            let (tokens, test_lines, test_mods) = strip_tests(lex(&text));
+            for m in test_mods {
+                let mut child = module.clone();
+                child.push(m);
+                test_only.insert(child);
+            }
+            let total = text.lines().count();
+            let lines = total - test_lines;
+            files.insert(
+                name,
+                File {
+                    module,
+                    tokens,
+                    lines,
+                    total,
+                },
+            );
+        }
+        files.retain(|_, f| !test_only.iter().any(|t| f.module.starts_with(t)));
+        let modules = files
+            .iter()
+            .map(|(n, f)| (f.module.clone(), n.clone()))
+            .collect();
+        Crate { files, modules }
+    }
+
+    fn is_module(&self, path: &[String]) -> bool {
+        self.modules.contains_key(path)
+    }
+
+    /// The file a path (made absolute) lands in: the deepest file module it goes through, or,
+    /// when that module re-exports the name from one of its own submodules (`lib.rs`'s `pub use
+    /// check::Options`), the file it comes from.
+    fn resolve(&self, path: &[String], hops: usize) -> String {
+        let mut depth = 0;
+        for i in 1..=path.len() {
+            if self.is_module(&path[..i]) {
+                depth = i;
+            } else {
+                break;
+            }
+        }
+        let module = &path[..depth];
+        let file = &self.modules[module];
+        if let (Some(name), true) = (path.get(depth), hops < 8) {
+            for reach in paths(&self.files[file].tokens) {
+                let seen = reach.reexport.as_deref();
+                if seen != Some(name) && seen != Some("*") {
+                    continue;
+                }
+                let Some(mut target) = self.absolute(module, &reach.path) else {
+                    continue;
+                };
+                if target.len() > module.len() && target.starts_with(module) {
+                    if seen == Some("*") {
+                        target.push(name.clone());
+                    }
+                    target.extend(path[depth + 1..].iter().cloned());
+                    return self.resolve(&target, hops + 1);
+                }
+            }
+        }
+        file.clone()
+    }
+
+    /// Makes a path seen in `module` absolute, or `None` when it leaves the crate (or names
+    /// something local, not a module).
+    fn absolute(&self, module: &[String], path: &[String]) -> Option<Vec<String>> {
+        let first = path.first()?;
+        let (mut base, rest) = match first.as_str() {
+            "crate" => (Vec::new(), &path[1..]),
+            "self" => (module.to_vec(), &path[1..]),
+            "super" => {
+                let mut base = module.to_vec();
+                let mut i = 0;
+                while path.get(i).is_some_and(|s| s == "super") {
+                    base.pop()?;
+                    i += 1;
+                }
+                (base, &path[i..])
+            }
+            _ => {
+                let mut child = module.to_vec();
+                child.push(first.clone());
+                if !self.is_module(&child) {
+                    return None;
+                }
+                (module.to_vec(), path)
+            }
+        };
+        base.extend(rest.iter().cloned());
+        Some(base)
+    }
+
+    fn edges(&self) -> Edges {
+        let mut edges = Edges::new();
+        for (name, file) in &self.files {
+            for reach in paths(&file.tokens) {
+                let Some(abs) = self.absolute(&file.module, &reach.path) else {
+                    continue;
+                };
+                let to = self.resolve(&abs, 0);
+                if to == *name {
+                    continue;
+                }
+                edges
+                    .entry(name.clone())
+                    .or_default()
+                    .entry(to)
+                    .or_default()
+                    .insert(reach.path.join("::"));
+            }
+        }
+        edges
+    }
+
+    /// The strongly connected components of more than one file (Tarjan's algorithm).
+    fn cycles(&self) -> Vec<Vec<String>> {
+        let edges = self.edges();
+        let names: Vec<&String> = self.files.keys().collect();
+        let index_of: BTreeMap<&str, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let succ: Vec<Vec<usize>> = names
+            .iter()
+            .map(|n| {
+                edges
+                    .get(*n)
+                    .map(|to| to.keys().map(|t| index_of[t.as_str()]).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut t = Tarjan {
+            succ: &succ,
+            index: vec![None; names.len()],
+            low: vec![0; names.len()],
+            on_stack: vec![false; names.len()],
+            stack: Vec::new(),
+            next: 0,
+            out: Vec::new(),
+        };
+        for v in 0..names.len() {
+            if t.index[v].is_none() {
+                t.visit(v);
+            }
+        }
+        let mut out: Vec<Vec<String>> = t
+            .out
+            .into_iter()
+            .filter(|c| c.len() > 1)
+            // The files of one module (a `mod.rs` and the files under it) may lean on each
+            // other: the parent is made of its children, and they reach back with `super::`.
+            .filter(|c| {
+                let first = &self.files[names[c[0]]].module;
+                let shared = (0..first.len())
+                    .take_while(|&d| {
+                        c.iter()
+                            .all(|&i| self.files[names[i]].module.get(d) == first.get(d))
+                    })
+                    .count();
+                shared == 0
+            })
+            .map(|c| {
+                let mut c: Vec<String> = c.into_iter().map(|i| names[i].clone()).collect();
+                c.sort();
+                c
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Each cycle with the arrows inside it and the paths that make each arrow.
+    fn describe(&self, cycles: &[Vec<String>]) -> String {
+        let edges = self.edges();
+        let mut s = String::new();
+        for (i, cycle) in cycles.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "cycle {} ({} files): {}",
+                i + 1,
+                cycle.len(),
+                cycle.join(", ")
+            );
+            for from in cycle {
+                for (to, names) in edges.get(from).into_iter().flatten() {
+                    if cycle.contains(to) {
+                        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                        let _ = writeln!(s, "  {from} -> {to}: {}", names.join(", "));
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    /// Every function with a body, outside the test items, with its length in lines.
+    fn functions(&self) -> Vec<Function> {
+        let mut out = Vec::new();
+        for (name, file) in &self.files {
+            let toks = &file.tokens;
+            // The `impl` blocks open at each brace depth, to name methods `Type::name`.
+            let mut impls: Vec<(usize, String)> = Vec::new();
+            let mut depth = 0usize;
+            let mut i = 0;
+            while i < toks.len() {
+                match &toks[i].tok {
+                    Tok::Punct('{') => depth += 1,
+                    Tok::Punct('}') => {
+                        depth = depth.saturating_sub(1);
+                        while impls.last().is_some_and(|(d, _)| *d > depth) {
+                            impls.pop();
+                        }
+                    }
+                    Tok::Ident(kw) if kw == "impl" && prev_is_item_start(toks, i) => {
+                        if let Some((ty, open)) = impl_type(toks, i) {
+                            impls.push((depth + 1, ty));
+                            depth += 1;
+                            i = open + 1;
+                            continue;
+                        }
+                    }
+                    Tok::Ident(kw) if kw == "fn" => {
+                        if let (Some(Tok::Ident(fname)), Some(open)) =
+                            (toks.get(i + 1).map(|t| &t.tok), body_start(toks, i))
+                        {
+                            let close = matching(toks, open);
+                            let full = match impls.last() {
+                                Some((_, ty)) => format!("{ty}::{fname}"),
+                                None => fname.clone(),
+                            };
+                            out.push(Function {
+                                file: name.clone(),
+                                name: full,
+                                line: toks[i].line,
+                                lines: toks[close].line - toks[i].line + 1,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        out
+    }
+}
+
+struct Tarjan<'a> {
+    succ: &'a [Vec<usize>],
+    index: Vec<Option<usize>>,
+    low: Vec<usize>,
+    on_stack: Vec<bool>,
+    stack: Vec<usize>,
+    next: usize,
+    out: Vec<Vec<usize>>,
+}
+
+impl Tarjan<'_> {
+    fn visit(&mut self, v: usize) {
+        self.index[v] = Some(self.next);
+        self.low[v] = self.next;
+        self.next += 1;
+        self.stack.push(v);
+        self.on_stack[v] = true;
+        for &w in &self.succ[v] {
+            match self.index[w] {
+                None => {
+                    self.visit(w);
+                    self.low[v] = self.low[v].min(self.low[w]);
+                }
+                Some(iw) if self.on_stack[w] => self.low[v] = self.low[v].min(iw),
+                Some(_) => {}
+            }
+        }
+        if Some(self.low[v]) == self.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = self.stack.pop() {
+                self.on_stack[w] = false;
+                component.push(w);
+                if w == v {
+                    break;
+                }
+            }
+            self.out.push(component);
+        }
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `registry/mod.rs` → `[registry]`, `registry/auth.rs` → `[registry, auth]`, `lib.rs` → `[]`.
+fn module_of(name: &str) -> Vec<String> {
+    let stem = name.strip_suffix(".rs").unwrap();
+    let mut parts: Vec<String> = stem.split('/').map(str::to_string).collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The tokens of Rust source, with comments and the contents of literals left out.
+fn lex(text: &str) -> Vec<Token> {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut i = 0;
+    let ident_char = |ch: char| ch.is_alphanumeric() || ch == '_';
+    // Skips to past the closing quote of a plain string starting at `i` (on the quote).
+    let skip_string = |mut i: usize, line: &mut usize| {
+        i += 1;
+        while i < c.len() && c[i] != '"' {
+            if c[i] == '\\' {
+                i += 1;
+            }
+            if c.get(i) == Some(&'\n') {
+                *line += 1;
+            }
+            i += 1;
+        }
+        i + 1
+    };
+    while i < c.len() {
+        let ch = c[i];
+        if ch == '\n' {
+            line += 1;
+            i += 1;
+        } else if ch.is_whitespace() {
+            i += 1;
+        } else if ch == '/' && c.get(i + 1) == Some(&'/') {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if ch == '/' && c.get(i + 1) == Some(&'*') {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    if c[i] == '\n' {
+                        line += 1;
+                    }
+                    i += 1;
+                }
+            }
+        } else if ch == '"' {
+            i = skip_string(i, &mut line);
+        } else if ch == '\'' {
+            // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
+            if c.get(i + 1) == Some(&'\\') {
+                i += 2;
+                while i < c.len() && c[i] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if c.get(i + 2) == Some(&'\'') {
+                i += 3;
+            } else {
+                i += 1;
+                while i < c.len() && ident_char(c[i]) {
+                    i += 1;
+                }
+            }
+        } else if ident_char(ch) {
+            let start = i;
+            while i < c.len() && ident_char(c[i]) {
+                i += 1;
+            }
+            let word: String = c[start..i].iter().collect();
+            // Raw and byte strings: r"..", r#".."#, br#".."#, b"..", c"..".
+            let raw = matches!(word.as_str(), "r" | "br" | "cr");
+            if raw && matches!(c.get(i), Some('"' | '#')) {
+                let mut hashes = 0;
+                while c.get(i) == Some(&'#') {
+                    hashes += 1;
+                    i += 1;
+                }
+                if c.get(i) == Some(&'"') {
+                    i += 1;
+                    loop {
+                        if i >= c.len() {
+                            break;
+                        }
+                        if c[i] == '"' && (0..hashes).all(|h| c.get(i + 1 + h) == Some(&'#')) {
+                            i += 1 + hashes;
+                            break;
+                        }
+                        if c[i] == '\n' {
+                            line += 1;
+                        }
+                        i += 1;
+                    }
+                    continue;
+                }
+            } else if matches!(word.as_str(), "b" | "c") && c.get(i) == Some(&'"') {
+                i = skip_string(i, &mut line);
+                continue;
+            }
+            out.push(Token {
+                tok: Tok::Ident(word),
+                line,
+            });
+        } else if ch == ':' && c.get(i + 1) == Some(&':') {
+            out.push(Token {
+                tok: Tok::Path,
+                line,
+            });
+            i += 2;
+        } else {
+            out.push(Token {
+                tok: Tok::Punct(ch),
+                line,
+            });
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_punct(t: Option<&Token>, ch: char) -> bool {
+    t.is_some_and(|t| t.tok == Tok::Punct(ch))
+}
+
+fn ident(t: Option<&Token>) -> Option<&str> {
+    match t.map(|t| &t.tok) {
+        Some(Tok::Ident(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// The index of the bracket closing the one at `open`.
+fn matching(toks: &[Token], open: usize) -> usize {
+    let mut depth = 0i32;
+    for (i, t) in toks.iter().enumerate().skip(open) {
+        match t.tok {
+            Tok::Punct('{' | '(' | '[') => depth += 1,
+            Tok::Punct('}' | ')' | ']') => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+    }
+    toks.len() - 1
+}
+
+/// Takes the `#[cfg(test)]` items out: the tokens left, the lines the items spanned, and the
+/// names of the file modules declared test-only (`#[cfg(test)] mod x;`).
+fn strip_tests(toks: Vec<Token>) -> (Vec<Token>, usize, Vec<String>) {
+    let mut out = Vec::new();
+    let mut lines = 0;
+    let mut mods = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let is_cfg_test = is_punct(toks.get(i), '#')
+            && is_punct(toks.get(i + 1), '[')
+            && ident(toks.get(i + 2)) == Some("cfg")
+            && is_punct(toks.get(i + 3), '(')
+            && ident(toks.get(i + 4)) == Some("test")
+            && is_punct(toks.get(i + 5), ')')
+            && is_punct(toks.get(i + 6), ']');
+        if !is_cfg_test {
+            out.push(toks[i].clone());
+            i += 1;
+            continue;
+        }
+        let first_line = toks[i].line;
+        let mut j = i + 7;
+        // Further attributes of the same item.
+        while is_punct(toks.get(j), '#') && is_punct(toks.get(j + 1), '[') {
+            j = matching(&toks, j + 1) + 1;
+        }
+        // `mod name;` is a test-only file.
+        let mut k = j;
+        if ident(toks.get(k)) == Some("pub") {
+            k += 1;
+            if is_punct(toks.get(k), '(') {
+                k = matching(&toks, k) + 1;
+            }
+        }
+        if ident(toks.get(k)) == Some("mod") && is_punct(toks.get(k + 2), ';') {
+            if let Some(name) = ident(toks.get(k + 1)) {
+                mods.push(name.to_string());
+            }
+        }
+        // The item ends at a `;` outside brackets, or with its first braced block.
+        while j < toks.len() {
+            match toks[j].tok {
+                Tok::Punct(';') => break,
+                Tok::Punct('(' | '[') => j = matching(&toks, j) + 1,
+                Tok::Punct('{') => {
+                    j = matching(&toks, j);
+                    break;
+                }
+                _ => j += 1,
+            }
+        }
+        let last = j.min(toks.len() - 1);
+        lines += toks[last].line - first_line + 1;
+        i = last + 1;
+    }
+    (out, lines, mods)
+}
+
+/// One path of a file that may reach a module.
+struct Reach {
+    path: Vec<String>,
+    /// For a `pub use`, the name it is seen by (`*` for a glob).
+    reexport: Option<String>,
+}
+
+/// Every path of the file that may reach a module: use trees (expanded), and `a::b` paths in
+/// code whose first segment is not itself after `::` (nor `$crate`).
+fn paths(toks: &[Token]) -> Vec<Reach> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let prev_joins = i > 0 && (toks[i - 1].tok == Tok::Path || is_punct(toks.get(i - 1), '$'));
+        match ident(toks.get(i)) {
+            Some("use") => {
+                let mut tree = Vec::new();
+                i = use_tree(toks, i + 1, &[], &mut tree);
+                let public = is_pub(toks, i);
+                out.extend(tree.into_iter().map(|(path, name)| Reach {
+                    path,
+                    reexport: public.then_some(name),
+                }));
+                continue;
+            }
+            Some(first) if !prev_joins && toks.get(i + 1).is_some_and(|t| t.tok == Tok::Path) => {
+                let mut path = vec![first.to_string()];
+                let mut j = i + 1;
+                while toks.get(j).is_some_and(|t| t.tok == Tok::Path) {
+                    match ident(toks.get(j + 1)) {
+                        Some(seg) => {
+                            path.push(seg.to_string());
+                            j += 2;
+                        }
+                        None => break,
+                    }
+                }
+                out.push(Reach {
+                    path,
+                    reexport: None,
+                });
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Whether the `use` whose tree ends before `end` is a `pub use` (`pub(crate)` and the like
+/// included).
+fn is_pub(toks: &[Token], end: usize) -> bool {
+    let Some(at) = toks[..end.min(toks.len())]
+        .iter()
+        .rposition(|t| t.tok == Tok::Ident("use".into()))
+    else {
+        return false;
+    };
+    match at.checked_sub(1).map(|p| &toks[p].tok) {
+        Some(Tok::Ident(w)) => w == "pub",
+        Some(Tok::Punct(')')) => {
+            (at.saturating_sub(6)..at).any(|p| ident(toks.get(p)) == Some("pub"))
+        }
+        _ => false,
+    }
+}
+
+/// Expands the use tree starting at `i` under `prefix` into (path, name seen by); returns the
+/// index after it.
+fn use_tree(
+    toks: &[Token],
+    mut i: usize,
+    prefix: &[String],
+    out: &mut Vec<(Vec<String>, String)>,
+) -> usize {
+    let mut path = prefix.to_vec();
+    if toks.get(i).is_some_and(|t| t.tok == Tok::Path) {
+        i += 1;
+    }
+    loop {
+        match toks.get(i).map(|t| &t.tok) {
+            Some(Tok::Punct('{')) => {
+                i += 1;
+                while !is_punct(toks.get(i), '}') && i < toks.len() {
+                    i = use_tree(toks, i, &path, out);
+                    if is_punct(toks.get(i), ',') {
+                        i += 1;
+                    }
+                }
+                return i + 1;
+            }
+            Some(Tok::Punct('*')) => {
+                out.push((path, "*".to_string()));
+                return i + 1;
+            }
+            Some(Tok::Ident(seg)) => {
+                if seg != "self" || path.is_empty() {
+                    path.push(seg.clone());
+                }
+                i += 1;
+                if toks.get(i).is_some_and(|t| t.tok == Tok::Path) {
+                    i += 1;
+                    continue;
+                }
+                let mut name = path.last().cloned().unwrap_or_default();
+                if ident(toks.get(i)) == Some("as") {
+                    name = ident(toks.get(i + 1)).unwrap_or("_").to_string();
+                    i += 2;
+                }
+                out.push((path, name));
+                return i;
+            }
+            _ => return i,
+        }
+    }
+}
+
+/// Whether the `impl` at `i` starts an item (not `impl Trait` in a type).
+fn prev_is_item_start(toks: &[Token], i: usize) -> bool {
+    i == 0
+        || matches!(toks[i - 1].tok, Tok::Punct('}' | ';' | ']' | '{'))
+        || matches!(ident(toks.get(i - 1)), Some("unsafe" | "default"))
+}
+
+/// The type an `impl` block is for, and the index of its opening brace.
+fn impl_type(toks: &[Token], i: usize) -> Option<(String, usize)> {
+    let mut j = i + 1;
+    if is_punct(toks.get(j), '<') {
+        let mut depth = 0;
+        while j < toks.len() {
+            match toks[j].tok {
+                Tok::Punct('<') => depth += 1,
+                Tok::Punct('>') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        j += 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+    }
+    let mut ty = ident(toks.get(j))?.to_string();
+    let mut after_for = false;
+    while j < toks.len() && !is_punct(toks.get(j), '{') {
+        if ident(toks.get(j)) == Some("for") {
+            after_for = true;
+        } else if after_for {
+            if let Some(name) = ident(toks.get(j)) {
+                ty = name.to_string();
+                after_for = false;
+            }
+        }
+        j += 1;
+    }
+    (j < toks.len()).then_some((ty, j))
+}
+
+/// The index of the opening brace of the body of the `fn` at `i`, if it has one.
+fn body_start(toks: &[Token], i: usize) -> Option<usize> {
+    let mut j = i + 2;
+    while j < toks.len() {
+        match toks[j].tok {
+            Tok::Punct(';') => return None,
+            Tok::Punct('(' | '[') => j = matching(toks, j) + 1,
+            Tok::Punct('{') => return Some(j),
+            _ => j += 1,
+        }
+    }
+    None
+}
