@@ -31,8 +31,10 @@ use std::time::{Duration, Instant};
 mod inject;
 mod values;
 
+pub use crate::cli::values::{
+    concurrency_value, node_status_max_images_value, parse_duration, timeout_value,
+};
 pub use inject::{InjectConfig, inject_source};
-pub use values::{concurrency_value, node_status_max_images_value, parse_duration, timeout_value};
 use values::{images_file_lines, split_list};
 
 /// The Kubernetes path of the termination message, used when it exists.

@@ -1,42 +1,8 @@
-//! The values of single flags: durations, counts, lists, and the command line's choices as the
-//! library's types. Each parser says what is wrong in words `config` puts after the flag's name.
+//! The command line's choices as the library's types (clap derives stay in `cli`), and the
+//! lists a flag or file holds. The values of single flags are parsed in `cli::values`.
 
 use crate::cli;
 use crate::credentials::cloud;
-use std::time::Duration;
-
-/// The most images `--concurrency` checks at once.
-const MAX_CONCURRENCY: usize = 1024;
-
-/// The largest `--node-status-max-images` (the kubelet's own field has no bound; a node lists
-/// tens of images).
-const MAX_NODE_STATUS_IMAGES: i64 = 1_000_000;
-
-/// The value of `--timeout`: longer than zero, at most 24 hours.
-pub fn timeout_value(s: &str) -> Result<Duration, String> {
-    parse_duration(s)
-}
-
-/// The value of `--concurrency`: a whole number from 1 to 1024.
-pub fn concurrency_value(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a whole number from 1 to {MAX_CONCURRENCY}"
-        )),
-    }
-}
-
-/// The value of `--node-status-max-images`: `None` for -1 (the kubelet lists every image).
-pub fn node_status_max_images_value(s: &str) -> Result<Option<usize>, String> {
-    match s.trim().parse::<i64>() {
-        Ok(-1) => Ok(None),
-        Ok(n) if (0..=MAX_NODE_STATUS_IMAGES).contains(&n) => Ok(usize::try_from(n).ok()),
-        _ => Err(format!(
-            "expected the kubelet's nodeStatusMaxImages, a whole number from -1 (no cap) to {MAX_NODE_STATUS_IMAGES}"
-        )),
-    }
-}
 
 // The command line's choices, as the library's types: clap derives stay in `cli`.
 
@@ -76,19 +42,6 @@ impl From<cli::OnUnreachable> for crate::check::OnUnreachable {
             cli::OnUnreachable::Warn => crate::check::OnUnreachable::Warn,
         }
     }
-}
-
-/// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("{e}; expected a duration such as 500ms, 30s or 2m"))?;
-    if d.is_zero() {
-        return Err("must be longer than zero".to_string());
-    }
-    if d > crate::deadline::MAX_TIMEOUT {
-        return Err("must be at most 24h".to_string());
-    }
-    Ok(d)
 }
 
 /// Splits `PULLCHECK_IMAGES`: whitespace or commas, empty items dropped.

@@ -21,21 +21,15 @@ const MAX_FILE_LINES: usize = 800;
 /// Lines a function may have, from `fn` to its closing brace.
 const MAX_FN_LINES: usize = 120;
 
-/// Files that are still over [`MAX_FILE_LINES`], with the size they may not grow past. Take a
-/// file off this list once it is split.
-const LONG_FILES: &[(&str, usize)] = &[("check.rs", 1176), ("registry/mod.rs", 1600)];
+/// Files allowed over [`MAX_FILE_LINES`], with the size they may not grow past. None today:
+/// a file that grows past the limit is split along what it holds.
+const LONG_FILES: &[(&str, usize)] = &[];
 
-/// Functions that are still over [`MAX_FN_LINES`], with the size they may not grow past
-/// (`file:Type::name`). Take a function off this list once it is in phases.
-const LONG_FNS: &[(&str, usize)] = &[
-    ("check.rs:check_until", 252),
-    ("check.rs:Job::pull", 140),
-    ("check.rs:Job::walk", 174),
-    ("config.rs:Config::from_args", 426),
-    ("registry/classify.rs:classify", 357),
-    ("registry/inspect.rs:Client::check_platform", 145),
-    ("registry/mod.rs:Client::probe_state", 162),
-];
+/// Functions allowed over [`MAX_FN_LINES`], with the size they may not grow past
+/// (`file:Type::name`). Only tables: `Reason::about` is one row per reason (its word, status,
+/// meaning and hint), where one `match` is what makes a new reason a compile error until it
+/// has all four.
+const LONG_FNS: &[(&str, usize)] = &[("report/reason.rs:Reason::about", 320)];
 
 #[test]
 fn no_import_cycles() {
@@ -86,6 +80,17 @@ fn no_function_past_its_size() {
         }
     }
     assert!(over.is_empty(), "functions too long:\n{}", over.join("\n"));
+    let functions: BTreeSet<String> = crate_
+        .functions()
+        .iter()
+        .map(|f| format!("{}:{}", f.file, f.name))
+        .collect();
+    for (name, _) in LONG_FNS {
+        assert!(
+            functions.contains(*name),
+            "LONG_FNS names {name}, which is no longer a function: take it off the list"
+        );
+    }
 }
 
 /// Prints the figures (not a check): the longest files and functions, and every cycle.

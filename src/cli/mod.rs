@@ -7,6 +7,11 @@ use clap::builder::FalseyValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub mod values;
+
+pub use values::Checked;
+use values::secret_value;
+
 // The headings `-h` groups the flags under, in the order they are shown.
 const IMAGES: &str = "Images";
 const CREDENTIALS: &str = "Credentials";
@@ -423,7 +428,7 @@ pub struct CheckArgs {
         default_value = "50",
         help_heading = NODE,
         allow_hyphen_values = true,
-        value_parser = Checked::parser(crate::config::node_status_max_images_value)
+        value_parser = Checked::parser(values::node_status_max_images_value)
     )]
     pub node_status_max_images: Checked<Option<usize>>,
 
@@ -700,7 +705,7 @@ pub struct CheckArgs {
         default_value = "60s",
         help_heading = LIMITS,
         allow_hyphen_values = true,
-        value_parser = Checked::parser(crate::config::timeout_value)
+        value_parser = Checked::parser(values::timeout_value)
     )]
     pub timeout: Checked<std::time::Duration>,
 
@@ -714,7 +719,7 @@ pub struct CheckArgs {
         default_value = "16",
         help_heading = LIMITS,
         allow_hyphen_values = true,
-        value_parser = Checked::parser(crate::config::concurrency_value)
+        value_parser = Checked::parser(values::concurrency_value)
     )]
     pub concurrency: Checked<usize>,
 
@@ -765,36 +770,6 @@ pub struct CheckArgs {
         value_parser = FalseyValueParser::new()
     )]
     pub verbose: bool,
-}
-
-/// A flag's value as given, and what it means: clap reads it, [`crate::config`] judges it and
-/// says what is wrong with the other problems (exit 2, all at once), in its own words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checked<T> {
-    /// The value as given (on the command line, in the environment, or the default).
-    pub given: String,
-    /// What it means, or why it means nothing.
-    pub value: Result<T, String>,
-}
-
-impl<T: Clone + Send + Sync + 'static> Checked<T> {
-    /// A clap value parser that never refuses: it keeps the value and `check`'s verdict on it.
-    fn parser(
-        check: fn(&str) -> Result<T, String>,
-    ) -> impl Fn(&str) -> Result<Checked<T>, std::convert::Infallible> + Clone + Send + Sync + 'static
-    {
-        move |given| {
-            Ok(Checked {
-                given: given.to_string(),
-                value: check(given),
-            })
-        }
-    }
-}
-
-/// Wraps a secret value at once, so that no `Debug` of the arguments shows it.
-fn secret_value(s: &str) -> Result<Secret, String> {
-    Ok(Secret::new(s))
 }
 
 /// The command line as `main` parses it: the derive's, with each flag's environment variable

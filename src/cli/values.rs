@@ -1,0 +1,82 @@
+//! The values of single flags, as clap reads them: each parser keeps what was given and says
+//! what is wrong in words `config` puts after the flag's name, so that every problem of a
+//! command line is reported at once (exit 2). A leaf: `config` and `cli` both use it.
+
+use crate::keyring::Secret;
+use std::time::Duration;
+
+/// The most images `--concurrency` checks at once.
+const MAX_CONCURRENCY: usize = 1024;
+
+/// The largest `--node-status-max-images` (the kubelet's own field has no bound; a node lists
+/// tens of images).
+const MAX_NODE_STATUS_IMAGES: i64 = 1_000_000;
+
+/// The value of `--timeout`: longer than zero, at most 24 hours.
+pub fn timeout_value(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+/// The value of `--concurrency`: a whole number from 1 to 1024.
+pub fn concurrency_value(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number from 1 to {MAX_CONCURRENCY}"
+        )),
+    }
+}
+
+/// The value of `--node-status-max-images`: `None` for -1 (the kubelet lists every image).
+pub fn node_status_max_images_value(s: &str) -> Result<Option<usize>, String> {
+    match s.trim().parse::<i64>() {
+        Ok(-1) => Ok(None),
+        Ok(n) if (0..=MAX_NODE_STATUS_IMAGES).contains(&n) => Ok(usize::try_from(n).ok()),
+        _ => Err(format!(
+            "expected the kubelet's nodeStatusMaxImages, a whole number from -1 (no cap) to {MAX_NODE_STATUS_IMAGES}"
+        )),
+    }
+}
+
+/// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e}; expected a duration such as 500ms, 30s or 2m"))?;
+    if d.is_zero() {
+        return Err("must be longer than zero".to_string());
+    }
+    if d > crate::deadline::MAX_TIMEOUT {
+        return Err("must be at most 24h".to_string());
+    }
+    Ok(d)
+}
+
+/// A flag's value as given, and what it means: clap reads it, [`crate::config`] judges it and
+/// says what is wrong with the other problems (exit 2, all at once), in its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked<T> {
+    /// The value as given (on the command line, in the environment, or the default).
+    pub given: String,
+    /// What it means, or why it means nothing.
+    pub value: Result<T, String>,
+}
+
+impl<T: Clone + Send + Sync + 'static> Checked<T> {
+    /// A clap value parser that never refuses: it keeps the value and `check`'s verdict on it.
+    pub(super) fn parser(
+        check: fn(&str) -> Result<T, String>,
+    ) -> impl Fn(&str) -> Result<Checked<T>, std::convert::Infallible> + Clone + Send + Sync + 'static
+    {
+        move |given| {
+            Ok(Checked {
+                given: given.to_string(),
+                value: check(given),
+            })
+        }
+    }
+}
+
+/// Wraps a secret value at once, so that no `Debug` of the arguments shows it.
+pub(super) fn secret_value(s: &str) -> Result<Secret, String> {
+    Ok(Secret::new(s))
+}
