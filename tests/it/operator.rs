@@ -750,7 +750,7 @@ fn insecure_is_plain_http_as_an_alias() {
     // Without it, HTTPS is spoken to a plain registry that is not on loopback (a name pinned
     // to it), and fails; a loopback registry is spoken to in plain HTTP as containerd does.
     let pinned = "plain.insecure.test/operator/insecure:v1";
-    let out = pullcheck_cmd()
+    let out = crate::common::pullcheck()
         .args([
             "check",
             "-o",
@@ -763,13 +763,9 @@ fn insecure_is_plain_http_as_an_alias() {
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
         .arg(pinned)
         .env_remove("DOCKER_CONFIG")
-        .env(
-            "PULLCHECK_TEST_RESOLVE",
-            format!("plain.insecure.test={host}"),
-        )
-        .output()
-        .unwrap();
-    assert_ne!(out.status.code(), Some(0));
+        .pin("plain.insecure.test", &host)
+        .run();
+    assert_ne!(out.code, 0);
     let run = check(&["-o", "json", "--timeout", "2s", &image]);
     assert_eq!(run.image(&image)["plain_http"], true, "{}", run.stdout);
     let help = pullcheck_cmd().args(["check", "--help"]).output().unwrap();
