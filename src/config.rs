@@ -337,23 +337,8 @@ impl Config {
         );
 
         let node_credentials = node_credentials(&args, &ca_certs, &references, &mut errors);
-        let mut resolve = Vec::new();
-        for entry in args
-            .test_resolve
-            .iter()
-            .map(|e| e.trim())
-            .filter(|e| !e.is_empty())
-        {
-            match entry
-                .split_once('=')
-                .and_then(|(h, a)| Some((h.to_string(), a.parse().ok()?)))
-            {
-                Some(pair) => resolve.push(pair),
-                None => errors.push(format!(
-                    "PULLCHECK_TEST_RESOLVE {entry:?}: expected HOST=IP:PORT"
-                )),
-            }
-        }
+        // Tests only, and only in a build with the `test-hooks` feature (src/test_hooks.rs).
+        let resolve = crate::test_hooks::pinned_hosts(&cloud::Env::from_process(), &mut errors);
 
         let allow_unauthenticated = args
             .allow_unauthenticated

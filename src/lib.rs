@@ -69,6 +69,7 @@ pub mod report;
 pub mod route;
 pub mod start;
 pub mod suggest;
+mod test_hooks;
 
 pub use check::{Options, check, check_until};
 pub use report::{Counted, ExitCode, ImageResult, NotCounted, Report, Status};
