@@ -245,6 +245,12 @@ impl Pullcheck {
     }
 }
 
+impl From<Pullcheck> for Command {
+    fn from(p: Pullcheck) -> Command {
+        p.command()
+    }
+}
+
 /// How a run of the binary under test ended.
 #[derive(Debug)]
 pub struct Run {
