@@ -5,7 +5,7 @@
 
 use crate::common::proxy::{Canned, Fault, Proxy, Rule};
 use crate::common::signal;
-use crate::common::{Pullcheck, cannot_run, pullcheck};
+use crate::common::{Pullcheck, black_hole, cannot_run, pullcheck};
 use base64::Engine;
 use serde_json::Value;
 use std::net::UdpSocket;
@@ -797,19 +797,6 @@ fn a_1_mib_pull_secret_with_16_images_is_checked_within_the_deadline() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     within(out.took, 3);
     eprintln!("1 MiB pull secret, 16 images: {:?}", out.took);
-}
-
-/// A server that accepts connections and never answers.
-fn black_hole() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for conn in listener.incoming().flatten() {
-            held.push(conn);
-        }
-    });
-    addr
 }
 
 fn ten_thousand_images(dir: &Path, hole: &str) -> (PathBuf, PathBuf) {

@@ -359,6 +359,19 @@ pub fn output_with_stdin(cmd: &mut Command, stdin: &[u8]) -> std::process::Outpu
     child.wait_with_output().expect("wait for pullcheck")
 }
 
+/// A server on 127.0.0.1 that accepts connections and never answers; returns its `IP:PORT`.
+pub fn black_hole() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    addr
+}
+
 /// Runs a future to completion on a fresh current-thread tokio runtime. Safe to call from inside
 /// another runtime (e.g. a `#[tokio::test]`): the future then runs on a scoped helper thread.
 pub fn block_on<F>(fut: F) -> F::Output
