@@ -164,6 +164,11 @@ impl Pullcheck {
             .env_remove("DOCKER_CONFIG")
     }
 
+    /// `pullcheck inject` with no `PULLCHECK_INJECT_*` variable from the test process.
+    pub fn inject(self) -> Pullcheck {
+        self.arg("inject").without_env_prefix("PULLCHECK_INJECT_")
+    }
+
     /// Removes every variable of [`MACHINE_VARS`] that the test process has, so that only
     /// what the test gives is seen (nothing real is ever asked).
     pub fn without_machine_env(mut self) -> Pullcheck {
@@ -215,6 +220,13 @@ impl Pullcheck {
                 .env("PULLCHECK_TEST_RESOLVE", self.pinned.join(","));
         }
         self.cmd
+    }
+
+    /// Runs it to the end and returns what it printed as bytes (for a test that asserts
+    /// more of them than [`Run`]'s lossy text can show, e.g. that stdout is UTF-8).
+    pub fn output(self) -> std::process::Output {
+        let stdin = self.stdin.clone();
+        output_with_stdin(&mut self.command(), &stdin)
     }
 
     /// Runs it to the end: exit code, stdout and stderr.
