@@ -746,7 +746,7 @@ fn mode(path: &Path, mode: u32) {
 fn runs_as_uid_65532_in_a_read_only_place_and_writes_only_the_termination_message() {
     if !is_root() {
         cannot_run(
-            "runs_as_uid_65532_in_a_read_only_place",
+            "runs_as_uid_65532_in_a_read_only_place_and_writes_only_the_termination_message",
             "setpriv needs root",
         );
         return;
@@ -798,7 +798,7 @@ exec setpriv --reuid=65532 --regid=65532 --clear-groups -- "$@""#,
     } else {
         // Half a test is not a pass: in CI this fails; elsewhere it says so and goes on.
         cannot_run(
-            "runs_as_uid_65532_in_a_read_only_place",
+            "runs_as_uid_65532_in_a_read_only_place_and_writes_only_the_termination_message",
             "unshare -m is not allowed here: running without a read-only /tmp",
         );
         let mut c = Command::new("setpriv");

@@ -65,7 +65,9 @@ fn run_in_image(rootfs: &Path, files: &[(&str, &Path)], args: &[&str]) -> (i32, 
 
 #[test]
 fn the_image_binary_checks_over_tls_as_uid_65532_and_fails_cleanly_without_the_ca() {
-    let Some(rootfs) = image_rootfs("the_image_binary_checks_over_tls") else {
+    let Some(rootfs) = image_rootfs(
+        "the_image_binary_checks_over_tls_as_uid_65532_and_fails_cleanly_without_the_ca",
+    ) else {
         return;
     };
     let reg = tls_basic_registry();
