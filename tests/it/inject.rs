@@ -3,7 +3,7 @@
 //! offline OpenAPI schemas, read with PyYAML: a YAML 1.1 reader, as kubectl's go-yaml is);
 //! custom resources (PyTorchJob, JobSet, RayJob, Kyverno) are checked field by field.
 
-use crate::common::{PULLCHECK_BIN, pullcheck};
+use crate::common::{PULLCHECK_BIN, Run, pullcheck};
 use serde_yaml_ng::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,24 +17,13 @@ const KUBERNETES_VERSION: &str = "1.31.0";
 const KUBERNETES_VALIDATE_INSTALL: &str =
     "python3 -m venv target/venv && target/venv/bin/pip install kubernetes-validate==1.37.0";
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `pullcheck inject ARGS` with `stdin`.
-fn inject(args: &[&str], stdin: &str) -> Out {
-    let out = pullcheck().inject().args(args).stdin(stdin).output();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 output"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+fn inject(args: &[&str], stdin: &str) -> Run {
+    pullcheck().inject().args(args).stdin(stdin).run_utf8()
 }
 
 /// `inject` that must succeed.
-fn inject_ok(args: &[&str], stdin: &str) -> Out {
+fn inject_ok(args: &[&str], stdin: &str) -> Run {
     let out = inject(args, stdin);
     assert_eq!(
         out.code, 0,

@@ -229,6 +229,17 @@ impl Pullcheck {
         output_with_stdin(&mut self.command(), &stdin)
     }
 
+    /// [`Pullcheck::run`], failing the test when stdout is not UTF-8 (inject writes
+    /// manifests: every byte of them must be the input's or valid text).
+    pub fn run_utf8(self) -> Run {
+        let out = self.output();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(out.stdout).expect("UTF-8 output"),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     /// Runs it to the end: exit code, stdout and stderr.
     pub fn run(self) -> Run {
         self.run_timed().0
