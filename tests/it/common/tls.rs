@@ -1,13 +1,15 @@
 //! The one HTTPS stand-in behind the servers the tests write themselves (the Kubernetes API
-//! server, distribution's token server): TLS on a loopback address with a given certificate,
+//! server, distribution's token server, the fault proxy's [`super::proxy::TlsEndpoint`]): TLS
+//! on a loopback address with a given certificate,
 //! one blocking std thread accepting connections and one thread per connection, rustls
 //! `ServerConnection` + `StreamOwned`, a minimal HTTP/1.1 (one request per connection,
-//! `Connection: close`). What is answered is the caller's: a function of the request head.
+//! `Connection: close`). What is answered is the caller's: a function of the request head. It
+//! counts the connections it accepted and the handshakes that completed.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -38,6 +40,14 @@ pub struct TlsServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    counts: Arc<Counts>,
+}
+
+/// What a stand-in has seen.
+#[derive(Default)]
+struct Counts {
+    connections: AtomicUsize,
+    handshakes: AtomicUsize,
 }
 
 impl TlsServer {
@@ -66,24 +76,36 @@ impl TlsServer {
         let listener = TcpListener::bind(bind).unwrap_or_else(|e| panic!("bind {name}: {e}"));
         let addr = listener.local_addr().expect("server address");
         let stop = Arc::new(AtomicBool::new(false));
+        let counts = Arc::new(Counts::default());
         let thread = {
-            let stop = stop.clone();
+            let (stop, counts) = (stop.clone(), counts.clone());
             let name = name.to_string();
             std::thread::Builder::new()
                 .name(name.clone())
-                .spawn(move || accept_loop(&listener, &config, &handler, &stop, &name))
+                .spawn(move || accept_loop(&listener, &config, &handler, &stop, &counts, &name))
                 .expect("spawn server")
         };
         TlsServer {
             addr,
             stop,
             thread: Some(thread),
+            counts,
         }
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.counts.connections.load(Ordering::SeqCst)
+    }
+
+    /// TLS handshakes that completed so far.
+    pub fn handshakes(&self) -> usize {
+        self.counts.handshakes.load(Ordering::SeqCst)
     }
 }
 
@@ -103,6 +125,7 @@ fn accept_loop(
     config: &Arc<ServerConfig>,
     handler: &Arc<Handler>,
     stop: &AtomicBool,
+    counts: &Arc<Counts>,
     name: &str,
 ) {
     for stream in listener.incoming() {
@@ -110,21 +133,33 @@ fn accept_loop(
             return;
         }
         let Ok(stream) = stream else { continue };
-        let config = config.clone();
-        let handler = handler.clone();
+        counts.connections.fetch_add(1, Ordering::SeqCst);
+        let (config, handler, counts) = (config.clone(), handler.clone(), counts.clone());
         let _ = std::thread::Builder::new()
             .name(format!("{name}-conn"))
-            .spawn(move || serve_connection(stream, config, &*handler));
+            .spawn(move || serve_connection(stream, config, &*handler, &counts));
     }
 }
 
 /// One request on one connection, then close. Any I/O or TLS error just drops the connection.
-fn serve_connection(stream: TcpStream, config: Arc<ServerConfig>, handler: &Handler) {
+fn serve_connection(
+    mut stream: TcpStream,
+    config: Arc<ServerConfig>,
+    handler: &Handler,
+    counts: &Counts,
+) {
     let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let Ok(conn) = ServerConnection::new(config) else {
+    let Ok(mut conn) = ServerConnection::new(config) else {
         return;
     };
+    // The handshake first, on its own, so that a client refusing the certificate is seen.
+    while conn.is_handshaking() {
+        if conn.complete_io(&mut stream).is_err() {
+            return;
+        }
+    }
+    counts.handshakes.fetch_add(1, Ordering::SeqCst);
     let mut tls = StreamOwned::new(conn, stream);
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
