@@ -338,7 +338,7 @@ impl Config {
 
         let node_credentials = node_credentials(&args, &ca_certs, &references, &mut errors);
         // Tests only, and only in a build with the `test-hooks` feature (src/test_hooks.rs).
-        let resolve = crate::test_hooks::pinned_hosts(&cloud::Env::from_process(), &mut errors);
+        let resolve = crate::test_hooks::pinned_hosts(&mut errors);
 
         let allow_unauthenticated = args
             .allow_unauthenticated

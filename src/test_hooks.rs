@@ -22,18 +22,23 @@
 use crate::credentials::cloud::Env;
 use std::net::SocketAddr;
 
-/// The hosts pinned to addresses by `PULLCHECK_TEST_RESOLVE`; a malformed entry is a
-/// configuration error. Always empty without the `test-hooks` feature.
+/// The hosts pinned to addresses by `PULLCHECK_TEST_RESOLVE` in the process's environment; a
+/// malformed entry is a configuration error. Always empty without the `test-hooks` feature.
 #[cfg(feature = "test-hooks")]
-pub(crate) fn pinned_hosts(env: &Env, errors: &mut Vec<String>) -> Vec<(String, SocketAddr)> {
+pub(crate) fn pinned_hosts(errors: &mut Vec<String>) -> Vec<(String, SocketAddr)> {
+    parse_pinned(
+        Env::from_process()
+            .get("PULLCHECK_TEST_RESOLVE")
+            .unwrap_or(""),
+        errors,
+    )
+}
+
+/// `HOST=IP:PORT,…` as (host, address) pairs.
+#[cfg(feature = "test-hooks")]
+fn parse_pinned(value: &str, errors: &mut Vec<String>) -> Vec<(String, SocketAddr)> {
     let mut pinned = Vec::new();
-    for entry in env
-        .get("PULLCHECK_TEST_RESOLVE")
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-    {
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         match entry
             .split_once('=')
             .and_then(|(h, a)| Some((h.to_string(), a.parse().ok()?)))
@@ -48,7 +53,7 @@ pub(crate) fn pinned_hosts(env: &Env, errors: &mut Vec<String>) -> Vec<(String, 
 }
 
 #[cfg(not(feature = "test-hooks"))]
-pub(crate) fn pinned_hosts(_env: &Env, _errors: &mut Vec<String>) -> Vec<(String, SocketAddr)> {
+pub(crate) fn pinned_hosts(_errors: &mut Vec<String>) -> Vec<(String, SocketAddr)> {
     Vec::new()
 }
 
@@ -65,4 +70,45 @@ pub(crate) fn acr_exchange_base(env: &Env) -> Option<String> {
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) fn acr_exchange_base(_env: &Env) -> Option<String> {
     None
+}
+
+#[cfg(all(test, feature = "test-hooks"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_hosts_are_host_equals_address_and_a_bad_entry_is_named() {
+        let mut errors = Vec::new();
+        let pinned = parse_pinned(
+            " a.test=127.0.0.1:5000, ,b.test=[::1]:443,c.test=nowhere",
+            &mut errors,
+        );
+        assert_eq!(
+            pinned,
+            [
+                ("a.test".to_string(), "127.0.0.1:5000".parse().unwrap()),
+                ("b.test".to_string(), "[::1]:443".parse().unwrap()),
+            ]
+        );
+        assert_eq!(
+            errors,
+            ["PULLCHECK_TEST_RESOLVE \"c.test=nowhere\": expected HOST=IP:PORT"]
+        );
+    }
+
+    #[test]
+    fn the_acr_exchange_goes_to_loopback_only() {
+        let at =
+            |url: &str| acr_exchange_base(&Env::from_pairs([("PULLCHECK_TEST_ACR_EXCHANGE", url)]));
+        assert_eq!(
+            at("http://127.0.0.1:8080/"),
+            Some("http://127.0.0.1:8080".to_string())
+        );
+        assert_eq!(
+            at("http://[::1]:8080"),
+            Some("http://[::1]:8080".to_string())
+        );
+        assert_eq!(at("https://login.example.com"), None);
+        assert_eq!(at(""), None);
+    }
 }
