@@ -8,6 +8,12 @@
 //! run concurrently, so give every test its own repository name and filter
 //! [`Registry::requests`] by it (or use [`Registry::requests_for`], and
 //! [`TokenServer::requests_for`] for token requests).
+//!
+//! The binary under test runs through one builder, [`pullcheck`] (`pullcheck().check(&[..])
+//! .env(..).run()`), which also reaches the stand-ins of cloud names through the `test-hooks`
+//! build feature ([`Pullcheck::pin`]). The stand-ins written here share one HTTPS server
+//! ([`tls`]); signals go through [`signal`]. A test that cannot run here calls [`cannot_run`]:
+//! with `CI=true` that is a failure naming what is missing.
 #![allow(dead_code, unused_imports)]
 
 pub mod apiserver;
