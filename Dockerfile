@@ -27,6 +27,7 @@ ENV CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \
     CC_aarch64_unknown_linux_musl=clang
 WORKDIR /src
 COPY . .
+# No `--features`: the test hooks (src/test_hooks.rs) never ship.
 RUN cargo build --release --locked --target "$(cat /target)" \
  && cp "target/$(cat /target)/release/pullcheck" /pullcheck
 

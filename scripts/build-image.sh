@@ -17,6 +17,8 @@ if ! command -v buildah >/dev/null || ! command -v musl-gcc >/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah musl-tools >/dev/null
 fi
+# No `--features`: the release binary never holds the test hooks (src/test_hooks.rs); the
+# tests read the image's binary and check it (tests/it/image.rs).
 if rustup target add "$target" >/dev/null 2>&1 || rustup target list --installed | grep -qx "$target"; then
   cargo build --release --locked --target "$target"
 else

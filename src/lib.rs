@@ -76,6 +76,7 @@ pub mod registry;
 pub mod report;
 pub mod route;
 pub mod suggest;
+mod test_hooks;
 
 pub use check::{Options, check, check_until};
 pub use report::{Counted, ExitCode, ImageResult, NotCounted, Reason, Report, Status};

@@ -541,17 +541,6 @@ pub struct CheckArgs {
     )]
     pub credential_provider_token_dir: PathBuf,
 
-    /// Tests only: connect to HOST at ADDR instead of resolving it (`HOST=IP:PORT,…`), so that
-    /// cloud registry names reach a registry on loopback.
-    #[arg(
-        long,
-        hide = true,
-        value_name = "MAP",
-        env = "PULLCHECK_TEST_RESOLVE",
-        value_delimiter = ','
-    )]
-    pub test_resolve: Vec<String>,
-
     /// A PEM file of CA certificates to trust, besides the Mozilla roots built in. Repeatable;
     /// the environment variable takes a `:`-separated list.
     #[arg(

@@ -126,23 +126,8 @@ impl Config {
         let credentials =
             Credentials::from_args(&args, &references, &ca_certs, limits.timeout, &mut problems);
         let mut errors = std::mem::take(&mut problems.errors);
-        let mut resolve = Vec::new();
-        for entry in args
-            .test_resolve
-            .iter()
-            .map(|e| e.trim())
-            .filter(|e| !e.is_empty())
-        {
-            match entry
-                .split_once('=')
-                .and_then(|(h, a)| Some((h.to_string(), a.parse().ok()?)))
-            {
-                Some(pair) => resolve.push(pair),
-                None => errors.push(format!(
-                    "PULLCHECK_TEST_RESOLVE {entry:?}: expected HOST=IP:PORT"
-                )),
-            }
-        }
+        // Tests only, and only in a build with the `test-hooks` feature (src/test_hooks.rs).
+        let resolve = crate::test_hooks::pinned_hosts(&mut errors);
         problems.errors = errors;
         let node = node_options(&args, &references, &mut problems);
         let node_lookup_asked = node.name.is_some() || !args.if_not_present.is_empty();

@@ -334,7 +334,7 @@ pub struct Client {
     /// One resolver for every client of the run (the registries' and each endpoint's): one
     /// lookup per name in flight, each bounded by the deadline (see [`dns`]).
     resolver: Arc<dns::Resolver>,
-    /// Host names pinned to addresses (the hidden test-only `--test-resolve`).
+    /// Host names pinned to addresses (tests only: `test_hooks`, a build feature).
     pinned: Vec<(String, std::net::SocketAddr)>,
     /// Loopback registries that answered HTTPS in plain HTTP and are asked in plain HTTP
     /// since, as containerd asks loopback registries (see [`Client::loopback_fallback`]).

@@ -10,7 +10,7 @@
 use crate::check::Run;
 use crate::common::{
     ALICE, ALICE_PASSWORD, Registry, Request, TokenRequest, TokenServer, block_on, media,
-    pullcheck_cmd,
+    pullcheck,
     token::{TOKEN_ISSUER, TOKEN_LIFETIME_SECS, TOKEN_SERVICE},
     token_registry,
 };
@@ -92,45 +92,32 @@ impl Env<'_> {
     /// Like [`Env::run`], with credentials from docker configs or a secrets dir (as mounted
     /// pull secrets). No `DOCKER_CONFIG`, no `PULLCHECK_*` variable, no termination log.
     fn run_in(&self, output: &str, creds: Creds<'_>, images: &[&str]) -> Run {
-        let mut cmd = pullcheck_cmd();
-        cmd.arg("check")
+        let mut cmd = pullcheck()
+            .arg("check")
             .args(["-o", output, "--ca-file", self.ca.as_str()])
             .args(["--termination-log", ""])
             .env("HOME", self.home())
-            .env_remove("DOCKER_CONFIG");
-        // No setting from the environment of the test run.
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("PULLCHECK_") {
-                cmd.env_remove(name);
-            }
-        }
+            .env_remove("DOCKER_CONFIG")
+            // No setting from the environment of the test run.
+            .without_env_prefix("PULLCHECK_");
         if let Some(bin) = &self.bin {
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut dirs = vec![bin.clone()];
             dirs.extend(std::env::split_paths(&path));
-            cmd.env("PATH", std::env::join_paths(dirs).unwrap());
+            cmd = cmd.env("PATH", std::env::join_paths(dirs).unwrap());
         }
         match creds {
             Creds::Configs(configs) => {
-                cmd.args(["--secrets-dir", "/nonexistent/pullcheck-secrets"]);
+                cmd = cmd.args(["--secrets-dir", "/nonexistent/pullcheck-secrets"]);
                 for c in configs {
-                    cmd.arg("--docker-config").arg(c);
+                    cmd = cmd.arg("--docker-config").arg(c);
                 }
             }
             Creds::SecretsDir(dir) => {
-                cmd.arg("--secrets-dir").arg(dir);
+                cmd = cmd.arg("--secrets-dir").arg(dir);
             }
         }
-        let out = cmd
-            .args(images)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run pullcheck");
-        let run = Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        };
+        let run = cmd.args(images).run();
         assert_no_secrets(self.tokens(), &run);
         run
     }

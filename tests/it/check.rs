@@ -1,42 +1,13 @@
 //! `pullcheck check` end to end, as a user runs it, against a real distribution registry.
 
 use crate::common::{
-    ALICE, ALICE_PASSWORD, Registry, RegistryOptions, output_with_stdin, plain_registry,
-    pullcheck_cmd, tls_basic_registry,
+    ALICE, ALICE_PASSWORD, Registry, RegistryOptions, plain_registry, pullcheck, tls_basic_registry,
 };
 use base64::Engine;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// What one run of the binary gave.
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Run {
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\n{}",
-                self.stdout, self.stderr
-            )
-        })
-    }
-
-    /// The JSON result of one image, by the image as given.
-    pub fn image(&self, image: &str) -> Value {
-        let json = self.json();
-        json["images"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|i| i["image"] == image)
-            .cloned()
-            .unwrap_or_else(|| panic!("no result for {image}: {json:#}"))
-    }
-}
+/// What one run of the binary gave (kept here for the files that name it `check::Run`).
+pub use crate::common::Run;
 
 /// Runs `pullcheck check ARGS` with no credentials or termination log from the machine.
 pub fn check(args: &[&str]) -> Run {
@@ -44,18 +15,11 @@ pub fn check(args: &[&str]) -> Run {
 }
 
 pub fn check_with_stdin(args: &[&str], stdin: &str) -> Run {
-    let mut cmd = pullcheck_cmd();
-    cmd.arg("check")
-        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
-        .args(["--termination-log", ""])
+    pullcheck()
+        .check(&["--termination-log", ""])
         .args(args)
-        .env_remove("DOCKER_CONFIG");
-    let out = output_with_stdin(&mut cmd, stdin.as_bytes());
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .stdin(stdin)
+        .run()
 }
 
 /// A docker config file granting `user:password` on `key`.
@@ -273,22 +237,12 @@ fn plain_http_only_when_asked() {
     // --plain-http pullcheck speaks TLS, which a plain-HTTP registry cannot answer, and says so.
     let name = "plain.registry.test";
     let image = format!("{name}/check/plain:v1");
-    let resolve = format!("{name}={host}");
     let pinned = |args: &[&str]| {
-        let out = pullcheck_cmd()
-            .arg("check")
-            .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
-            .args(["--termination-log", ""])
+        pullcheck()
+            .check(&["--termination-log", ""])
             .args(args)
-            .env_remove("DOCKER_CONFIG")
-            .env("PULLCHECK_TEST_RESOLVE", &resolve)
-            .output()
-            .unwrap();
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+            .pin(name, &host)
+            .run()
     };
     let run = pinned(&["-o", "json", &image]);
     assert_eq!(run.code, 8, "{}", run.stdout);
@@ -435,15 +389,17 @@ fn termination_message_is_small_and_cut_cleanly() {
         .collect();
     let mut cmd_args = vec!["--plain-http", host.as_str(), "--quiet"];
     cmd_args.extend(images.iter().map(String::as_str));
-    let mut cmd = pullcheck_cmd();
-    let out = cmd
-        .arg("check")
-        .args(["--secrets-dir", "/nonexistent", "--termination-log"])
+    let out = pullcheck()
+        .args([
+            "check",
+            "--secrets-dir",
+            "/nonexistent",
+            "--termination-log",
+        ])
         .arg(&log)
         .args(&cmd_args)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+        .run();
+    assert_eq!(out.code, 3);
     let msg = std::fs::read_to_string(&log).unwrap();
     assert!(msg.len() <= 1024, "{} bytes", msg.len());
     let lines: Vec<_> = msg.lines().collect();
@@ -462,7 +418,7 @@ fn termination_message_is_small_and_cut_cleanly() {
     // All well: one line.
     let reg = plain_registry();
     reg.push_oci_manifest("check/termination-ok", "v1");
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .arg("check")
         .args([
             "--secrets-dir",
@@ -473,9 +429,8 @@ fn termination_message_is_small_and_cut_cleanly() {
         ])
         .arg(&log)
         .arg(format!("{host}/check/termination-ok:v1"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run();
+    assert_eq!(out.code, 0);
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
         "pullcheck: the 1 image can be pulled"

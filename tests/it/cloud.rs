@@ -1,13 +1,13 @@
 //! Built-in cloud credentials, end to end: pullcheck gets a registry credential from stand-ins
 //! of the cloud endpoints (`standin/cloud.py`, on loopback: IMDS, STS, EKS Pod Identity, ECR's
 //! API, the GKE metadata server, Entra ID, Azure IMDS, ACR's exchange) and a real registry on
-//! loopback, reached under the cloud registry's name (`PULLCHECK_TEST_RESOLVE`), accepts
+//! loopback, reached under the cloud registry's name (the `test-hooks` build feature), accepts
 //! exactly the credential the exchange produced. The ECR stand-in checks every SigV4 signature
 //! with botocore's signer. Every run is scanned for secrets (stdout, stderr, termination
 //! message).
 
 use crate::check::Run;
-use crate::common::{Registry, RegistryOptions, pullcheck_cmd};
+use crate::common::{Registry, RegistryOptions, pullcheck};
 use base64::Engine;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -190,6 +190,8 @@ pub struct Cloud<'a> {
     pub env: Vec<(String, String)>,
     pub args: Vec<String>,
     pub dir: tempfile::TempDir,
+    /// The stand-in: ACR's token exchange goes there too (the `test-hooks` build feature).
+    endpoint: String,
 }
 
 impl<'a> Cloud<'a> {
@@ -204,7 +206,6 @@ impl<'a> Cloud<'a> {
             ),
             ("AZURE_POD_IDENTITY_AUTHORITY_HOST", endpoint.to_string()),
             ("AZURE_AUTHORITY_HOST", format!("{endpoint}/")),
-            ("PULLCHECK_TEST_ACR_EXCHANGE", endpoint.to_string()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -215,6 +216,7 @@ impl<'a> Cloud<'a> {
             env,
             args: Vec::new(),
             dir: tempfile::tempdir().unwrap(),
+            endpoint: endpoint.to_string(),
         }
     }
 
@@ -237,24 +239,9 @@ impl<'a> Cloud<'a> {
 
     pub fn run(&self, images: &[String]) -> (Run, Duration) {
         let term = self.dir.path().join("termination-log");
-        let mut cmd = pullcheck_cmd();
-        for (name, _) in std::env::vars_os() {
-            let n = name.to_string_lossy();
-            if [
-                "PULLCHECK_",
-                "AWS_",
-                "GCE_",
-                "AZURE_",
-                "GOOGLE_",
-                "DOCKER_CONFIG",
-            ]
-            .iter()
-            .any(|p| n.starts_with(p))
-            {
-                cmd.env_remove(&name);
-            }
-        }
-        cmd.arg("check")
+        let (run, elapsed) = pullcheck()
+            .without_machine_env()
+            .arg("check")
             .args(["-o", "json", "--timeout", "20s"])
             .arg("--ca-file")
             .arg(self.registry.ca_pem_path().unwrap())
@@ -262,22 +249,12 @@ impl<'a> Cloud<'a> {
             .arg(&term)
             .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
             .env("HOME", self.dir.path())
-            .env(
-                "PULLCHECK_TEST_RESOLVE",
-                format!("{}={}", self.host, self.registry.host()),
-            )
+            .pin(self.host, &self.registry.host())
+            .acr_exchange(&self.endpoint)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .args(&self.args)
             .args(images)
-            .stdin(Stdio::null());
-        let started = Instant::now();
-        let out = cmd.output().expect("run pullcheck");
-        let elapsed = started.elapsed();
-        let run = Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        };
+            .run_timed();
         let termination = std::fs::read_to_string(&term).unwrap_or_default();
         let all = format!("{}\n{}\n{termination}", run.stdout, run.stderr);
         for secret in secrets() {

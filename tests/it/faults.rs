@@ -2,26 +2,11 @@
 //! deadline and never panics.
 
 use crate::check::{Run, check, docker_config};
-use crate::common::plain_registry;
 use crate::common::proxy::{Canned, Fault, Proxy, Rule, Seen, TlsEndpoint};
-use crate::common::pullcheck_cmd;
+use crate::common::{black_hole, cannot_run, plain_registry, pullcheck, signal};
 use serde_json::Value;
 use std::net::TcpListener;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// A server that accepts connections and never answers.
-fn black_hole() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for conn in listener.incoming().flatten() {
-            held.push(conn);
-        }
-    });
-    addr
-}
 
 #[test]
 fn a_black_hole_ends_at_the_deadline_and_other_images_still_get_verdicts() {
@@ -59,7 +44,7 @@ fn sigterm_stops_within_a_second_with_a_termination_message() {
     let hole = black_hole();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("termination-log");
-    let mut child = pullcheck_cmd()
+    let mut child = pullcheck()
         .arg("check")
         .args([
             "--secrets-dir",
@@ -72,24 +57,12 @@ fn sigterm_stops_within_a_second_with_a_termination_message() {
         .arg("--termination-log")
         .arg(&log)
         .arg(format!("{hole}/team/app:v1"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     std::thread::sleep(Duration::from_millis(500));
     let sent = Instant::now();
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(sent.elapsed() < Duration::from_secs(5), "did not stop");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    signal::terminate(&child);
+    // Did not stop within 5 s: a failure (and the process is killed).
+    let status = signal::exit_within(&mut child, Duration::from_secs(5));
     let took = sent.elapsed();
     assert!(took < Duration::from_secs(1), "stopped after {took:?}");
     assert_eq!(status.code(), Some(6));
@@ -768,7 +741,10 @@ fn an_untrusted_ca_is_a_tls_error_tried_once() {
 #[test]
 fn a_registry_on_ipv6_loopback_works_through_the_proxy() {
     if std::net::TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("no IPv6 loopback here: skipped");
+        cannot_run(
+            "a_registry_on_ipv6_loopback_works_through_the_proxy",
+            "no IPv6 loopback (::1) here",
+        );
         return;
     }
     let reg = plain_registry();

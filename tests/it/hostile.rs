@@ -4,12 +4,13 @@
 //! forms or a raw control byte.
 
 use crate::common::proxy::{Canned, Fault, Proxy, Rule};
-use crate::common::pullcheck_cmd;
+use crate::common::signal;
+use crate::common::{Pullcheck, black_hole, cannot_run, pullcheck};
 use base64::Engine;
 use serde_json::Value;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const HEX64: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -84,22 +85,21 @@ impl Outcome {
 }
 
 /// `pullcheck check ARGS` with a termination log, no mounted secrets and no workstation config.
-fn command(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = pullcheck_cmd();
-    cmd.arg("check");
+fn command(dir: &Path, args: &[&str]) -> Pullcheck {
+    let mut cmd = pullcheck().arg("check");
     if !args.contains(&"--secrets-dir") {
-        cmd.args(["--secrets-dir", "/nonexistent/pullcheck-secrets"]);
+        cmd = cmd.args(["--secrets-dir", "/nonexistent/pullcheck-secrets"]);
     }
     cmd.arg("--termination-log")
         .arg(dir.join("termination-log"))
         .args(args)
         .env_remove("DOCKER_CONFIG")
-        .env("HOME", dir);
-    cmd
+        .env("HOME", dir)
 }
 
 /// Runs `cmd`; with `measure`, under GNU time for the peak RSS.
-fn run(dir: &Path, cmd: Command, measure: bool) -> Outcome {
+fn run(dir: &Path, cmd: impl Into<Command>, measure: bool) -> Outcome {
+    let cmd = cmd.into();
     let mut cmd = if measure {
         let rss = dir.join("rss");
         let mut timed = Command::new("/usr/bin/time");
@@ -145,10 +145,11 @@ fn run(dir: &Path, cmd: Command, measure: bool) -> Outcome {
 
 /// Starts `cmd`, sends SIGTERM after `after`, and returns the outcome and how long the process
 /// took to exit after the signal. Outputs go to files: a full pipe would stop the process.
-fn run_and_stop(dir: &Path, mut cmd: Command, after: Duration) -> (Outcome, Duration) {
+fn run_and_stop(dir: &Path, cmd: impl Into<Command>, after: Duration) -> (Outcome, Duration) {
     let started = Instant::now();
     let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
     let child = cmd
+        .into()
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap())
@@ -156,8 +157,8 @@ fn run_and_stop(dir: &Path, mut cmd: Command, after: Duration) -> (Outcome, Dura
         .expect("run pullcheck");
     std::thread::sleep(after);
     let sent = Instant::now();
-    terminate(&child);
-    let status = wait_with_limit(child, Duration::from_secs(10)).status;
+    signal::terminate(&child);
+    let status = signal::output_within(child, Duration::from_secs(10)).status;
     let after_signal = sent.elapsed();
     let read =
         |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
@@ -170,27 +171,6 @@ fn run_and_stop(dir: &Path, mut cmd: Command, after: Duration) -> (Outcome, Dura
         peak_kib: None,
     };
     (outcome, after_signal)
-}
-
-fn terminate(child: &Child) {
-    let ok = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill -TERM");
-}
-
-/// Waits for the child, killing it past `limit` (so that a failing test does not hang).
-fn wait_with_limit(mut child: Child, limit: Duration) -> std::process::Output {
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("output")
 }
 
 fn tempdir() -> tempfile::TempDir {
@@ -846,19 +826,6 @@ fn a_1_mib_pull_secret_with_16_images_is_checked_within_the_deadline() {
     eprintln!("1 MiB pull secret, 16 images: {:?}", out.took);
 }
 
-/// A server that accepts connections and never answers.
-fn black_hole() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for conn in listener.incoming().flatten() {
-            held.push(conn);
-        }
-    });
-    addr
-}
-
 fn ten_thousand_images(dir: &Path, hole: &str) -> (PathBuf, PathBuf) {
     // 1,000 keys, a fifth of them on the images' own host with path prefixes.
     let auth = base64::engine::general_purpose::STANDARD.encode("u:p");
@@ -983,7 +950,12 @@ fn a_credential_helper_that_never_returns_is_stopped_within_its_share() {
     )
     .unwrap();
     let image = format!("{}/hostile/helper:v1", proxy.host());
-    let mut cmd = command(
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let cmd = command(
         dir.path(),
         &[
             "-o",
@@ -994,13 +966,8 @@ fn a_credential_helper_that_never_returns_is_stopped_within_its_share() {
             &proxy.host(),
             &image,
         ],
-    );
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    cmd.env("PATH", path);
+    )
+    .env("PATH", path);
     let out = run(dir.path(), cmd, false);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     within(out.took, 4);
@@ -1079,22 +1046,17 @@ fn dns_answer(query: &[u8], rcode: u8) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn can_run_dns_tests() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root {
-        eprintln!("skipped: the resolver stand-in needs root (port 53, unshare -m, mount)");
+fn can_run_dns_tests(test: &str) -> bool {
+    if !crate::common::is_root() {
+        cannot_run(
+            test,
+            "the resolver stand-in needs root (port 53, unshare -m, mount)",
+        );
         return false;
     }
-    let unshare = Command::new("unshare")
-        .args(["-m", "true"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let unshare = crate::common::can_unshare();
     if !unshare {
-        eprintln!("skipped: unshare -m is not allowed here");
+        cannot_run(test, "unshare -m is not allowed here");
     }
     unshare
 }
@@ -1104,7 +1066,7 @@ fn can_run_dns_tests() -> bool {
 fn with_resolver(dir: &Path, nameserver: &str, args: &[&str]) -> Command {
     let resolv = dir.join("resolv.conf");
     std::fs::write(&resolv, format!("nameserver {nameserver}\n")).unwrap();
-    let inner = command(dir, args);
+    let inner = command(dir, args).command();
     let mut cmd = Command::new("unshare");
     cmd.args([
         "-m",
@@ -1126,7 +1088,7 @@ fn with_resolver(dir: &Path, nameserver: &str, args: &[&str]) -> Command {
 
 #[test]
 fn a_dns_server_that_never_answers_ends_at_the_deadline_and_at_sigterm() {
-    if !can_run_dns_tests() {
+    if !can_run_dns_tests("a_dns_server_that_never_answers_ends_at_the_deadline_and_at_sigterm") {
         return;
     }
     let silent = nameserver_ip(71);
@@ -1175,7 +1137,7 @@ fn a_dns_server_that_never_answers_ends_at_the_deadline_and_at_sigterm() {
 
 #[test]
 fn nxdomain_twice_stops_retrying_and_servfail_is_retried() {
-    if !can_run_dns_tests() {
+    if !can_run_dns_tests("nxdomain_twice_stops_retrying_and_servfail_is_retried") {
         return;
     }
     let (nxdomain, servfail) = (nameserver_ip(72), nameserver_ip(73));
@@ -1233,7 +1195,7 @@ fn sigint_while_retrying_reports_the_last_error_seen() {
     let dir = tempdir();
     let retried = format!("{}/hostile/retried:v1", proxy.host());
     let never = format!("{fresh}/hostile/never:v1");
-    let mut cmd = command(
+    let child = command(
         dir.path(),
         &[
             "-o",
@@ -1249,20 +1211,11 @@ fn sigint_while_retrying_reports_the_last_error_seen() {
             &retried,
             &never,
         ],
-    );
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    )
+    .spawn();
     std::thread::sleep(Duration::from_millis(1500));
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok);
-    let out = wait_with_limit(child, Duration::from_secs(5));
+    signal::interrupt(&child);
+    let out = signal::output_within(child, Duration::from_secs(5));
     assert_eq!(out.status.code(), Some(6));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     let find = |image: &str| {
@@ -1311,7 +1264,7 @@ fn bound_kib(target_mib: u64) -> u64 {
     }
 }
 
-fn measured(name: &str, dir: &Path, cmd: Command, code: i32, bound_kib: u64) -> Outcome {
+fn measured(name: &str, dir: &Path, cmd: Pullcheck, code: i32, bound_kib: u64) -> Outcome {
     let out = run(dir, cmd, true);
     assert_eq!(out.code, code, "{name}: {}{}", out.stdout, out.stderr);
     let peak = out.peak_kib.unwrap_or_default();
@@ -1330,7 +1283,10 @@ fn measured(name: &str, dir: &Path, cmd: Command, code: i32, bound_kib: u64) -> 
 #[test]
 fn peak_memory_stays_bounded_for_huge_indexes() {
     if !Path::new("/usr/bin/time").exists() {
-        eprintln!("skipped: /usr/bin/time (Debian package `time`) is not installed");
+        cannot_run(
+            "peak_memory_stays_bounded_for_huge_indexes",
+            "/usr/bin/time (Debian package `time`) is not installed",
+        );
         return;
     }
     let proxy = huge_index_registry();
@@ -1368,7 +1324,10 @@ fn peak_memory_stays_bounded_for_huge_indexes() {
 #[test]
 fn peak_memory_stays_bounded_for_huge_credential_files() {
     if !Path::new("/usr/bin/time").exists() {
-        eprintln!("skipped: /usr/bin/time (Debian package `time`) is not installed");
+        cannot_run(
+            "peak_memory_stays_bounded_for_huge_credential_files",
+            "/usr/bin/time (Debian package `time`) is not installed",
+        );
         return;
     }
     let proxy = open_registry();
@@ -1487,7 +1446,7 @@ fn a_fifo_for_the_service_account_or_web_identity_token_fails_that_source_only()
     // The node lookup reads the service-account token: the FIFO fails it, the image is asked
     // at its registry.
     let image = format!("{host}/hostile/fifo-sa:v1");
-    let mut cmd = command(
+    let cmd = command(
         dir.path(),
         &[
             "-o",
@@ -1501,10 +1460,10 @@ fn a_fifo_for_the_service_account_or_web_identity_token_fails_that_source_only()
             "--if-not-present",
             &image,
         ],
-    );
-    cmd.env("PULLCHECK_SERVICE_ACCOUNT_DIR", &sa)
-        .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-        .env("KUBERNETES_SERVICE_PORT", "1");
+    )
+    .env("PULLCHECK_SERVICE_ACCOUNT_DIR", &sa)
+    .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    .env("KUBERNETES_SERVICE_PORT", "1");
     let out = run(dir.path(), cmd, false);
     out.assert_no_panic();
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
@@ -1521,22 +1480,18 @@ fn a_fifo_for_the_service_account_or_web_identity_token_fails_that_source_only()
     let host = refusing.host();
     let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
     let image = format!("{ecr}/hostile/fifo-web:v1");
-    let mut cmd = command(
+    let closed = format!("http://{}", closed_loopback_port());
+    let cmd = command(
         dir.path(),
         &["-o", "json", "--timeout", "3s", "--plain-http", ecr, &image],
-    );
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AWS_") {
-            cmd.env_remove(&name);
-        }
-    }
-    let closed = format!("http://{}", closed_loopback_port());
-    cmd.env("PULLCHECK_TEST_RESOLVE", format!("{ecr}={host}"))
-        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &web)
-        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
-        .env("AWS_ENDPOINT_URL_STS", format!("{closed}/sts"))
-        .env("AWS_ENDPOINT_URL_ECR", format!("{closed}/ecr"))
-        .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &closed);
+    )
+    .without_env_prefix("AWS_")
+    .pin(ecr, &host)
+    .env("AWS_WEB_IDENTITY_TOKEN_FILE", &web)
+    .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
+    .env("AWS_ENDPOINT_URL_STS", format!("{closed}/sts"))
+    .env("AWS_ENDPOINT_URL_ECR", format!("{closed}/ecr"))
+    .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", &closed);
     let out = run(dir.path(), cmd, false);
     out.assert_no_panic();
     // No credential could be had from the pod's cloud identity: not counted (the node pulls
@@ -1597,14 +1552,13 @@ fn node_command(
     api: &crate::common::apiserver::ApiServer,
     image: &str,
     args: &[&str],
-) -> Command {
+) -> Pullcheck {
     let mut all = vec!["--node", "big", "--if-not-present", image];
     all.extend(args);
-    let mut cmd = command(dir, &all);
-    cmd.env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
+    command(dir, &all)
+        .env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
         .env("KUBERNETES_SERVICE_HOST", api.host())
-        .env("KUBERNETES_SERVICE_PORT", api.port());
-    cmd
+        .env("KUBERNETES_SERVICE_PORT", api.port())
 }
 
 #[test]
@@ -2073,7 +2027,8 @@ fn instance_metadata_gets_one_second_in_all() {
     let ecr = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
     let image = format!("{ecr}/hostile/imds-budget:v1");
     let dir = tempdir();
-    let mut cmd = command(
+    let closed = format!("http://{}", closed_loopback_port());
+    let cmd = command(
         dir.path(),
         &[
             "-o",
@@ -2084,17 +2039,9 @@ fn instance_metadata_gets_one_second_in_all() {
             ecr,
             &image,
         ],
-    );
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("AWS_") {
-            cmd.env_remove(&name);
-        }
-    }
-    let closed = format!("http://{}", closed_loopback_port());
-    cmd.env(
-        "PULLCHECK_TEST_RESOLVE",
-        format!("{ecr}={}", refusing.host()),
     )
+    .without_env_prefix("AWS_")
+    .pin(ecr, &refusing.host())
     .env("AWS_EC2_METADATA_SERVICE_ENDPOINT", slow_imds())
     .env("AWS_ENDPOINT_URL_STS", format!("{closed}/sts"))
     .env("AWS_ENDPOINT_URL_ECR", format!("{closed}/ecr"));
@@ -2213,28 +2160,20 @@ fn an_image_that_looks_like_flags_is_checked_as_an_invalid_image_by_the_injected
     })
     .to_string();
     let dir = tempdir();
-    let mut inject = pullcheck_cmd();
-    inject.args([
-        "inject",
-        "--image",
-        "pullcheck:test",
-        "--",
-        "--timeout",
-        "5s",
-    ]);
-    let out = crate::common::output_with_stdin(&mut inject, pod.as_bytes());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let injected: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = pullcheck()
+        .args([
+            "inject",
+            "--image",
+            "pullcheck:test",
+            "--",
+            "--timeout",
+            "5s",
+        ])
+        .stdin(pod)
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+    let injected: Value = serde_json::from_str(&out.stdout).unwrap();
     let init = &injected["spec"]["initContainers"][0];
     let args: Vec<String> = init["args"]
         .as_array()
@@ -2243,9 +2182,9 @@ fn an_image_that_looks_like_flags_is_checked_as_an_invalid_image_by_the_injected
         .map(|a| a.as_str().unwrap().to_string())
         .collect();
     // The init container's own command line and environment, run as the kubelet would.
-    let mut cmd = pullcheck_cmd();
     // The test's own flags right after `check`, before the init container's arguments.
-    cmd.arg(&args[0])
+    let mut cmd = pullcheck()
+        .arg(&args[0])
         .args([
             "-o",
             "json",
@@ -2256,15 +2195,11 @@ fn an_image_that_looks_like_flags_is_checked_as_an_invalid_image_by_the_injected
         .arg(dir.path().join("termination-log"))
         .args(&args[1..])
         .env_remove("DOCKER_CONFIG")
-        .env("HOME", dir.path());
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PULLCHECK_") {
-            cmd.env_remove(&name);
-        }
-    }
+        .env("HOME", dir.path())
+        .without_env_prefix("PULLCHECK_");
     for e in init["env"].as_array().unwrap() {
         if let Some(v) = e["value"].as_str() {
-            cmd.env(e["name"].as_str().unwrap(), v);
+            cmd = cmd.env(e["name"].as_str().unwrap(), v);
         }
     }
     let out = run(dir.path(), cmd, false);
@@ -2319,8 +2254,8 @@ fn inject_on_30000_documents_is_linear_and_its_memory_a_multiple_of_the_input() 
         let input = dir.path().join("pods.yaml");
         let text = pod_documents(n);
         std::fs::write(&input, &text).unwrap();
-        let mut cmd = pullcheck_cmd();
-        cmd.args(["inject", "--image", "pullcheck:test", "-f"])
+        let cmd = pullcheck()
+            .args(["inject", "--image", "pullcheck:test", "-f"])
             .arg(&input);
         let out = measured(
             &format!("inject, {n} documents ({} bytes)", text.len()),
@@ -2388,24 +2323,17 @@ fn sts_echo_runs(token: &str, code_echo: &str) -> Vec<(&'static str, Outcome)> {
         // The pasted image's verdict comes before the provider reads the token: the token is
         // registered at the start, so that this --verbose line is redacted too.
         args.extend(["--timeout", "5s", "--plain-http", ecr, &image, &pasted]);
-        let mut cmd = command(dir.path(), &args);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("AWS_") {
-                cmd.env_remove(&name);
-            }
-        }
-        cmd.env(
-            "PULLCHECK_TEST_RESOLVE",
-            format!("{ecr}={}", refusing.host()),
-        )
-        .env("AWS_WEB_IDENTITY_TOKEN_FILE", &token_file)
-        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL_STS", sts.url())
-        .env(
-            "AWS_ENDPOINT_URL_ECR",
-            format!("http://{}", closed_loopback_port()),
-        );
+        let cmd = command(dir.path(), &args)
+            .without_env_prefix("AWS_")
+            .pin(ecr, &refusing.host())
+            .env("AWS_WEB_IDENTITY_TOKEN_FILE", &token_file)
+            .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/x")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ENDPOINT_URL_STS", sts.url())
+            .env(
+                "AWS_ENDPOINT_URL_ECR",
+                format!("http://{}", closed_loopback_port()),
+            );
         let out = run(dir.path(), cmd, false);
         out.assert_no_panic();
         assert!(!sts.requests().is_empty(), "{what}: STS was asked");
@@ -2464,8 +2392,7 @@ fn a_secret_flag_value_is_never_shown_in_the_argument_errors() {
         ],
         vec!["--creds=--x:Sekrit-pw", "--creds", "a:b", "reg.example/a:1"],
     ] {
-        let mut cmd = pullcheck_cmd();
-        cmd.arg("check").args(&args);
+        let cmd = pullcheck().arg("check").args(&args);
         let out = run(dir.path(), cmd, false);
         out.assert_no_panic();
         assert_eq!(out.code, 2, "{args:?}: {}{}", out.stdout, out.stderr);

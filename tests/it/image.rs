@@ -2,14 +2,16 @@
 //! (built by `scripts/build-image.sh` from the Dockerfile with buildah), chrooted there as uid
 //! 65532 with nothing else in the root, checking an image on the TLS registry.
 //!
-//! Skipped when `target/image-rootfs` is missing, unless `PULLCHECK_REQUIRE_IMAGE` is set (CI).
+//! Not run when `target/image-rootfs` is missing (said loudly); a failure when
+//! `PULLCHECK_REQUIRE_IMAGE` is set or in CI. The image's binary is also scanned for the test
+//! hooks' names (src/test_hooks.rs): the release build must leave them out.
 
 use crate::check::docker_config;
-use crate::common::{ALICE, ALICE_PASSWORD, tls_basic_registry};
+use crate::common::{ALICE, ALICE_PASSWORD, PULLCHECK_BIN, cannot_run, tls_basic_registry};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn image_rootfs() -> Option<PathBuf> {
+fn image_rootfs(test: &str) -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/image-rootfs");
     if root.join("pullcheck").is_file() {
         return Some(root);
@@ -19,7 +21,13 @@ fn image_rootfs() -> Option<PathBuf> {
         "PULLCHECK_REQUIRE_IMAGE is set but {} has no pullcheck: run scripts/build-image.sh",
         root.display()
     );
-    eprintln!("skipped: no image root filesystem; run scripts/build-image.sh");
+    cannot_run(
+        test,
+        &format!(
+            "no image root filesystem at {}: run scripts/build-image.sh",
+            root.display()
+        ),
+    );
     None
 }
 
@@ -57,7 +65,11 @@ fn run_in_image(rootfs: &Path, files: &[(&str, &Path)], args: &[&str]) -> (i32, 
 
 #[test]
 fn the_image_binary_checks_over_tls_as_uid_65532_and_fails_cleanly_without_the_ca() {
-    let Some(rootfs) = image_rootfs() else { return };
+    let Some(rootfs) = image_rootfs(
+        "the_image_binary_checks_over_tls_as_uid_65532_and_fails_cleanly_without_the_ca",
+    ) else {
+        return;
+    };
     let reg = tls_basic_registry();
     let host = reg.host();
     reg.push_oci_manifest("image/app", "v1");
@@ -97,4 +109,43 @@ fn the_image_binary_checks_over_tls_as_uid_65532_and_fails_cleanly_without_the_c
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["images"][0]["reason"], "tls", "{json:#}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// The names of the test hooks (src/test_hooks.rs), as a release binary would hold them if one
+/// leaked in: the variables, and the flag the first of them once was.
+const HOOK_NAMES: [&str; 3] = [
+    "PULLCHECK_TEST_RESOLVE",
+    "PULLCHECK_TEST_ACR_EXCHANGE",
+    "test-resolve",
+];
+
+/// Whether `needle` occurs in `haystack` (what `strings FILE | grep NAME` would find).
+fn holds(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn the_image_binary_holds_no_test_hook() {
+    let Some(rootfs) = image_rootfs("the_image_binary_holds_no_test_hook") else {
+        return;
+    };
+    let release = std::fs::read(rootfs.join("pullcheck")).unwrap();
+    // The scan reads plain strings: the binary's own variables are there to be found.
+    assert!(
+        holds(&release, "PULLCHECK_CA_FILE"),
+        "the scan finds nothing, not even PULLCHECK_CA_FILE"
+    );
+    for name in HOOK_NAMES {
+        assert!(!holds(&release, name), "the image's binary holds {name:?}");
+    }
+    // And the same scan does find them in the build the tests run (with the `test-hooks`
+    // feature), so the check above is not blind to them.
+    if cfg!(feature = "test-hooks") {
+        let tested = std::fs::read(PULLCHECK_BIN).unwrap();
+        for name in &HOOK_NAMES[..2] {
+            assert!(holds(&tested, name), "the test build lacks {name:?}");
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! offline OpenAPI schemas, read with PyYAML: a YAML 1.1 reader, as kubectl's go-yaml is);
 //! custom resources (PyTorchJob, JobSet, RayJob, Kyverno) are checked field by field.
 
-use crate::common::{PULLCHECK_BIN, output_with_stdin, pullcheck_cmd};
+use crate::common::{PULLCHECK_BIN, Run, pullcheck};
 use serde_yaml_ng::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,35 +17,13 @@ const KUBERNETES_VERSION: &str = "1.31.0";
 const KUBERNETES_VALIDATE_INSTALL: &str =
     "python3 -m venv target/venv && target/venv/bin/pip install kubernetes-validate==1.37.0";
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `pullcheck inject ARGS` with `stdin`.
-fn inject(args: &[&str], stdin: &str) -> Out {
-    let mut cmd = pullcheck_cmd();
-    cmd.arg("inject")
-        .args(args)
-        .env_remove("PULLCHECK_INJECT_FILE")
-        .env_remove("PULLCHECK_INJECT_IMAGE")
-        .env_remove("PULLCHECK_INJECT_SECRETS")
-        .env_remove("PULLCHECK_INJECT_NODE_IMAGES")
-        .env_remove("PULLCHECK_INJECT_HOSTS_CONFIGMAP")
-        .env_remove("PULLCHECK_INJECT_REGISTRIES_CONFIGMAP")
-        .env_remove("PULLCHECK_INJECT_HOSTS_FROM_NODE")
-        .env_remove("PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG");
-    let out = output_with_stdin(&mut cmd, stdin.as_bytes());
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 output"),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+fn inject(args: &[&str], stdin: &str) -> Run {
+    pullcheck().inject().args(args).stdin(stdin).run_utf8()
 }
 
 /// `inject` that must succeed.
-fn inject_ok(args: &[&str], stdin: &str) -> Out {
+fn inject_ok(args: &[&str], stdin: &str) -> Run {
     let out = inject(args, stdin);
     assert_eq!(
         out.code, 0,
@@ -1866,12 +1844,13 @@ fn route_flags_mount_optional_configmaps_and_pass_their_arguments() {
     );
 
     // Environment variables set to nothing turn the choices off.
-    let mut cmd = pullcheck_cmd();
-    cmd.args(["inject", "--image", IMAGE])
+    let out = pullcheck()
+        .args(["inject", "--image", IMAGE])
         .env("PULLCHECK_INJECT_HOSTS_FROM_NODE", "")
         .env("PULLCHECK_INJECT_HOSTS_CONFIGMAP", "")
-        .env("PULLCHECK_INJECT_REGISTRIES_CONFIGMAP", "");
-    let out = output_with_stdin(&mut cmd, pod.as_bytes());
+        .env("PULLCHECK_INJECT_REGISTRIES_CONFIGMAP", "")
+        .stdin(pod)
+        .output();
     assert!(
         out.status.success(),
         "{}",
@@ -1990,10 +1969,11 @@ fn credential_provider_config_adds_a_token_volume_with_the_configured_audience()
 
     // The environment variable names the file too; set to nothing it turns the choice off.
     for (value, added) in [(config.as_str(), true), ("", false)] {
-        let mut cmd = pullcheck_cmd();
-        cmd.args(["inject", "--image", IMAGE])
-            .env("PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG", value);
-        let got = output_with_stdin(&mut cmd, TOKEN_POD.as_bytes());
+        let got = pullcheck()
+            .args(["inject", "--image", IMAGE])
+            .env("PULLCHECK_INJECT_CREDENTIAL_PROVIDER_CONFIG", value)
+            .stdin(TOKEN_POD)
+            .output();
         assert!(
             got.status.success(),
             "{}",

@@ -1,7 +1,12 @@
 //! The integration tests: one binary, so the real registries it starts are shared by all tests.
 //!
 //! - `common`: the harness (a real distribution registry on 127.0.0.1, TLS from a generated CA,
-//!   htpasswd auth, fixtures pushed through the registry API, the access log read back).
+//!   htpasswd auth, fixtures pushed through the registry API, the access log read back), the
+//!   one command builder (`common::pullcheck`), the one HTTPS stand-in, the signal helper.
+//! - `image`: the release image's binary, run as it will run, and scanned for test hooks.
+//!
+//! Run them with `scripts/test.sh` (or `cargo test --features test-hooks`): the tests that
+//! reach cloud names through the `test-hooks` feature fail without it, saying so.
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.

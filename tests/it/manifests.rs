@@ -6,7 +6,7 @@
 //! injecting twice is injecting once; and `check --pod-spec` finds exactly the images `inject`
 //! listed.
 
-use crate::common::{output_with_stdin, pullcheck_cmd};
+use crate::common::{Run, output_with_stdin, pullcheck};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -82,30 +82,8 @@ fn corpus() -> Vec<PathBuf> {
     files
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn inject(args: &[&str], input: &str) -> Run {
-    let mut cmd = pullcheck_cmd();
-    cmd.arg("inject").args(args);
-    for var in [
-        "PULLCHECK_INJECT_FILE",
-        "PULLCHECK_INJECT_IMAGE",
-        "PULLCHECK_INJECT_SECRETS",
-        "PULLCHECK_INJECT_CA_CONFIGMAP",
-        "PULLCHECK_INJECT_JOB_FAILURE_POLICY",
-    ] {
-        cmd.env_remove(var);
-    }
-    let out = output_with_stdin(&mut cmd, input.as_bytes());
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    pullcheck().inject().args(args).stdin(input).run_utf8()
 }
 
 /// The value at a reader path (`spec.templates[2]`, `items[0].spec`, `[1].spec`).

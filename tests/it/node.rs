@@ -4,7 +4,7 @@
 
 use crate::check::Run;
 use crate::common::apiserver::{ApiServer, Mode, kind_node, pad_images};
-use crate::common::{block_on, plain_registry, pullcheck_cmd};
+use crate::common::{Pullcheck, block_on, plain_registry, pullcheck, signal};
 use pullcheck::node::NodeOptions;
 use pullcheck::pull_policy::{self, PullPolicy};
 use pullcheck::registry::ClientOptions;
@@ -36,17 +36,10 @@ fn run_with_vars(
     args: &[&str],
     vars: &[(String, String)],
 ) -> Run {
-    let mut cmd = pullcheck_cmd();
-    cmd.arg("check")
-        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
-        .args(["--termination-log", "", "-o", "json"])
+    let cmd = in_the_pod(pullcheck().check(&["--termination-log", "", "-o", "json"]))
         .args(args)
-        .env("PULLCHECK_TIMEOUT", "20s")
-        .env_remove("DOCKER_CONFIG")
-        .env_remove("PULLCHECK_NODE_NAME")
-        .env("HTTPS_PROXY", "http://127.0.0.1:9")
-        .env("NO_PROXY", "127.0.0.1,localhost,::1");
-    match endpoint {
+        .env("PULLCHECK_TIMEOUT", "20s");
+    let cmd = match endpoint {
         Some((host, port, dir)) => cmd
             .env("KUBERNETES_SERVICE_HOST", host)
             .env("KUBERNETES_SERVICE_PORT", port)
@@ -55,13 +48,15 @@ fn run_with_vars(
             .env_remove("KUBERNETES_SERVICE_HOST")
             .env_remove("KUBERNETES_SERVICE_PORT"),
     };
-    cmd.envs(vars.iter().map(|(k, v)| (k, v)));
-    let out = cmd.output().expect("run pullcheck");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    cmd.envs(vars.iter().map(|(k, v)| (k, v))).run()
+}
+
+/// The pod's place, for a run: no node name from the machine, and a proxy on a closed
+/// loopback port for everything but loopback.
+fn in_the_pod(cmd: Pullcheck) -> Pullcheck {
+    cmd.env_remove("PULLCHECK_NODE_NAME")
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost,::1")
 }
 
 /// A stand-in serving the kind node with `loaded` images.
@@ -283,28 +278,14 @@ fn an_image_listed_with_five_names_makes_a_missing_image_a_warning() {
 fn run_text(api: &ApiServer, args: &[&str]) -> (Run, String) {
     let dir = tempfile::tempdir().unwrap();
     let term = dir.path().join("termination-log");
-    let out = pullcheck_cmd()
-        .arg("check")
-        .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
-        .arg("--termination-log")
-        .arg(&term)
+    let run = in_the_pod(pullcheck().check(&["--termination-log"]).arg(&term))
         .args(args)
         .env("PULLCHECK_TIMEOUT", "20s")
-        .env_remove("DOCKER_CONFIG")
-        .env_remove("PULLCHECK_NODE_NAME")
         .env_remove("PULLCHECK_OUTPUT")
-        .env("HTTPS_PROXY", "http://127.0.0.1:9")
-        .env("NO_PROXY", "127.0.0.1,localhost,::1")
         .env("KUBERNETES_SERVICE_HOST", api.host())
         .env("KUBERNETES_SERVICE_PORT", api.port())
         .env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
-        .output()
-        .expect("run pullcheck");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+        .run();
     (run, std::fs::read_to_string(&term).unwrap_or_default())
 }
 
@@ -499,7 +480,7 @@ fn sigterm_while_the_node_is_looked_up_stops_at_once() {
     let host = reg.host();
     let image = format!("{host}/node-sigterm/app:v1");
     let api = ApiServer::start(Mode::Hang);
-    let mut child = pullcheck_cmd()
+    let mut child = pullcheck()
         .arg("check")
         .args([
             "--secrets-dir",
@@ -514,10 +495,7 @@ fn sigterm_while_the_node_is_looked_up_stops_at_once() {
         .env("KUBERNETES_SERVICE_HOST", api.host())
         .env("KUBERNETES_SERVICE_PORT", api.port())
         .env("PULLCHECK_SERVICE_ACCOUNT_DIR", api.service_account_dir())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // The lookup is under way (its cap is 15 s of the 60 s) when the signal comes.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while api.requests().is_empty() {
@@ -528,18 +506,9 @@ fn sigterm_while_the_node_is_looked_up_stops_at_once() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let sent = std::time::Instant::now();
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(sent.elapsed() < Duration::from_secs(5), "did not stop");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    signal::terminate(&child);
+    // Did not stop within 5 s: a failure (and the process is killed).
+    let status = signal::exit_within(&mut child, Duration::from_secs(5));
     assert!(
         sent.elapsed() < Duration::from_secs(1),
         "stopped after {:?}",
@@ -814,7 +783,7 @@ fn inject_node_images_gives_the_init_container_what_check_pod_spec_reads() {
     );
     assert_eq!(from_spec.code, 0, "{}", from_spec.stderr);
 
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .args([
             "inject",
             "--node-images",
@@ -825,14 +794,9 @@ fn inject_node_images_gives_the_init_container_what_check_pod_spec_reads() {
         ])
         .args(["--", "--plain-http", &host])
         .env_remove("PULLCHECK_INJECT_NODE_IMAGES")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+        .run();
+    assert!(out.code == 0, "{}", out.stderr);
+    let doc: serde_json::Value = serde_yaml_ng::from_str(&out.stdout).unwrap();
     let init = &doc["spec"]["initContainers"][0];
     // The kubelet fills in the downward API: the node the pod was scheduled to.
     let vars: Vec<(String, String)> = init["env"]

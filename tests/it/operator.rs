@@ -4,7 +4,7 @@
 
 use crate::check::{Run, check};
 use crate::common::proxy::{Fault, Proxy, Rule};
-use crate::common::{plain_registry, pullcheck_cmd, tls_basic_registry};
+use crate::common::{plain_registry, pullcheck, tls_basic_registry};
 
 /// The plain registry's host, for `--plain-http`.
 fn plain_host() -> String {
@@ -56,8 +56,7 @@ fn verbose_in_a_pod_like_run_lists_each_request_and_verdict_on_stderr() {
     }
 
     // The environment variable does the same, and a false value turns it off.
-    let mut cmd = pullcheck_cmd();
-    let out = cmd
+    let out = pullcheck()
         .args([
             "check",
             "--secrets-dir",
@@ -67,11 +66,10 @@ fn verbose_in_a_pod_like_run_lists_each_request_and_verdict_on_stderr() {
         ])
         .args(["--plain-http", &host, &ok])
         .env("PULLCHECK_VERBOSE", "1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        .run();
+    let stderr = out.stderr;
     assert!(stderr.contains("-> 200"), "{stderr}");
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .args([
             "check",
             "--secrets-dir",
@@ -81,9 +79,8 @@ fn verbose_in_a_pod_like_run_lists_each_request_and_verdict_on_stderr() {
         ])
         .args(["--plain-http", &host, &ok])
         .env("PULLCHECK_VERBOSE", "false")
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+        .run();
+    assert_eq!(out.stderr, "");
 }
 
 #[test]
@@ -416,7 +413,7 @@ fn the_termination_message_fits_many_more_failures_than_before() {
     let images = failures_for_termination(&host, 15);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("termination-log");
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .args([
             "check",
             "--secrets-dir",
@@ -427,9 +424,8 @@ fn the_termination_message_fits_many_more_failures_than_before() {
         .arg("--termination-log")
         .arg(&log)
         .args(&images)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+        .run();
+    assert_eq!(out.code, 3);
     let msg = std::fs::read_to_string(&log).unwrap();
     assert!(msg.len() <= 1024, "{} bytes", msg.len());
     let lines: Vec<_> = msg.lines().collect();
@@ -464,33 +460,24 @@ fn the_termination_message_fits_the_kubelets_share_of_a_pod_with_many_containers
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("termination-log");
     let run = |extra: &[&str], containers: Option<String>| {
-        let mut cmd = pullcheck_cmd();
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("PULLCHECK_") {
-                cmd.env_remove(name);
-            }
-        }
-        cmd.args([
-            "check",
-            "--secrets-dir",
-            "/nonexistent",
-            "--plain-http",
-            &host,
-        ])
-        .arg("--termination-log")
-        .arg(&log)
-        .args(extra)
-        .args(&images);
+        let mut cmd = pullcheck()
+            .without_env_prefix("PULLCHECK_")
+            .args([
+                "check",
+                "--secrets-dir",
+                "/nonexistent",
+                "--plain-http",
+                &host,
+            ])
+            .arg("--termination-log")
+            .arg(&log)
+            .args(extra)
+            .args(&images);
         if let Some(c) = containers {
-            cmd.env("PULLCHECK_CONTAINERS", c);
+            cmd = cmd.env("PULLCHECK_CONTAINERS", c);
         }
-        let out = cmd.output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(3),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = cmd.run();
+        assert_eq!(out.code, 3, "{}", out.stderr);
         std::fs::read_to_string(&log).unwrap()
     };
     // --pod-containers N: 12288 / N bytes at most (the kubelet's share), and the first line,
@@ -524,11 +511,10 @@ fn the_termination_message_fits_the_kubelets_share_of_a_pod_with_many_containers
     let msg = run(&[], Some(format!("[{}]", facts.join(","))));
     assert!(msg.len() <= 245, "{} bytes: {msg}", msg.len());
     // A count of 0 is a usage error, not a division.
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .args(["check", "--pod-containers", "0", "x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+        .run();
+    assert_eq!(out.code, 2);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -537,25 +523,16 @@ fn the_termination_message_fits_the_kubelets_share_of_a_pod_with_many_containers
 /// `pullcheck check ARGS` with `--secrets-dir SECRETS`, `HOME` in a temp dir (no workstation
 /// config), no `DOCKER_CONFIG` and no `PULLCHECK_*` variable from the test run.
 fn check_with_secrets(secrets: &std::path::Path, home: &std::path::Path, args: &[&str]) -> Run {
-    let mut cmd = pullcheck_cmd();
-    cmd.arg("check")
+    pullcheck()
+        .arg("check")
         .arg("--secrets-dir")
         .arg(secrets)
         .args(["--termination-log", ""])
         .args(args)
         .env("HOME", home)
-        .env_remove("DOCKER_CONFIG");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PULLCHECK_") {
-            cmd.env_remove(name);
-        }
-    }
-    let out = cmd.output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .env_remove("DOCKER_CONFIG")
+        .without_env_prefix("PULLCHECK_")
+        .run()
 }
 
 fn dockerconfigjson(key: &str, user: &str, password: &str) -> String {
@@ -760,7 +737,7 @@ fn insecure_is_plain_http_as_an_alias() {
     // Without it, HTTPS is spoken to a plain registry that is not on loopback (a name pinned
     // to it), and fails; a loopback registry is spoken to in plain HTTP as containerd does.
     let pinned = "plain.insecure.test/operator/insecure:v1";
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .args([
             "check",
             "-o",
@@ -773,17 +750,12 @@ fn insecure_is_plain_http_as_an_alias() {
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
         .arg(pinned)
         .env_remove("DOCKER_CONFIG")
-        .env(
-            "PULLCHECK_TEST_RESOLVE",
-            format!("plain.insecure.test={host}"),
-        )
-        .output()
-        .unwrap();
-    assert_ne!(out.status.code(), Some(0));
+        .pin("plain.insecure.test", &host)
+        .run();
+    assert_ne!(out.code, 0);
     let run = check(&["-o", "json", "--timeout", "2s", &image]);
     assert_eq!(run.image(&image)["plain_http"], true, "{}", run.stdout);
-    let help = pullcheck_cmd().args(["check", "--help"]).output().unwrap();
-    let help = String::from_utf8_lossy(&help.stdout);
+    let help = pullcheck().args(["check", "--help"]).run().stdout;
     assert!(help.contains("--insecure"), "{help}");
     assert!(help.contains("--creds <USER:PASS>"), "{help}");
 }
@@ -853,7 +825,7 @@ fn creds_is_one_credential_for_one_run_never_shown_never_from_the_environment() 
     assert!(!run.stderr.contains(password));
 
     // No environment variable reads it: PULLCHECK_CREDS is ignored.
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .args([
             "check",
             "-o",
@@ -868,12 +840,6 @@ fn creds_is_one_credential_for_one_run_never_shown_never_from_the_environment() 
         .env("HOME", dir.path())
         .env("PULLCHECK_CREDS", &good)
         .arg(&image)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(5),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+        .run();
+    assert_eq!(out.code, 5, "{}", out.stdout);
 }

@@ -290,7 +290,10 @@ fn index_entries_are_read_as_containerd_reads_them() {
     // an entry without platform is kept (its config decides), os.features are ignored, and an
     // index of only attestations or only Windows entries has no match.
     if std::env::consts::ARCH != "x86_64" {
-        eprintln!("the oracle pulls for linux/amd64: skipped");
+        crate::common::cannot_run(
+            "index_entries_are_read_as_containerd_reads_them",
+            "the containerd oracle pulls for linux/amd64, and this machine is not x86_64",
+        );
         return;
     }
     let reg = plain_registry();
@@ -325,7 +328,8 @@ fn index_entries_are_read_as_containerd_reads_them() {
         ("platform/attestations", false),
         ("platform/windows", false),
     ];
-    let containerd = crate::route::Containerd::start();
+    let containerd =
+        crate::route::Containerd::start("index_entries_are_read_as_containerd_reads_them");
     let empty = tempfile::tempdir().unwrap();
     for (repo, pulls) in cases {
         let image = format!("{host}/{repo}:v1");
@@ -384,16 +388,15 @@ fn an_artifact_read_for_the_platform_or_start_check_is_not_an_image() {
     let containers = format!(
         r#"[{{"name":"c","image":"{image}","command":false,"args":false,"runAsNonRoot":true}}]"#
     );
-    let out = crate::common::pullcheck_cmd()
+    let out = crate::common::pullcheck()
         .args(["check", "-o", "json", "--termination-log", ""])
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
         .args(["--plain-http", &host])
         .env("PULLCHECK_CONTAINERS", containers)
         .env_remove("DOCKER_CONFIG")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(3), "{stdout}");
+        .run();
+    let stdout = out.stdout;
+    assert_eq!(out.code, 3, "{stdout}");
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["images"][0]["reason"], "not_an_image", "{json:#}");
 }

@@ -5,11 +5,10 @@
 //! stdout) never shows.
 
 use crate::check::Run;
-use crate::common::{ALICE, ALICE_PASSWORD, pullcheck_cmd, tls_basic_registry};
+use crate::common::{ALICE, ALICE_PASSWORD, pullcheck, tls_basic_registry};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PLUGIN: &str = include_str!("standin/plugin.sh");
 
@@ -87,13 +86,9 @@ providers:
         images: &[String],
     ) -> (Run, Duration) {
         let term = self.path("termination-log");
-        let mut cmd = pullcheck_cmd();
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("PULLCHECK_") {
-                cmd.env_remove(&name);
-            }
-        }
-        cmd.arg("check")
+        let (run, elapsed) = pullcheck()
+            .without_env_prefix("PULLCHECK_")
+            .arg("check")
             .args(["-o", "json", "--timeout", "6s", "--cloud-credentials", mode])
             .arg("--ca-file")
             .arg(tls_basic_registry().ca_pem_path().unwrap())
@@ -108,15 +103,7 @@ providers:
             .env_remove("DOCKER_CONFIG")
             .envs(env.iter().map(|(k, v)| (k, v)))
             .args(images)
-            .stdin(Stdio::null());
-        let started = Instant::now();
-        let out = cmd.output().unwrap();
-        let elapsed = started.elapsed();
-        let run = Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        };
+            .run_timed();
         let termination = std::fs::read_to_string(&term).unwrap_or_default();
         let all = format!("{}\n{}\n{termination}", run.stdout, run.stderr);
         assert!(!all.contains(ALICE_PASSWORD), "leaked:\n{all}");
@@ -386,25 +373,23 @@ fn plugin_token_attributes_pass_the_projected_service_account_token() {
 fn a_config_without_bin_dir_or_plugin_is_a_usage_error() {
     let p = Plugin::new();
     let config = p.config(&p.host, "ok", "");
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .args(["check", "--image-credential-provider-config"])
         .arg(&config)
         .arg(p.image("x:v1"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+        .run();
+    assert_eq!(out.code, 2);
     let bad = p.path("bad.yaml");
     std::fs::write(&bad, "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: missing-plugin\n    matchImages: [x]\n    defaultCacheDuration: 1h\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n").unwrap();
-    let out = pullcheck_cmd()
+    let out = pullcheck()
         .args(["check", "--image-credential-provider-config"])
         .arg(&bad)
         .arg("--image-credential-provider-bin-dir")
         .arg(p.path("bin"))
         .arg(p.image("x:v1"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        .run();
+    assert_eq!(out.code, 2);
+    let stderr = out.stderr;
     assert!(
         stderr.contains("provider missing-plugin: no plugin"),
         "{stderr}"

@@ -22,12 +22,18 @@ pub(crate) struct Containerd {
 }
 
 impl Containerd {
-    pub(crate) fn start() -> Option<Containerd> {
+    /// Starts one for `test`; `None` when containerd is not installed (after
+    /// [`crate::common::cannot_run`]: a failure in CI).
+    pub(crate) fn start(test: &str) -> Option<Containerd> {
         if Command::new("containerd")
             .arg("--version")
             .output()
             .is_err()
         {
+            crate::common::cannot_run(
+                test,
+                "containerd is not installed (Debian packages containerd and its ctr)",
+            );
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -212,8 +218,8 @@ fn only(run: &Run) -> Value {
 
 #[test]
 fn routes_agree_with_containerd_and_containers_image() {
-    let Some(containerd) = Containerd::start() else {
-        eprintln!("containerd not installed: skipped");
+    let Some(containerd) = Containerd::start("routes_agree_with_containerd_and_containers_image")
+    else {
         return;
     };
     let upstream = plain_registry();
@@ -913,8 +919,9 @@ fn a_short_names_search_registry_never_gets_docker_hub_credentials() {
 
 #[test]
 fn loopback_registries_are_spoken_to_in_plain_http_as_containerd_does() {
-    let Some(containerd) = Containerd::start() else {
-        eprintln!("containerd not installed: skipped");
+    let Some(containerd) =
+        Containerd::start("loopback_registries_are_spoken_to_in_plain_http_as_containerd_does")
+    else {
         return;
     };
     let plain = plain_registry();

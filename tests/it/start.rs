@@ -5,7 +5,7 @@
 use crate::check::Run;
 use crate::common::proxy::{Canned, Fault, Proxy, Rule};
 use crate::common::{
-    ALICE, ALICE_PASSWORD, Registry, RunSettings, plain_registry, pullcheck_cmd, token_registry,
+    ALICE, ALICE_PASSWORD, Registry, RunSettings, plain_registry, pullcheck, token_registry,
 };
 use pullcheck::container_start::{ContainerFacts, ContainerKind, SecurityFacts};
 use serde_json::Value;
@@ -65,13 +65,9 @@ fn run_raw(base: &[&str], env: &str, extra: &[&str]) -> Run {
 }
 
 fn run_with_env(base: &[&str], env: &str, extra: &[&str], vars: &[(&str, &str)]) -> Run {
-    let mut cmd = pullcheck_cmd();
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PULLCHECK_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.arg("check")
+    pullcheck()
+        .without_env_prefix("PULLCHECK_")
+        .arg("check")
         .args(["-o", "json", "--termination-log", ""])
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
         .args(base)
@@ -79,13 +75,7 @@ fn run_with_env(base: &[&str], env: &str, extra: &[&str], vars: &[(&str, &str)])
         .env("PULLCHECK_CONTAINERS", env)
         .envs(vars.iter().copied())
         .env_remove("DOCKER_CONFIG")
-        .stdin(std::process::Stdio::null());
-    let out = cmd.output().expect("run pullcheck");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .run()
 }
 
 /// The start prediction of a container, by name, in an image's result.
@@ -698,13 +688,8 @@ fn text_report_and_termination_message_name_the_container_and_the_fix() {
     let image = format!("{host}/start/text:v1");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("termination-log");
-    let mut cmd = pullcheck_cmd();
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PULLCHECK_") {
-            cmd.env_remove(name);
-        }
-    }
-    let out = cmd
+    let out = pullcheck()
+        .without_env_prefix("PULLCHECK_")
         .args(["check", "--plain-http", &host])
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
         .arg("--termination-log")
@@ -714,10 +699,9 @@ fn text_report_and_termination_message_name_the_container_and_the_fix() {
             ContainerFacts::to_env(&[non_root("trainer", &image, false)]),
         )
         .env_remove("DOCKER_CONFIG")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(7));
-    let text = String::from_utf8_lossy(&out.stdout);
+        .run();
+    assert_eq!(out.code, 7);
+    let text = out.stdout;
     let first = text.lines().next().unwrap();
     assert!(first.starts_with("wont_start "), "{text}");
     assert!(first.contains("container \"trainer\""), "{text}");
@@ -804,22 +788,12 @@ fn measure_start_check_cost() {
 /// `pullcheck ARGS` (a subcommand and its arguments) with no `PULLCHECK_*` setting from the
 /// environment but `vars`.
 fn pullcheck_with(args: &[&str], vars: &[(String, String)]) -> Run {
-    let mut cmd = pullcheck_cmd();
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("PULLCHECK_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.args(args)
+    pullcheck()
+        .without_env_prefix("PULLCHECK_")
+        .args(args)
         .envs(vars.iter().map(|(k, v)| (k, v)))
         .env_remove("DOCKER_CONFIG")
-        .stdin(std::process::Stdio::null());
-    let out = cmd.output().expect("run pullcheck");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .run()
 }
 
 /// Each image's verdict and its containers' predictions, by image.

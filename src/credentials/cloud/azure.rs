@@ -124,13 +124,10 @@ async fn post_form(http: &Http, url: &str, form: &[(&str, &str)]) -> Result<Answ
 
 /// The registry's exchange: Entra token in, ACR refresh token out.
 pub(crate) async fn exchange(env: &Env, http: &Http, registry: &str, token: &EntraToken) -> Answer {
-    // The exchange is on the registry itself; tests point it at a stand-in on loopback (and
-    // only there: an Entra token goes nowhere else).
-    let base = env
-        .get("PULLCHECK_TEST_ACR_EXCHANGE")
-        .map(|u| u.trim().trim_end_matches('/').to_string())
-        .filter(|u| u.starts_with("http://127.0.0.1:") || u.starts_with("http://[::1]:"))
-        .unwrap_or_else(|| format!("https://{registry}"));
+    // The exchange is on the registry itself; tests point it at a stand-in on loopback, in a
+    // build with the `test-hooks` feature only (src/test_hooks.rs).
+    let base =
+        crate::test_hooks::acr_exchange_base(env).unwrap_or_else(|| format!("https://{registry}"));
     let url = format!("{base}/oauth2/exchange");
     let who = &token.identity;
     let mut form = vec![

@@ -11,27 +11,17 @@
 //! connection, one request per connection (`Connection: close`), every request recorded.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rustls::{ServerConfig, ServerConnection, StreamOwned};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 
 use super::pki::TestPki;
+use super::tls::{Reply, TlsServer};
 
 /// The recorded Node object.
 const KIND_NODE: &str = include_str!("kind-node.json");
-/// The longest request head read.
-const MAX_HEAD: usize = 16 * 1024;
-/// Read and write time-out of one connection.
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the stand-in answers a request with the right token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,10 +58,8 @@ struct State {
 
 /// A running stand-in. Dropping it stops accepting connections and removes its directory.
 pub struct ApiServer {
-    addr: SocketAddr,
+    server: TlsServer,
     state: Arc<State>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
     dir: tempfile::TempDir,
 }
 
@@ -90,44 +78,36 @@ impl ApiServer {
         std::fs::write(dir.path().join("ca.crt"), &pki.ca_pem).expect("write ca.crt");
         std::fs::write(dir.path().join("namespace"), "ci").expect("write namespace");
 
-        let certs = vec![
-            CertificateDer::from_pem_slice(pki.server_cert_pem.as_bytes()).expect("server cert"),
-        ];
-        let key = PrivateKeyDer::from_pem_slice(pki.server_key_pem.as_bytes()).expect("key");
-        let mut config =
-            ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .expect("rustls protocol versions")
-                .with_no_client_auth()
-                .with_single_cert(certs, key)
-                .expect("API server TLS config");
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let config = Arc::new(config);
-
         let state = Arc::new(State {
             token,
             mode,
             nodes: Mutex::new(HashMap::new()),
             log: Mutex::new(Vec::new()),
         });
-        let listener = TcpListener::bind(bind).expect("bind API server");
-        let addr = listener.local_addr().expect("API server address");
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
+        let server = {
             let state = state.clone();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("api-server".into())
-                .spawn(move || accept_loop(&listener, &config, &state, &stop))
-                .expect("spawn API server")
+            TlsServer::start(
+                bind,
+                &pki.server_cert_pem,
+                &pki.server_key_pem,
+                "api-server",
+                move |head| {
+                    let (status, body) = answer(head, &state);
+                    if state.mode == Mode::Hang {
+                        // Hold the connection open without a word, longer than any test's
+                        // deadline.
+                        std::thread::sleep(Duration::from_secs(60));
+                        return None;
+                    }
+                    Some(Reply {
+                        status,
+                        headers: String::new(),
+                        body,
+                    })
+                },
+            )
         };
-        ApiServer {
-            addr,
-            state,
-            stop,
-            thread: Some(thread),
-            dir,
-        }
+        ApiServer { server, state, dir }
     }
 
     /// Serves `node` (a Node object) under its `metadata.name`.
@@ -147,12 +127,12 @@ impl ApiServer {
 
     /// `KUBERNETES_SERVICE_HOST`: an IPv6 address without brackets, as Kubernetes sets it.
     pub fn host(&self) -> String {
-        self.addr.ip().to_string()
+        self.server.addr().ip().to_string()
     }
 
     /// `KUBERNETES_SERVICE_PORT`.
     pub fn port(&self) -> String {
-        self.addr.port().to_string()
+        self.server.addr().port().to_string()
     }
 
     /// The service-account directory: `token`, `ca.crt`, `namespace`.
@@ -172,17 +152,6 @@ impl ApiServer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
-    }
-}
-
-impl Drop for ApiServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -216,73 +185,6 @@ pub fn pad_images(node: &mut Value, count: usize) {
             "sizeBytes": 200_000 - i,
         }));
         i += 1;
-    }
-}
-
-fn accept_loop(
-    listener: &TcpListener,
-    config: &Arc<ServerConfig>,
-    state: &Arc<State>,
-    stop: &AtomicBool,
-) {
-    for stream in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let config = config.clone();
-        let state = state.clone();
-        let _ = std::thread::Builder::new()
-            .name("api-conn".into())
-            .spawn(move || serve_connection(stream, config, &state));
-    }
-}
-
-fn serve_connection(stream: TcpStream, config: Arc<ServerConfig>, state: &State) {
-    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let Ok(conn) = ServerConnection::new(config) else {
-        return;
-    };
-    let mut tls = StreamOwned::new(conn, stream);
-    let mut head = Vec::new();
-    let mut buf = [0u8; 4096];
-    let end = loop {
-        if let Some(i) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        if head.len() > MAX_HEAD {
-            return;
-        }
-        match tls.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&head[..end]).into_owned();
-    let (status, body) = answer(&head, state);
-    if state.mode == Mode::Hang {
-        // Hold the connection open without a word, longer than any test's deadline.
-        std::thread::sleep(Duration::from_secs(60));
-        return;
-    }
-    let reason = match status {
-        200 => "OK",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        _ => "Error",
-    };
-    let mut response = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    response.extend_from_slice(&body);
-    if tls.write_all(&response).is_ok() {
-        let _ = tls.flush();
-        tls.conn.send_close_notify();
-        let _ = tls.flush();
     }
 }
 

@@ -1,5 +1,6 @@
 //! A throw-away certificate authority and a server certificate for `127.0.0.1` and `localhost`
-//! (and the cloud registry names the cloud-credential tests map to loopback).
+//! (and the cloud registry names the cloud-credential tests map to loopback), or for the names
+//! a test chooses.
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -24,6 +25,20 @@ impl TestPki {
     /// (and `::1`). rcgen's default validity (1975..4096) is kept: the certificates never expire
     /// during a test run.
     pub fn generate() -> TestPki {
+        TestPki::for_names(&[
+            "127.0.0.1",
+            "localhost",
+            "::1",
+            // Cloud registry names, which the cloud-credential tests map to loopback.
+            "*.dkr.ecr.us-east-1.amazonaws.com",
+            "*.pkg.dev",
+            "*.azurecr.io",
+        ])
+    }
+
+    /// A CA and a server certificate valid for exactly `names` (DNS names or IP addresses),
+    /// the first its common name.
+    pub fn for_names(names: &[&str]) -> TestPki {
         let mut ca_params =
             CertificateParams::new(Vec::<String>::new()).expect("empty SAN list is valid");
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -43,20 +58,13 @@ impl TestPki {
         let ca_cert = ca_params.self_signed(&ca_key).expect("self-sign CA");
         let issuer = Issuer::new(ca_params, ca_key);
 
-        let mut server_params = CertificateParams::new(vec![
-            "127.0.0.1".to_string(),
-            "localhost".to_string(),
-            "::1".to_string(),
-            // Cloud registry names, which the cloud-credential tests map to loopback.
-            "*.dkr.ecr.us-east-1.amazonaws.com".to_string(),
-            "*.pkg.dev".to_string(),
-            "*.azurecr.io".to_string(),
-        ])
-        .expect("valid SANs");
+        let mut server_params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .expect("valid SANs");
         server_params.distinguished_name = rcgen::DistinguishedName::new();
         server_params
             .distinguished_name
-            .push(DnType::CommonName, "127.0.0.1");
+            .push(DnType::CommonName, names.first().copied().unwrap_or("x"));
         server_params.use_authority_key_identifier_extension = true;
         server_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];

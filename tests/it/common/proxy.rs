@@ -761,112 +761,46 @@ fn relay(shared: &Shared, client: &mut TcpStream, head: &Head, fault: &Fault) ->
     result
 }
 
-/// A TLS listener on `127.0.0.1` with a certificate for chosen names, signed by a CA made for it.
-/// It records how many connections came and how many handshakes succeeded, and answers any
-/// request after a good handshake with `200 {}`. Stops when dropped.
+/// A TLS listener on `127.0.0.1` with a certificate for chosen names, signed by a CA made for it
+/// (the tests' one HTTPS stand-in, [`super::tls`]). It records how many connections came and how
+/// many handshakes succeeded, and answers any request after a good handshake with `200 {}`.
+/// Stops when dropped.
 pub struct TlsEndpoint {
-    addr: SocketAddr,
+    server: super::tls::TlsServer,
     _dir: tempfile::TempDir,
     ca_pem_path: PathBuf,
-    connections: Arc<AtomicUsize>,
-    handshakes: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
 }
 
 impl TlsEndpoint {
     /// Starts a listener whose certificate names exactly `names` (DNS names or IP addresses).
     pub fn start(names: &[&str]) -> TlsEndpoint {
-        use rcgen::{
-            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-            KeyPair, KeyUsagePurpose,
-        };
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "pullcheck faults CA");
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-        ];
-        let ca_key = KeyPair::generate().expect("CA key");
-        let ca_cert = ca_params.self_signed(&ca_key).expect("CA cert");
-        let issuer = Issuer::new(ca_params, ca_key);
-        let mut params =
-            CertificateParams::new(names.iter().map(|n| (*n).to_string()).collect::<Vec<_>>())
-                .expect("server params");
-        params
-            .distinguished_name
-            .push(DnType::CommonName, names.first().copied().unwrap_or("x"));
-        params.use_authority_key_identifier_extension = true;
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let key = KeyPair::generate().expect("server key");
-        let cert = params.signed_by(&key, &issuer).expect("server cert");
-
+        let pki = super::pki::TestPki::for_names(names);
         let dir = tempfile::tempdir().expect("TLS endpoint dir");
         let ca_pem_path = dir.path().join("ca.pem");
-        std::fs::write(&ca_pem_path, ca_cert.pem()).expect("write ca.pem");
-
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls_pki_types::PrivateKeyDer::Pkcs8(rustls_pki_types::PrivatePkcs8KeyDer::from(
-                key.serialize_der(),
-            )),
-        )
-        .expect("server TLS config");
-        let config = Arc::new(config);
-
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind TLS endpoint");
-        let addr = listener.local_addr().expect("TLS endpoint address");
-        listener.set_nonblocking(true).expect("non-blocking");
-        let connections = Arc::new(AtomicUsize::new(0));
-        let handshakes = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let accept = {
-            let (connections, handshakes, stop) =
-                (connections.clone(), handshakes.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut workers = Vec::new();
-                while !stop.load(Ordering::SeqCst) {
-                    match listener.accept() {
-                        Ok((stream, _)) => {
-                            connections.fetch_add(1, Ordering::SeqCst);
-                            let (config, handshakes) = (config.clone(), handshakes.clone());
-                            workers.push(std::thread::spawn(move || {
-                                tls_serve(&config, stream, &handshakes);
-                            }));
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                    }
-                }
-                for w in workers {
-                    let _ = w.join();
-                }
-            })
-        };
+        std::fs::write(&ca_pem_path, &pki.ca_pem).expect("write ca.pem");
+        let server = super::tls::TlsServer::start(
+            "127.0.0.1:0",
+            &pki.server_cert_pem,
+            &pki.server_key_pem,
+            "tls-endpoint",
+            |_| {
+                Some(super::tls::Reply {
+                    status: 200,
+                    headers: String::new(),
+                    body: b"{}".to_vec(),
+                })
+            },
+        );
         TlsEndpoint {
-            addr,
+            server,
             _dir: dir,
             ca_pem_path,
-            connections,
-            handshakes,
-            stop,
-            accept: Some(accept),
         }
     }
 
     /// `127.0.0.1:PORT`.
     pub fn host(&self) -> String {
-        self.addr.to_string()
+        self.server.addr().to_string()
     }
 
     /// The PEM of the CA that signed the certificate.
@@ -876,48 +810,11 @@ impl TlsEndpoint {
 
     /// TCP connections accepted so far.
     pub fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
+        self.server.connections()
     }
 
     /// TLS handshakes that completed.
     pub fn handshakes(&self) -> usize {
-        self.handshakes.load(Ordering::SeqCst)
+        self.server.handshakes()
     }
-}
-
-impl Drop for TlsEndpoint {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(a) = self.accept.take() {
-            let _ = a.join();
-        }
-    }
-}
-
-fn tls_serve(config: &Arc<rustls::ServerConfig>, mut tcp: TcpStream, handshakes: &AtomicUsize) {
-    let _ = tcp.set_nonblocking(false);
-    let _ = tcp.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = tcp.set_write_timeout(Some(Duration::from_secs(2)));
-    let Ok(mut conn) = rustls::ServerConnection::new(config.clone()) else {
-        return;
-    };
-    while conn.is_handshaking() {
-        if conn.complete_io(&mut tcp).is_err() {
-            return;
-        }
-    }
-    handshakes.fetch_add(1, Ordering::SeqCst);
-    let mut tls = rustls::Stream::new(&mut conn, &mut tcp);
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while find_blank_line(&buf).is_none() && buf.len() < MAX_HEAD {
-        match tls.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let _ = tls.write_all(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
-    );
-    let _ = tls.flush();
 }

@@ -1,9 +1,7 @@
 //! A token server for distribution's token auth (`auth: token`), in the test process.
 //!
 //! HTTPS on 127.0.0.1 with the registry's own server certificate (so a client trusts both with
-//! one `--ca-file`), one blocking std thread accepting connections and one thread per
-//! connection, rustls `ServerConnection` + `StreamOwned`, a minimal HTTP/1.1 (one request per
-//! connection, `Connection: close`). It answers `GET /token?service=..&scope=..[&scope=..]`,
+//! one `--ca-file`), served by the tests' one HTTPS stand-in ([`super::tls`]). It answers `GET /token?service=..&scope=..[&scope=..]`,
 //! with optional `Authorization: Basic`, as Docker Hub's token server does:
 //!
 //! - the answer is `{"token", "access_token", "expires_in", "issued_at"}`;
@@ -26,21 +24,18 @@
 //! leeway on `exp`, so it answers 401 `invalid_token`).
 
 use std::collections::HashSet;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
-use rustls::{ServerConfig, ServerConnection, StreamOwned};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
+
+use super::tls::{Reply, TlsServer};
 
 /// The `service` the registry names in its challenge and the token's `aud`.
 pub const TOKEN_SERVICE: &str = "pullcheck-test-registry";
@@ -50,11 +45,6 @@ pub const TOKEN_ISSUER: &str = "pullcheck-test-token-issuer";
 pub const TOKEN_LIFETIME_SECS: u64 = 300;
 /// Repositories under this prefix can be pulled anonymously.
 pub const PUBLIC_PREFIX: &str = "public/";
-
-/// The longest request head read.
-const MAX_HEAD: usize = 16 * 1024;
-/// Read and write time-out of one connection.
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One token request, as the token server saw and answered it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,10 +93,9 @@ struct State {
 
 /// A running token server. Dropping it stops accepting connections.
 pub struct TokenServer {
+    server: TlsServer,
     addr: SocketAddr,
     state: Arc<State>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
     signing_cert_pem: String,
 }
 
@@ -132,21 +121,6 @@ impl TokenServer {
             .self_signed(&rc_key)
             .expect("self-sign the token signing certificate");
 
-        let certs = vec![
-            CertificateDer::from_pem_slice(tls_cert_pem.as_bytes()).expect("token server cert"),
-        ];
-        let tls_key =
-            PrivateKeyDer::from_pem_slice(tls_key_pem.as_bytes()).expect("token server key");
-        let mut config =
-            ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .expect("rustls protocol versions")
-                .with_no_client_auth()
-                .with_single_cert(certs, tls_key)
-                .expect("token server TLS config");
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let config = Arc::new(config);
-
         let state = Arc::new(State {
             key,
             rng,
@@ -159,22 +133,27 @@ impl TokenServer {
             expire_next: Mutex::new(HashSet::new()),
             serial: AtomicU64::new(0),
         });
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind token server");
-        let addr = listener.local_addr().expect("token server address");
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
+        let server = {
             let state = state.clone();
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("token-server".into())
-                .spawn(move || accept_loop(&listener, &config, &state, &stop))
-                .expect("spawn token server")
+            TlsServer::start(
+                "127.0.0.1:0",
+                tls_cert_pem,
+                tls_key_pem,
+                "token-server",
+                move |head| {
+                    let (status, headers, body) = answer(head, &state);
+                    Some(Reply {
+                        status,
+                        headers,
+                        body: body.into_bytes(),
+                    })
+                },
+            )
         };
         TokenServer {
-            addr,
+            addr: server.addr(),
+            server,
             state,
-            stop,
-            thread: Some(thread),
             signing_cert_pem: cert.pem(),
         }
     }
@@ -259,82 +238,6 @@ impl TokenServer {
                 .to_string()
         })
     }
-}
-
-impl Drop for TokenServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn accept_loop(
-    listener: &TcpListener,
-    config: &Arc<ServerConfig>,
-    state: &Arc<State>,
-    stop: &AtomicBool,
-) {
-    for stream in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let config = config.clone();
-        let state = state.clone();
-        let _ = std::thread::Builder::new()
-            .name("token-conn".into())
-            .spawn(move || serve_connection(stream, config, &state));
-    }
-}
-
-/// One request on one connection, then close. Any I/O or TLS error just drops the connection.
-fn serve_connection(stream: TcpStream, config: Arc<ServerConfig>, state: &State) {
-    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let Ok(conn) = ServerConnection::new(config) else {
-        return;
-    };
-    let mut tls = StreamOwned::new(conn, stream);
-    let mut head = Vec::new();
-    let mut buf = [0u8; 4096];
-    let end = loop {
-        if let Some(i) = find(&head, b"\r\n\r\n") {
-            break i;
-        }
-        if head.len() > MAX_HEAD {
-            return;
-        }
-        match tls.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&head[..end]).into_owned();
-    let (status, extra_headers, body) = answer(&head, state);
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        _ => "Error",
-    };
-    let response = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra_headers}\r\n{body}",
-        body.len()
-    );
-    if tls.write_all(response.as_bytes()).is_ok() {
-        let _ = tls.flush();
-        tls.conn.send_close_notify();
-        let _ = tls.flush();
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// (status, extra header lines each ending in CRLF, body) for one request head.
