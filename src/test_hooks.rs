@@ -19,19 +19,16 @@
 //!   which has no such endpoint. Only loopback URLs are taken: an Entra token goes nowhere
 //!   else.
 
-use crate::credentials::cloud::Env;
+// A leaf: it reads what its callers hand it, so that no module of the check reaches here and
+// back.
 use std::net::SocketAddr;
 
 /// The hosts pinned to addresses by `PULLCHECK_TEST_RESOLVE` in the process's environment; a
 /// malformed entry is a configuration error. Always empty without the `test-hooks` feature.
 #[cfg(feature = "test-hooks")]
 pub(crate) fn pinned_hosts(errors: &mut Vec<String>) -> Vec<(String, SocketAddr)> {
-    parse_pinned(
-        Env::from_process()
-            .get("PULLCHECK_TEST_RESOLVE")
-            .unwrap_or(""),
-        errors,
-    )
+    let value = std::env::var("PULLCHECK_TEST_RESOLVE").unwrap_or_default();
+    parse_pinned(&value, errors)
 }
 
 /// `HOST=IP:PORT,…` as (host, address) pairs.
@@ -61,20 +58,22 @@ pub(crate) fn pinned_hosts(_errors: &mut Vec<String>) -> Vec<(String, SocketAddr
 /// `PULLCHECK_TEST_ACR_EXCHANGE` (loopback only). Always `None` without the `test-hooks`
 /// feature.
 #[cfg(feature = "test-hooks")]
-pub(crate) fn acr_exchange_base(env: &Env) -> Option<String> {
-    env.get("PULLCHECK_TEST_ACR_EXCHANGE")
+pub(crate) fn acr_exchange_base<'a>(env: impl Fn(&str) -> Option<&'a str>) -> Option<String> {
+    env("PULLCHECK_TEST_ACR_EXCHANGE")
         .map(|u| u.trim().trim_end_matches('/').to_string())
         .filter(|u| u.starts_with("http://127.0.0.1:") || u.starts_with("http://[::1]:"))
 }
 
 #[cfg(not(feature = "test-hooks"))]
-pub(crate) fn acr_exchange_base(_env: &Env) -> Option<String> {
+pub(crate) fn acr_exchange_base<'a>(_env: impl Fn(&str) -> Option<&'a str>) -> Option<String> {
     None
 }
 
-#[cfg(all(test, feature = "test-hooks"))]
+#[cfg(test)]
+#[cfg(feature = "test-hooks")]
 mod tests {
     use super::*;
+    use crate::credentials::cloud::Env;
 
     #[test]
     fn pinned_hosts_are_host_equals_address_and_a_bad_entry_is_named() {
@@ -98,8 +97,10 @@ mod tests {
 
     #[test]
     fn the_acr_exchange_goes_to_loopback_only() {
-        let at =
-            |url: &str| acr_exchange_base(&Env::from_pairs([("PULLCHECK_TEST_ACR_EXCHANGE", url)]));
+        let at = |url: &str| {
+            let env = Env::from_pairs([("PULLCHECK_TEST_ACR_EXCHANGE", url)]);
+            acr_exchange_base(|k| env.get(k))
+        };
         assert_eq!(
             at("http://127.0.0.1:8080/"),
             Some("http://127.0.0.1:8080".to_string())

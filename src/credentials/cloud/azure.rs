@@ -126,8 +126,8 @@ async fn post_form(http: &Http, url: &str, form: &[(&str, &str)]) -> Result<Answ
 pub(crate) async fn exchange(env: &Env, http: &Http, registry: &str, token: &EntraToken) -> Answer {
     // The exchange is on the registry itself; tests point it at a stand-in on loopback, in a
     // build with the `test-hooks` feature only (src/test_hooks.rs).
-    let base =
-        crate::test_hooks::acr_exchange_base(env).unwrap_or_else(|| format!("https://{registry}"));
+    let base = crate::test_hooks::acr_exchange_base(|k| env.get(k))
+        .unwrap_or_else(|| format!("https://{registry}"));
     let url = format!("{base}/oauth2/exchange");
     let who = &token.identity;
     let mut form = vec![
