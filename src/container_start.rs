@@ -34,7 +34,7 @@ use crate::report::{ContainerStart, Reason, StartReason, StartStatus};
 use serde::{Deserialize, Serialize};
 
 /// The largest user id the kubelet accepts (`validation.IsValidUserID`: 0 to `math.MaxInt32`).
-pub const MAX_USER_ID: i64 = i32::MAX as i64;
+pub(crate) const MAX_USER_ID: i64 = i32::MAX as i64;
 
 /// The most containers `PULLCHECK_CONTAINERS` may describe.
 pub const MAX_CONTAINERS: usize = 10_000;
@@ -79,7 +79,7 @@ impl SecurityFacts {
     /// over the same field of the pod's (field by field, as the kubelet's
     /// `DetermineEffectiveSecurityContext` does). Pass `SecurityFacts::default()` for a context
     /// that is absent.
-    pub fn effective(pod: &SecurityFacts, container: &SecurityFacts) -> SecurityFacts {
+    pub(crate) fn effective(pod: &SecurityFacts, container: &SecurityFacts) -> SecurityFacts {
         SecurityFacts {
             run_as_non_root: container.run_as_non_root.or(pod.run_as_non_root),
             run_as_user: container.run_as_user.or(pod.run_as_user),
@@ -96,28 +96,28 @@ impl SecurityFacts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerFacts {
     /// The container's name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its image, as written in the pod spec.
-    pub image: String,
+    pub(crate) image: String,
     /// Which list it is in, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<ContainerKind>,
+    pub(crate) kind: Option<ContainerKind>,
     /// The spec sets a non-empty `command`.
     #[serde(rename = "command")]
-    pub has_command: bool,
+    pub(crate) has_command: bool,
     /// The spec sets non-empty `args`.
     #[serde(rename = "args")]
-    pub has_args: bool,
+    pub(crate) has_args: bool,
     /// The effective `runAsNonRoot` (container over pod).
     #[serde(
         rename = "runAsNonRoot",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub run_as_non_root: Option<bool>,
+    pub(crate) run_as_non_root: Option<bool>,
     /// The effective `runAsUser` (container over pod).
     #[serde(rename = "runAsUser", default, skip_serializing_if = "Option::is_none")]
-    pub run_as_user: Option<i64>,
+    pub(crate) run_as_user: Option<i64>,
 }
 
 /// What the rules read from an image's config blob (`config.User`, `config.Entrypoint`,
@@ -125,11 +125,11 @@ pub struct ContainerFacts {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunConfig {
     /// `User`, as written (`""`, `"0:0"`, `"nginx"`, `"1000:1000"`).
-    pub user: String,
+    pub(crate) user: String,
     /// `Entrypoint` (absent or `null`: empty).
-    pub entrypoint: Vec<String>,
+    pub(crate) entrypoint: Vec<String>,
     /// `Cmd` (absent or `null`: empty).
-    pub cmd: Vec<String>,
+    pub(crate) cmd: Vec<String>,
 }
 
 /// The most characters of `User` and of each `Entrypoint` and `Cmd` item kept, and the most
@@ -141,7 +141,7 @@ impl RunConfig {
     /// A config as the rules need it, its strings bounded without changing any verdict: a
     /// numeric user keeps its value, a name stays a name; `Entrypoint` and `Cmd` keep whether
     /// they are empty or exactly `[""]`.
-    pub fn new(user: String, entrypoint: Vec<String>, cmd: Vec<String>) -> RunConfig {
+    pub(crate) fn new(user: String, entrypoint: Vec<String>, cmd: Vec<String>) -> RunConfig {
         let user = if user.chars().count() <= KEEP_CHARS {
             user
         } else {
@@ -168,7 +168,7 @@ impl RunConfig {
 
 /// Why a container will not start: one of the rules above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// `runAsNonRoot: true` with `runAsUser: 0`.
     RunAsUserZero,
     /// `runAsNonRoot: true`, no `runAsUser`, and the image runs as root (no user, or uid 0).
@@ -184,7 +184,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// The image's reason (its word and its hint are in [`Reason::about`]).
-    pub fn reason(self) -> Reason {
+    pub(crate) fn reason(self) -> Reason {
         match self {
             Refusal::RunAsUserZero => Reason::RunAsUserZero,
             Refusal::RunsAsRoot => Reason::RunsAsRoot,
@@ -195,7 +195,7 @@ impl Refusal {
     }
 
     /// What to change.
-    pub fn hint(self) -> &'static str {
+    pub(crate) fn hint(self) -> &'static str {
         self.reason().hint()
     }
 }
@@ -203,7 +203,7 @@ impl Refusal {
 /// The user an image runs as, as the runtime reports it (`getUserFromImage`) and the kubelet
 /// reads it (`getImageUser`): `(Some(uid), "")` or `(None, name)`; a config without `User`
 /// runs as uid 0.
-pub fn image_user(config_user: &str) -> (Option<i64>, String) {
+pub(crate) fn image_user(config_user: &str) -> (Option<i64>, String) {
     if config_user.is_empty() {
         return (Some(0), String::new());
     }
@@ -222,7 +222,7 @@ pub fn image_user(config_user: &str) -> (Option<i64>, String) {
 
 /// The kubelet's `verifyRunAsNonRoot`, over the effective security context and the image's
 /// user as [`image_user`] gives it. `None` when the container may start.
-pub fn verify_run_as_non_root(
+pub(crate) fn verify_run_as_non_root(
     sc: &SecurityFacts,
     uid: Option<i64>,
     username: &str,
@@ -243,7 +243,7 @@ pub fn verify_run_as_non_root(
 
 /// The runtime's command assembly: `true` when neither the spec nor the image gives a command
 /// ("no command specified").
-pub fn no_command(has_command: bool, has_args: bool, config: &RunConfig) -> bool {
+pub(crate) fn no_command(has_command: bool, has_args: bool, config: &RunConfig) -> bool {
     if has_command || has_args {
         return false;
     }
@@ -256,7 +256,7 @@ pub fn no_command(has_command: bool, has_args: bool, config: &RunConfig) -> bool
 
 /// Why a config was not read, for containers whose answer depends on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotRead {
+pub(crate) enum NotRead {
     /// `--start-check off`.
     Off,
     /// The image cannot be pulled (its own status says why).
@@ -270,7 +270,8 @@ pub enum NotRead {
 impl ContainerFacts {
     /// The effective security values of a container (container over pod), see
     /// [`SecurityFacts::effective`].
-    pub fn effective(pod: &SecurityFacts, container: &SecurityFacts) -> SecurityFacts {
+    #[cfg(test)]
+    pub(crate) fn effective(pod: &SecurityFacts, container: &SecurityFacts) -> SecurityFacts {
         SecurityFacts::effective(pod, container)
     }
 
@@ -300,7 +301,7 @@ impl ContainerFacts {
     }
 
     /// The security facts of this container.
-    pub fn security(&self) -> SecurityFacts {
+    pub(crate) fn security(&self) -> SecurityFacts {
         SecurityFacts {
             run_as_non_root: self.run_as_non_root,
             run_as_user: self.run_as_user,
@@ -311,14 +312,14 @@ impl ContainerFacts {
     /// without `runAsUser` (the image's user decides), or neither `command` nor `args` (the
     /// image's `Entrypoint` and `Cmd` decide). Otherwise the spec alone settles it, and no
     /// request is sent for it.
-    pub fn needs_image_config(&self) -> bool {
+    pub(crate) fn needs_image_config(&self) -> bool {
         let user_from_image = self.run_as_non_root == Some(true) && self.run_as_user.is_none();
         let command_from_image = !self.has_command && !self.has_args;
         user_from_image || command_from_image
     }
 
     /// The refusal the spec alone decides (`runAsNonRoot: true` with `runAsUser: 0`).
-    pub fn refusal_without_image(&self) -> Option<Refusal> {
+    pub(crate) fn refusal_without_image(&self) -> Option<Refusal> {
         match self.security() {
             sc @ SecurityFacts {
                 run_as_user: Some(_),
@@ -331,7 +332,7 @@ impl ContainerFacts {
     /// The verdict for this container: with the image's config when it was read, or why not.
     /// The kubelet checks `runAsNonRoot` before the runtime assembles the command, so the first
     /// refusal is the one reported.
-    pub fn evaluate(&self, config: Result<&RunConfig, &NotRead>) -> ContainerStart {
+    pub(crate) fn evaluate(&self, config: Result<&RunConfig, &NotRead>) -> ContainerStart {
         if let Err(NotRead::Off) = config {
             return self.start(
                 StartStatus::Unknown,

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 /// The `User-Agent` of every request.
-pub const USER_AGENT: &str = concat!("pullcheck/", env!("CARGO_PKG_VERSION"));
+pub(crate) const USER_AGENT: &str = concat!("pullcheck/", env!("CARGO_PKG_VERSION"));
 
 /// A TLS configuration that trusts `roots` alone, with ring as the crypto provider (the
 /// static binary carries no other) and no client certificate.
-pub fn tls_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig, String> {
+pub(crate) fn tls_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -21,7 +21,7 @@ pub fn tls_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig, 
 
 /// A client builder over `tls`, with our `User-Agent` and no redirect followed: the callers
 /// outside `registry` send tokens that are for the host they asked alone.
-pub fn client_builder(tls: rustls::ClientConfig) -> reqwest::ClientBuilder {
+pub(crate) fn client_builder(tls: rustls::ClientConfig) -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .user_agent(USER_AGENT)
@@ -30,7 +30,7 @@ pub fn client_builder(tls: rustls::ClientConfig) -> reqwest::ClientBuilder {
 
 /// An error and its causes, joined with `: `, without repeating a cause that the previous
 /// message already includes.
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

@@ -16,10 +16,10 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The largest images file or pod spec read (a Kubernetes object is at most ~1.5 MiB).
-pub const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Why a bounded read failed.
-pub enum LimitedReadError {
+pub(crate) enum LimitedReadError {
     /// More than the limit.
     TooLarge,
     /// The file could not be read.
@@ -76,12 +76,12 @@ fn open(path: &Path, regular_only: bool) -> Result<File, LimitedReadError> {
 /// Reads at most `max` bytes of a regular file (or a symlink to one), refusing a longer one,
 /// whatever its reported size, and refusing FIFOs, devices, sockets and directories without
 /// waiting on them.
-pub fn read_limited_file(path: &Path, max: u64) -> Result<Vec<u8>, LimitedReadError> {
+pub(crate) fn read_limited_file(path: &Path, max: u64) -> Result<Vec<u8>, LimitedReadError> {
     read_limited(open(path, true)?, max)
 }
 
 /// Reads at most `max` bytes, refusing more.
-pub fn read_limited(reader: impl Read, max: u64) -> Result<Vec<u8>, LimitedReadError> {
+pub(crate) fn read_limited(reader: impl Read, max: u64) -> Result<Vec<u8>, LimitedReadError> {
     let mut bytes = Vec::new();
     reader
         .take(max + 1)
@@ -95,7 +95,7 @@ pub fn read_limited(reader: impl Read, max: u64) -> Result<Vec<u8>, LimitedReadE
 
 /// Reads a file (or a pipe: `<(kubectl get …)`), or stdin for `-`: at most 16 MiB of UTF-8
 /// text.
-pub fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, String> {
+pub(crate) fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, String> {
     let bytes = if path == Path::new("-") {
         read_limited(stdin, MAX_INPUT_BYTES)
     } else {

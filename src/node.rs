@@ -29,17 +29,17 @@ use tokio::time::Instant;
 mod read;
 
 /// Where Kubernetes mounts the pod's service-account token, namespace and cluster CA.
-pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+pub(crate) const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The kubelet's default `nodeStatusMaxImages`: it lists at most this many images, largest
 /// first.
-pub const DEFAULT_MAX_IMAGES: usize = 50;
+pub(crate) const DEFAULT_MAX_IMAGES: usize = 50;
 /// The kubelet's `MaxNamesPerImageInNodeStatus`: it lists at most this many names of each
 /// image (`pkg/kubelet/nodestatus/setters.go`), so an image listed with this many may have more
 /// names than the list shows, the one asked about among them.
-pub const MAX_NAMES_PER_IMAGE: usize = 5;
+pub(crate) const MAX_NAMES_PER_IMAGE: usize = 5;
 /// The largest Node object read. A node listing 50 images with a few names each is tens of
 /// KiB; an object is at most ~1.5 MiB in etcd.
-pub const MAX_NODE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_NODE_BYTES: usize = 4 * 1024 * 1024;
 /// The largest token file read (a projected token is about 1 KiB).
 const MAX_TOKEN_BYTES: u64 = 64 * 1024;
 /// The largest CA file read.
@@ -68,7 +68,10 @@ pub struct NodeOptions {
 
 impl NodeOptions {
     /// Keeps, of the node's names, only those that can be one of `images` (the run's).
-    pub fn for_images<'a>(mut self, images: impl IntoIterator<Item = &'a Reference>) -> Self {
+    pub(crate) fn for_images<'a>(
+        mut self,
+        images: impl IntoIterator<Item = &'a Reference>,
+    ) -> Self {
         self.wanted = Some(Wanted::of(images));
         self
     }
@@ -167,7 +170,7 @@ pub enum NodeError {
 
 /// What a run knows about the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NodeLookup {
+pub(crate) enum NodeLookup {
     /// No `IfNotPresent` image: nothing was asked.
     NotNeeded,
     /// The node's list.
@@ -180,7 +183,7 @@ impl NodeLookup {
     /// `Some(true)` when the node lists the image; `Some(false)` when its complete list does
     /// not; `None` when unknown (not looked up, or a list without it that is truncated: in
     /// images, or in the names of one image).
-    pub fn presence(&self, reference: &Reference) -> Option<bool> {
+    pub(crate) fn presence(&self, reference: &Reference) -> Option<bool> {
         match self {
             NodeLookup::Found(images) if images.has(reference) => Some(true),
             NodeLookup::Found(images) if images.complete() => Some(false),
@@ -189,7 +192,7 @@ impl NodeLookup {
     }
 
     /// The one line for stderr when the lookup failed.
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         match self {
             NodeLookup::Failed(e) => Some(format!(
                 "node images not looked up: {e}; every image is checked at its registry"
@@ -199,7 +202,7 @@ impl NodeLookup {
     }
 
     /// The result of an `IfNotPresent` image the node lists: no registry request is made.
-    pub fn present_result(&self, image: &str, reference: &Reference) -> ImageResult {
+    pub(crate) fn present_result(&self, image: &str, reference: &Reference) -> ImageResult {
         let node = match self {
             NodeLookup::Found(images) => images.node.as_str(),
             _ => "",
@@ -223,7 +226,7 @@ impl NodeLookup {
     /// `IfNotPresent` image missing at its registry is only a warning when the node's list is
     /// truncated (the node may hold it beyond the list, and the kubelet would then start the
     /// pod without pulling).
-    pub fn annotate(&self, result: &mut ImageResult, policy: PullPolicy) {
+    pub(crate) fn annotate(&self, result: &mut ImageResult, policy: PullPolicy) {
         result.pull_policy = policy;
         // Without a list there is nothing to add (and nothing to parse again).
         let NodeLookup::Found(images) = self else {
@@ -262,7 +265,11 @@ impl NodeLookup {
 
 /// What the run knows about the node by `until`: nothing asked when no image `needed` it, else
 /// the node's list, or why there is none.
-pub async fn lookup_until(options: &NodeOptions, needed: bool, until: Instant) -> NodeLookup {
+pub(crate) async fn lookup_until(
+    options: &NodeOptions,
+    needed: bool,
+    until: Instant,
+) -> NodeLookup {
     if !needed {
         return NodeLookup::NotNeeded;
     }
@@ -278,7 +285,7 @@ pub async fn lookup_until(options: &NodeOptions, needed: bool, until: Instant) -
 }
 
 /// Reads the node's images from the API server: one request. Bound its time from outside.
-pub async fn lookup(options: &NodeOptions) -> Result<NodeImages, NodeError> {
+pub(crate) async fn lookup(options: &NodeOptions) -> Result<NodeImages, NodeError> {
     let name = options.name.as_deref().ok_or(NodeError::NoNode)?;
     if !is_node_name(name) {
         return Err(NodeError::BadName(name.chars().take(80).collect()));
@@ -372,7 +379,7 @@ fn api_base(host: &str, port: &str) -> Result<String, NodeError> {
 
 /// A node name as the API server accepts it (a DNS-1123 subdomain): it becomes a URL path
 /// segment, so nothing else may pass.
-pub fn is_node_name(name: &str) -> bool {
+pub(crate) fn is_node_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NODE_NAME
         && name.split('.').all(|label| {

@@ -65,12 +65,12 @@ impl std::fmt::Debug for Events {
 
 impl Events {
     /// Verdicts and retries to stderr; with `requests`, every request too.
-    pub fn stderr(requests: bool) -> Events {
+    pub(crate) fn stderr(requests: bool) -> Events {
         Events::to_writer(Box::new(std::io::stderr()), requests)
     }
 
     /// Verdicts and retries to `out` (a test's buffer); with `requests`, every request too.
-    pub fn to_writer(out: Box<dyn Write + Send>, requests: bool) -> Events {
+    pub(crate) fn to_writer(out: Box<dyn Write + Send>, requests: bool) -> Events {
         Events::with(out, requests, None)
     }
 
@@ -86,7 +86,7 @@ impl Events {
     /// The events a run of the CLI shows: everything with `verbose`; verdicts and retries when
     /// stderr is a terminal (someone is watching), the verdicts erased before the report; else
     /// nothing (a pod's log stays the report).
-    pub fn for_cli(verbose: bool) -> Events {
+    pub(crate) fn for_cli(verbose: bool) -> Events {
         use std::io::IsTerminal;
         let stderr = std::io::stderr();
         if verbose {
@@ -134,7 +134,7 @@ impl Events {
 
     /// Called once the check is done, before the report is written: on a terminal, erases the
     /// verdicts shown while it ran (the report has them all) and writes the retries again.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let Some(inner) = &self.inner else {
             return;
         };
@@ -159,7 +159,7 @@ impl Events {
     }
 
     /// An image's verdict, as soon as it is known.
-    pub fn verdict(&self, r: &ImageResult) {
+    pub(crate) fn verdict(&self, r: &ImageResult) {
         if self.inner.is_none() {
             return;
         }
@@ -186,7 +186,14 @@ impl Events {
 
     /// A failed attempt that will be tried again after `wait`: `retrying docker.io in 2s:
     /// connect: …`. `reason` is the verdict's reason, `what` what went wrong.
-    pub fn retry(&self, registry: &str, attempt: u32, wait: Duration, reason: &str, what: &str) {
+    pub(crate) fn retry(
+        &self,
+        registry: &str,
+        attempt: u32,
+        wait: Duration,
+        reason: &str,
+        what: &str,
+    ) {
         if self.inner.is_none() {
             return;
         }
@@ -202,12 +209,12 @@ impl Events {
     }
 
     /// Whether requests are shown (`--verbose`).
-    pub fn shows_requests(&self) -> bool {
+    pub(crate) fn shows_requests(&self) -> bool {
         self.inner.as_ref().is_some_and(|i| i.requests)
     }
 
     /// One request sent, and its status or the error that ended it (`--verbose` only).
-    pub fn request(&self, method: &str, url: &str, answer: Result<u16, String>) {
+    pub(crate) fn request(&self, method: &str, url: &str, answer: Result<u16, String>) {
         if !self.shows_requests() {
             return;
         }

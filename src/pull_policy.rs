@@ -23,7 +23,7 @@ pub enum PullPolicy {
 impl PullPolicy {
     /// The policy as written in a pod spec. Kubernetes compares the words exactly (`always` is
     /// refused by the API server), so does this.
-    pub fn parse(written: &str) -> Option<PullPolicy> {
+    pub(crate) fn parse(written: &str) -> Option<PullPolicy> {
         match written {
             "Always" => Some(PullPolicy::Always),
             "IfNotPresent" => Some(PullPolicy::IfNotPresent),
@@ -38,7 +38,7 @@ impl PullPolicy {
     /// reads it: no tag and no digest is `latest`; a digest alone is no tag at all; a tag
     /// beside a digest is kept (`app:latest@sha256:…` is `Always`); a reference that does not
     /// parse has no tag (`IfNotPresent`; admission refuses such a pod anyway).
-    pub fn default_for(image: &str) -> PullPolicy {
+    pub(crate) fn default_for(image: &str) -> PullPolicy {
         match Reference::parse(image) {
             Ok(r) if r.tag.as_deref() == Some("latest") => PullPolicy::Always,
             _ => PullPolicy::IfNotPresent,
@@ -55,8 +55,9 @@ impl PullPolicy {
         }
     }
 
+    #[cfg(test)]
     /// The word, as Kubernetes writes it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PullPolicy::Always => "Always",
             PullPolicy::IfNotPresent => "IfNotPresent",

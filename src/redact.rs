@@ -21,11 +21,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, RwLock};
 
 /// The shortest secret matched anywhere; a shorter one is matched only as a whole token.
-pub const MIN_SECRET: usize = 8;
+pub(crate) const MIN_SECRET: usize = 8;
 /// A prefix of this many characters of a secret (or more) is redacted like the whole.
-pub const MIN_PREFIX: usize = 16;
+pub(crate) const MIN_PREFIX: usize = 16;
 /// What a secret becomes.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 /// The most forms of secrets kept (each secret has up to four). Secrets are registered when
 /// they are used, not when a pull secret is read: a run holds tens.
 const MAX_FORMS: usize = 16_384;
@@ -49,7 +49,7 @@ struct Matcher {
 static KNOWN: LazyLock<RwLock<Known>> = LazyLock::new(RwLock::default);
 
 /// Registers a secret of this run (and its escaped forms).
-pub fn register(secret: &str) {
+pub(crate) fn register(secret: &str) {
     let secret = secret.trim();
     if secret.is_empty() {
         return;
@@ -83,7 +83,7 @@ pub fn register(secret: &str) {
 
 /// `text` with every registered secret, and every prefix of 16 characters or more of one,
 /// replaced by `<redacted>`. Borrowed when there is nothing to replace (the common case).
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let matcher = {
         let known = KNOWN
             .read()

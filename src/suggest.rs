@@ -30,23 +30,23 @@
 use std::cmp::Reverse;
 
 /// At most this many candidates are looked at; the rest are ignored.
-pub const MAX_CANDIDATES: usize = 10_000;
+pub(crate) const MAX_CANDIDATES: usize = 10_000;
 /// Names (wanted or candidate) longer than this many characters are ignored.
-pub const MAX_LEN: usize = 256;
+pub(crate) const MAX_LEN: usize = 256;
 /// Edit distances are computed up to this bound (longer ones all count as this plus one),
 /// which keeps each comparison at most `MAX_LEN × (2·MAX_EDITS + 1)` steps.
 const MAX_EDITS: usize = 16;
 /// Between version neighbours edits only break ties; they are counted up to this bound.
 const VERSION_TIE_EDITS: usize = 4;
 /// The shortest wanted name for which "the candidate starts with it" is enough.
-pub const MIN_PREFIX: usize = 3;
+pub(crate) const MIN_PREFIX: usize = 3;
 
 /// Up to `max` existing names close to `wanted`, best first, never `wanted` itself nor a name
 /// twice. Only the first [`MAX_CANDIDATES`] candidates are considered and names over
 /// [`MAX_LEN`] characters are skipped, so the cost is at most
 /// `O(MAX_CANDIDATES · MAX_LEN · MAX_EDITS)` whatever the input. The rules are in the module
 /// documentation.
-pub fn suggest<'a>(
+pub(crate) fn suggest<'a>(
     wanted: &str,
     candidates: impl IntoIterator<Item = &'a str>,
     max: usize,
@@ -95,7 +95,7 @@ pub fn suggest<'a>(
 /// Up to `max` of `tags`, for a message when none is close to the one asked for: version tags
 /// newest first (`v3.1`, `3.0`, `2.9-alpine`), then the others in the registry's order. Names
 /// over [`MAX_LEN`] characters are skipped, and only the first [`MAX_CANDIDATES`] are read.
-pub fn some_tags(tags: &[String], max: usize) -> Vec<String> {
+pub(crate) fn some_tags(tags: &[String], max: usize) -> Vec<String> {
     let mut lower = Vec::new();
     let mut versions: Vec<(Reverse<Vec<u64>>, usize)> = Vec::new();
     let mut others: Vec<usize> = Vec::new();

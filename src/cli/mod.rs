@@ -7,7 +7,7 @@ use clap::builder::FalseyValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-pub mod values;
+pub(crate) mod values;
 
 pub use values::Checked;
 use values::secret_value;
@@ -107,7 +107,7 @@ pub enum Command {
 }
 
 /// The default image of the injected init container.
-pub const DEFAULT_INJECT_IMAGE: &str = concat!("pullcheck:", env!("CARGO_PKG_VERSION"));
+pub(crate) const DEFAULT_INJECT_IMAGE: &str = concat!("pullcheck:", env!("CARGO_PKG_VERSION"));
 
 /// Flags of `pullcheck inject`, grouped under the headings `-h` shows.
 #[derive(Debug, Args)]
@@ -121,7 +121,7 @@ pub struct InjectArgs {
         env = "PULLCHECK_INJECT_FILE",
         help_heading = INJECT_INPUT
     )]
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
 
     /// The pullcheck image the init container runs: where you pushed it.
     ///
@@ -134,7 +134,7 @@ pub struct InjectArgs {
         default_value = DEFAULT_INJECT_IMAGE,
         help_heading = INJECT_INPUT
     )]
-    pub image: String,
+    pub(crate) image: String,
 
     /// Another pull secret to mount (repeatable).
     ///
@@ -147,7 +147,7 @@ pub struct InjectArgs {
         help_heading = CREDENTIALS,
         value_delimiter = ','
     )]
-    pub secrets: Vec<String>,
+    pub(crate) secrets: Vec<String>,
 
     /// A ConfigMap holding the check's --ca-file files.
     ///
@@ -159,7 +159,7 @@ pub struct InjectArgs {
         env = "PULLCHECK_INJECT_CA_CONFIGMAP",
         help_heading = CREDENTIALS
     )]
-    pub ca_configmap: Option<String>,
+    pub(crate) ca_configmap: Option<String>,
 
     /// Add podFailurePolicy rules for pullcheck's exit codes to Jobs.
     ///
@@ -174,7 +174,7 @@ pub struct InjectArgs {
         help_heading = INJECT_JOBS,
         value_parser = FalseyValueParser::new()
     )]
-    pub job_failure_policy: bool,
+    pub(crate) job_failure_policy: bool,
 
     /// Ignore exit 6 even in Jobs without a deadline.
     ///
@@ -188,7 +188,7 @@ pub struct InjectArgs {
         help_heading = INJECT_JOBS,
         requires = "job_failure_policy"
     )]
-    pub ignore_unreachable_without_deadline: bool,
+    pub(crate) ignore_unreachable_without_deadline: bool,
 
     /// Look IfNotPresent images up on the node first.
     ///
@@ -203,7 +203,7 @@ pub struct InjectArgs {
         help_heading = NODE,
         value_parser = FalseyValueParser::new()
     )]
-    pub node_images: bool,
+    pub(crate) node_images: bool,
 
     /// Mount containerd's hosts directory from a ConfigMap.
     ///
@@ -216,7 +216,7 @@ pub struct InjectArgs {
         env = "PULLCHECK_INJECT_HOSTS_CONFIGMAP",
         help_heading = ROUTING
     )]
-    pub hosts_configmap: Option<String>,
+    pub(crate) hosts_configmap: Option<String>,
 
     /// Mount CRI-O's registries.conf from a ConfigMap.
     ///
@@ -229,7 +229,7 @@ pub struct InjectArgs {
         env = "PULLCHECK_INJECT_REGISTRIES_CONFIGMAP",
         help_heading = ROUTING
     )]
-    pub registries_configmap: Option<String>,
+    pub(crate) registries_configmap: Option<String>,
 
     /// Mount the node's own containerd hosts directory (hostPath).
     ///
@@ -244,7 +244,7 @@ pub struct InjectArgs {
         help_heading = ROUTING,
         default_missing_value = crate::route::inject::DEFAULT_NODE_HOSTS
     )]
-    pub hosts_from_node: Option<String>,
+    pub(crate) hosts_from_node: Option<String>,
 
     /// Mount service-account tokens for the kubelet's credential providers.
     ///
@@ -267,19 +267,19 @@ pub struct InjectArgs {
             PathBuf::from
         )
     )]
-    pub credential_provider_config: Option<PathBuf>,
+    pub(crate) credential_provider_config: Option<PathBuf>,
 
     /// Arguments for `pullcheck check` in the init container.
     ///
     /// After `--`; checked with `check`'s own parser now, not in every pod: `-- --timout 30s`
     /// is exit 2 here.
     #[arg(last = true, value_name = "CHECK_ARGS")]
-    pub check_args: Vec<String>,
+    pub(crate) check_args: Vec<String>,
 }
 
 /// How index entries must match the node's platform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlatformMatch {
+pub(crate) enum PlatformMatch {
     /// containerd CRI's `platforms.Only`: the platform or an older compatible one.
     Lenient,
     /// Equal after normalisation.
@@ -288,7 +288,7 @@ pub enum PlatformMatch {
 
 /// `--cloud-credentials`: whether to ask the pod's cloud identity for a registry credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CloudCredentials {
+pub(crate) enum CloudCredentials {
     /// Ask the cloud for ECR, Artifact Registry / GCR and ACR images.
     Auto,
     /// Never.
@@ -310,7 +310,7 @@ pub enum StartCheck {
 
 /// `--platform-check`: how far to go to check that an image has a variant for the node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlatformCheck {
+pub(crate) enum PlatformCheck {
     /// Check indexes (one manifest `GET`), except on Docker Hub, where a manifest `GET` counts
     /// as a pull against the rate limit.
     Auto,
@@ -331,7 +331,7 @@ pub enum OnUnreachable {
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     /// One line per image, problems first, for people.
     Text,
     /// The JSON report, for programs.
@@ -343,7 +343,7 @@ pub enum OutputFormat {
 pub struct CheckArgs {
     /// Image references to check (`nginx`, `quay.io/org/app:v1`, `reg:5000/x@sha256:…`).
     #[arg(value_name = "IMAGE", help_heading = IMAGES)]
-    pub images: Vec<String>,
+    pub(crate) images: Vec<String>,
 
     /// More images, separated by whitespace or commas.
     #[arg(
@@ -353,7 +353,7 @@ pub struct CheckArgs {
         help_heading = IMAGES,
         value_parser = clap::builder::OsStringValueParser::new()
     )]
-    pub images_list: Option<std::ffi::OsString>,
+    pub(crate) images_list: Option<std::ffi::OsString>,
 
     /// Images pulled only when the node lacks them (`IfNotPresent`).
     ///
@@ -367,13 +367,13 @@ pub struct CheckArgs {
         help_heading = IMAGES,
         value_parser = clap::builder::OsStringValueParser::new()
     )]
-    pub if_not_present: Vec<std::ffi::OsString>,
+    pub(crate) if_not_present: Vec<std::ffi::OsString>,
 
     /// A file of images, one per line (`-`: stdin).
     ///
     /// `#` starts a comment; `-` reads stdin.
     #[arg(long, value_name = "PATH", env = "PULLCHECK_IMAGES_FILE", help_heading = IMAGES)]
-    pub images_file: Option<PathBuf>,
+    pub(crate) images_file: Option<PathBuf>,
 
     /// Manifests whose pod specs' images are checked (`-`: stdin).
     ///
@@ -382,7 +382,7 @@ pub struct CheckArgs {
     /// them, each image with its pull policy and each container with its facts for the start
     /// check; `-` reads stdin.
     #[arg(long, value_name = "PATH", env = "PULLCHECK_POD_SPEC", help_heading = IMAGES)]
-    pub pod_spec: Option<PathBuf>,
+    pub(crate) pod_spec: Option<PathBuf>,
 
     /// A docker config file or folder (repeatable).
     ///
@@ -395,7 +395,7 @@ pub struct CheckArgs {
         help_heading = CREDENTIALS,
         value_delimiter = ':'
     )]
-    pub docker_config: Vec<PathBuf>,
+    pub(crate) docker_config: Vec<PathBuf>,
 
     /// One sub-folder per mounted pull secret.
     ///
@@ -408,14 +408,14 @@ pub struct CheckArgs {
         default_value = "/var/run/pullcheck/secrets",
         help_heading = CREDENTIALS
     )]
-    pub secrets_dir: PathBuf,
+    pub(crate) secrets_dir: PathBuf,
 
     /// The node the pod runs on (`spec.nodeName`).
     ///
     /// From the downward API: the node's image list is read from the API server, with the
     /// pod's service-account token, for the --if-not-present images.
     #[arg(long, value_name = "NAME", env = "PULLCHECK_NODE_NAME", help_heading = NODE)]
-    pub node: Option<String>,
+    pub(crate) node: Option<String>,
 
     /// The kubelet's `nodeStatusMaxImages` (-1: no cap).
     ///
@@ -430,7 +430,7 @@ pub struct CheckArgs {
         allow_hyphen_values = true,
         value_parser = Checked::parser(values::node_status_max_images_value)
     )]
-    pub node_status_max_images: Checked<Option<usize>>,
+    pub(crate) node_status_max_images: Checked<Option<usize>>,
 
     /// The service-account directory holding `token` and `ca.crt` (for tests).
     #[arg(
@@ -440,7 +440,7 @@ pub struct CheckArgs {
         default_value = crate::node::SERVICE_ACCOUNT_DIR,
         hide = true
     )]
-    pub service_account_dir: PathBuf,
+    pub(crate) service_account_dir: PathBuf,
 
     /// Speak plain HTTP to this registry (repeatable).
     ///
@@ -457,7 +457,7 @@ pub struct CheckArgs {
         help_heading = ROUTING,
         value_delimiter = ','
     )]
-    pub plain_http: Vec<String>,
+    pub(crate) plain_http: Vec<String>,
 
     /// One credential for the images' one registry.
     ///
@@ -469,7 +469,7 @@ pub struct CheckArgs {
     /// uses its pull secrets there). The value is never printed (not in errors, --verbose, JSON
     /// or `Debug`), but a command line is visible to `ps` and shell history.
     #[arg(long, value_name = "USER:PASS", value_parser = secret_value, help_heading = CREDENTIALS)]
-    pub creds: Option<Secret>,
+    pub(crate) creds: Option<Secret>,
 
     /// Registries whose nodes pull with their own credentials.
     ///
@@ -483,7 +483,7 @@ pub struct CheckArgs {
         help_heading = CREDENTIALS,
         value_delimiter = ','
     )]
-    pub allow_unauthenticated: Vec<String>,
+    pub(crate) allow_unauthenticated: Vec<String>,
 
     /// Ask the pod's cloud identity for ECR, GCR and ACR credentials.
     ///
@@ -503,7 +503,7 @@ pub struct CheckArgs {
         default_value = "auto",
         help_heading = CREDENTIALS
     )]
-    pub cloud_credentials: CloudCredentials,
+    pub(crate) cloud_credentials: CloudCredentials,
 
     /// The kubelet's CredentialProviderConfig.
     ///
@@ -515,7 +515,7 @@ pub struct CheckArgs {
         env = "PULLCHECK_IMAGE_CREDENTIAL_PROVIDER_CONFIG",
         help_heading = CREDENTIALS
     )]
-    pub image_credential_provider_config: Option<PathBuf>,
+    pub(crate) image_credential_provider_config: Option<PathBuf>,
 
     /// The folder of the credential-provider plugins.
     ///
@@ -526,7 +526,7 @@ pub struct CheckArgs {
         env = "PULLCHECK_IMAGE_CREDENTIAL_PROVIDER_BIN_DIR",
         help_heading = CREDENTIALS
     )]
-    pub image_credential_provider_bin_dir: Option<PathBuf>,
+    pub(crate) image_credential_provider_bin_dir: Option<PathBuf>,
 
     /// Service-account tokens for plugins with tokenAttributes.
     ///
@@ -539,7 +539,7 @@ pub struct CheckArgs {
         default_value = crate::credentials::plugin::DEFAULT_TOKEN_DIR,
         help_heading = CREDENTIALS
     )]
-    pub credential_provider_token_dir: PathBuf,
+    pub(crate) credential_provider_token_dir: PathBuf,
 
     /// A PEM file of CA certificates to trust, besides the Mozilla roots built in. Repeatable;
     /// the environment variable takes a `:`-separated list.
@@ -554,7 +554,7 @@ pub struct CheckArgs {
         help = "CA certificates to trust (PEM, repeatable)",
         value_delimiter = ':'
     )]
-    pub ca_file: Vec<PathBuf>,
+    pub(crate) ca_file: Vec<PathBuf>,
 
     /// containerd's hosts directory (`config_path`).
     ///
@@ -569,7 +569,7 @@ pub struct CheckArgs {
         help_heading = ROUTING,
         value_delimiter = ':'
     )]
-    pub hosts_dir: Vec<PathBuf>,
+    pub(crate) hosts_dir: Vec<PathBuf>,
 
     /// CRI-O's and Podman's registries.conf.
     ///
@@ -581,7 +581,7 @@ pub struct CheckArgs {
         env = "PULLCHECK_REGISTRIES_CONF",
         help_heading = ROUTING
     )]
-    pub registries_conf: Option<PathBuf>,
+    pub(crate) registries_conf: Option<PathBuf>,
 
     /// Whether an unreachable registry fails the run.
     ///
@@ -597,7 +597,7 @@ pub struct CheckArgs {
         default_value = "fail",
         help_heading = ROUTING
     )]
-    pub on_unreachable: OnUnreachable,
+    pub(crate) on_unreachable: OnUnreachable,
 
     /// The node's platform, `OS/ARCH[/VARIANT]` or `any`.
     ///
@@ -611,7 +611,7 @@ pub struct CheckArgs {
         env = "PULLCHECK_PLATFORM",
         help_heading = NODE
     )]
-    pub platform: Option<String>,
+    pub(crate) platform: Option<String>,
 
     /// How index entries must match the platform.
     ///
@@ -625,7 +625,7 @@ pub struct CheckArgs {
         default_value = "lenient",
         help_heading = NODE
     )]
-    pub platform_match: PlatformMatch,
+    pub(crate) platform_match: PlatformMatch,
 
     /// Which manifests are read for the platform check.
     ///
@@ -640,7 +640,7 @@ pub struct CheckArgs {
         default_value = "auto",
         help_heading = NODE
     )]
-    pub platform_check: PlatformCheck,
+    pub(crate) platform_check: PlatformCheck,
 
     /// The pod's containers, for the start check (JSON).
     ///
@@ -653,7 +653,7 @@ pub struct CheckArgs {
         help_heading = IMAGES,
         value_parser = clap::builder::OsStringValueParser::new()
     )]
-    pub containers: Option<std::ffi::OsString>,
+    pub(crate) containers: Option<std::ffi::OsString>,
 
     /// How many containers the pod has (1–100000).
     ///
@@ -667,7 +667,7 @@ pub struct CheckArgs {
         help_heading = OUTPUT,
         value_parser = clap::value_parser!(u32).range(1..=100_000)
     )]
-    pub pod_containers: Option<u32>,
+    pub(crate) pod_containers: Option<u32>,
 
     /// Predict containers that will not start.
     ///
@@ -682,7 +682,7 @@ pub struct CheckArgs {
         default_value = "auto",
         help_heading = IMAGES
     )]
-    pub start_check: StartCheck,
+    pub(crate) start_check: StartCheck,
 
     /// Deadline for the whole check (at most 24h).
     ///
@@ -696,7 +696,7 @@ pub struct CheckArgs {
         allow_hyphen_values = true,
         value_parser = Checked::parser(values::timeout_value)
     )]
-    pub timeout: Checked<std::time::Duration>,
+    pub(crate) timeout: Checked<std::time::Duration>,
 
     /// How many images are checked at once (1–1024).
     ///
@@ -710,7 +710,7 @@ pub struct CheckArgs {
         allow_hyphen_values = true,
         value_parser = Checked::parser(values::concurrency_value)
     )]
-    pub concurrency: Checked<usize>,
+    pub(crate) concurrency: Checked<usize>,
 
     /// Output format on stdout.
     #[arg(
@@ -721,7 +721,7 @@ pub struct CheckArgs {
         default_value = "text",
         help_heading = OUTPUT
     )]
-    pub output: OutputFormat,
+    pub(crate) output: OutputFormat,
 
     /// Where to write the termination message.
     ///
@@ -733,7 +733,7 @@ pub struct CheckArgs {
         help_heading = OUTPUT,
         value_parser = clap::builder::OsStringValueParser::new()
     )]
-    pub termination_log: Option<std::ffi::OsString>,
+    pub(crate) termination_log: Option<std::ffi::OsString>,
 
     /// Print only the images that cannot be pulled (nothing when all can).
     #[arg(
@@ -743,7 +743,7 @@ pub struct CheckArgs {
         help_heading = OUTPUT,
         value_parser = FalseyValueParser::new()
     )]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 
     /// Show progress and every request on stderr.
     ///
@@ -758,7 +758,7 @@ pub struct CheckArgs {
         help_heading = OUTPUT,
         value_parser = FalseyValueParser::new()
     )]
-    pub verbose: bool,
+    pub(crate) verbose: bool,
 }
 
 /// The command line as `main` parses it: the derive's, with each flag's environment variable

@@ -56,9 +56,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked<T> {
     /// The value as given (on the command line, in the environment, or the default).
-    pub given: String,
+    pub(crate) given: String,
     /// What it means, or why it means nothing.
-    pub value: Result<T, String>,
+    pub(crate) value: Result<T, String>,
 }
 
 impl<T: Clone + Send + Sync + 'static> Checked<T> {

@@ -11,17 +11,17 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct InjectConfig {
     /// How the input is named in messages: its path, or `stdin`.
-    pub source: String,
+    pub(crate) source: String,
     /// The options of the edit.
-    pub options: InjectOptions,
+    pub(crate) options: InjectOptions,
     /// `--image` was left at its default, which no registry holds: said loudly.
-    pub default_image: bool,
+    pub(crate) default_image: bool,
 }
 
 impl InjectConfig {
     /// Validates `inject`'s flags and reads the file they name (the kubelet's credential
     /// provider configuration). The manifests themselves are read by the caller.
-    pub fn from_args(args: InjectArgs) -> Result<InjectConfig, ConfigErrors> {
+    pub(crate) fn from_args(args: InjectArgs) -> Result<InjectConfig, ConfigErrors> {
         let source = inject_source(&args.file);
         // An empty value (an environment variable set to nothing) turns the choice off.
         let provider_tokens = match args

@@ -38,7 +38,7 @@ pub use inject::{InjectConfig, inject_source};
 use values::{images_file_lines, split_list};
 
 /// The Kubernetes path of the termination message, used when it exists.
-pub const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
+pub(crate) const DEFAULT_TERMINATION_LOG: &str = "/dev/termination-log";
 
 /// The most images one run accepts.
 const MAX_IMAGES: usize = 10_000;
@@ -49,22 +49,22 @@ pub struct Config {
     /// The images, from every source, in order, without exact duplicates.
     pub images: Vec<String>,
     /// How to check them.
-    pub options: Options,
+    pub(crate) options: Options,
     /// The stdout format.
-    pub output: OutputFormat,
+    pub(crate) output: OutputFormat,
     /// Where the termination message goes, if anywhere.
-    pub termination_log: Option<PathBuf>,
+    pub(crate) termination_log: Option<PathBuf>,
     /// The most bytes the termination message may hold: the kubelet's share for the pod's
     /// containers ([`crate::report::termination_limit`]).
-    pub termination_max: usize,
+    pub(crate) termination_max: usize,
     /// Print problems only.
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Notes for stderr that do not stop the run (a credential helper that failed).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// Whether a look-up of the node's images was asked for (`--node`, `PULLCHECK_NODE_NAME`,
     /// or `--if-not-present` images). When it was not, a missing node name is no news: the
     /// `IfNotPresent` images of a `--pod-spec` are checked at their registries without a word.
-    pub node_lookup_asked: bool,
+    pub(crate) node_lookup_asked: bool,
 }
 
 /// Everything wrong with the flags and files, one line each.

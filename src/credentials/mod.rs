@@ -11,7 +11,7 @@
 //! all images, and bounded by the run's deadline. A provider that cannot give a credential is
 //! data ([`Lookup::notes`], [`Lookup::failed_plugin`]), never an error of the run.
 
-pub mod cloud;
+pub(crate) mod cloud;
 pub mod plugin;
 
 use crate::keyring::Credential;
@@ -41,35 +41,35 @@ impl std::fmt::Debug for NodeCredentials {
 
 /// What the node's sources gave for one image.
 #[derive(Debug, Default, Clone)]
-pub struct Lookup {
+pub(crate) struct Lookup {
     /// Credentials to try after the pull secrets, in order.
-    pub credentials: Vec<Credential>,
+    pub(crate) credentials: Vec<Credential>,
     /// Why a source that matched the image gave nothing (e.g. "aws: unavailable: …"), for the
     /// image's message. Never holds a secret.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// A plugin that matched the image and failed: its name and why (never its output).
-    pub failed_plugin: Option<(String, String)>,
+    pub(crate) failed_plugin: Option<(String, String)>,
     /// Each source that serves the image (a built-in provider's patterns, a plugin's
     /// `matchImages`) and gave no credential for it, with why: for the JSON
     /// (`providers_tried`) and for deciding whether an `unauthorized` counts.
-    pub unavailable: Vec<ProviderTried>,
+    pub(crate) unavailable: Vec<ProviderTried>,
 }
 
 /// A node-side credential source that serves an image and gave nothing for it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ProviderTried {
+pub(crate) struct ProviderTried {
     /// `aws`, `google`, `azure`, or `plugin <name>`.
-    pub provider: String,
+    pub(crate) provider: String,
     /// Whether it is a built-in cloud provider or a kubelet plugin.
     #[serde(skip)]
-    pub kind: ProviderKind,
+    pub(crate) kind: ProviderKind,
     /// Why it gave nothing (never a secret, never a plugin's output).
-    pub why: String,
+    pub(crate) why: String,
 }
 
 /// The two kinds of node-side credential source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderKind {
+pub(crate) enum ProviderKind {
     /// ECR, Artifact Registry / GCR, ACR, from the pod's cloud identity.
     Cloud,
     /// A `CredentialProviderConfig` exec plugin.
@@ -78,13 +78,16 @@ pub enum ProviderKind {
 
 impl NodeCredentials {
     /// No node credentials at all.
-    pub fn none() -> NodeCredentials {
+    pub(crate) fn none() -> NodeCredentials {
         NodeCredentials::default()
     }
 
     /// The sources of a run: built-in cloud providers (when `cloud` is given) and exec
     /// plugins (when `plugins` is given).
-    pub fn new(cloud: Option<cloud::Cloud>, plugins: Option<plugin::Plugins>) -> NodeCredentials {
+    pub(crate) fn new(
+        cloud: Option<cloud::Cloud>,
+        plugins: Option<plugin::Plugins>,
+    ) -> NodeCredentials {
         NodeCredentials {
             cloud: cloud.map(Arc::new),
             plugins: plugins.map(Arc::new),
@@ -96,20 +99,20 @@ impl NodeCredentials {
     /// credential for it, its `unauthorized` counts (by default it is a warning, since the
     /// kubelet asks the same sources with the node's identity).
     #[must_use]
-    pub fn required(mut self, required: bool) -> NodeCredentials {
+    pub(crate) fn required(mut self, required: bool) -> NodeCredentials {
         self.required = required;
         self
     }
 
     /// Whether `--cloud-credentials required` was given.
-    pub fn is_required(&self) -> bool {
+    pub(crate) fn is_required(&self) -> bool {
         self.required
     }
 
     /// The node's credentials for one image. A plugin whose `matchImages` matches takes the
     /// image (as on a node where it is configured); the built-in providers serve the images no
     /// plugin matched. Returns by `deadline` at the latest.
-    pub async fn lookup(&self, reference: &Reference, deadline: Instant) -> Lookup {
+    pub(crate) async fn lookup(&self, reference: &Reference, deadline: Instant) -> Lookup {
         let work = async {
             if let Some(plugins) = &self.plugins {
                 if let Some(found) = plugins.lookup(reference, deadline).await {

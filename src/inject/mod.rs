@@ -79,18 +79,18 @@ use std::collections::{HashMap, HashSet};
 pub use crate::manifests::Format;
 
 /// The name of the injected init container.
-pub const CONTAINER_NAME: &str = manifests::PULLCHECK;
+pub(crate) const CONTAINER_NAME: &str = manifests::PULLCHECK;
 /// Where the pull secrets are mounted, one folder per secret (`pullcheck check --secrets-dir`).
-pub const SECRETS_DIR: &str = "/var/run/pullcheck/secrets";
+pub(crate) const SECRETS_DIR: &str = "/var/run/pullcheck/secrets";
 /// The start of the names of the secret volumes that `inject` adds.
-pub const VOLUME_PREFIX: &str = "pullcheck-secret-";
+pub(crate) const VOLUME_PREFIX: &str = "pullcheck-secret-";
 /// The name of the ConfigMap volume that holds the `--ca-file` files.
-pub const CA_VOLUME: &str = "pullcheck-ca";
+pub(crate) const CA_VOLUME: &str = "pullcheck-ca";
 /// The projected volume that gives the init container a service-account token where the pod
 /// turns the automatic one off (`inject --node-images`).
-pub const SERVICE_ACCOUNT_VOLUME: &str = "pullcheck-serviceaccount";
+pub(crate) const SERVICE_ACCOUNT_VOLUME: &str = "pullcheck-serviceaccount";
 /// Where that token (`token`) and the cluster's CA (`ca.crt`) are mounted.
-pub const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/pullcheck/serviceaccount";
+pub(crate) const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/pullcheck/serviceaccount";
 /// The names of the volumes the route choices add, with the kind of volume each is.
 const ROUTE_VOLUMES: [(&str, &str); 3] = [
     ("pullcheck-hosts", "configMap"),
@@ -98,7 +98,7 @@ const ROUTE_VOLUMES: [(&str, &str); 3] = [
     ("pullcheck-node-hosts", "hostPath"),
 ];
 /// The user the init container runs as (distroless `nonroot`).
-pub const RUN_AS_USER: u64 = 65532;
+pub(crate) const RUN_AS_USER: u64 = 65532;
 
 // Resources of the init container. A pod's effective request is the larger of its biggest init
 // container's request and the sum of its app containers' requests, so requests this small never
@@ -107,26 +107,26 @@ pub const RUN_AS_USER: u64 = 65532;
 // admits the pod; a check measured at 5 MiB peak RSS for 40 images, and the CPU limit only slows
 // the TLS handshakes a little.
 /// CPU request of the init container.
-pub const CPU_REQUEST: &str = "10m";
+pub(crate) const CPU_REQUEST: &str = "10m";
 /// Memory request of the init container.
-pub const MEMORY_REQUEST: &str = "16Mi";
+pub(crate) const MEMORY_REQUEST: &str = "16Mi";
 /// CPU limit of the init container; also its request in a Guaranteed pod.
-pub const CPU_LIMIT: &str = "200m";
+pub(crate) const CPU_LIMIT: &str = "200m";
 /// Memory limit of the init container; also its request in a Guaranteed pod.
-pub const MEMORY_LIMIT: &str = "32Mi";
+pub(crate) const MEMORY_LIMIT: &str = "32Mi";
 
 /// Exit codes of `pullcheck check` after which a Job must fail at once (not found or invalid,
 /// no variant for the platform, access refused, will not start).
-pub const FAIL_JOB_EXIT_CODES: [i64; 4] = [3, 4, 5, 7];
+pub(crate) const FAIL_JOB_EXIT_CODES: [i64; 4] = [3, 4, 5, 7];
 /// Exit codes of a registry that could not be reached (it may pass): the Job retries the pod,
 /// counted against `backoffLimit` by default, not counted (`Ignore`) only when the Job's
 /// `activeDeadlineSeconds` bounds the retries, or with `--ignore-unreachable-without-deadline`.
-pub const IGNORE_EXIT_CODES: [i64; 1] = [6];
+pub(crate) const IGNORE_EXIT_CODES: [i64; 1] = [6];
 /// Exit codes of a registry this pod cannot check (plain HTTP asked over TLS, an untrusted
 /// certificate, a name its resolver does not know): permanent for the pod, so never ignored,
 /// but maybe not for the node, so not `FailJob` at once either: counted against
 /// `backoffLimit`.
-pub const COUNT_EXIT_CODES: [i64; 1] = [8];
+pub(crate) const COUNT_EXIT_CODES: [i64; 1] = [8];
 
 /// Settings of one `inject` run.
 #[derive(Debug, Clone, Default)]
@@ -161,9 +161,9 @@ pub struct Injected {
     /// The output document(s), in the input's format.
     pub output: String,
     /// Notes for stderr (e.g. a pod template whose `restartPolicy` is not `Never`).
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// What was written and why, for stderr (e.g. which `podFailurePolicy` rule on exit 6).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// How many pod specs have the init container (added now, or already as it would be).
     pub pod_specs: usize,
     /// The format that was read and written.

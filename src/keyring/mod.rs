@@ -35,18 +35,18 @@ const HELPER_MIN: Duration = Duration::from_millis(500);
 
 /// A secret value. Never printed: `Debug` and `Display` show `<redacted>`.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub(crate) struct Secret(String);
 
 impl Secret {
     /// Wraps a secret.
-    pub fn new(s: impl Into<String>) -> Secret {
+    pub(crate) fn new(s: impl Into<String>) -> Secret {
         let s = s.into();
         crate::redact::register(&s);
         Secret(s)
     }
 
     /// The secret itself, for the one place that sends it.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -67,18 +67,18 @@ impl fmt::Display for Secret {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Credential {
     /// The user name (not secret; shown in messages).
-    pub username: String,
+    pub(crate) username: String,
     /// The password or access token.
-    pub password: Secret,
+    pub(crate) password: Secret,
     /// Where it came from, for messages and JSON: `secret regcred, key 127.0.0.1:5443`.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl Credential {
     /// What tells this credential from every other in a run, for caches (tokens, refusals):
     /// two entries may share a source when their keys differ only in the user info that is
     /// never shown. Holds a keyed hash of the secret, never the secret.
-    pub fn cache_key(&self) -> String {
+    pub(crate) fn cache_key(&self) -> String {
         use std::hash::BuildHasher;
         static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
             std::sync::OnceLock::new();
@@ -94,9 +94,9 @@ impl Credential {
 #[error("credential file {path}: {what}")]
 pub struct KeyringError {
     /// The file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// What is wrong, naming the entry but never its secret.
-    pub what: String,
+    pub(crate) what: String,
 }
 
 /// The largest credential file read. A Kubernetes Secret holds at most 1 MiB.
@@ -247,22 +247,22 @@ pub struct Keyring {
 /// (`"credential_sources"`): its name, the keys it holds (registry names), and what is wrong
 /// with it. Never a user name, password or token.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct CredentialSource {
+pub(crate) struct CredentialSource {
     /// `secret regcred`, `file /path/config.json`, `docker config ~/.docker/config.json`,
     /// `--creds`.
-    pub source: String,
+    pub(crate) source: String,
     /// The file or folder read, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     /// The keys it holds, normalised as the kubelet matches them (`quay.io`, `*.gcr.io`,
     /// `index.docker.io`), including servers whose secret a credential helper keeps.
-    pub keys: Vec<String>,
+    pub(crate) keys: Vec<String>,
     /// Whether one of its keys matches an image of this run.
-    pub matches: bool,
+    pub(crate) matches: bool,
     /// Why it gave no credentials, when that is known: an empty folder, a file of the wrong
     /// name, a folder that cannot be read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 /// A source as loaded: what is shown, and the keys to match.
@@ -283,7 +283,7 @@ struct SourceRecord {
 
 /// The Docker CLI's config of a person: `$DOCKER_CONFIG/config.json`, else
 /// `~/.docker/config.json` (None without either variable).
-pub fn workstation_config() -> Option<PathBuf> {
+pub(crate) fn workstation_config() -> Option<PathBuf> {
     let dir = std::env::var_os("DOCKER_CONFIG")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".docker")))?;
@@ -298,7 +298,7 @@ impl Keyring {
     /// Last, for a person on a workstation, `workstation` (the Docker CLI's `config.json`, see
     /// [`workstation_config`]): its `auths`, and its `credHelpers` / `credsStore`, which are
     /// asked only for the registries of the images checked ([`Keyring::resolve_helpers`]).
-    pub fn load(
+    pub(crate) fn load(
         docker_configs: &[PathBuf],
         secrets_dir: Option<&Path>,
         workstation: Option<&Path>,
@@ -369,7 +369,13 @@ impl Keyring {
 
     /// Adds one credential for `registry` (`host[:port]`, or `docker.io`), before every other
     /// source: `--creds USER:PASS`, given for one run by a person on the command line.
-    pub fn add_first(&mut self, registry: &str, username: &str, password: Secret, label: &str) {
+    pub(crate) fn add_first(
+        &mut self,
+        registry: &str,
+        username: &str,
+        password: Secret,
+        label: &str,
+    ) {
         let Some(pattern) = KeyPattern::parse(registry) else {
             return;
         };
@@ -398,7 +404,7 @@ impl Keyring {
     /// The sources read, in priority order, each with its keys and whether one of them matches
     /// an image of `images` (`(registry, repository)` pairs). Which sources match is asked of
     /// the index, image by image, as the check's own lookups: linear in images and keys.
-    pub fn sources<'a>(
+    pub(crate) fn sources<'a>(
         &self,
         images: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Vec<CredentialSource> {
@@ -442,7 +448,7 @@ impl Keyring {
     /// One warning per source that gives nothing to this run: empty, of the wrong shape, or
     /// holding keys for other registries only. The workstation's own config is warned about
     /// only when something is wrong with it, not for naming other registries.
-    pub fn source_warnings<'a>(
+    pub(crate) fn source_warnings<'a>(
         &self,
         images: impl IntoIterator<Item = (&'a str, &'a str)> + Clone,
     ) -> Vec<String> {
@@ -485,7 +491,7 @@ impl Keyring {
 
     /// The sources, in words for a `no_credentials` message: `secret a (keys: quay.io), secret b
     /// (empty folder…)`, or that none was read.
-    pub fn describe_sources(&self) -> String {
+    pub(crate) fn describe_sources(&self) -> String {
         if self.sources.is_empty() {
             return "no credential source was read (no --docker-config, no pull secret under --secrets-dir)".to_string();
         }
@@ -531,7 +537,7 @@ impl Keyring {
     /// images, once each, and adds what they give. Each helper gets at most a quarter of
     /// `budget` and all of them together `budget`; one still running then is killed. Returns
     /// warnings for helpers that failed; a failed helper means anonymous, as with the Docker CLI.
-    pub fn resolve_helpers<'a>(
+    pub(crate) fn resolve_helpers<'a>(
         &mut self,
         images: impl IntoIterator<Item = (&'a str, &'a str)>,
         budget: Duration,

@@ -28,11 +28,11 @@
 mod frameworks;
 mod kinds;
 mod kubectl;
-pub mod names;
+pub(crate) mod names;
 mod parse;
 mod reader;
-pub mod splice;
-pub mod tree;
+pub(crate) mod splice;
+pub(crate) mod tree;
 
 use parse::{
     document_of_line, json_failure, nesting_error, parse, parse_json_each, syntax_or_template,
@@ -46,7 +46,7 @@ use std::fmt;
 use tree::{NodeId, Stopped, Tree};
 
 /// The name of pullcheck's own init container (left out of what the reader returns).
-pub const PULLCHECK: &str = "pullcheck";
+pub(crate) const PULLCHECK: &str = "pullcheck";
 
 /// The format of the input, and so of `inject`'s output.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub enum Format {
 
 /// Which list of the pod a [`PodContainer`] is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ContainerList {
+pub(crate) enum ContainerList {
     /// `initContainers`, run to completion one after the other before the app containers.
     Init,
     /// `initContainers` with `restartPolicy: Always`: a native sidecar, started in order and
@@ -76,7 +76,7 @@ pub enum ContainerList {
 
 impl ContainerList {
     /// The word used in origins: `initContainer`, `sidecar`, `container`, `image volume`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ContainerList::Init => "initContainer",
             ContainerList::Sidecar => "sidecar",
@@ -90,30 +90,30 @@ impl ContainerList {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodContainer {
     /// The container's name (`#N`, 1-based in its list, when it has none).
-    pub name: String,
+    pub(crate) name: String,
     /// The list it is in.
-    pub list: ContainerList,
+    pub(crate) list: ContainerList,
     /// The image as written (Spark: `driver.image`, else `spec.image`). Never empty.
-    pub image: String,
+    pub(crate) image: String,
     /// `imagePullPolicy` as written (`pullPolicy` of an image volume); `None` when unset.
-    pub image_pull_policy: Option<String>,
+    pub(crate) image_pull_policy: Option<String>,
     /// Whether `command` is set (not null, not an empty list); always `false` for an image
     /// volume.
-    pub command_set: bool,
+    pub(crate) command_set: bool,
     /// Whether `args` is set (not null, not an empty list); always `false` for an image volume.
-    pub args_set: bool,
+    pub(crate) args_set: bool,
     /// The effective `runAsNonRoot`: the container's `securityContext`, else the pod's;
     /// `None` when neither sets it (or for an image volume).
-    pub run_as_non_root: Option<bool>,
+    pub(crate) run_as_non_root: Option<bool>,
     /// The effective `runAsUser`, as `run_as_non_root`.
-    pub run_as_user: Option<i64>,
+    pub(crate) run_as_user: Option<i64>,
 }
 
 impl PodContainer {
     /// The facts the start check needs ([`crate::container_start`]); `None` for an image volume (it
     /// runs no process) and for an image with whitespace (not a reference). The security
     /// values here are the effective ones already, so the pod's context is empty.
-    pub fn start_facts(&self) -> Option<ContainerFacts> {
+    pub(crate) fn start_facts(&self) -> Option<ContainerFacts> {
         let kind = match self.list {
             ContainerList::Init => ContainerKind::Init,
             ContainerList::Sidecar => ContainerKind::Sidecar,
@@ -181,18 +181,18 @@ pub struct PodSpec {
     pub containers: Vec<PodContainer>,
     /// Containers whose image is an Argo workflow parameter (`{{inputs.parameters.image}}`),
     /// known only at run time: left out of `containers`, with a note.
-    pub parameter_images: usize,
+    pub(crate) parameter_images: usize,
     /// A Windows pod (`spec.os.name: windows`, or a `kubernetes.io/os: windows` node
     /// selector): decided here once for both subcommands. pullcheck's image runs on Linux, so
     /// `inject` leaves it unchanged, and `check --pod-spec` does not check its images either
     /// (it checks for a Linux node); the reader's note says so.
-    pub windows: bool,
+    pub(crate) windows: bool,
 }
 
 impl PodSpec {
     /// The containers whose images `check --pod-spec` checks and `inject` passes to the
     /// check: none for a Windows pod, else every container and image volume read.
-    pub fn checked(&self) -> &[PodContainer] {
+    pub(crate) fn checked(&self) -> &[PodContainer] {
         if self.windows { &[] } else { &self.containers }
     }
 }
@@ -201,7 +201,7 @@ impl PodSpec {
 #[derive(Debug, Default)]
 pub struct Manifests {
     /// The input's format.
-    pub format: Format,
+    pub(crate) format: Format,
     /// The pod specs, in document order.
     pub pod_specs: Vec<PodSpec>,
     /// Things the user should know (skipped kinds and why, unknown kinds read generically,
@@ -219,7 +219,7 @@ pub struct PodImage {
     /// The image as written.
     pub image: String,
     /// `"document 1: Job/train spec.template.spec initContainer fetch"`, for messages.
-    pub origin: String,
+    pub(crate) origin: String,
 }
 
 /// Input that cannot be read: exit 2. Messages name the input and the document, never values
@@ -485,13 +485,14 @@ pub(crate) fn kubectl_notes_of(text: &str, source: &str) -> Vec<String> {
     }
 }
 
+#[cfg(test)]
 /// Every container and image volume of every pod spec, with where it is: the reader's output
 /// flattened, for checks that look at containers one by one.
 ///
 /// # Errors
 ///
 /// As [`read`].
-pub fn pod_containers(
+pub(crate) fn pod_containers(
     text: &str,
     source: &str,
 ) -> Result<Vec<(Origin, PodContainer)>, ManifestError> {

@@ -2,7 +2,7 @@
 //! manifests carry and that `inject` makes: Secrets, volumes.
 
 /// An RFC 1123 label: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
-pub fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
@@ -13,7 +13,7 @@ pub fn is_dns_label(s: &str) -> bool {
 }
 
 /// An RFC 1123 subdomain (a Secret's name): labels joined by dots, at most 253 characters.
-pub fn is_dns_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 

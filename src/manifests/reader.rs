@@ -13,38 +13,38 @@ use tree::{NodeId, Tree};
 #[derive(Debug, Clone)]
 pub(crate) struct Spot {
     /// Index of the public [`PodSpec`] in `pod_specs`.
-    pub spec: usize,
+    pub(crate) spec: usize,
     /// The mapping that holds (or gets) `initContainers`.
-    pub holder: NodeId,
+    pub(crate) holder: NodeId,
     /// New keys go before the first of these keys found in `holder` (else before its first).
-    pub before: &'static [&'static str],
+    pub(crate) before: &'static [&'static str],
     /// The mapping that holds (or gets) `volumes` (the pod spec; a workflow's or a Spark
     /// application's spec, shared by several spots).
-    pub volumes: NodeId,
+    pub(crate) volumes: NodeId,
     /// The pod spec proper, when the spot is one (restartPolicy, os, QoS).
-    pub pod: Option<NodeId>,
+    pub(crate) pod: Option<NodeId>,
     /// The `batch/v1` Job spec this pod spec belongs to.
-    pub job: Option<NodeId>,
+    pub(crate) job: Option<NodeId>,
     /// The pull secrets' names (pod `imagePullSecrets`, Spark's list of names).
-    pub secrets: Vec<String>,
+    pub(crate) secrets: Vec<String>,
     /// `imagePullSecrets` entries that are not Secret names.
-    pub bad_secrets: Vec<String>,
+    pub(crate) bad_secrets: Vec<String>,
     /// The restartPolicy an operator sets on the pods (Kubeflow's replica restartPolicy).
-    pub operator_policy: Option<String>,
+    pub(crate) operator_policy: Option<String>,
     /// The restartPolicy the framework gives its pods when it is not written.
-    pub default_policy: Option<&'static str>,
+    pub(crate) default_policy: Option<&'static str>,
     /// Every container node (init, app, sidecars), pullcheck's own left out, for mounts and
     /// QoS.
-    pub container_nodes: Vec<NodeId>,
+    pub(crate) container_nodes: Vec<NodeId>,
     /// An app container is already named `pullcheck`.
-    pub name_taken: bool,
+    pub(crate) name_taken: bool,
     /// Fields that must be lists and are not.
-    pub not_lists: Vec<&'static str>,
+    pub(crate) not_lists: Vec<&'static str>,
     /// The pod runs on Windows.
-    pub windows: bool,
+    pub(crate) windows: bool,
     /// A container that must mount the added volumes too: the Spark operator adds to a pod
     /// only the application's volumes that the driver or executor mounts.
-    pub main_mounts: Option<NodeId>,
+    pub(crate) main_mounts: Option<NodeId>,
 }
 
 pub(super) struct Reader<'a> {

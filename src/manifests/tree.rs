@@ -16,23 +16,23 @@ use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::collections::HashMap;
 
 /// Index of a node in [`Tree::nodes`].
-pub type NodeId = usize;
+pub(crate) type NodeId = usize;
 
 /// Nesting deeper than this is refused (as `serde_json` and `serde_yaml_ng` do).
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// One node and its span in the input (byte offsets, end exclusive).
 #[derive(Debug, Clone)]
-pub struct Node {
+pub(crate) struct Node {
     /// First byte.
-    pub start: usize,
+    pub(crate) start: usize,
     /// Byte after the last (for a block collection, after its last content, not at the next
     /// token as the parser reports it).
-    pub end: usize,
+    pub(crate) end: usize,
     /// The anchor id (0: none).
-    pub anchor: usize,
+    pub(crate) anchor: usize,
     /// What the node is.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
 }
 
 impl Node {
@@ -49,7 +49,7 @@ impl Node {
 
 /// The kinds of node.
 #[derive(Debug, Clone)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A scalar: its value and whether it was plain (unquoted, not a block scalar): only plain
     /// scalars are resolved to null, booleans and numbers.
     Scalar {
@@ -78,27 +78,27 @@ pub enum Kind {
 
 /// One document: its root node and where it is in the input.
 #[derive(Debug, Clone)]
-pub struct Doc {
+pub(crate) struct Doc {
     /// The root node.
-    pub root: NodeId,
+    pub(crate) root: NodeId,
     /// First byte of the document's text (its `---` if any).
-    pub start: usize,
+    pub(crate) start: usize,
     /// Byte after its text.
-    pub end: usize,
+    pub(crate) end: usize,
 }
 
 /// All documents of an input.
 #[derive(Debug, Default)]
-pub struct Tree {
+pub(crate) struct Tree {
     /// Every node; children are indices into this.
-    pub nodes: Vec<Node>,
+    pub(crate) nodes: Vec<Node>,
     /// The documents, in order (empty documents included, as a null root).
-    pub docs: Vec<Doc>,
+    pub(crate) docs: Vec<Doc>,
     /// Anchor id → the anchored node.
     anchors: HashMap<usize, NodeId>,
     /// Whether some mapping key is a mapping or a sequence: never Kubernetes, and what an
     /// unquoted Go template (`{{ .Values.x }}`) reads as.
-    pub complex_key: bool,
+    pub(crate) complex_key: bool,
     /// How many aliases point at each anchor id (an edit inside an anchored node would change
     /// every alias too).
     alias_count: HashMap<usize, usize>,
@@ -108,7 +108,7 @@ pub struct Tree {
 
 /// What to do after one document, when they are read one at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Read on.
     Go,
     /// Stop reading: the input must be read whole.
@@ -117,26 +117,26 @@ pub enum Next {
 
 /// What is given each document when they are read one at a time: the tree, the document's
 /// 0-based number and its root.
-pub type Each<'a> = &'a mut dyn FnMut(&Tree, usize, NodeId) -> Next;
+pub(crate) type Each<'a> = &'a mut dyn FnMut(&Tree, usize, NodeId) -> Next;
 
 /// What a read one document at a time gives: `Err(Stopped)` when it stopped early.
-pub type Parsed = Result<Result<(), Stopped>, ParseError>;
+pub(crate) type Parsed = Result<Result<(), Stopped>, ParseError>;
 
 /// Why reading one document at a time stopped before the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stopped;
+pub(crate) struct Stopped;
 
 /// Why the text could not be read.
 #[derive(Debug, Clone)]
 pub struct ParseError {
     /// 1-based document number.
-    pub document: usize,
+    pub(crate) document: usize,
     /// 1-based line in the whole input.
-    pub line: usize,
+    pub(crate) line: usize,
     /// 1-based column.
-    pub column: usize,
+    pub(crate) column: usize,
     /// The parser's message (it never quotes the document).
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// Char index → byte offset, for non-ASCII input (the parser counts characters).
@@ -170,7 +170,7 @@ impl Offsets {
 impl Tree {
     /// Parses YAML text (one or more documents). `base` is added to every offset and
     /// `first_document`/`first_line` to numbers in errors (for JSON values read one by one).
-    pub fn parse_yaml(&mut self, text: &str, base: usize) -> Result<(), ParseError> {
+    pub(crate) fn parse_yaml(&mut self, text: &str, base: usize) -> Result<(), ParseError> {
         self.parse_stream(text, base, None).map(|_| ())
     }
 
@@ -181,7 +181,7 @@ impl Tree {
     /// followed then, nor can an earlier document know it is aliased: reading stops
     /// (`Ok(Err(Stopped))`) and the input is to be read whole. So it does when `each` says
     /// [`Next::Stop`].
-    pub fn parse_each(&mut self, text: &str, base: usize, each: Each<'_>) -> Parsed {
+    pub(crate) fn parse_each(&mut self, text: &str, base: usize, each: Each<'_>) -> Parsed {
         self.parse_stream(text, base, Some(each))
     }
 
@@ -412,7 +412,7 @@ impl Tree {
     }
 
     /// Follows aliases (a bounded number of times) to the node they name.
-    pub fn resolve(&self, mut id: NodeId) -> NodeId {
+    pub(crate) fn resolve(&self, mut id: NodeId) -> NodeId {
         for _ in 0..MAX_DEPTH {
             match self.nodes[id].kind {
                 Kind::Alias(a) => match self.anchors.get(&a) {
@@ -426,13 +426,13 @@ impl Tree {
     }
 
     /// Whether an alias elsewhere refers to this node (so editing it would edit them too).
-    pub fn is_aliased(&self, id: NodeId) -> bool {
+    pub(crate) fn is_aliased(&self, id: NodeId) -> bool {
         let a = self.nodes[id].anchor;
         a != 0 && self.alias_count.get(&a).is_some_and(|n| *n > 0)
     }
 
     /// The mapping entries of a node (through aliases), else none.
-    pub fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
+    pub(crate) fn entries(&self, id: NodeId) -> &[(NodeId, NodeId)] {
         match &self.nodes[self.resolve(id)].kind {
             Kind::Map { entries, .. } => entries,
             _ => &[],
@@ -440,7 +440,7 @@ impl Tree {
     }
 
     /// The items of a sequence (through aliases), else none.
-    pub fn items(&self, id: NodeId) -> &[NodeId] {
+    pub(crate) fn items(&self, id: NodeId) -> &[NodeId] {
         match &self.nodes[self.resolve(id)].kind {
             Kind::Seq { items, .. } => items,
             _ => &[],
@@ -448,7 +448,7 @@ impl Tree {
     }
 
     /// The entry for `key` written in this mapping itself (no merge keys): (key node, value node).
-    pub fn own_entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
+    pub(crate) fn own_entry(&self, map: NodeId, key: &str) -> Option<(NodeId, NodeId)> {
         self.entries(map)
             .iter()
             .find(|(k, _)| self.scalar(*k) == Some(key))
@@ -457,7 +457,7 @@ impl Tree {
 
     /// The value of `key` in a mapping, following aliases and `<<` merge keys (as kubectl's
     /// YAML reader does); the value node is resolved.
-    pub fn get(&self, map: NodeId, key: &str) -> Option<NodeId> {
+    pub(crate) fn get(&self, map: NodeId, key: &str) -> Option<NodeId> {
         self.get_depth(map, key, 0)
     }
 
@@ -480,7 +480,7 @@ impl Tree {
     }
 
     /// Whether a mapping has a `<<` merge key.
-    pub fn has_merge(&self, map: NodeId) -> bool {
+    pub(crate) fn has_merge(&self, map: NodeId) -> bool {
         self.own_entry(map, "<<").is_some()
     }
 
@@ -493,28 +493,28 @@ impl Tree {
     }
 
     /// `get` then `scalar`.
-    pub fn str_at(&self, map: NodeId, key: &str) -> Option<&str> {
+    pub(crate) fn str_at(&self, map: NodeId, key: &str) -> Option<&str> {
         self.get(map, key).and_then(|v| self.scalar(v))
     }
 
     /// Whether a node is null (a plain `~`, `null` or nothing).
-    pub fn is_null(&self, id: NodeId) -> bool {
+    pub(crate) fn is_null(&self, id: NodeId) -> bool {
         matches!(&self.nodes[self.resolve(id)].kind,
             Kind::Scalar { value, plain: true } if is_null_word(value))
     }
 
     /// Whether a node is a mapping / a sequence (through aliases).
-    pub fn is_map(&self, id: NodeId) -> bool {
+    pub(crate) fn is_map(&self, id: NodeId) -> bool {
         matches!(self.nodes[self.resolve(id)].kind, Kind::Map { .. })
     }
 
     /// See [`Tree::is_map`].
-    pub fn is_seq(&self, id: NodeId) -> bool {
+    pub(crate) fn is_seq(&self, id: NodeId) -> bool {
         matches!(self.nodes[self.resolve(id)].kind, Kind::Seq { .. })
     }
 
     /// A YAML 1.1 boolean (plain `true`, `yes`, `on`, `y`… in their cases).
-    pub fn as_bool(&self, id: NodeId) -> Option<bool> {
+    pub(crate) fn as_bool(&self, id: NodeId) -> Option<bool> {
         match &self.nodes[self.resolve(id)].kind {
             Kind::Scalar { value, plain: true } => bool_word(value),
             _ => None,
@@ -522,7 +522,7 @@ impl Tree {
     }
 
     /// A YAML 1.1 integer (plain: `_` separators, `0x`, `0b`, leading-`0` octal).
-    pub fn as_i64(&self, id: NodeId) -> Option<i64> {
+    pub(crate) fn as_i64(&self, id: NodeId) -> Option<i64> {
         match &self.nodes[self.resolve(id)].kind {
             Kind::Scalar { value, plain: true } => int_word(value),
             _ => None,
@@ -532,7 +532,7 @@ impl Tree {
     /// The node as kubectl reads it (YAML 1.1 scalars, merge keys applied), for comparisons.
     /// `None` past [`MAX_DEPTH`] levels of aliases or nesting, or when aliases would expand it
     /// past four times the input's nodes (a "billion laughs" would take all memory).
-    pub fn to_json(&self, id: NodeId) -> Option<serde_json::Value> {
+    pub(crate) fn to_json(&self, id: NodeId) -> Option<serde_json::Value> {
         let mut budget = self.nodes.len().saturating_mul(4).saturating_add(1024);
         self.to_json_depth(id, 0, &mut budget)
     }

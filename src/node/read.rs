@@ -10,16 +10,16 @@ use std::collections::HashSet;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeImages {
     /// The node's name.
-    pub node: String,
+    pub(crate) node: String,
     /// Every listed name, normalised (`docker.io/library/nginx:1.27`, `…@sha256:…`).
     pub(super) names: HashSet<String>,
     /// How many images the node lists.
     pub listed: usize,
     /// The node lists as many images as the kubelet reports at most: it may hold more.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// How many images are listed with [`MAX_NAMES_PER_IMAGE`] names (or more): each may have
     /// names the list leaves out, so a name not found proves nothing.
-    pub names_capped: usize,
+    pub(crate) names_capped: usize,
     /// The cap the list was read against, for messages.
     pub(super) max_images: Option<usize>,
 }
@@ -239,9 +239,10 @@ impl<'de> serde::de::Visitor<'de> for Field<'_, '_> {
 }
 
 impl NodeImages {
+    #[cfg(test)]
     /// Reads a Node object (JSON), keeping every name. Names that do not parse as references
     /// (none should) are skipped.
-    pub fn from_json(
+    pub(crate) fn from_json(
         node: &str,
         body: &[u8],
         max_images: Option<usize>,

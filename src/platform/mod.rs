@@ -108,12 +108,12 @@ const ARM64_VERSIONS: &[(&str, &[(u8, u8)])] = &[
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Platform {
     /// `linux`, `windows`, … (lower case once normalised)
-    pub os: String,
+    pub(crate) os: String,
     /// Go's architecture names: `amd64`, `arm64`, `arm`, `386`, `ppc64le`, `s390x`, …
-    pub architecture: String,
+    pub(crate) architecture: String,
     /// CPU variant: `v7` for arm, `v8` for arm64, `v2`…`v4` for amd64 (none for amd64 v1)
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub variant: Option<String>,
+    pub(crate) variant: Option<String>,
 }
 
 impl Platform {
@@ -198,7 +198,7 @@ impl Platform {
     /// its variant from `/proc/cpuinfo` as containerd does (`CPU architecture`, with the
     /// Raspberry Pi ARMv6 quirk), then `/proc/sys/kernel/arch` (the `uname -m` containerd falls
     /// back to), and is `v7` when neither can be read. Computed once.
-    pub fn host() -> Platform {
+    pub(crate) fn host() -> Platform {
         static HOST: OnceLock<Platform> = OnceLock::new();
         HOST.get_or_init(|| {
             let arch = go_arch(std::env::consts::ARCH, cfg!(target_endian = "little"));
@@ -226,7 +226,7 @@ impl Platform {
     ///
     /// containerd writes arm64 v8 as no variant; we show `v8` (what the node reports), which
     /// matches the same entries.
-    pub fn normalize(&self) -> Platform {
+    pub(crate) fn normalize(&self) -> Platform {
         let (architecture, variant) = normalize_arch(
             &self.architecture,
             self.variant.as_deref().unwrap_or_default(),
@@ -260,7 +260,7 @@ impl fmt::Display for Platform {
 /// The variants a known architecture has (after normalisation), or `None` for an architecture
 /// without a list of its own (any variant is taken as given). `amd64` v1 is written without a
 /// variant; `386` has none.
-pub fn known_variants(architecture: &str) -> Option<Vec<&'static str>> {
+pub(crate) fn known_variants(architecture: &str) -> Option<Vec<&'static str>> {
     match architecture {
         "amd64" => Some(vec!["v1", "v2", "v3", "v4"]),
         "arm64" => Some(ARM64_VERSIONS.iter().map(|(v, _)| *v).collect()),
@@ -272,7 +272,7 @@ pub fn known_variants(architecture: &str) -> Option<Vec<&'static str>> {
 impl Platform {
     /// The variant, when the architecture has a list of known variants and the variant is not
     /// one of them (`linux/amd64/v9`): no runtime reports it, so no index entry will match.
-    pub fn unknown_variant(&self) -> Option<&str> {
+    pub(crate) fn unknown_variant(&self) -> Option<&str> {
         let variant = self.variant.as_deref()?;
         let known = known_variants(&self.architecture)?;
         (!known.contains(&variant)).then_some(variant)

@@ -20,9 +20,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Docker Hub's canonical registry name in references.
-pub const DOCKER_HUB: &str = "docker.io";
+pub(crate) const DOCKER_HUB: &str = "docker.io";
 /// The host that actually serves Docker Hub's registry API.
-pub const DOCKER_HUB_API: &str = "registry-1.docker.io";
+pub(crate) const DOCKER_HUB_API: &str = "registry-1.docker.io";
 
 /// Docker Hub's legacy name ("the Docker Index"), normalised to [`DOCKER_HUB`].
 const LEGACY_DOCKER_HUB: &str = "index.docker.io";
@@ -46,13 +46,13 @@ const SHOWN_PART_CHARS: usize = 40;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Reference {
     /// `host[:port]` as the runtime sees it, `docker.io` for Docker Hub (never index.docker.io / registry-1.docker.io)
-    pub registry: String,
+    pub(crate) registry: String,
     /// repository path inside the registry, e.g. `library/nginx`
-    pub repository: String,
+    pub(crate) repository: String,
     /// the tag; `latest` is filled in when neither tag nor digest was given
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
     /// `algorithm:hex`
-    pub digest: Option<String>,
+    pub(crate) digest: Option<String>,
 }
 
 impl Reference {
@@ -115,9 +115,9 @@ impl fmt::Display for Reference {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReferenceError {
     /// The rejected input, unmodified.
-    pub input: String,
+    pub(crate) input: String,
     /// What is wrong with it.
-    pub kind: ReferenceErrorKind,
+    pub(crate) kind: ReferenceErrorKind,
 }
 
 /// The class of a [`ReferenceError`].
@@ -126,7 +126,7 @@ pub struct ReferenceError {
 /// specific than Go's catch-all "invalid reference format" (a bad tag is
 /// [`InvalidTag`](Self::InvalidTag), not `InvalidFormat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReferenceErrorKind {
+pub(crate) enum ReferenceErrorKind {
     /// The input is the empty string.
     Empty,
     /// The repository path is longer than 255 characters.

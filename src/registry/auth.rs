@@ -12,14 +12,14 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Challenge {
     /// The scheme, lower-cased (`basic`, `bearer`).
-    pub scheme: String,
+    pub(crate) scheme: String,
     /// The parameters in order; names lower-cased, values unquoted.
-    pub params: Vec<(String, String)>,
+    pub(crate) params: Vec<(String, String)>,
 }
 
 impl Challenge {
     /// The value of a parameter, by lower-case name.
-    pub fn param(&self, name: &str) -> Option<&str> {
+    pub(crate) fn param(&self, name: &str) -> Option<&str> {
         self.params
             .iter()
             .find(|(k, _)| k == name)
@@ -211,9 +211,9 @@ pub fn bearer_error(header: impl AsRef<[u8]>) -> Option<String> {
 #[derive(Clone)]
 pub struct Token {
     /// The token to send as `Authorization: Bearer …`.
-    pub value: String,
+    pub(crate) value: String,
     /// How long the token server said it lives.
-    pub lifetime: Duration,
+    pub(crate) lifetime: Duration,
 }
 
 impl fmt::Debug for Token {

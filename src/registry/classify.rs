@@ -16,25 +16,25 @@ use std::time::Duration;
 pub struct Verdict {
     /// A finer machine-readable reason (`tag_missing`, `credentials_rejected`, `timeout`, …),
     /// which gives the status.
-    pub reason: Reason,
+    pub(crate) reason: Reason,
     /// What happened, naming the image, the registry and what was tried.
-    pub message: String,
+    pub(crate) message: String,
     /// What to do next (empty when fine).
-    pub hint: String,
+    pub(crate) hint: String,
     /// `Some` when retrying may help, with the wait the registry asked for, if any.
-    pub retry: Option<Option<Duration>>,
+    pub(crate) retry: Option<Option<Duration>>,
     /// The digest, when found.
-    pub digest: Option<String>,
+    pub(crate) digest: Option<String>,
     /// The index entry for the node's platform, when an index was checked.
-    pub platform_digest: Option<String>,
+    pub(crate) platform_digest: Option<String>,
     /// On a found image: whether its platform was checked, and if not, why.
-    pub platform: Option<PlatformSeen>,
+    pub(crate) platform: Option<PlatformSeen>,
     /// The platforms an image has, when none fits the node.
-    pub available_platforms: Vec<String>,
+    pub(crate) available_platforms: Vec<String>,
     /// Close tags or repositories, when one is missing.
-    pub suggestions: Vec<String>,
+    pub(crate) suggestions: Vec<String>,
     /// When no tag is close to a missing one: a few the repository has.
-    pub some_tags: Vec<String>,
+    pub(crate) some_tags: Vec<String>,
 }
 
 impl Verdict {
@@ -55,7 +55,7 @@ impl Verdict {
     }
 
     /// The status the reason gives.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         self.reason.status()
     }
 

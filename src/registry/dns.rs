@@ -26,9 +26,9 @@ use tokio::sync::watch;
 /// A lookup that failed, with what the resolver said.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{detail}")]
-pub struct DnsError {
+pub(crate) struct DnsError {
     /// The resolver says the name does not exist (NXDOMAIN, or no address for it).
-    pub no_such_host: bool,
+    pub(crate) no_such_host: bool,
     detail: String,
 }
 
@@ -36,7 +36,7 @@ type Answer = Option<Result<Arc<Vec<SocketAddr>>, DnsError>>;
 
 /// The resolver given to reqwest.
 #[derive(Default)]
-pub struct Resolver {
+pub(crate) struct Resolver {
     inflight: Arc<Mutex<HashMap<String, watch::Receiver<Answer>>>>,
 }
 
@@ -128,7 +128,7 @@ fn says_no_such_host(message: &str) -> bool {
 }
 
 /// The [`DnsError`] in an error's causes, if a lookup is what failed.
-pub fn dns_error<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e DnsError> {
+pub(crate) fn dns_error<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e DnsError> {
     let mut cur = Some(e);
     while let Some(c) = cur {
         if let Some(d) = c.downcast_ref::<DnsError>() {

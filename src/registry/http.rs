@@ -29,7 +29,7 @@ impl Client {
         answer
     }
 
-    /// Sends a request, following redirects as [`redirect_policy`] allows.
+    /// Sends a request, following redirects as [`redirect_policy`](super::redirect_policy) allows.
     ///
     /// An endpoint's own client (hosts.toml `header`, `ca`, `client`, `skip_verify`) stops at
     /// a redirect to another origin: those settings belong to their host, and reqwest would
@@ -111,7 +111,7 @@ pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(wait.min(MAX_SERVER_WAIT))
 }
 
-/// The target of a redirect that an endpoint's client handed back ([`redirect_policy`]): a
+/// The target of a redirect that an endpoint's client handed back ([`redirect_policy`](super::redirect_policy)): a
 /// 301, 302, 303, 307 or 308 whose `Location` is on another origin than the answer's, and
 /// not a downgrade from HTTPS to plain HTTP (which is left as the answer, refused).
 fn elsewhere(resp: &reqwest::Response) -> Option<reqwest::Url> {

@@ -95,7 +95,7 @@ pub(super) fn parse_config(body: &[u8]) -> ConfigRead {
 impl Client {
     /// Reads the config of an image the probe found (`found` is its [`Fact::Found`]), with the
     /// credential the probe used (`None`: anonymous).
-    pub async fn image_config(
+    pub(crate) async fn image_config(
         &self,
         reference: &Reference,
         found: &Fact,

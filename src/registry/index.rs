@@ -20,13 +20,13 @@ pub struct IndexScan {
     /// Entries with a platform that is not an attestation's (`unknown/unknown`).
     pub usable: usize,
     /// Attestation entries (`unknown/unknown`): no node runs them.
-    pub attestations: usize,
+    pub(crate) attestations: usize,
     /// The first entry without a `platform` (`Some(None)`: it has no digest): containerd keeps
     /// such an entry, after those that match, and reads its config to decide.
-    pub no_platform: Option<Option<String>>,
+    pub(crate) no_platform: Option<Option<String>>,
     /// The digest of the entry the runtime would pick (`Some(None)`: it has no digest), or
     /// `None` when no entry fits the node.
-    pub best: Option<Option<String>>,
+    pub(crate) best: Option<Option<String>>,
     /// The first distinct platforms, in index order, at most [`MAX_SHOWN_PLATFORMS`].
     pub shown: Vec<String>,
     /// Distinct platforms beyond `shown`.

@@ -32,7 +32,7 @@
 
 pub mod auth;
 pub mod classify;
-pub mod dns;
+pub(crate) mod dns;
 mod http;
 mod image_config;
 pub mod index;
@@ -59,7 +59,7 @@ use std::time::Duration;
 
 /// The manifest types a runtime accepts. Without the OCI types distribution answers 404 for OCI
 /// images; without the Docker schema2 type it rewrites schema2 manifests to schema1.
-pub const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
+pub(crate) const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.index.v1+json, \
 application/vnd.oci.image.manifest.v1+json, \
 application/vnd.docker.distribution.manifest.list.v2+json, \
 application/vnd.docker.distribution.manifest.v2+json";
@@ -71,7 +71,7 @@ const SUGGESTION_MARGIN: Duration = Duration::from_millis(300);
 
 /// Which request of a probe a fact is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// `GET /v2/`, the version check: sent only after a manifest 404 that nothing explained
     /// (is the host a registry at all?).
     Ping,
@@ -85,7 +85,7 @@ pub enum Step {
 
 /// Who a probe authenticated as.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AuthUsed {
+pub(crate) enum AuthUsed {
     /// No credentials were sent (none matched, or the registry asked for none).
     Anonymous,
     /// A credential: its user name and source (never its secret).
@@ -109,7 +109,7 @@ impl AuthUsed {
     }
 
     /// How JSON names it: `anonymous`, or the credential's source.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             AuthUsed::Anonymous => "anonymous".to_string(),
             AuthUsed::Credential { source, .. } => source.clone(),
@@ -119,7 +119,7 @@ impl AuthUsed {
 
 /// What went wrong in a TLS handshake, as far as it decides the verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TlsFailure {
+pub(crate) enum TlsFailure {
     /// The server answered the TLS hello in plain HTTP (rustls: "received corrupt message of
     /// type InvalidContentType"): a plain-HTTP registry asked over HTTPS.
     PlainHttpAnswer,
@@ -132,7 +132,7 @@ pub enum TlsFailure {
 
 /// The raw facts one probe found, before classification.
 #[derive(Debug)]
-pub enum Fact {
+pub(crate) enum Fact {
     /// The manifest exists.
     Found {
         /// `Docker-Content-Digest`, or the reference's own digest.
@@ -245,7 +245,7 @@ pub enum Fact {
 
 /// Whether the platform of an image that was found was checked, and if not, why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlatformSeen {
+pub(crate) enum PlatformSeen {
     /// An index entry or the image's config matched the node's platform.
     Checked,
     /// The user turned the check off (`--platform any`, `--platform-check off`).
@@ -258,11 +258,11 @@ pub enum PlatformSeen {
 #[derive(Debug)]
 pub struct Outcome {
     /// The decisive fact.
-    pub fact: Fact,
+    pub(crate) fact: Fact,
     /// The credential in use when the fact was found.
-    pub auth: AuthUsed,
+    pub(crate) auth: AuthUsed,
     /// Every credential tried, in order (several when the first ones were refused).
-    pub tried: Vec<AuthUsed>,
+    pub(crate) tried: Vec<AuthUsed>,
 }
 
 /// Settings for the HTTP client.
@@ -280,7 +280,7 @@ pub struct ClientOptions {
 
 /// How far to go to check that an image has a variant for the node (`--platform-check`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PlatformCheck {
+pub(crate) enum PlatformCheck {
     /// Check indexes (one manifest `GET`), except on Docker Hub, where a manifest `GET` counts
     /// as a pull against the rate limit.
     #[default]
@@ -295,11 +295,11 @@ pub enum PlatformCheck {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlatformPolicy {
     /// The node's platform; `None` (`--platform any`) turns the check off.
-    pub want: Option<Platform>,
+    pub(crate) want: Option<Platform>,
     /// Lenient (containerd CRI's `platforms.Only`) or strict matching.
-    pub mode: MatchMode,
+    pub(crate) mode: MatchMode,
     /// How far to go.
-    pub check: PlatformCheck,
+    pub(crate) check: PlatformCheck,
 }
 
 impl Default for PlatformPolicy {
@@ -314,7 +314,7 @@ impl Default for PlatformPolicy {
 
 /// A client for all registries of a run: one connection pool, and one learnt challenge and one
 /// token cache per registry.
-pub struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     /// Where each request is reported (`--verbose`).
     events: Events,
@@ -350,12 +350,12 @@ const BODY_BUDGET_KIB: u32 = 5 * 1024;
 /// The client could not be built (bad TLS settings): the run cannot start.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot set up the HTTP client: {0}")]
-pub struct ClientError(String);
+pub(crate) struct ClientError(String);
 
 impl Client {
     /// Builds the client. The trusted roots are the Mozilla roots compiled into the binary plus
     /// the extra CA certificates, so it works in a `FROM scratch` image with no system store.
-    pub fn new(options: &ClientOptions) -> Result<Client, ClientError> {
+    pub(crate) fn new(options: &ClientOptions) -> Result<Client, ClientError> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         for cert in &options.ca_certs {
@@ -386,7 +386,7 @@ impl Client {
     }
 
     /// Reports every request to `events` (shown with `--verbose`).
-    pub fn set_events(&mut self, events: Events) {
+    pub(crate) fn set_events(&mut self, events: Events) {
         self.events = events;
     }
 }
@@ -503,7 +503,7 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
 
 /// Where a probe is, so that a time-out can say what it was waiting for.
 #[derive(Debug, Default)]
-pub struct Progress(Mutex<String>);
+pub(crate) struct Progress(Mutex<String>);
 
 impl Progress {
     fn set(&self, s: String) {
@@ -514,7 +514,7 @@ impl Progress {
     }
 
     /// The request in flight, or empty before the first.
-    pub fn get(&self) -> String {
+    pub(crate) fn get(&self) -> String {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -524,7 +524,7 @@ impl Progress {
 
 /// Whether `s` is a digest as a registry must send it: `algorithm:hex`, lower-case hex of the
 /// algorithm's length (sha256: 64, sha384: 96, sha512: 128).
-pub fn is_digest(s: &str) -> bool {
+pub(crate) fn is_digest(s: &str) -> bool {
     let Some((algorithm, hex)) = s.split_once(':') else {
         return false;
     };
@@ -599,7 +599,7 @@ pub(crate) fn artifact_kind(manifest: &[u8]) -> Option<String> {
 
 /// Whether `host[:port]` is a loopback registry in containerd's sense (`docker.IsLocalhost`):
 /// `localhost`, an address in `127.0.0.0/8`, or `::1` (bracketed, with or without a port).
-pub fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     let name = if host.parse::<std::net::IpAddr>().is_ok() {
         host
     } else if let Some(rest) = host.strip_prefix('[') {

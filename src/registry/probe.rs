@@ -42,28 +42,16 @@ struct Asked {
 }
 
 impl Client {
-    /// Probes one image with the credentials the keyring chose (empty: anonymous). Credentials
-    /// are tried in order until one is not refused, as the kubelet does.
+    /// Probes one image at one endpoint of its route (a run without a node configuration has
+    /// a one-endpoint route of the image's own registry), with the credentials the keyring
+    /// chose (empty: anonymous), tried in order until one is not refused, as the kubelet does.
+    /// The endpoint's own URL, TLS settings and headers, and the reference as asked there. The
+    /// caller decides which credentials the endpoint may be sent. `explain`: after a 404, learn
+    /// why and what is close (`tags/list`); not needed when another endpoint will be asked next.
     ///
     /// `deadline` is when this attempt will be cut short: best-effort follow-ups (suggestions)
     /// stop a little before it, so that they never cost the verdict.
-    pub async fn probe(
-        &self,
-        reference: &Reference,
-        credentials: &[&Credential],
-        progress: &Progress,
-        deadline: Instant,
-    ) -> super::Outcome {
-        let state = self.state(reference.api_host());
-        self.probe_state(&state, reference, credentials, progress, deadline, true)
-            .await
-    }
-
-    /// [`probe`](Self::probe) at one endpoint of a node's route: its own URL, TLS settings and
-    /// headers, and the reference as asked there. The caller decides which credentials the
-    /// endpoint may be sent. `explain`: after a 404, learn why and what is close (`tags/list`);
-    /// not needed when another endpoint will be asked next.
-    pub async fn probe_at(
+    pub(crate) async fn probe_at(
         &self,
         endpoint: &Endpoint,
         credentials: &[&Credential],

@@ -115,7 +115,7 @@ impl Client {
     /// Plans token scopes before the run: for each image, its API host, repository and the
     /// sources of the credentials it may try ("" for anonymous). Images of one registry and
     /// credential then share one token request (several `scope`s in one request).
-    pub fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
+    pub(crate) fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
         // Repositories in first-seen order per (host, credential); the set keeps this linear
         // for 10,000 images.
         let mut plan: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
@@ -157,7 +157,7 @@ impl Client {
 
     /// Whether the registry `host` was asked in plain HTTP because it is on loopback and
     /// answered HTTPS in plain HTTP.
-    pub fn fell_back_to_plain_http(&self, host: &str) -> bool {
+    pub(crate) fn fell_back_to_plain_http(&self, host: &str) -> bool {
         self.fell_back
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -198,7 +198,7 @@ impl ExitCode {
     }
 
     /// The code a set of results adds up to: 0 when all are fine, else the lowest failing code.
-    pub fn for_results<'a>(results: impl IntoIterator<Item = &'a ImageResult>) -> ExitCode {
+    pub(crate) fn for_results<'a>(results: impl IntoIterator<Item = &'a ImageResult>) -> ExitCode {
         results
             .into_iter()
             .filter(|r| r.fatal())
@@ -216,7 +216,7 @@ impl Serialize for ExitCode {
 }
 
 /// The text of the exit-code table, shared by `--help` and the tests that keep the README honest.
-pub const EXIT_CODES_HELP: &str = "\
+pub(crate) const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  every image can be pulled
   2  usage or configuration error; nothing was checked
@@ -238,45 +238,45 @@ pub struct ImageResult {
     /// The reference exactly as given.
     pub image: String,
     /// The normalised reference (`docker.io/library/nginx:latest`); empty when invalid.
-    pub reference: String,
+    pub(crate) reference: String,
     /// `host[:port]` of the registry; empty when the reference is invalid.
-    pub registry: String,
+    pub(crate) registry: String,
     /// The verdict: always the reason's own status ([`Reason::status`]); give a result another
     /// verdict with [`ImageResult::set_verdict`], which sets both.
     pub status: Status,
     /// A finer, machine-readable reason within the status, e.g. `tag_missing`,
     /// `repository_missing`, `credentials_rejected`, `timeout`.
-    pub reason: Reason,
+    pub(crate) reason: Reason,
     /// The manifest digest, when the image exists and the registry said it.
-    pub digest: Option<String>,
+    pub(crate) digest: Option<String>,
     /// What was found, naming the image, the registry and what was tried.
-    pub message: String,
+    pub(crate) message: String,
     /// What to do next; empty (and left out of JSON) when the image is fine.
-    pub hint: String,
+    pub(crate) hint: String,
     /// Which credential was used: `anonymous`, or where it came from (never its content).
-    pub auth: String,
+    pub(crate) auth: String,
     /// Whether this result counts towards the exit code, and if not, why. Meaningful for
     /// failures only: JSON leaves `fatal` and `not_counted` out on `ok` images.
-    pub counted: Counted,
+    pub(crate) counted: Counted,
     /// Requests for the manifest, counting retries.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// Time spent on this image.
-    pub elapsed_ms: u64,
+    pub(crate) elapsed_ms: u64,
     /// The digest of the index entry that matches the node's platform, when an index was checked.
-    pub platform_digest: Option<String>,
+    pub(crate) platform_digest: Option<String>,
     /// On `ok` images: whether the node's platform was checked (an index entry or a config
     /// matched); `None` on failures.
-    pub platform_checked: Option<bool>,
+    pub(crate) platform_checked: Option<bool>,
     /// On `ok` images whose platform was not checked although a platform was wanted: why, and
     /// how to check it (for the text report).
-    pub platform_note: Option<&'static str>,
+    pub(crate) platform_note: Option<&'static str>,
     /// The platforms the image has, when none matches the node (`wrong_platform`).
-    pub available_platforms: Vec<String>,
+    pub(crate) available_platforms: Vec<String>,
     /// Close tags or repositories, when the image is `not_found` (best effort).
-    pub suggestions: Vec<String>,
+    pub(crate) suggestions: Vec<String>,
     /// When no tag is close to a missing one: a few of the tags the repository has, newest
     /// versions first (best effort; JSON `existing_tags`).
-    pub existing_tags: Vec<String>,
+    pub(crate) existing_tags: Vec<String>,
     /// The image's pull policy: `Always` is checked at the registry, `IfNotPresent` on the
     /// node first.
     pub pull_policy: PullPolicy,
@@ -285,26 +285,26 @@ pub struct ImageResult {
     pub present_on_node: Option<bool>,
     /// With a node configuration (`--hosts-dir`, `--registries-conf`): the API root URL of
     /// the endpoint that gave the verdict.
-    pub endpoint: Option<String>,
+    pub(crate) endpoint: Option<String>,
     /// The registry that endpoint stands in for, when it is a mirror (or a rewritten
     /// location on another host).
-    pub mirror_of: Option<String>,
+    pub(crate) mirror_of: Option<String>,
     /// The registry was asked over plain HTTP (`--plain-http`, or its alias `--insecure`):
     /// said in the report, since crane's `--insecure` could also mean HTTPS unverified.
-    pub plain_http: bool,
+    pub(crate) plain_http: bool,
     /// The node-side credential sources (built-in cloud providers, credential-provider
     /// plugins) that serve this image and gave no credential for it, each with why; empty,
     /// and left out of JSON, when none did.
-    pub providers_tried: Vec<ProviderTried>,
+    pub(crate) providers_tried: Vec<ProviderTried>,
     /// Will each container using this image start? One entry per container of the pod spec
     /// (`--containers`, `PULLCHECK_CONTAINERS`); empty, and left out of JSON, without them.
-    pub containers: Vec<ContainerStart>,
+    pub(crate) containers: Vec<ContainerStart>,
 }
 
 /// Whether a container will start once its image is pulled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StartStatus {
+pub(crate) enum StartStatus {
     /// Nothing found that stops it.
     Ok,
     /// The kubelet or the runtime will refuse to create it.
@@ -317,18 +317,18 @@ pub enum StartStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContainerStart {
     /// The container's name.
-    pub name: String,
+    pub(crate) name: String,
     /// The prediction.
-    pub start: StartStatus,
+    pub(crate) start: StartStatus,
     /// Why: for `wont_start` the rule (`runs_as_root`, `non_numeric_user`, `invalid_user_id`,
     /// `run_as_user_zero`, `no_command`); for `ok`, `spec` or `image_config` (what settled it);
     /// for `unknown`, `start_check_off`, `not_pulled`, `not_linux` or `config_not_read`.
-    pub reason: StartReason,
+    pub(crate) reason: StartReason,
     /// The container, the rule and what was found.
-    pub message: String,
+    pub(crate) message: String,
     /// What to change (empty unless `wont_start`).
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub hint: String,
+    pub(crate) hint: String,
 }
 
 impl Serialize for ImageResult {
@@ -396,7 +396,7 @@ impl Serialize for ImageResult {
 impl ImageResult {
     /// The result of `image` (as given) for `reason`, with its message and the reason's own
     /// hint: no reference, no request, anonymous, counted. The check fills in the rest.
-    pub fn new(image: &str, reason: Reason, message: String) -> ImageResult {
+    pub(crate) fn new(image: &str, reason: Reason, message: String) -> ImageResult {
         ImageResult {
             image: image.to_string(),
             reference: String::new(),
@@ -427,14 +427,14 @@ impl ImageResult {
     }
 
     /// Names the normalised reference and its registry.
-    pub fn of_reference(mut self, reference: &crate::reference::Reference) -> ImageResult {
+    pub(crate) fn of_reference(mut self, reference: &crate::reference::Reference) -> ImageResult {
         self.reference = reference.to_string();
         self.registry = reference.registry.clone();
         self
     }
 
     /// Gives the result another verdict: the reason (and so the status), message and hint.
-    pub fn set_verdict(&mut self, reason: Reason, message: String, hint: String) {
+    pub(crate) fn set_verdict(&mut self, reason: Reason, message: String, hint: String) {
         self.status = reason.status();
         self.reason = reason;
         self.message = message;
@@ -442,13 +442,13 @@ impl ImageResult {
     }
 
     /// Whether this result counts towards the exit code (JSON `fatal`).
-    pub fn fatal(&self) -> bool {
+    pub(crate) fn fatal(&self) -> bool {
         self.counted == Counted::Yes
     }
 
     /// Marks the result as not counted, for `why`, and says so at the end of its message in
     /// the cause's own words. A result already not counted keeps its first cause.
-    pub fn not_counted(&mut self, why: NotCounted, words: &str) {
+    pub(crate) fn not_counted(&mut self, why: NotCounted, words: &str) {
         if self.counted == Counted::Yes {
             self.counted = Counted::No(why);
             self.message.push_str("; not counted: ");
@@ -457,7 +457,7 @@ impl ImageResult {
     }
 
     /// Whether the image can be pulled.
-    pub fn is_ok(&self) -> bool {
+    pub(crate) fn is_ok(&self) -> bool {
         self.status == Status::Ok
     }
 
@@ -478,19 +478,19 @@ impl ImageResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     /// pullcheck's version.
-    pub version: &'static str,
+    pub(crate) version: &'static str,
     /// The node platform the images were checked for (`linux/amd64`), or `any`.
-    pub platform: String,
+    pub(crate) platform: String,
     /// The exit code the results add up to.
     pub exit_code: ExitCode,
     /// One result per distinct image, in the order the images were given (the first of
     /// duplicates); [`Report::by_severity`] gives them problems first.
     pub images: Vec<ImageResult>,
     /// What stopped the run before it finished (`SIGTERM`), if anything.
-    pub stopped: Option<String>,
+    pub(crate) stopped: Option<String>,
     /// Where credentials were looked for: each source with its keys (registry names), whether
     /// one matches an image of the run, and what is wrong with it. Never a secret.
-    pub credential_sources: Vec<CredentialSource>,
+    pub(crate) credential_sources: Vec<CredentialSource>,
     /// Notes for stderr about the run as a whole (the node's images not looked up).
     pub warnings: Vec<String>,
 }
@@ -526,7 +526,7 @@ impl Serialize for Report {
 
 impl Report {
     /// Builds a report of the results, in the order given, and computes the exit code.
-    pub fn new(images: Vec<ImageResult>) -> Report {
+    pub(crate) fn new(images: Vec<ImageResult>) -> Report {
         Report {
             version: env!("CARGO_PKG_VERSION"),
             platform: "any".to_string(),
@@ -541,19 +541,19 @@ impl Report {
     /// The results problems first: failures in exit-code order (the one that decides the exit
     /// code first), then warnings, then the images that are fine, each group in the order
     /// given. For people (the text report, the termination message); JSON keeps the order given.
-    pub fn by_severity(&self) -> Vec<&ImageResult> {
+    pub(crate) fn by_severity(&self) -> Vec<&ImageResult> {
         let mut sorted: Vec<&ImageResult> = self.images.iter().collect();
         sorted.sort_by_key(|r| r.severity());
         sorted
     }
 
     /// The images that cannot be pulled and count towards the exit code.
-    pub fn failures(&self) -> impl Iterator<Item = &ImageResult> {
+    pub(crate) fn failures(&self) -> impl Iterator<Item = &ImageResult> {
         self.images.iter().filter(|r| !r.is_ok() && r.fatal())
     }
 
     /// The report as pretty JSON (the `-o json` contract).
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         // Serialising plain strings and numbers cannot fail; fall back to a minimal document
         // rather than panic if it ever did.
         let json = serde_json::to_string_pretty(self).unwrap_or_else(|_| {
@@ -569,7 +569,7 @@ impl Report {
     /// The one-line summary that opens the termination message and ends the text report. True
     /// for its case, in the singular and the plural: `the 1 image can be pulled`, `all 3 images
     /// can be pulled`, `1 of 3 images can be pulled; 2 not verified (…)`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let total = self.images.len();
         let failing = self.failures().count();
         let unverified = self

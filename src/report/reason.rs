@@ -444,7 +444,7 @@ impl Reason {
     }
 
     /// The word in JSON and text (`tag_missing`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.about().word
     }
 
@@ -454,7 +454,7 @@ impl Reason {
     }
 
     /// The hint a verdict with this reason carries by default; empty on `ok`.
-    pub fn hint(self) -> &'static str {
+    pub(crate) fn hint(self) -> &'static str {
         self.about().hint.unwrap_or_default()
     }
 }
@@ -492,7 +492,7 @@ pub enum StartReason {
 
 impl StartReason {
     /// The word in JSON.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             StartReason::WontStart(r) => r.as_str(),
             StartReason::Spec => "spec",
@@ -505,7 +505,7 @@ impl StartReason {
     }
 
     /// The image's reason when the container will not start.
-    pub fn refused(self) -> Option<Reason> {
+    pub(crate) fn refused(self) -> Option<Reason> {
         match self {
             StartReason::WontStart(r) => Some(r),
             _ => None,

@@ -13,7 +13,7 @@
 //! details stay in the logs and the JSON. What does not fit is cut at a word boundary, from the
 //! end, so what comes first is what is kept; never inside a word unless one word is longer than
 //! the line, and never inside an escape; then `… and N more`. Every value is escaped
-//! ([`escape`]) before it is measured and cut: one line per image, whatever a registry or a pull
+//! ([`escape`](fn@escape)) before it is measured and cut: one line per image, whatever a registry or a pull
 //! secret holds.
 
 use super::{ImageResult, Report, escape};
@@ -144,7 +144,7 @@ fn more_line(n: usize) -> String {
 
 /// Cuts `s` to at most `max` bytes, ending with `…` when cut: at the last word boundary that
 /// fits (separators left dangling at the end, such as ` —` or `,`, go too). A first word
-/// longer than `max` is cut on a character boundary, but never inside an escape ([`escape`]'s
+/// longer than `max` is cut on a character boundary, but never inside an escape ([`escape`](fn@escape)'s
 /// `\n`, `\x1b`, `\u{9b}`).
 fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {

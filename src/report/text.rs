@@ -1,5 +1,5 @@
 //! The human report: one line per image, problems first, each problem with a hint. Every value
-//! is escaped here ([`escape`]): a line of this report is one line, whatever a registry or a
+//! is escaped here ([`escape`](fn@escape)): a line of this report is one line, whatever a registry or a
 //! pull secret holds.
 
 use super::{ImageResult, Reason, Report, escape};

@@ -30,7 +30,7 @@ pub const MAX_REGISTRIES: usize = 1000;
 /// The most mirrors one `[[registry]]` may list.
 pub const MAX_MIRRORS: usize = 100;
 /// The most files of a registries.conf folder (`registries.conf` and its drop-ins).
-pub const MAX_FILES: usize = 100;
+pub(crate) const MAX_FILES: usize = 100;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,7 +82,7 @@ struct MirrorToml {
 
 /// Which references a mirror serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PullFromMirror {
+pub(crate) enum PullFromMirror {
     /// Tags and digests.
     All,
     /// Digests only.
@@ -95,28 +95,28 @@ pub enum PullFromMirror {
 #[derive(Debug, Clone)]
 pub struct Mirror {
     /// Where it is (`host[:port][/path]`).
-    pub location: String,
+    pub(crate) location: String,
     /// HTTPS without verification, then plain HTTP.
-    pub insecure: bool,
+    pub(crate) insecure: bool,
     /// Which references it serves.
-    pub pull_from_mirror: PullFromMirror,
+    pub(crate) pull_from_mirror: PullFromMirror,
 }
 
 /// A `[[registry]]` after validation.
 #[derive(Debug, Clone)]
 pub struct Registry {
     /// What it matches.
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// Where the prefix is rewritten to; empty for a wildcard without one.
-    pub location: String,
+    pub(crate) location: String,
     /// HTTPS without verification, then plain HTTP.
-    pub insecure: bool,
+    pub(crate) insecure: bool,
     /// The runtime refuses to pull from it.
-    pub blocked: bool,
+    pub(crate) blocked: bool,
     /// Mirrors, in order.
     pub mirrors: Vec<Mirror>,
     /// The file that defined it (the last one, with drop-ins).
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
 }
 
 /// registries.conf with its drop-ins, merged.
@@ -125,14 +125,14 @@ pub struct RegistriesConf {
     /// By prefix.
     pub registries: BTreeMap<String, Registry>,
     /// Tried in order for short names.
-    pub unqualified_search_registries: Vec<String>,
+    pub(crate) unqualified_search_registries: Vec<String>,
     /// Short name → fully qualified repository.
-    pub aliases: BTreeMap<String, String>,
+    pub(crate) aliases: BTreeMap<String, String>,
 }
 
 impl RegistriesConf {
     /// Reads PATH (a file, or a folder of `*.conf` with `registries.conf` first).
-    pub fn load(path: &Path) -> Result<RegistriesConf, String> {
+    pub(crate) fn load(path: &Path) -> Result<RegistriesConf, String> {
         let mut files = Vec::new();
         if path.is_dir() {
             let main = path.join("registries.conf");
@@ -220,7 +220,7 @@ impl RegistriesConf {
     }
 
     /// The `[[registry]]` whose prefix matches `name` (`host/repository`) longest.
-    pub fn find(&self, name: &str) -> Option<&Registry> {
+    pub(crate) fn find(&self, name: &str) -> Option<&Registry> {
         self.registries
             .values()
             .filter(|r| matching_prefix(name, &r.prefix).is_some())
@@ -501,7 +501,7 @@ fn validate(entries: &[RegistryToml], file: &Path) -> Result<Vec<Registry>, Stri
 
 /// A short name: no registry host in its first component (containers/image's test: a dot, a
 /// colon, or `localhost`).
-pub fn is_short_name(input: &str) -> bool {
+pub(crate) fn is_short_name(input: &str) -> bool {
     match input.split_once('/') {
         None => true,
         Some((first, _)) => !(first.contains('.') || first.contains(':') || first == "localhost"),

@@ -8,41 +8,41 @@
 use serde_json::{Value, json};
 
 /// Where the hosts directory is mounted in the init container.
-pub const HOSTS_MOUNT: &str = "/etc/pullcheck/hosts.d";
+pub(crate) const HOSTS_MOUNT: &str = "/etc/pullcheck/hosts.d";
 /// Where the node's own hosts directory is mounted.
-pub const NODE_HOSTS_MOUNT: &str = "/etc/pullcheck/node-hosts.d";
+pub(crate) const NODE_HOSTS_MOUNT: &str = "/etc/pullcheck/node-hosts.d";
 /// Where registries.conf (and its drop-ins) is mounted.
-pub const REGISTRIES_MOUNT: &str = "/etc/pullcheck/registries";
+pub(crate) const REGISTRIES_MOUNT: &str = "/etc/pullcheck/registries";
 /// containerd's usual `config_path`.
-pub const DEFAULT_NODE_HOSTS: &str = "/etc/containerd/certs.d";
+pub(crate) const DEFAULT_NODE_HOSTS: &str = "/etc/containerd/certs.d";
 
 /// The route choices of `inject`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RouteMounts {
     /// `--hosts-configmap NAME`: a ConfigMap in the flat layout (`docker.io.toml`,
     /// `registry.corp_5000.toml`).
-    pub hosts_configmap: Option<String>,
+    pub(crate) hosts_configmap: Option<String>,
     /// `--registries-configmap NAME`: a ConfigMap with the key `registries.conf` (and drop-ins).
-    pub registries_configmap: Option<String>,
+    pub(crate) registries_configmap: Option<String>,
     /// `--hosts-from-node [PATH]`: the node's own hosts directory, by `hostPath`.
-    pub hosts_from_node: Option<String>,
+    pub(crate) hosts_from_node: Option<String>,
 }
 
 /// What to add to the pod.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Additions {
+pub(crate) struct Additions {
     /// Pod volumes.
-    pub volumes: Vec<Value>,
+    pub(crate) volumes: Vec<Value>,
     /// The init container's `volumeMounts`.
-    pub mounts: Vec<Value>,
+    pub(crate) mounts: Vec<Value>,
     /// Arguments for `pullcheck check`.
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
     /// Notes for stderr.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The volumes, mounts and arguments for `choices`.
-pub fn additions(choices: &RouteMounts) -> Additions {
+pub(crate) fn additions(choices: &RouteMounts) -> Additions {
     let mut out = Additions::default();
     if let Some(name) = &choices.hosts_configmap {
         out.volumes.push(json!({

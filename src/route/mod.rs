@@ -30,12 +30,12 @@ use std::sync::Arc;
 /// hold. A parsed TOML table costs tens of times its text, and a node's files hold tens of
 /// entries (Fedora's short-name aliases, the largest known drop-in, about a thousand): so a
 /// file is counted before it is parsed, and refused past this.
-pub const MAX_TOML_VALUES: usize = 10_000;
+pub(crate) const MAX_TOML_VALUES: usize = 10_000;
 
 /// How many values a TOML text can hold at most: the `=`, `,`, `[` and `{` outside strings
 /// and comments (each value but the first of an array follows one of them). Linear, no
 /// allocation; an upper bound for any text, valid TOML or not.
-pub fn toml_values(text: &str) -> usize {
+pub(crate) fn toml_values(text: &str) -> usize {
     let b = text.as_bytes();
     let (mut i, mut n) = (0, 1);
     while i < b.len() {
@@ -72,7 +72,7 @@ pub fn toml_values(text: &str) -> usize {
 }
 
 /// `Err` naming the count when `text` holds more than [`MAX_TOML_VALUES`] values.
-pub fn check_toml_size(text: &str) -> Result<(), String> {
+pub(crate) fn check_toml_size(text: &str) -> Result<(), String> {
     let n = toml_values(text);
     if n > MAX_TOML_VALUES {
         return Err(format!(
@@ -84,15 +84,15 @@ pub fn check_toml_size(text: &str) -> Result<(), String> {
 
 /// TLS settings of one endpoint that differ from the run's defaults.
 #[derive(Default)]
-pub struct Tls {
+pub(crate) struct Tls {
     /// Extra trusted roots (`ca`), added to the run's roots.
-    pub ca: Vec<CertificateDer<'static>>,
+    pub(crate) ca: Vec<CertificateDer<'static>>,
     /// A client certificate chain and its key (`client`), for mutual TLS.
-    pub identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    pub(crate) identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
     /// Do not verify the server's certificate (`skip_verify`, `insecure`).
-    pub skip_verify: bool,
+    pub(crate) skip_verify: bool,
     /// The files the settings came from, to tell endpoints apart and to name them.
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
 }
 
 impl fmt::Debug for Tls {
@@ -135,33 +135,33 @@ impl fmt::Debug for Headers {
 
 /// One place a reference is asked at.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// `https://host[:port]` or `http://host[:port]`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// `host[:port]` of the endpoint.
-    pub host: String,
+    pub(crate) host: String,
     /// The API root path: `/v2`, or the URL's own path with `override_path`.
-    pub root: String,
+    pub(crate) root: String,
     /// When HTTPS cannot be spoken, try plain HTTP (containerd's `http://` host with TLS
     /// settings, registries.conf's `insecure`).
-    pub http_fallback: bool,
+    pub(crate) http_fallback: bool,
     /// TLS settings of its own, else the run's.
-    pub tls: Option<Arc<Tls>>,
+    pub(crate) tls: Option<Arc<Tls>>,
     /// Extra request headers (hosts.toml `header`).
-    pub headers: Headers,
+    pub(crate) headers: Headers,
     /// Whether the pod's credentials for the image's registry may be sent here.
-    pub credentials: bool,
+    pub(crate) credentials: bool,
     /// The registry this endpoint stands in for, when it is not that registry itself.
-    pub mirror_of: Option<String>,
+    pub(crate) mirror_of: Option<String>,
     /// The reference as asked here (a rewritten location changes its repository).
-    pub reference: Reference,
+    pub(crate) reference: Reference,
     /// Set when the runtime refuses this reference without asking: the file that blocks it.
-    pub blocked: Option<String>,
+    pub(crate) blocked: Option<String>,
 }
 
 impl Endpoint {
     /// The endpoint the reference names, as pullcheck asks it without a node configuration.
-    pub fn direct(reference: &Reference, plain_http: &[String]) -> Endpoint {
+    pub(crate) fn direct(reference: &Reference, plain_http: &[String]) -> Endpoint {
         let host = reference.api_host().to_string();
         let plain = plain_http
             .iter()
@@ -181,13 +181,13 @@ impl Endpoint {
     }
 
     /// The API root URL (`https://mirror.corp:5000/v2`).
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{}{}", self.origin, self.root)
     }
 
     /// Whether this is the endpoint pullcheck would ask without a node configuration: it then
     /// shares the run's per-registry state (token plan, ping).
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         self.root == "/v2"
             && self.tls.is_none()
             && self.headers.is_empty()
@@ -196,13 +196,13 @@ impl Endpoint {
 
     /// Tells endpoints with different settings apart (one connection pool and token cache
     /// each).
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         let files = self.tls.as_ref().map(|t| (t.files.clone(), t.skip_verify));
         format!("{} {:?} {:?}", self.url(), files, self.headers.0)
     }
 
     /// The same endpoint over plain HTTP, for `http_fallback`.
-    pub fn plain(&self) -> Endpoint {
+    pub(crate) fn plain(&self) -> Endpoint {
         Endpoint {
             origin: format!("http://{}", self.host),
             http_fallback: false,
@@ -213,7 +213,7 @@ impl Endpoint {
 }
 
 /// Whether `host` is `registry`'s own host (for Docker Hub, its API host too).
-pub fn is_upstream(host: &str, registry: &str) -> bool {
+pub(crate) fn is_upstream(host: &str, registry: &str) -> bool {
     host.eq_ignore_ascii_case(registry)
         || (registry == DOCKER_HUB
             && (host.eq_ignore_ascii_case(DOCKER_HUB_API) || host == "index.docker.io"))
@@ -223,10 +223,10 @@ pub fn is_upstream(host: &str, registry: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct Route {
     /// Tried in order; the first that has the image decides.
-    pub endpoints: Vec<Endpoint>,
+    pub(crate) endpoints: Vec<Endpoint>,
     /// Why the list is empty or shorter than the configuration says (hosts without the
     /// capability, mirrors skipped by `pull-from-mirror`), for the message.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The node's registry configuration for a run: none, containerd's hosts directory, or
@@ -234,17 +234,17 @@ pub struct Route {
 #[derive(Debug, Default)]
 pub struct Router {
     /// containerd's hosts directories.
-    pub hosts: Option<hosts::HostsDirs>,
+    pub(crate) hosts: Option<hosts::HostsDirs>,
     /// registries.conf, with its drop-ins.
-    pub conf: Option<conf::RegistriesConf>,
+    pub(crate) conf: Option<conf::RegistriesConf>,
     /// `--plain-http` registries, for endpoints that no configuration names.
-    pub plain_http: Vec<String>,
+    pub(crate) plain_http: Vec<String>,
 }
 
 impl Router {
     /// The endpoints for `input` (as given: short names matter to registries.conf), parsed as
     /// `reference`. An error is a configuration the runtime could not use either.
-    pub fn route(&self, input: &str, reference: &Reference) -> Result<Route, String> {
+    pub(crate) fn route(&self, input: &str, reference: &Reference) -> Result<Route, String> {
         if let Some(h) = &self.hosts {
             return h.route(reference, &self.plain_http);
         }
@@ -258,7 +258,7 @@ impl Router {
     }
 
     /// Whether a node configuration is in use.
-    pub fn configured(&self) -> bool {
+    pub(crate) fn configured(&self) -> bool {
         self.hosts.is_some() || self.conf.is_some()
     }
 }

@@ -23,20 +23,20 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// An ECR registry host, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EcrHost {
+pub(crate) struct EcrHost {
     /// The region, from the host name.
-    pub region: String,
+    pub(crate) region: String,
     /// `dkr.ecr-fips`: the FIPS API endpoint.
-    pub fips: bool,
+    pub(crate) fips: bool,
     /// `amazonaws.com.cn`: the China partition.
-    pub china: bool,
+    pub(crate) china: bool,
 }
 
 impl EcrHost {
     /// `<account>.dkr.ecr.<region>.amazonaws.com`, `….amazonaws.com.cn`,
     /// `<account>.dkr.ecr-fips.<region>.amazonaws.com`: one label per `*` of the upstream
     /// patterns.
-    pub fn parse(host: &str) -> Option<EcrHost> {
+    pub(crate) fn parse(host: &str) -> Option<EcrHost> {
         let labels: Vec<&str> = host.split('.').collect();
         let (head, china) = match labels.as_slice() {
             [head @ .., "amazonaws", "com"] => (head, false),
@@ -62,7 +62,7 @@ impl EcrHost {
     }
 
     /// One ECR token per API endpoint.
-    pub fn api_key(&self) -> String {
+    pub(crate) fn api_key(&self) -> String {
         format!(
             "{}{}{}",
             self.region,
@@ -89,15 +89,15 @@ impl EcrHost {
 
 /// AWS credentials, and the identity they are (for messages: never the secret).
 #[derive(Debug, Clone)]
-pub struct Keys {
+pub(crate) struct Keys {
     /// The access key ID.
-    pub access_key_id: String,
+    pub(crate) access_key_id: String,
     /// The secret access key.
-    pub secret_access_key: Secret,
+    pub(crate) secret_access_key: Secret,
     /// The session token of temporary credentials.
-    pub session_token: Option<Secret>,
+    pub(crate) session_token: Option<Secret>,
     /// Who: `aws web identity arn:aws:iam::…:role/x`.
-    pub identity: String,
+    pub(crate) identity: String,
 }
 
 /// The pod's AWS identity, from the first source that is configured. `region` is the
@@ -492,27 +492,27 @@ fn xml_text(xml: &str, tag: &str) -> Option<String> {
 }
 
 /// What a SigV4 signature covers.
-pub struct Signing<'a> {
+pub(crate) struct Signing<'a> {
     /// `POST`.
-    pub method: &'a str,
+    pub(crate) method: &'a str,
     /// The URL (path and query are signed).
-    pub url: &'a reqwest::Url,
+    pub(crate) url: &'a reqwest::Url,
     /// The headers to sign, lower-case names, `host` included.
-    pub headers: &'a [(String, String)],
+    pub(crate) headers: &'a [(String, String)],
     /// The payload.
-    pub body: &'a [u8],
+    pub(crate) body: &'a [u8],
     /// The credentials.
-    pub keys: &'a Keys,
+    pub(crate) keys: &'a Keys,
     /// The region.
-    pub region: &'a str,
+    pub(crate) region: &'a str,
     /// The service (`ecr`).
-    pub service: &'a str,
+    pub(crate) service: &'a str,
     /// `YYYYMMDD'T'HHMMSS'Z'`, as in the `x-amz-date` header.
-    pub amz_date: &'a str,
+    pub(crate) amz_date: &'a str,
 }
 
 /// The `Authorization` header of a SigV4-signed request.
-pub fn sign(s: &Signing<'_>) -> String {
+pub(crate) fn sign(s: &Signing<'_>) -> String {
     let mut headers: Vec<(String, String)> = s
         .headers
         .iter()
@@ -597,7 +597,7 @@ fn unix_now() -> u64 {
 }
 
 /// `YYYYMMDD'T'HHMMSS'Z'` in UTC.
-pub fn amz_date(t: SystemTime) -> String {
+pub(crate) fn amz_date(t: SystemTime) -> String {
     let secs = t
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -10,14 +10,14 @@ use super::{Answer, Answered, Env, Http, form_encode, json_str, read_token_file}
 use crate::keyring::{Credential, Secret};
 
 /// The user name ACR expects with a refresh token.
-pub const ACR_REFRESH_USER: &str = "00000000-0000-0000-0000-000000000000";
+pub(crate) const ACR_REFRESH_USER: &str = "00000000-0000-0000-0000-000000000000";
 /// The audience of the Entra token: Azure Resource Manager, which ACR's exchange accepts.
 const SCOPE: &str = "https://management.azure.com/.default";
 const RESOURCE: &str = "https://management.azure.com/";
 
 /// An Entra ID access token and who it is for.
 #[derive(Debug, Clone)]
-pub struct EntraToken {
+pub(crate) struct EntraToken {
     token: Secret,
     tenant: Option<String>,
     identity: String,

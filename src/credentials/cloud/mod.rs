@@ -15,9 +15,9 @@
 //! over `ring` (already in the binary for TLS); the SDKs would add megabytes to a binary whose
 //! budget is 4 MiB.
 
-pub mod aws;
-pub mod azure;
-pub mod google;
+pub(crate) mod aws;
+pub(crate) mod azure;
+pub(crate) mod google;
 
 use super::Lookup;
 use crate::keyring::Credential;
@@ -29,7 +29,7 @@ use tokio::sync::OnceCell;
 
 /// `--cloud-credentials`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Ask the cloud for ECR, Artifact Registry / GCR and ACR images.
     #[default]
     Auto,
@@ -41,7 +41,7 @@ pub enum Mode {
 }
 
 /// How long a metadata endpoint gets to accept a connection and answer.
-pub const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a cloud API (STS, ECR, Entra ID, a registry's exchange) gets to accept a connection.
 const API_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most of a cloud answer read.
@@ -49,7 +49,7 @@ const MAX_ANSWER: usize = 256 * 1024;
 
 /// The registries a provider serves, with what the provider needs to know of the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Provider {
+pub(crate) enum Provider {
     /// `<account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn]`.
     Aws(aws::EcrHost),
     /// `gcr.io`, `*.gcr.io`, `*.pkg.dev`, `container.cloud.google.com`.
@@ -60,7 +60,7 @@ pub enum Provider {
 
 impl Provider {
     /// Its name in messages and JSON: `aws`, `google`, `azure`.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Provider::Aws(_) => "aws",
             Provider::Google => "google",
@@ -70,7 +70,7 @@ impl Provider {
 
     /// The provider whose default `matchImages` match a registry host (no port: the upstream
     /// patterns have none, and the kubelet compares ports exactly).
-    pub fn for_host(host: &str) -> Option<Provider> {
+    pub(crate) fn for_host(host: &str) -> Option<Provider> {
         let host = host.to_ascii_lowercase();
         if host.contains(':') {
             return None;
@@ -104,19 +104,20 @@ impl Provider {
 /// A snapshot of the environment variables the providers read, so that tests can give their
 /// own and a run sees one consistent set.
 #[derive(Clone, Default)]
-pub struct Env(HashMap<String, String>);
+pub(crate) struct Env(HashMap<String, String>);
 
 impl Env {
     /// The process's environment (variables that are not UTF-8 are left out: none of the
     /// ones read here can be).
-    pub fn from_process() -> Env {
+    pub(crate) fn from_process() -> Env {
         Env(std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect())
     }
 
+    #[cfg(test)]
     /// The given variables only.
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Env {
+    pub(crate) fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Env {
         Env(pairs
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -124,7 +125,7 @@ impl Env {
     }
 
     /// A variable, when set and not empty.
-    pub fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .get(name)
             .map(String::as_str)
@@ -137,7 +138,7 @@ type Answer = Result<Credential, String>;
 type Cell<T> = Arc<OnceCell<T>>;
 
 /// The built-in providers of a run.
-pub struct Cloud {
+pub(crate) struct Cloud {
     env: Env,
     /// Built on first use: a run without cloud images pays nothing for it.
     http: std::sync::OnceLock<Result<Http, String>>,
@@ -152,7 +153,10 @@ pub struct Cloud {
 impl Cloud {
     /// The providers, reading `env`. `extra_roots` are trusted besides the Mozilla roots (for
     /// endpoints behind a private CA). Nothing is set up until an image needs a provider.
-    pub fn new(env: Env, extra_roots: &[rustls_pki_types::CertificateDer<'static>]) -> Cloud {
+    pub(crate) fn new(
+        env: Env,
+        extra_roots: &[rustls_pki_types::CertificateDer<'static>],
+    ) -> Cloud {
         Cloud {
             env,
             http: std::sync::OnceLock::new(),
@@ -167,7 +171,7 @@ impl Cloud {
 
     /// The credential for one image, or a note on why there is none; nothing for a registry
     /// no provider serves. The caller bounds it by the run's deadline.
-    pub async fn lookup(&self, reference: &Reference) -> Lookup {
+    pub(crate) async fn lookup(&self, reference: &Reference) -> Lookup {
         let Some(provider) = Provider::for_host(reference.api_host()) else {
             return Lookup::default();
         };
@@ -260,14 +264,14 @@ pub(crate) struct Http {
 
 /// An HTTP answer: status and (bounded) body.
 pub(crate) struct Answered {
-    pub status: u16,
-    pub body: Vec<u8>,
+    pub(crate) status: u16,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Answered {
     /// The body as text, cut and escaped for a message (error answers only: never a success
     /// body, which holds credentials).
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         let text = String::from_utf8_lossy(&self.body);
         let cut: String = text.chars().take(200).collect();
         cut.escape_default().to_string()

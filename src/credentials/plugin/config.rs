@@ -12,12 +12,12 @@ use std::time::Duration;
 #[serde(rename_all = "camelCase")]
 pub struct CredentialProviderConfig {
     /// `kubelet.config.k8s.io/v1` (or `v1beta1`, `v1alpha1`).
-    pub api_version: String,
+    pub(crate) api_version: String,
     /// `CredentialProviderConfig`.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The providers, in order.
     #[serde(default)]
-    pub providers: Vec<ProviderConfig>,
+    pub(crate) providers: Vec<ProviderConfig>,
 }
 
 /// One provider of the config.
@@ -25,34 +25,34 @@ pub struct CredentialProviderConfig {
 #[serde(rename_all = "camelCase")]
 pub struct ProviderConfig {
     /// The plugin's file name in the bin dir.
-    pub name: String,
+    pub(crate) name: String,
     /// The images it serves.
     #[serde(default)]
-    pub match_images: Vec<String>,
+    pub(crate) match_images: Vec<String>,
     /// How long an answer without `cacheDuration` is kept (a Go duration, `12h`).
     #[serde(default)]
-    pub default_cache_duration: Option<String>,
+    pub(crate) default_cache_duration: Option<String>,
     /// `credentialprovider.kubelet.k8s.io/v1`.
-    pub api_version: String,
+    pub(crate) api_version: String,
     /// Command-line arguments.
     #[serde(default)]
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
     /// Environment variables added to pullcheck's own.
     #[serde(default)]
-    pub env: Vec<EnvVar>,
+    pub(crate) env: Vec<EnvVar>,
     /// Service-account tokens for image pulls.
     #[serde(default)]
-    pub token_attributes: Option<TokenAttributes>,
+    pub(crate) token_attributes: Option<TokenAttributes>,
 }
 
 /// `name`/`value`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct EnvVar {
     /// The name.
-    pub name: String,
+    pub(crate) name: String,
     /// The value.
     #[serde(default)]
-    pub value: String,
+    pub(crate) value: String,
 }
 
 /// A provider's service-account token settings.
@@ -60,16 +60,24 @@ pub struct EnvVar {
 #[serde(rename_all = "camelCase")]
 pub struct TokenAttributes {
     /// The token's audience.
-    pub service_account_token_audience: String,
+    pub(crate) service_account_token_audience: String,
     /// Whether the plugin must get a token.
     #[serde(default)]
-    pub require_service_account: Option<bool>,
+    pub(crate) require_service_account: Option<bool>,
     /// Annotations the kubelet must pass (pullcheck cannot read them: none are passed).
     #[serde(default)]
-    pub required_service_account_annotation_keys: Vec<String>,
+    #[allow(
+        dead_code,
+        reason = "read so that a config reads as the kubelet reads it"
+    )]
+    pub(crate) required_service_account_annotation_keys: Vec<String>,
     /// Annotations the kubelet passes when present.
     #[serde(default)]
-    pub optional_service_account_annotation_keys: Vec<String>,
+    #[allow(
+        dead_code,
+        reason = "read so that a config reads as the kubelet reads it"
+    )]
+    pub(crate) optional_service_account_annotation_keys: Vec<String>,
 }
 
 pub(super) const REQUEST_VERSIONS: [&str; 3] = [
@@ -80,7 +88,7 @@ pub(super) const REQUEST_VERSIONS: [&str; 3] = [
 
 impl CredentialProviderConfig {
     /// Parses the file (YAML or JSON) and checks what the kubelet checks; all problems at once.
-    pub fn parse(text: &str) -> Result<CredentialProviderConfig, Vec<String>> {
+    pub(crate) fn parse(text: &str) -> Result<CredentialProviderConfig, Vec<String>> {
         let config: CredentialProviderConfig =
             serde_yaml_ng::from_str(text).map_err(|e| vec![e.to_string()])?;
         let mut errors = Vec::new();
@@ -167,11 +175,11 @@ impl CredentialProviderConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct InjectAdditions {
     /// The pod's new volume.
-    pub volume: Value,
+    pub(crate) volume: Value,
     /// The init container's new volume mount.
-    pub mount: Value,
+    pub(crate) mount: Value,
     /// The init container's new environment variable.
-    pub env: Value,
+    pub(crate) env: Value,
 }
 
 /// See [`InjectAdditions`].

@@ -47,16 +47,16 @@ use tokio::time::Instant;
 
 /// Where `pullcheck inject` mounts the projected service-account tokens, and where a check
 /// reads them by default.
-pub const DEFAULT_TOKEN_DIR: &str = "/var/run/secrets/pullcheck/credential-providers";
+pub(crate) const DEFAULT_TOKEN_DIR: &str = "/var/run/secrets/pullcheck/credential-providers";
 /// The name of the projected volume `pullcheck inject` adds.
-pub const TOKEN_VOLUME: &str = "pullcheck-provider-tokens";
+pub(crate) const TOKEN_VOLUME: &str = "pullcheck-provider-tokens";
 /// The most of a plugin's stdout read.
 const MAX_RESPONSE: u64 = 1024 * 1024;
 /// The lifetime asked for projected tokens (the API's minimum is 10 minutes).
 const TOKEN_EXPIRATION_SECONDS: u64 = 3600;
 
 /// The providers of a run and what they answered.
-pub struct Plugins {
+pub(crate) struct Plugins {
     bin_dir: PathBuf,
     token_dir: PathBuf,
     providers: Vec<Provider>,
@@ -145,7 +145,7 @@ enum CacheKey {
 impl Plugins {
     /// The providers of `config`, run from `bin_dir`; service-account tokens are read under
     /// `token_dir`. Fails when a provider's plugin is not a file of `bin_dir`.
-    pub fn new(
+    pub(crate) fn new(
         config: CredentialProviderConfig,
         bin_dir: PathBuf,
         token_dir: PathBuf,
@@ -192,13 +192,16 @@ impl Plugins {
 
     /// Keeps, of each plugin's answer, only the `auth` entries that match one of `images` (the
     /// run's): the others could never be used.
-    pub fn for_images<'a>(mut self, images: impl IntoIterator<Item = &'a Reference>) -> Plugins {
+    pub(crate) fn for_images<'a>(
+        mut self,
+        images: impl IntoIterator<Item = &'a Reference>,
+    ) -> Plugins {
         self.targets = Some(std::sync::Arc::new(Targets::of(images)));
         self
     }
 
     /// The name of the first provider whose `matchImages` matches the image, if any.
-    pub fn provider_for(&self, reference: &Reference) -> Option<String> {
+    pub(crate) fn provider_for(&self, reference: &Reference) -> Option<String> {
         let image = format!("{}/{}", reference.registry, reference.repository);
         let target = Pattern::parse(&image)?;
         self.providers
@@ -209,7 +212,7 @@ impl Plugins {
 
     /// The credentials of the first provider whose `matchImages` matches the image; `None`
     /// when none does.
-    pub async fn lookup(&self, reference: &Reference, deadline: Instant) -> Option<Lookup> {
+    pub(crate) async fn lookup(&self, reference: &Reference, deadline: Instant) -> Option<Lookup> {
         let image = format!("{}/{}", reference.registry, reference.repository);
         let target = Pattern::parse(&image)?;
         let provider = self

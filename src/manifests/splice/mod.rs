@@ -10,25 +10,27 @@
 
 mod write;
 
-pub use write::{plain_ok, scalar};
+#[cfg(test)]
+use write::plain_ok;
+pub use write::scalar;
 use write::{write_item, write_value};
 
 use super::tree::{Kind, NodeId, Tree};
 
 /// One edit: remove `remove` bytes at `at`, insert `insert` there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
+pub(crate) struct Edit {
     /// Byte offset in the input.
-    pub at: usize,
+    pub(crate) at: usize,
     /// Bytes removed from `at`.
-    pub remove: usize,
+    pub(crate) remove: usize,
     /// Text inserted at `at`.
-    pub insert: String,
+    pub(crate) insert: String,
 }
 
 /// Applies non-overlapping edits (in the order given for the same offset); an edit that
 /// overlaps an earlier one is dropped, so the output is always the input with whole edits.
-pub fn apply(text: &str, edits: &[Edit]) -> String {
+pub(crate) fn apply(text: &str, edits: &[Edit]) -> String {
     let mut out = Output::new(text.len() + edits.iter().map(|e| e.insert.len()).sum::<usize>());
     out.apply(text, edits);
     out.finish(text)
@@ -38,7 +40,7 @@ pub fn apply(text: &str, edits: &[Edit]) -> String {
 /// another gives what it gives over all of them at once, as long as no edit of a later part
 /// is before one of an earlier part (a document's edits are inside its own text).
 #[derive(Debug, Default)]
-pub struct Output {
+pub(crate) struct Output {
     out: String,
     /// The next byte of the input to copy.
     pos: usize,
@@ -46,7 +48,7 @@ pub struct Output {
 
 impl Output {
     /// An empty output with room for `capacity` bytes.
-    pub fn new(capacity: usize) -> Output {
+    pub(crate) fn new(capacity: usize) -> Output {
         Output {
             out: String::with_capacity(capacity),
             pos: 0,
@@ -55,7 +57,7 @@ impl Output {
 
     /// Copies the input up to each edit and makes it (as [`apply`]), leaving the text after
     /// the last edit for later.
-    pub fn apply(&mut self, text: &str, edits: &[Edit]) {
+    pub(crate) fn apply(&mut self, text: &str, edits: &[Edit]) {
         let mut order: Vec<usize> = (0..edits.len()).collect();
         order.sort_by_key(|&i| (edits[i].at, i));
         for i in order {
@@ -75,7 +77,7 @@ impl Output {
     }
 
     /// The output, with the rest of the input.
-    pub fn finish(mut self, text: &str) -> String {
+    pub(crate) fn finish(mut self, text: &str) -> String {
         self.out.push_str(&text[self.pos..]);
         self.out
     }
@@ -101,12 +103,12 @@ pub enum Y {
 
 impl Y {
     /// A string.
-    pub fn s(text: &str) -> Y {
+    pub(crate) fn s(text: &str) -> Y {
         Y::Str(text.to_string())
     }
 
     /// A mapping from pairs.
-    pub fn map<const N: usize>(entries: [(&str, Y); N]) -> Y {
+    pub(crate) fn map<const N: usize>(entries: [(&str, Y); N]) -> Y {
         Y::Map(
             entries
                 .into_iter()
@@ -116,7 +118,7 @@ impl Y {
     }
 
     /// The value as kubectl would read it.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         use serde_json::Value;
         match self {
             Y::Str(s) => Value::String(s.clone()),
@@ -170,10 +172,10 @@ struct Layout {
 }
 
 /// Why an edit cannot be made (the pod spec is then left as it is, with a warning).
-pub type Refusal = &'static str;
+pub(crate) type Refusal = &'static str;
 
 /// Edits one input.
-pub struct Splicer<'a> {
+pub(crate) struct Splicer<'a> {
     text: &'a str,
     tree: &'a Tree,
     json: bool,
@@ -181,7 +183,7 @@ pub struct Splicer<'a> {
 
 impl<'a> Splicer<'a> {
     /// `json`: the input is JSON, and what is inserted must be too.
-    pub fn new(text: &'a str, tree: &'a Tree, json: bool) -> Splicer<'a> {
+    pub(crate) fn new(text: &'a str, tree: &'a Tree, json: bool) -> Splicer<'a> {
         Splicer { text, tree, json }
     }
 
@@ -271,7 +273,7 @@ impl<'a> Splicer<'a> {
 
     /// Inserts `key: value` into a mapping, before the first of `before` it has (else before
     /// its first key).
-    pub fn insert_key(
+    pub(crate) fn insert_key(
         &self,
         map: NodeId,
         before: &[&str],
@@ -375,7 +377,12 @@ impl<'a> Splicer<'a> {
     }
 
     /// Sets a null value (`key:`, `key: ~`) of `key` to `value`, in flow style.
-    pub fn set_null(&self, key: NodeId, value_node: NodeId, value: &Y) -> Result<Edit, Refusal> {
+    pub(crate) fn set_null(
+        &self,
+        key: NodeId,
+        value_node: NodeId,
+        value: &Y,
+    ) -> Result<Edit, Refusal> {
         let v = self.node(value_node);
         if v.end > v.start {
             return Ok(Edit {
@@ -398,7 +405,7 @@ impl<'a> Splicer<'a> {
     }
 
     /// Inserts items at the front of a sequence.
-    pub fn prepend(&self, seq: NodeId, items: &[Y]) -> Result<Edit, Refusal> {
+    pub(crate) fn prepend(&self, seq: NodeId, items: &[Y]) -> Result<Edit, Refusal> {
         let Kind::Seq {
             items: existing,
             flow,
@@ -489,7 +496,7 @@ impl<'a> Splicer<'a> {
 
     /// Removes item `index`; the only item of a block sequence becomes `[]`, two columns
     /// right of its dash (a block sequence may start at its key's column, a flow one may not).
-    pub fn remove_item(&self, seq: NodeId, index: usize) -> Result<Edit, Refusal> {
+    pub(crate) fn remove_item(&self, seq: NodeId, index: usize) -> Result<Edit, Refusal> {
         let (start, end) = self.item_span(seq, index)?;
         let only = self.tree.items(seq).len() == 1;
         let insert = if only && !(self.is_flow(seq) || self.json) {
@@ -505,7 +512,12 @@ impl<'a> Splicer<'a> {
     }
 
     /// Replaces item `index` with `item`.
-    pub fn replace_item(&self, seq: NodeId, index: usize, item: &Y) -> Result<Edit, Refusal> {
+    pub(crate) fn replace_item(
+        &self,
+        seq: NodeId,
+        index: usize,
+        item: &Y,
+    ) -> Result<Edit, Refusal> {
         let items = self.tree.items(seq);
         let node = *items.get(index).ok_or("no such item")?;
         if self.is_flow(seq) || self.json {

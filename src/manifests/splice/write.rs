@@ -99,7 +99,7 @@ pub(super) fn double_quoted(text: &str) -> String {
 /// Whether `text` can be written without quotes and read back as the same string by YAML 1.1
 /// (go-yaml v2 in kubectl, PyYAML) and YAML 1.2 readers alike, in block and flow context.
 /// Conservative: when in doubt, quote.
-pub fn plain_ok(text: &str) -> bool {
+pub(crate) fn plain_ok(text: &str) -> bool {
     let Some(first) = text.chars().next() else {
         return false;
     };

@@ -36,11 +36,11 @@ pub const MAX_HOSTS: usize = 100;
 
 /// What a host may be asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
+pub(crate) struct Capabilities {
     /// `pull`: fetch content by digest.
-    pub pull: bool,
+    pub(crate) pull: bool,
     /// `resolve`: turn a tag into a digest.
-    pub resolve: bool,
+    pub(crate) resolve: bool,
 }
 
 impl Capabilities {
@@ -54,31 +54,31 @@ impl Capabilities {
 #[derive(Debug, Clone)]
 pub struct HostEntry {
     /// `https` or `http`; empty for a `server` left unset.
-    pub scheme: String,
+    pub(crate) scheme: String,
     /// `host[:port]`; empty for a `server` left unset.
-    pub host: String,
+    pub(crate) host: String,
     /// The API root path.
-    pub path: String,
+    pub(crate) path: String,
     /// What it may be asked for.
-    pub capabilities: Capabilities,
+    pub(crate) capabilities: Capabilities,
     /// Its own TLS settings, when it has any.
-    pub tls: Option<Arc<Tls>>,
+    pub(crate) tls: Option<Arc<Tls>>,
     /// Extra headers.
     pub headers: Headers,
 }
 
 /// A host's configuration as found: the file (for messages) and its hosts in order.
 #[derive(Debug, Clone)]
-pub struct HostsConfig {
+pub(crate) struct HostsConfig {
     /// The file or directory it came from.
-    pub source: PathBuf,
+    pub(crate) source: PathBuf,
     /// The hosts, `server` last.
-    pub hosts: Vec<HostEntry>,
+    pub(crate) hosts: Vec<HostEntry>,
 }
 
 /// containerd's hosts directories, and what was read from them (each host once per run).
 #[derive(Debug, Default)]
-pub struct HostsDirs {
+pub(crate) struct HostsDirs {
     dirs: Vec<PathBuf>,
     loaded: Mutex<HashMap<String, Loaded>>,
 }
@@ -89,7 +89,7 @@ type Loaded = Result<(Option<HostsConfig>, Vec<String>), String>;
 
 impl HostsDirs {
     /// The directories, in the order they are searched.
-    pub fn new(dirs: Vec<PathBuf>) -> HostsDirs {
+    pub(crate) fn new(dirs: Vec<PathBuf>) -> HostsDirs {
         HostsDirs {
             dirs,
             loaded: Mutex::new(HashMap::new()),
@@ -99,7 +99,7 @@ impl HostsDirs {
     /// Reads the configuration of `registry` (`docker.io`, `host:port`) once. Returns the
     /// warnings of the reading (a hosts.toml ignored, as containerd ignores it), or the error
     /// that makes it unusable (a `ca` or `client` file that cannot be read).
-    pub fn load(&self, registry: &str) -> Result<Vec<String>, String> {
+    pub(crate) fn load(&self, registry: &str) -> Result<Vec<String>, String> {
         let mut map = self
             .loaded
             .lock()
@@ -111,7 +111,11 @@ impl HostsDirs {
     }
 
     /// The endpoints for `reference`, in containerd's order, filtered by capability.
-    pub fn route(&self, reference: &Reference, plain_http: &[String]) -> Result<Route, String> {
+    pub(crate) fn route(
+        &self,
+        reference: &Reference,
+        plain_http: &[String],
+    ) -> Result<Route, String> {
         self.load(&reference.registry)?;
         let config = {
             let map = self
