@@ -6,8 +6,8 @@
 #
 # BEFORE and AFTER are each a pullcheck binary or a git revision of this repository (built
 # with `cargo build --release` from `git archive`, under target/ping-bench/); AFTER defaults to
-# this checkout's release build. Example: `bench/ping.sh 1c3b0e3` (the last revision that
-# pinged) against the working tree.
+# this checkout's release build. Example: `bench/ping.sh 1c3b0e3` (main's last revision that
+# sent `GET /v2/` before the manifest request) against the working tree.
 #
 # The network is the script's own: a network namespace and a veth pair (10.253.53.1 here,
 # 10.253.53.2 in the namespace), with `tc qdisc ... netem delay` on the host's end, so each

@@ -23,19 +23,37 @@
 //!
 //! # Layout
 //!
-//! - [`cli`]: clap types only; [`config`]: flags, environment and files into a validated
-//!   [`config::Config`]; [`app`]: the program behind `main`; [`input`]: bounded reading of
-//!   files and stdin, for `config` and `keyring` alike.
-//! - [`reference`](mod@reference): image reference parsing and normalisation, as the container runtime does it.
+//! One line per module, saying what it holds (a folder's files in brackets, those of private
+//! modules as plain names); each file opens with its own responsibility.
+//!
+//! - [`cli`]: clap types only, every flag also an environment variable, grouped for `-h`
+//!   ([`cli::values`]: the values of single flags as clap reads them, a leaf that `config`
+//!   uses too); [`config`]: flags, environment and files into a validated
+//!   [`config::Config`] by small per-concern builders (`config/inject.rs`: `inject`'s
+//!   `InjectConfig`; `config/values.rs`: the command line's choices as the library's types);
+//!   [`app`]: the program behind `main`; [`input`]: bounded reading of files and stdin, for
+//!   `config` and `keyring` alike.
+//! - [`reference`](mod@reference): image reference parsing and normalisation, as the
+//!   container runtime does it (`reference/grammar.rs`: distribution's grammar).
 //! - [`manifests`]: the one reader of pod specs (every kind, job frameworks included), for
-//!   `check --pod-spec` and `inject`, and the text splice `inject` writes with.
-//! - [`keyring`]: pull-secret files and the kubelet's credential matching;
-//!   [`credentials`]: what the node would pull with (cloud providers, exec plugins), tried
-//!   after the pull secrets.
+//!   `check --pod-spec` and `inject` (`parse`, `tree`, `reader`, `kinds`: the table of (group,
+//!   kind) to where the pod specs are, `frameworks`, `kubectl`), the text splice `inject`
+//!   writes with ([`manifests::splice`]), and Kubernetes' name rules
+//!   ([`manifests::names`]).
+//! - [`keyring`]: pull-secret files and the kubelet's credential matching (`files`,
+//!   `matching`, `helper`: the Docker CLI's credential helpers); [`credentials`]: what the
+//!   node would pull with (`cloud/`: AWS, Google, Azure; `plugin/`: the kubelet's exec
+//!   plugins), tried after the pull secrets.
 //! - [`pull_policy`]: when the kubelet pulls, and so what is checked; [`node`]: the images the
-//!   node already holds, from its Node object.
-//! - [`registry`]: all HTTP to registries; [`registry::classify`](fn@registry::classify) turns what it found into a
-//!   verdict, in one place.
+//!   node already holds (`node/read.rs`: the Node object read in one pass, keeping only the
+//!   names).
+//! - [`registry`]: all HTTP to registries: `probe` (the request flow of one image: the
+//!   manifest `HEAD` first, the challenge answered once), `state` (what the run knows of each
+//!   registry), `token` (the `Authorization` a request carries, the shared token cache),
+//!   `http` (one request on the wire), `inspect` (follow-ups after a 404), [`registry::auth`],
+//!   [`registry::index`], `image_config`, [`registry::dns`];
+//!   [`registry::classify`](fn@registry::classify) turns what it found into a verdict, in one
+//!   place.
 //! - [`platform`]: the node's platform and index matching, as containerd does it;
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
 //! - [`route`]: where a pull goes: the node runtime's registry configuration (containerd's
@@ -43,16 +61,26 @@
 //! - [`container_start`]: the container-start prediction: will each container start once
 //!   pulled? The kubelet's and the runtimes' rules (`runAsNonRoot`, the image's user, the
 //!   command), over the pod spec and the image's config.
-//! - [`check`](mod@check): concurrency, retries with back-off, the deadline, and the walk over
-//!   a route's endpoints; [`progress`]: what it is doing while it runs (verdicts, retries,
-//!   `--verbose` requests).
+//! - [`check`](mod@check): the run's phases (set-up, scheduling, verdicts, the summary), with
+//!   `check/job.rs` (one image's attempts, retries with back-off, inside the deadline) and
+//!   `check/walk.rs` (the walk over a route's endpoints); [`progress`]: what it is doing while
+//!   it runs (verdicts, retries, `--verbose` requests).
 //! - [`deadline`]: the longest `--timeout` and saturating `Instant` arithmetic; [`http`]: what
 //!   every HTTP client shares (user agent, TLS over given roots, `error_chain`). Both are
-//!   leaves: no module of the crate reaches back from them, and `tests/it/layout.rs` keeps the
-//!   whole module graph free of cycles.
-//! - [`report`]: results, exit codes, text, JSON and the termination message; [`redact`]:
-//!   every secret of the run replaced by `<redacted>` in all of them, by value.
-//! - [`inject`]: `pullcheck inject`, manifests in, manifests out.
+//!   leaves: no module of the crate reaches back from them.
+//! - [`report`]: results, exit codes, text, JSON and the termination message
+//!   (`report/reason.rs`: the [`Reason`] enum, each reason's word, status, meaning and hint
+//!   in one table); [`redact`]: every secret of the run replaced by `<redacted>` in all of
+//!   them, by value.
+//! - [`inject`]: `pullcheck inject`, manifests in, manifests out (`options`, `pod`: the edit
+//!   of one pod spec, `container`: the init container, `job`: `--job-failure-policy`).
+//! - `test_hooks`: the two ways the integration tests reach stand-ins (pinned host names, ACR's
+//!   token exchange), compiled only with the `test-hooks` cargo feature; the release build
+//!   leaves it out.
+//!
+//! `tests/it/layout.rs` keeps this shape: no import cycle between the files of `src/` (the
+//! files of one module may reach each other), no file over 800 lines (test modules aside) and
+//! no function over 120 (one listed exception: the reasons table, `Reason::about`).
 
 // Most modules are the crate's own (`pub(crate)`): their docs are for contributors, built with
 // `cargo doc --document-private-items`, where links to crate-private items resolve.

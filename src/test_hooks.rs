@@ -2,7 +2,7 @@
 //! compiled only with the `test-hooks` cargo feature. The release build (`cargo build
 //! --release`, as `scripts/build-image.sh` and the Dockerfile run it) leaves the feature out,
 //! so the shipped binary neither reads these variables nor holds their names
-//! (`tests/it/release.rs` scans it).
+//! (`tests/it/image.rs` scans the image's binary for them).
 //!
 //! - `PULLCHECK_TEST_RESOLVE=HOST=IP:PORT,…` connects to HOST at IP:PORT instead of resolving
 //!   it, so that cloud registry names (`*.dkr.ecr.*.amazonaws.com`, `*.azurecr.io`, …) and

@@ -239,7 +239,8 @@ pub struct Keyring {
     /// a user needs to see when no credential matches (see [`Keyring::sources`]).
     sources: Vec<SourceRecord>,
     /// The label of `--creds` ([`Keyring::add_first`]): its credential is tried before every
-    /// other matching one, whatever the keys (the README's promise), not in key order.
+    /// other matching one, whatever the keys (as `--creds` in docs/reference/flags.md says),
+    /// not in key order.
     first: Option<u32>,
 }
 
@@ -1214,7 +1215,7 @@ mod tests {
     #[test]
     fn creds_come_first_even_before_a_more_specific_key() {
         // A pull secret's path-scoped key sorts before `r.io` in the kubelet's order; the
-        // README promises --creds before every other source.
+        // docs/reference/flags.md promises --creds before every other source.
         let mut k = keyring(&format!(
             r#"{{"auths": {{"r.io/team": {{"auth": "{}"}}, "r.io": {{"auth": "{}"}}}}}}"#,
             b64("scoped:b"),

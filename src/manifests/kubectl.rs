@@ -1,6 +1,6 @@
 //! Where kubectl would read a YAML input otherwise than pullcheck does: the documents kubectl
 //! refuses or leaves out that pullcheck reads. Each is one note for stderr, naming the document;
-//! the input is still read (the README says why).
+//! the input is still read (docs/reading-yaml.md says why).
 //!
 //! kubectl splits a stream at lines that start with `---` (`k8s.io/apimachinery`'s
 //! `YAMLReader`) and reads each part with go-yaml v2 (through `sigs.k8s.io/yaml`), a port of

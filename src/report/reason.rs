@@ -95,7 +95,7 @@ reasons! {
     ServerError,
     /// A 429.
     RateLimited,
-    /// The host does not answer `/v2/` as a registry.
+    /// A manifest 404 that nothing explained, at a host whose `/v2/` answers 404 too.
     NotARegistry,
     /// A token server answered without a token.
     BadTokenAnswer,
@@ -333,7 +333,7 @@ impl Reason {
             Reason::NotARegistry => (
                 "not_a_registry",
                 Status::Unreachable,
-                "The host does not answer `/v2/` as an OCI registry (200 or 401).",
+                "The manifest request answered 404 with nothing saying what is missing, and `GET /v2/` (sent only then) answers 404 too: the host is no OCI registry (one answers 200 or 401).",
                 Some("Check the registry host and port in the image reference."),
             ),
             Reason::BadTokenAnswer => (

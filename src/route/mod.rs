@@ -186,7 +186,7 @@ impl Endpoint {
     }
 
     /// Whether this is the endpoint pullcheck would ask without a node configuration: it then
-    /// shares the run's per-registry state (token plan, ping).
+    /// shares the run's per-registry state (token plan, the registry's challenge, tokens).
     pub(crate) fn is_default(&self) -> bool {
         self.root == "/v2"
             && self.tls.is_none()

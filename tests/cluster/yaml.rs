@@ -17,7 +17,7 @@
 //!   accepts it, keeps every input byte (in order) and adds only its own container and volumes
 //!   as kubectl reads the output;
 //! - kubectl refuses a document ⇒ pullcheck refuses the input (exit 2), or reads it and says on
-//!   stderr, naming the document, that kubectl cannot read it (the README's choice);
+//!   stderr, naming the document, that kubectl cannot read it (docs/reading-yaml.md's choice);
 //! - kubectl reads other values (a document after `...` left out, a YAML 1.1 line break) ⇒
 //!   pullcheck says so on stderr, naming the document.
 //!

@@ -211,7 +211,7 @@ fn empty_items_are_skipped_and_an_empty_list_checks_nothing() {
     assert_eq!(results(&run).len(), 1);
 
     // A source that holds no image is not a usage error: a pod with nothing to pull must not
-    // be blocked (README).
+    // be blocked (docs/how-it-works.md, "Choices where the contract was silent").
     let run = run_with(&[], &[("PULLCHECK_IMAGES", ",, ,\n,".into())], b"");
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("no images"), "{}", run.stdout);

@@ -220,7 +220,7 @@ fn flags_page() -> String {
     let mut out = String::from(
         "# Flags\n\n\
          Every subcommand and flag of `pullcheck`, with the environment variable it reads, its \
-         default and the values it takes. Generated from the clap definitions in `src/cli.rs` \
+         default and the values it takes. Generated from the clap definitions in `src/cli/mod.rs` \
          by `tests/it/docs_flags.rs`: do not edit by hand; after a change of the flags run \
          `PULLCHECK_BLESS=1 cargo test --test it docs_flags` and commit the page. A test fails \
          while the page differs from the code.\n\n\

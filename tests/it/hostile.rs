@@ -2240,7 +2240,7 @@ fn pod_documents(n: usize) -> String {
         .collect()
 }
 
-/// The bound the README states for inject on these Pods: 8 times the input, plus the binary's
+/// The bound docs/performance.md states for inject on these Pods: 8 times the input, plus the binary's
 /// own 16 MiB (it was 48 times, when the whole input's tree was held).
 fn inject_bound_kib(input_bytes: usize) -> u64 {
     (8 * input_bytes as u64 + (16 << 20)) / 1024

@@ -4,9 +4,6 @@
 //!   htpasswd auth, fixtures pushed through the registry API, the access log read back), the
 //!   one command builder (`common::pullcheck`), the one HTTPS stand-in, the signal helper.
 //! - `image`: the release image's binary, run as it will run, and scanned for test hooks.
-//!
-//! Run them with `scripts/test.sh` (or `cargo test --features test-hooks`): the tests that
-//! reach cloud names through the `test-hooks` feature fail without it, saying so.
 //! - `harness`: the harness's own self-test.
 //! - `check`: `pullcheck check` end to end.
 //! - `auth`: credentials as the kubelet uses them, against a real token-auth registry.
@@ -23,6 +20,16 @@
 //! - `output`: what a person sees besides the report (warnings that are news, and only then).
 //! - `cloud`, `plugin`: the node's credentials (built-in cloud providers against stand-ins of
 //!   the cloud endpoints; the kubelet's exec plugins), against real registries.
+//! - `faults`: faults a registry can produce (through a fault proxy): no hang past the
+//!   deadline, no panic, and the requests each case costs.
+//! - `bad_input`: flags, environment, files and references wrong in every way: usage errors.
+//! - `platform`: the node's platform and "did you mean", against the real registry.
+//! - `operator`: what the person waiting on a check sees while it runs and after.
+//!
+//! Run them with `scripts/test.sh` (or `cargo test --features test-hooks`): the tests that
+//! reach cloud names through the `test-hooks` feature fail without it, saying so. A test that
+//! cannot run here (no root, containerd, IPv6, ...) fails with `CI=true` and otherwise prints
+//! `*** NOT RUN, NOT PASSED: …` (`common::cannot_run`).
 
 #![allow(clippy::unwrap_used)]
 
