@@ -855,6 +855,10 @@ fn main() {
     });
     for target in &targets {
         let max_token = usize::from(target.kind == Kind::Token);
+        // The manifest HEAD goes first, anonymously until the registry's challenge is known: on
+        // a registry that asks for credentials, each image that starts before the first 401 is
+        // read sends one anonymous HEAD more (at most one per image, as containerd does).
+        let challenged = target.kind != Kind::Plain;
         let mut pass = true;
         let mut measured = Vec::new();
         for case in cases
@@ -862,7 +866,12 @@ fn main() {
             .filter(|c| targets[c.target].kind == target.kind)
         {
             let c = case.counts[pullcheck];
-            pass &= c.head_manifest == case.images
+            let heads_ok = if challenged {
+                (case.images..=2 * case.images).contains(&c.head_manifest)
+            } else {
+                c.head_manifest == case.images
+            };
+            pass &= heads_ok
                 && c.get_manifest == 0
                 && c.other == 0
                 && c.ping <= 1
@@ -884,10 +893,10 @@ fn main() {
         checks.push(Check {
             name: format!("requests of pullcheck, {}", target.label),
             measured: measured.join(", "),
-            limit: if max_token == 1 {
-                "N H + <=1 p + <=1 t"
-            } else {
-                "N H + <=1 p + 0 t"
+            limit: match (challenged, max_token) {
+                (false, _) => "N H + <=1 p + 0 t",
+                (true, 1) => "N..2N H + <=1 p + <=1 t",
+                (true, _) => "N..2N H + <=1 p + 0 t",
             },
             pass,
         });
