@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod accepted;
+mod chart;
 #[path = "../it/common/mod.rs"]
 mod common;
 mod credentials;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tests on a real Kubernetes: builds pullcheck's image from the Dockerfile
-# (scripts/build-image.sh), brings the cluster up (tests/cluster/cluster.sh; the first run on a
-# machine builds Kubernetes from its Go modules), runs `cargo test --test cluster`, then takes
+# (scripts/build-image.sh) and the chart tests' Helm v3.22.0 from its Go module
+# (tests/cluster/build-helm.sh), brings the cluster up (tests/cluster/cluster.sh; the first run
+# on a machine builds Kubernetes from its Go modules), runs `cargo test --test cluster`, then takes
 # the cluster down. PULLCHECK_CLUSTER_KEEP=1 leaves it (and the tests' namespaces) running.
 #
 # Needs root and Go. Without them it says which is missing and fails: these tests never skip.
@@ -10,12 +11,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 missing=()
 [ "$(id -u)" = 0 ] || missing+=("root (it runs containerd and the kubelet, makes a bridge and mounts)")
-command -v go >/dev/null 2>&1 || missing+=("Go 1.24 or newer (Kubernetes v1.34.4 is built from its Go modules)")
+command -v go >/dev/null 2>&1 || missing+=("Go 1.26 or newer (Kubernetes v1.34.4 and Helm v3.22.0 are built from their Go modules)")
 if [ ${#missing[@]} -gt 0 ]; then
   printf 'the cluster tests cannot run here: missing %s\n' "${missing[@]}" >&2
   exit 2
 fi
 scripts/build-image.sh >/dev/null
+# The chart tests' helm, from its Go module (cached after the first build).
+tests/cluster/build-helm.sh >/dev/null
 if [ "${PULLCHECK_CLUSTER_KEEP:-}" != 1 ]; then
   trap 'tests/cluster/cluster.sh down' EXIT
 fi

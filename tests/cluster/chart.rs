@@ -1,0 +1,674 @@
+//! The Helm chart `charts/pullcheck/` with a real `helm` v3.22.0, built from its Go module by
+//! `tests/cluster/build-helm.sh`: `helm lint`; what `helm template` renders with the default
+//! values, with cert-manager's, and with every `inject` option set (each option of
+//! `pullcheck inject --help` must have its value); the plain manifests of `deploy/`, which must
+//! be what the chart renders (`PULLCHECK_BLESS=1` writes them); the real API server's
+//! `kubectl apply --dry-run=server` of the render; and `helm install` on the test cluster.
+//!
+//! lint, template and `deploy/` need only the `helm` binary, not the cluster or root.
+
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use crate::harness::{cluster, minutes, repo, wait_for};
+
+/// The release name and namespace `deploy/` is rendered with.
+const RELEASE: &str = "pullcheck";
+
+/// `helm`, from `tests/cluster/build-helm.sh` (cached: a second).
+fn helm_bin() -> &'static Path {
+    static HELM: OnceLock<PathBuf> = OnceLock::new();
+    HELM.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(repo().join("tests/cluster/build-helm.sh"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tests/cluster/build-helm.sh");
+        assert!(
+            out.status.success(),
+            "tests/cluster/build-helm.sh: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let dir = stdout
+            .lines()
+            .last()
+            .expect("build-helm.sh prints its cache folder");
+        PathBuf::from(dir.trim()).join("helm")
+    })
+}
+
+/// Helm's own state (repositories, cache, plugins) in a folder of the test binary's, so that no
+/// user's configuration takes part.
+fn helm_home() -> &'static Path {
+    static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
+    HOME.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
+}
+
+fn helm_cmd(args: &[&str]) -> Command {
+    let home = helm_home();
+    let mut cmd = Command::new(helm_bin());
+    cmd.args(args)
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env_remove("KUBECONFIG")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// `helm ARGS…`, which must succeed; its standard output.
+fn helm(args: &[&str]) -> String {
+    let out = helm_cmd(args).output().expect("run helm");
+    assert!(
+        out.status.success(),
+        "helm {}: {}\n{}{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn chart() -> String {
+    repo().join("charts/pullcheck").display().to_string()
+}
+
+/// `helm template RELEASE charts/pullcheck -n NAMESPACE ARGS…`.
+fn template(namespace: &str, args: &[&str]) -> String {
+    let chart = chart();
+    let mut all = vec!["template", RELEASE, &chart, "--namespace", namespace];
+    all.extend_from_slice(args);
+    helm(&all)
+}
+
+/// The documents of a rendered manifest, as JSON values (empty documents dropped).
+fn documents(yaml: &str) -> Vec<Value> {
+    use serde::Deserialize;
+    serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|doc| Value::deserialize(doc).expect("helm renders YAML"))
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn kinds(docs: &[Value]) -> BTreeSet<String> {
+    docs.iter()
+        .map(|d| d["kind"].as_str().expect("kind").to_string())
+        .collect()
+}
+
+fn one<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    let found: Vec<&Value> = docs.iter().filter(|d| d["kind"] == kind).collect();
+    assert_eq!(found.len(), 1, "one {kind} in the render: {found:#?}");
+    found[0]
+}
+
+fn webhook_container(docs: &[Value]) -> &Value {
+    let deployment = one(docs, "Deployment");
+    let containers = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers");
+    assert_eq!(containers.len(), 1, "one container: {containers:#?}");
+    &containers[0]
+}
+
+fn args(container: &Value) -> Vec<String> {
+    container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string arg").to_string())
+        .collect()
+}
+
+#[test]
+fn helm_is_the_release_it_is_built_from() {
+    let out = helm(&["version", "--template", "{{ .Version }}"]);
+    assert_eq!(out.trim(), "v3.22.0");
+}
+
+#[test]
+fn chart_lints_clean() {
+    let chart = chart();
+    for values in [&[][..], &["--set", "certManager.enabled=true"][..]] {
+        let mut all = vec!["lint", "--strict", &chart];
+        all.extend_from_slice(values);
+        let out = helm(&all);
+        assert!(
+            out.contains("1 chart(s) linted, 0 chart(s) failed"),
+            "helm lint {values:?}:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn chart_renders_the_webhook_with_its_own_certificate() {
+    let docs = documents(&template("pullcheck", &[]));
+    assert_eq!(
+        kinds(&docs),
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Deployment",
+            "MutatingWebhookConfiguration",
+            "PodDisruptionBudget",
+            "Service",
+            "ServiceAccount",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect()
+    );
+
+    let deployment = one(&docs, "Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "pullcheck");
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["annotations"]["pullcheck.dev/inject"],
+        "false"
+    );
+    assert_eq!(
+        pod["securityContext"],
+        json!({"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+               "seccompProfile": {"type": "RuntimeDefault"}})
+    );
+    let c = webhook_container(&docs);
+    assert_eq!(c["image"], "pullcheck:0.1.0");
+    assert_eq!(c["command"], json!(["/pullcheck", "webhook"]));
+    assert_eq!(
+        args(c),
+        [
+            "--listen=:8443",
+            "--self-signed",
+            "--service=pullcheck-webhook",
+            "--webhook-configuration=pullcheck",
+            "--image=pullcheck:0.1.0",
+            "--job-failure-policy",
+        ]
+    );
+    assert_eq!(
+        c["env"],
+        json!([{"name": "PULLCHECK_WEBHOOK_NAMESPACE",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}])
+    );
+    assert_eq!(
+        c["ports"],
+        json!([{"name": "https", "containerPort": 8443, "protocol": "TCP"}])
+    );
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        assert_eq!(
+            c[probe]["httpGet"],
+            json!({"path": path, "port": "https", "scheme": "HTTPS"}),
+            "{probe}"
+        );
+    }
+    assert_eq!(
+        c["securityContext"],
+        json!({"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+               "runAsNonRoot": true, "runAsUser": 65532, "capabilities": {"drop": ["ALL"]}})
+    );
+    assert!(c["resources"]["requests"]["cpu"].is_string(), "{c:#}");
+    assert!(c["resources"]["requests"]["memory"].is_string(), "{c:#}");
+    assert!(c.get("volumeMounts").is_none(), "{c:#}");
+
+    let service = one(&docs, "Service");
+    assert_eq!(service["metadata"]["name"], "pullcheck-webhook");
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}])
+    );
+    assert_eq!(
+        service["spec"]["selector"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    let pdb = one(&docs, "PodDisruptionBudget");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert_eq!(pdb["spec"]["selector"], deployment["spec"]["selector"]);
+
+    // Least privilege: get and patch on the one configuration, bound to the webhook's account.
+    let role = one(&docs, "ClusterRole");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": ["admissionregistration.k8s.io"],
+                "resources": ["mutatingwebhookconfigurations"],
+                "resourceNames": ["pullcheck"],
+                "verbs": ["get", "patch"]}])
+    );
+    let binding = one(&docs, "ClusterRoleBinding");
+    assert_eq!(
+        binding["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pullcheck"})
+    );
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "pullcheck", "namespace": "pullcheck"}])
+    );
+    assert!(
+        docs.iter()
+            .all(|d| d["kind"] != "Role" && d["kind"] != "RoleBinding")
+    );
+
+    let config = one(&docs, "MutatingWebhookConfiguration");
+    assert_eq!(config["metadata"]["name"], "pullcheck");
+    assert!(
+        config["metadata"].get("annotations").is_none(),
+        "{config:#}"
+    );
+    let webhooks = config["webhooks"].as_array().expect("webhooks");
+    assert_eq!(webhooks.len(), 2);
+    for (webhook, (name, group, resource)) in webhooks.iter().zip([
+        ("pods.pullcheck.dev", "", "pods"),
+        ("jobs.pullcheck.dev", "batch", "jobs"),
+    ]) {
+        assert_eq!(
+            *webhook,
+            json!({
+                "name": name,
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"service": {"name": "pullcheck-webhook", "namespace": "pullcheck",
+                                             "path": "/mutate", "port": 443}},
+                "rules": [{"apiGroups": [group], "apiVersions": ["v1"], "resources": [resource],
+                           "operations": ["CREATE"], "scope": "Namespaced"}],
+                "failurePolicy": "Ignore",
+                "timeoutSeconds": 2,
+                "sideEffects": "None",
+                "reinvocationPolicy": "IfNeeded",
+                "matchPolicy": "Equivalent",
+                "namespaceSelector": {"matchExpressions": [
+                    {"key": "pullcheck.dev/inject", "operator": "In", "values": ["enabled"]},
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                     "values": ["pullcheck"]},
+                ]},
+            }),
+            "{name}: no caBundle (the webhook writes it), CREATE only, never blocking"
+        );
+    }
+}
+
+#[test]
+fn chart_renders_cert_manager_as_the_alternative() {
+    let docs = documents(&template(
+        "pullcheck",
+        &["--set", "certManager.enabled=true"],
+    ));
+    assert_eq!(
+        kinds(&docs),
+        [
+            "Certificate",
+            "Deployment",
+            "Issuer",
+            "MutatingWebhookConfiguration",
+            "PodDisruptionBudget",
+            "Service",
+            "ServiceAccount",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect(),
+        "no RBAC: the webhook writes nothing through the API"
+    );
+    let config = one(&docs, "MutatingWebhookConfiguration");
+    assert_eq!(
+        config["metadata"]["annotations"],
+        json!({"cert-manager.io/inject-ca-from": "pullcheck/pullcheck-webhook-tls"})
+    );
+    let cert = one(&docs, "Certificate");
+    assert_eq!(cert["metadata"]["name"], "pullcheck-webhook-tls");
+    assert_eq!(cert["spec"]["secretName"], "pullcheck-webhook-tls");
+    assert_eq!(
+        cert["spec"]["dnsNames"],
+        json!([
+            "pullcheck-webhook.pullcheck.svc",
+            "pullcheck-webhook.pullcheck.svc.cluster.local"
+        ])
+    );
+    assert_eq!(
+        cert["spec"]["issuerRef"],
+        json!({"name": "pullcheck", "kind": "Issuer", "group": "cert-manager.io"})
+    );
+    assert_eq!(one(&docs, "Issuer")["spec"], json!({"selfSigned": {}}));
+
+    let c = webhook_container(&docs);
+    let a = args(c);
+    assert!(!a.contains(&"--self-signed".to_string()), "{a:?}");
+    assert!(
+        a.contains(&"--tls-cert-file=/etc/pullcheck/tls/tls.crt".to_string()),
+        "{a:?}"
+    );
+    assert!(
+        a.contains(&"--tls-key-file=/etc/pullcheck/tls/tls.key".to_string()),
+        "{a:?}"
+    );
+    assert_eq!(
+        c["volumeMounts"],
+        json!([{"name": "tls", "mountPath": "/etc/pullcheck/tls", "readOnly": true}])
+    );
+    assert_eq!(
+        one(&docs, "Deployment")["spec"]["template"]["spec"]["volumes"],
+        json!([{"name": "tls", "secret": {"secretName": "pullcheck-webhook-tls"}}])
+    );
+
+    // An issuer of the operator's own replaces the chart's.
+    let docs = documents(&template(
+        "pullcheck",
+        &[
+            "--set",
+            "certManager.enabled=true,certManager.issuerRef.name=corp,certManager.issuerRef.kind=ClusterIssuer",
+        ],
+    ));
+    assert!(!kinds(&docs).contains("Issuer"));
+    assert_eq!(
+        one(&docs, "Certificate")["spec"]["issuerRef"],
+        json!({"name": "corp", "kind": "ClusterIssuer", "group": "cert-manager.io"})
+    );
+}
+
+/// Every option of `pullcheck inject --help` but its input (`--filename`) and `--help`.
+fn inject_options() -> BTreeSet<String> {
+    let out = crate::common::pullcheck_cmd()
+        .args(["inject", "--help"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pullcheck inject --help");
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            // Option lines are indented by two or six spaces; their descriptions by ten.
+            let trimmed = l.trim_start();
+            if l.len() - trimmed.len() > 6 {
+                return None;
+            }
+            let l = trimmed;
+            let l = l.strip_prefix("-f, ").unwrap_or(l);
+            let name = l.strip_prefix("--")?.split([' ', ',']).next()?;
+            (!name.is_empty()).then(|| format!("--{name}"))
+        })
+        .filter(|o| o != "--filename" && o != "--help")
+        .collect()
+}
+
+#[test]
+fn chart_has_a_value_for_every_inject_option() {
+    let options = inject_options();
+    assert!(options.len() >= 10, "inject's options: {options:?}");
+    let set = [
+        "inject.image=registry.example.com/pullcheck:0.1.0",
+        "inject.secrets={corp-pull,other-pull}",
+        "inject.caConfigMap=corp-ca",
+        "inject.credentialProviderConfig.configMap=providers",
+        "inject.jobFailurePolicy=true",
+        "inject.ignoreUnreachableWithoutDeadline=true",
+        "inject.nodeImages=true",
+        "inject.hostsConfigMap=hosts",
+        "inject.registriesConfigMap=registries",
+        "inject.hostsFromNode=/etc/containerd/certs.d",
+        "inject.checkArgs={--timeout,30s}",
+    ]
+    .join(",");
+    let docs = documents(&template("pullcheck", &["--set", &set]));
+    let c = webhook_container(&docs);
+    let a = args(c);
+    for option in &options {
+        assert!(
+            a.iter()
+                .any(|arg| arg == option || arg.starts_with(&format!("{option}="))),
+            "`pullcheck inject {option}` has no value in charts/pullcheck/values.yaml (inject.*): {a:?}"
+        );
+    }
+    let tail: Vec<&str> = a
+        .iter()
+        .map(String::as_str)
+        .skip_while(|a| *a != "--")
+        .collect();
+    assert_eq!(tail, ["--", "--timeout", "30s"]);
+    for want in [
+        "--image=registry.example.com/pullcheck:0.1.0",
+        "--secret=corp-pull",
+        "--secret=other-pull",
+        "--credential-provider-config=/etc/pullcheck/credential-provider/credential-provider-config.yaml",
+        "--hosts-from-node=/etc/containerd/certs.d",
+    ] {
+        assert!(a.contains(&want.to_string()), "{want} in {a:?}");
+    }
+    assert_eq!(
+        c["volumeMounts"],
+        json!([{"name": "credential-provider", "mountPath": "/etc/pullcheck/credential-provider",
+                "readOnly": true}])
+    );
+}
+
+/// `deploy/pullcheck.yaml`: the namespace `pullcheck` and the chart rendered into it.
+fn plain_manifests() -> String {
+    let rendered = template(RELEASE, &[]);
+    format!(
+        "# pullcheck's admission webhook, for clusters without Helm: charts/pullcheck rendered with\n\
+         # its default values into the namespace {RELEASE}, by\n\
+         #   helm template {RELEASE} charts/pullcheck --namespace {RELEASE}\n\
+         # Before `kubectl apply -f deploy/pullcheck.yaml`, set the container's image and its --image=\n\
+         # argument to where you pushed pullcheck's image. Regenerate, never edit:\n\
+         # PULLCHECK_BLESS=1 cargo test --test cluster chart::deploy\n\
+         apiVersion: v1\n\
+         kind: Namespace\n\
+         metadata:\n  name: {RELEASE}\n\
+         {rendered}"
+    )
+}
+
+#[test]
+fn deploy_is_what_the_chart_renders() {
+    let path = repo().join("deploy/pullcheck.yaml");
+    let want = plain_manifests();
+    if std::env::var_os("PULLCHECK_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "{} is not what charts/pullcheck renders: regenerate it with \
+         PULLCHECK_BLESS=1 cargo test --test cluster chart::deploy",
+        path.display()
+    );
+    let docs = documents(&have);
+    assert_eq!(docs[0]["kind"], "Namespace");
+    assert!(
+        docs[1..]
+            .iter()
+            .all(|d| d["metadata"].get("namespace").is_none()
+                || d["metadata"]["namespace"] == RELEASE)
+    );
+}
+
+/// The render without the cert-manager kinds, which the test cluster has no CRDs for.
+fn without_cert_manager(docs: Vec<Value>) -> String {
+    docs.into_iter()
+        .filter(|d| {
+            !d["apiVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("cert-manager.io/")
+        })
+        .map(|d| serde_json::to_string(&d).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+#[test]
+fn api_server_accepts_what_the_chart_renders() {
+    let c = cluster();
+    let ns = c.namespace("chart-dry-run");
+    for values in [&[][..], &["--set", "certManager.enabled=true"][..]] {
+        let rendered = template(&ns.name, values);
+        let manifest = if values.is_empty() {
+            rendered
+        } else {
+            without_cert_manager(documents(&rendered))
+        };
+        let out = c.kubectl_output(
+            &["apply", "--dry-run=server", "-n", &ns.name, "-f", "-"],
+            Some(&manifest),
+        );
+        assert!(
+            out.status.success(),
+            "kubectl apply --dry-run=server of helm template {values:?}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains("mutatingwebhookconfiguration.admissionregistration.k8s.io/pullcheck")
+                && said.contains("deployment.apps/pullcheck"),
+            "{said}"
+        );
+    }
+    // The plain manifests as they are, namespace included.
+    let out = c.kubectl_output(
+        &["apply", "--dry-run=server", "-f", "-"],
+        Some(&std::fs::read_to_string(repo().join("deploy/pullcheck.yaml")).unwrap()),
+    );
+    assert!(
+        out.status.success(),
+        "kubectl apply --dry-run=server -f deploy/pullcheck.yaml: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `helm uninstall` of a release when dropped, so a failed test leaves no webhook configuration.
+struct Release<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    kubeconfig: &'a Path,
+}
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        if std::env::var_os("PULLCHECK_CLUSTER_KEEP").is_none() {
+            let _ = helm_cmd(&["uninstall", self.name, "-n", self.namespace, "--wait"])
+                .env("KUBECONFIG", self.kubeconfig)
+                .output();
+        }
+    }
+}
+
+#[test]
+fn chart_installs() {
+    let c = cluster();
+    let ns = c.namespace("chart-install");
+    let name = "chart-install";
+    let chart = chart();
+    // The webhook's configuration is cluster-wide: its label selects no namespace of the other
+    // tests, so the release cannot slow down or change any pod but its own.
+    let image = c.pullcheck_image();
+    let (repository, tag) = image.rsplit_once(':').unwrap();
+    let set = format!(
+        "image.repository={repository},image.tag={tag},namespaceLabel.value=chart-install-only"
+    );
+    let kubeconfig = c.kubeconfig.display().to_string();
+    let _release = Release {
+        name,
+        namespace: &ns.name,
+        kubeconfig: &c.kubeconfig,
+    };
+    let out = helm(&[
+        "install",
+        name,
+        &chart,
+        "-n",
+        &ns.name,
+        "--kubeconfig",
+        &kubeconfig,
+        "--set",
+        &set,
+    ]);
+    assert!(out.contains("STATUS: deployed"), "{out}");
+    assert!(
+        out.contains("kubectl label namespace NAMESPACE pullcheck.dev/inject=chart-install-only"),
+        "NOTES.txt tells how to opt a namespace in:\n{out}"
+    );
+
+    let fullname = "chart-install-pullcheck";
+    wait_for("the Deployment's two pods created", minutes(2), || {
+        let out = c.kubectl(&[
+            "get",
+            "pods",
+            "-n",
+            &ns.name,
+            "-l",
+            &format!("app.kubernetes.io/instance={name}"),
+            "-o",
+            "json",
+        ]);
+        let list: Value = serde_json::from_str(&out).unwrap();
+        let pods = list["items"].as_array().cloned().unwrap_or_default();
+        if pods.len() == 2 { Ok(pods) } else { Err(out) }
+    });
+    let role = c
+        .get("", &format!("clusterrole/{fullname}"))
+        .expect("the ClusterRole");
+    assert_eq!(
+        role["rules"][0]["resourceNames"],
+        json!([fullname]),
+        "{role:#}"
+    );
+    let binding = c
+        .get("", &format!("clusterrolebinding/{fullname}"))
+        .expect("the ClusterRoleBinding");
+    assert_eq!(binding["subjects"][0]["namespace"], ns.name.as_str());
+    assert!(
+        c.get(&ns.name, &format!("serviceaccount/{fullname}"))
+            .is_some()
+    );
+    assert!(
+        c.get(&ns.name, &format!("service/{fullname}-webhook"))
+            .is_some()
+    );
+    assert!(
+        c.get(&ns.name, &format!("poddisruptionbudget/{fullname}"))
+            .is_some()
+    );
+    let config = c
+        .get("", &format!("mutatingwebhookconfiguration/{fullname}"))
+        .expect("the MutatingWebhookConfiguration");
+    assert_eq!(
+        config["webhooks"].as_array().map(Vec::len),
+        Some(2),
+        "{config:#}"
+    );
+    // The account may patch its own configuration and nothing else.
+    let sa = format!("system:serviceaccount:{}:{fullname}", ns.name);
+    for (verb, what, want) in [
+        (
+            "patch",
+            format!("mutatingwebhookconfigurations/{fullname}"),
+            "yes",
+        ),
+        (
+            "get",
+            format!("mutatingwebhookconfigurations/{fullname}"),
+            "yes",
+        ),
+        (
+            "patch",
+            "mutatingwebhookconfigurations/other".to_string(),
+            "no",
+        ),
+        ("list", "mutatingwebhookconfigurations".to_string(), "no"),
+        ("get", "secrets".to_string(), "no"),
+        ("create", "pods".to_string(), "no"),
+    ] {
+        let out = c.kubectl_output(&["auth", "can-i", verb, &what, "--as", &sa], None);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want,
+            "{sa} can {verb} {what}?"
+        );
+    }
+}
