@@ -254,7 +254,11 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
         docs.iter()
             .all(|d| d["kind"] != "Role" && d["kind"] != "RoleBinding")
     );
+}
 
+#[test]
+fn chart_renders_the_webhook_configuration() {
+    let docs = documents(&template("pullcheck", &[]));
     let config = one(&docs, "MutatingWebhookConfiguration");
     assert_eq!(config["metadata"]["name"], "pullcheck");
     assert!(
