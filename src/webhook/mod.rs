@@ -52,6 +52,15 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
     // usage error at start, not a warning on every pod.
     let probe = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"a"}]}}"#;
     crate::inject::inject(probe, "the webhook's flags", &config.options).map_err(|e| e.0)?;
+    if config.default_image {
+        // Said at start for the operator, who reads this log; the pods' creators see inject's
+        // warning of it on every pod admitted.
+        eprintln!(
+            "pullcheck: webhook: warning: --image left at its default {}, which no registry \
+             serves: every pod it admits would wait on an init container that cannot be pulled",
+            crate::cli::DEFAULT_INJECT_IMAGE
+        );
+    }
     let admitter = admit::Admitter::new(config.options, args.namespace.clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
