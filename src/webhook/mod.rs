@@ -22,6 +22,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use tls::CertSender;
 
+/// How long the webhook serves after SIGTERM: endpoints take a few seconds to drop a pod, well
+/// within a pod's default 30 s grace period.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What the self-signed certificate manager is given: the names its certificate is for and the
 /// webhook configuration whose caBundle it writes.
 #[derive(Debug, Clone)]
@@ -105,18 +109,21 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             metrics: metrics::Metrics::default(),
             ready,
         });
-        let stop = stopped();
-        tokio::select! {
-            e = server::serve(listener, tls, shared) => Err(format!("the server stopped: {e}")),
-            r = source => match r {
-                Ok(()) => Err("the certificate source stopped".to_string()),
-                Err(e) => Err(e),
-            },
-            signal = stop => {
-                eprintln!("pullcheck: webhook: {signal}: stopping");
-                Ok(ExitCode::Ok)
-            }
-        }
+        let ready = shared.ready.clone();
+        let serving = server::serve(listener, tls, shared);
+        tokio::pin!(serving);
+        let signal = tokio::select! {
+            e = &mut serving => return Err(format!("the server stopped: {e}")),
+            r = source => return Err(r.err().unwrap_or_else(|| "the certificate source stopped".into())),
+            signal = stopped() => signal,
+        };
+        // The API server may still send reviews here until the endpoints drop this pod, and
+        // with failurePolicy Ignore those pods would be created without the container: keep
+        // serving a while, not ready, then stop.
+        eprintln!("pullcheck: webhook: {signal}: not ready; serving {DRAIN:?} more, then stopping");
+        ready.store(false, std::sync::atomic::Ordering::SeqCst);
+        let _ = tokio::time::timeout(DRAIN, &mut serving).await;
+        Ok(ExitCode::Ok)
     })
 }
 

@@ -438,6 +438,7 @@ fn every_fixture_pod_spec_admitted_equals_what_inject_writes() {
             compared += 1;
         }
     }
+    println!("{compared} fixture pod specs and Jobs compared, {injected_count} injected");
     // The corpus has dozens of pod specs: a reader that found none would compare nothing.
     assert!(
         compared >= 30 && injected_count >= 25,
@@ -791,4 +792,36 @@ fn latency_of_500_pod_reviews() {
         p(0.99).as_secs_f64() * 1e3,
         took[took.len() - 1].as_secs_f64() * 1e3
     );
+}
+
+#[test]
+fn after_sigterm_it_serves_a_while_not_ready_then_exits() {
+    let mut webhook = Webhook::start(&[]);
+    assert_eq!(webhook.get("/readyz").0, 200);
+    let pid = webhook.child.id().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Still answering reviews, but no longer ready, so that its endpoint is dropped first.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while webhook.get("/readyz").0 == 200 {
+        assert!(Instant::now() < deadline, "still ready after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (after, _) = webhook.admit(&plain_pod("Never"));
+    assert_eq!(after["spec"]["initContainers"][0]["name"], "pullcheck");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let code = loop {
+        if let Some(status) = webhook.child.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running 15 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, Some(0));
 }
