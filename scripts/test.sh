@@ -36,8 +36,9 @@ scripts/test-venv.sh >/dev/null
 export PATH="$PWD/$venv/bin:$PATH"
 # The integration tests reach their stand-ins (cloud registry names pinned to loopback, ACR's
 # token exchange) through the `test-hooks` build feature (src/test_hooks.rs); the release build
-# leaves it out. A test that needs it fails without it, and says so.
-features=(--features test-hooks)
+# leaves it out. A test that needs it fails without it, and says so. The `webhook` feature builds
+# `pullcheck webhook` (tests/it/webhook.rs), which the init container's binary leaves out too.
+features=(--features test-hooks,webhook)
 if [ $# -gt 0 ]; then
   exec cargo test --all-targets "${features[@]}" "$@"
 fi
@@ -48,6 +49,8 @@ serial=(hostile:: bad_input::ten_thousand)
 skips=()
 for t in "${serial[@]}"; do skips+=(--skip "$t"); done
 cargo test --all-targets "${features[@]}" -- "${skips[@]}"
-cargo test --test it "${features[@]}" -- --test-threads=1 "${serial[@]}"
+# They bound the init container's binary, which is built without the webhook feature: measure
+# that build (the feature's code makes the debug binary's own footprint larger).
+cargo test --test it --features test-hooks -- --test-threads=1 "${serial[@]}"
 # Last, the tests on a real Kubernetes (root and Go; the first run on a machine builds it).
 tests/cluster/test.sh

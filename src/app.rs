@@ -45,6 +45,8 @@ where
     match cli.command {
         Command::Check(args) => run_check(args),
         Command::Inject(args) => run_inject(args),
+        #[cfg(feature = "webhook")]
+        Command::Webhook(args) => crate::webhook::run(args),
     }
 }
 

@@ -8,6 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 pub(crate) mod values;
+#[cfg(feature = "webhook")]
+pub mod webhook;
 
 pub use values::Checked;
 use values::secret_value;
@@ -104,6 +106,9 @@ pub enum Command {
     /// every byte it does not edit kept as it was.
     #[command(after_help = INJECT_SHORT_AFTER, after_long_help = INJECT_LONG_AFTER)]
     Inject(InjectArgs),
+    #[cfg(feature = "webhook")]
+    #[command(about = webhook::ABOUT, long_about = webhook::LONG_ABOUT)]
+    Webhook(webhook::WebhookArgs),
 }
 
 /// The default image of the injected init container.
@@ -766,9 +771,12 @@ pub struct CheckArgs {
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     let explain = |c: clap::Command| c.mut_args(explained);
-    Cli::command()
+    let command = Cli::command()
         .mut_subcommand("check", explain)
-        .mut_subcommand("inject", explain)
+        .mut_subcommand("inject", explain);
+    #[cfg(feature = "webhook")]
+    let command = command.mut_subcommand("webhook", |c| webhook::explained(explain(c)));
+    command
 }
 
 /// One flag's long help: its text, then the environment variable it reads.

@@ -25,6 +25,8 @@
 //! - `bad_input`: flags, environment, files and references wrong in every way: usage errors.
 //! - `platform`: the node's platform and "did you mean", against the real registry.
 //! - `operator`: what the person waiting on a check sees while it runs and after.
+//! - `webhook`: `pullcheck webhook` (the `webhook` feature) over TLS: its patches against
+//!   `inject`'s output, who is left alone, bounds, health, metrics, certificate reload.
 //!
 //! Run them with `scripts/test.sh` (or `cargo test --features test-hooks`): the tests that
 //! reach cloud names through the `test-hooks` feature fail without it, saying so. A test that
@@ -55,3 +57,4 @@ mod platform;
 mod plugin;
 mod route;
 mod start;
+mod webhook;

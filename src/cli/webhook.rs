@@ -1,0 +1,116 @@
+//! The flags of `pullcheck webhook` (the `webhook` cargo feature): where it listens, where its
+//! serving certificate comes from, and, flattened, every flag of `pullcheck inject` for the
+//! container it adds.
+
+use super::InjectArgs;
+use clap::Args;
+use clap::builder::FalseyValueParser;
+use std::path::PathBuf;
+
+/// What `pullcheck help` says of the subcommand.
+pub(super) const ABOUT: &str =
+    "Serve a mutating admission webhook that adds the init container to new Pods and Jobs";
+/// What `pullcheck webhook --help` says of it.
+pub(super) const LONG_ABOUT: &str = "\
+Serve a mutating admission webhook that adds the init container to new Pods and Jobs.
+
+AdmissionReview v1 over HTTPS (POST /mutate; GET /healthz, /readyz, /metrics): on CREATE of a
+Pod or a batch/v1 Job, answers with a JSON patch that adds what `pullcheck inject` would add,
+with the same flags. Never refuses an object. Only in a build with `--features webhook`.";
+
+/// `webhook --help`: the inject flag that names a file is hidden, since the webhook reads
+/// objects from its requests, never manifests from a file.
+pub(super) fn explained(command: clap::Command) -> clap::Command {
+    command.mut_arg("file", |a| a.hide(true))
+}
+
+const SERVING: &str = "Serving";
+const CERTIFICATE: &str = "Certificate";
+
+/// Flags of `pullcheck webhook`.
+#[derive(Debug, Args)]
+pub struct WebhookArgs {
+    /// The address to serve HTTPS on (`:PORT` for every IPv4 address).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = ":8443",
+        env = "PULLCHECK_WEBHOOK_LISTEN",
+        help_heading = SERVING
+    )]
+    pub(crate) listen: String,
+
+    /// The serving certificate chain (PEM), reloaded when the file changes.
+    ///
+    /// For a certificate that something else renews (cert-manager): the files are read again
+    /// when they change, without a restart. With --tls-key-file; not with --self-signed.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "PULLCHECK_WEBHOOK_TLS_CERT_FILE",
+        help_heading = CERTIFICATE,
+        requires = "tls_key_file",
+        conflicts_with = "self_signed"
+    )]
+    pub(crate) tls_cert_file: Option<PathBuf>,
+
+    /// The serving certificate's private key (PEM), reloaded when the file changes.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "PULLCHECK_WEBHOOK_TLS_KEY_FILE",
+        help_heading = CERTIFICATE,
+        requires = "tls_cert_file",
+        conflicts_with = "self_signed"
+    )]
+    pub(crate) tls_key_file: Option<PathBuf>,
+
+    /// Make a serving certificate and write its CA into the webhook configuration.
+    ///
+    /// A certificate for `<service>.<namespace>.svc`, renewed before it expires; its CA goes
+    /// into the caBundle of --webhook-configuration (the service account needs `get` and
+    /// `patch` on that one MutatingWebhookConfiguration).
+    #[arg(
+        long,
+        env = "PULLCHECK_WEBHOOK_SELF_SIGNED",
+        help_heading = CERTIFICATE,
+        value_parser = FalseyValueParser::new()
+    )]
+    pub(crate) self_signed: bool,
+
+    /// The webhook's Service: the name its certificate is made for.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "pullcheck-webhook",
+        env = "PULLCHECK_WEBHOOK_SERVICE",
+        help_heading = CERTIFICATE
+    )]
+    pub(crate) service: String,
+
+    /// The webhook's own namespace: its pods are never changed.
+    ///
+    /// Set it from the downward API (`metadata.namespace`): objects created in it are
+    /// admitted unchanged, so that the webhook never waits on itself.
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PULLCHECK_WEBHOOK_NAMESPACE",
+        help_heading = SERVING
+    )]
+    pub(crate) namespace: Option<String>,
+
+    /// The MutatingWebhookConfiguration whose caBundle --self-signed writes.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "pullcheck",
+        env = "PULLCHECK_WEBHOOK_CONFIGURATION",
+        help_heading = CERTIFICATE
+    )]
+    pub(crate) webhook_configuration: String,
+
+    /// The init container the webhook adds: the flags of `pullcheck inject`.
+    #[command(flatten)]
+    pub(crate) inject: InjectArgs,
+}

@@ -1,0 +1,180 @@
+//! `pullcheck webhook` (the `webhook` cargo feature): a mutating admission webhook that adds
+//! the init container to Pods and batch/v1 Jobs as they are created, with the code of
+//! `pullcheck inject`.
+//!
+//! - [`admit`]: one AdmissionReview in, its answer out (who gets the container, the patch);
+//! - [`patch`]: the JSON patch between the object and what `inject` made of it;
+//! - [`server`]: HTTPS, the routes, the bounds on what a client sends;
+//! - [`tls`]: the serving certificate, from a watch channel its sources send into;
+//! - [`metrics`]: the Prometheus text at `/metrics`.
+
+pub(crate) mod admit;
+pub(crate) mod metrics;
+pub(crate) mod patch;
+pub(crate) mod server;
+pub mod tls;
+
+use crate::cli::webhook::WebhookArgs;
+use crate::config::InjectConfig;
+use crate::report::{ExitCode, escape};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use tls::CertSender;
+
+/// How long the webhook serves after SIGTERM: endpoints take a few seconds to drop a pod, well
+/// within a pod's default 30 s grace period.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What the self-signed certificate manager is given: the names its certificate is for and the
+/// webhook configuration whose caBundle it writes.
+#[derive(Debug, Clone)]
+pub struct SelfSigned {
+    /// The Service (`--service`).
+    pub service: String,
+    /// The webhook's namespace (`--namespace`).
+    pub namespace: Option<String>,
+    /// The MutatingWebhookConfiguration (`--webhook-configuration`).
+    pub webhook_configuration: String,
+}
+
+/// Runs the webhook until SIGTERM or SIGINT.
+pub(crate) fn run(args: WebhookArgs) -> ExitCode {
+    match start(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pullcheck: error: {}", escape(&e));
+            ExitCode::Usage
+        }
+    }
+}
+
+fn start(args: WebhookArgs) -> Result<ExitCode, String> {
+    let listen = listen_address(&args.listen)?;
+    let config = InjectConfig::from_args(args.inject).map_err(|e| e.0.join("; "))?;
+    // `inject` checks its options at each call: check them once now, so that a bad flag is a
+    // usage error at start, not a warning on every pod.
+    let probe = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"a"}]}}"#;
+    crate::inject::inject(probe, "the webhook's flags", &config.options).map_err(|e| e.0)?;
+    if config.default_image {
+        // Said at start for the operator, who reads this log; the pods' creators see inject's
+        // warning of it on every pod admitted.
+        eprintln!(
+            "pullcheck: webhook: warning: --image left at its default {}, which no registry \
+             serves: every pod it admits would wait on an init container that cannot be pulled",
+            crate::cli::DEFAULT_INJECT_IMAGE
+        );
+    }
+    let admitter = admit::Admitter::new(config.options, args.namespace.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    let ready = Arc::new(AtomicBool::new(false));
+    let tls = tls::server_config(rx)?;
+    runtime.block_on(async move {
+        let source: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>>>> =
+            match (&args.tls_cert_file, &args.tls_key_file, args.self_signed) {
+                (Some(cert), Some(key), false) => {
+                    let files = tls::Files {
+                        cert: cert.clone(),
+                        key: key.clone(),
+                    };
+                    let stamp = files.first(&tx, &ready)?;
+                    Box::pin(async move {
+                        files.watch(stamp, tx).await;
+                        Ok(())
+                    })
+                }
+                (None, None, true) => {
+                    let settings = SelfSigned {
+                        service: args.service.clone(),
+                        namespace: args.namespace.clone(),
+                        webhook_configuration: args.webhook_configuration.clone(),
+                    };
+                    Box::pin(self_signed_source(settings, tx, ready.clone()))
+                }
+                _ => {
+                    return Err("give --tls-cert-file and --tls-key-file, or --self-signed".into());
+                }
+            };
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("--listen {listen}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        eprintln!("pullcheck: webhook: listening on {bound}");
+        let shared = Arc::new(server::Shared {
+            admitter,
+            metrics: metrics::Metrics::default(),
+            ready,
+        });
+        let ready = shared.ready.clone();
+        let serving = server::serve(listener, tls, shared);
+        tokio::pin!(serving);
+        let signal = tokio::select! {
+            e = &mut serving => return Err(format!("the server stopped: {e}")),
+            r = source => return Err(r.err().unwrap_or_else(|| "the certificate source stopped".into())),
+            signal = stopped() => signal,
+        };
+        // The API server may still send reviews here until the endpoints drop this pod, and
+        // with failurePolicy Ignore those pods would be created without the container: keep
+        // serving a while, not ready, then stop.
+        eprintln!("pullcheck: webhook: {signal}: not ready; serving {DRAIN:?} more, then stopping");
+        ready.store(false, std::sync::atomic::Ordering::SeqCst);
+        let _ = tokio::time::timeout(DRAIN, &mut serving).await;
+        Ok(ExitCode::Ok)
+    })
+}
+
+/// The self-signed certificate manager's one call site: it makes the certificate, sends it
+/// into `tx`, writes its CA into the webhook configuration's caBundle, sets `ready`, and renews
+/// it; it returns only on a failure it cannot get over.
+async fn self_signed_source(
+    settings: SelfSigned,
+    tx: CertSender,
+    ready: Arc<AtomicBool>,
+) -> Result<(), String> {
+    // MERGE: replace this body with `cert::run(settings, tx, ready).await` once
+    // src/webhook/cert.rs is in.
+    let _ = (settings, tx, ready);
+    Err("--self-signed: built without the certificate manager".to_string())
+}
+
+/// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address.
+fn listen_address(value: &str) -> Result<SocketAddr, String> {
+    let full = match value.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => value.to_string(),
+    };
+    full.parse().map_err(|_| {
+        format!("--listen {value}: not HOST:PORT or :PORT (e.g. :8443, 127.0.0.1:8443)")
+    })
+}
+
+/// Completes on SIGTERM (the pod stopped) or SIGINT, with the signal's name.
+async fn stopped() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        },
+        _ => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(listen_address(":8443").unwrap().to_string(), "0.0.0.0:8443");
+        assert_eq!(listen_address("[::1]:9").unwrap().to_string(), "[::1]:9");
+        assert!(listen_address("localhost").is_err());
+    }
+}
