@@ -109,6 +109,8 @@ pub mod report;
 pub mod route;
 pub mod suggest;
 mod test_hooks;
+#[cfg(feature = "webhook")]
+pub mod webhook;
 
 pub use check::{Options, check, check_until};
 pub use report::{Counted, ExitCode, ImageResult, NotCounted, Reason, Report, Status};
