@@ -308,7 +308,10 @@ async fn write_bundle(
     ca: &CertificateDer<'_>,
 ) -> Result<bool, Failure> {
     let what = format!("MutatingWebhookConfiguration {name}");
-    let current = api.get(name).await.map_err(|e| failure(&what, "get", e))?;
+    let current = api
+        .get(name)
+        .await
+        .map_err(|e| failure(name, &what, "get", e))?;
     let mut webhooks = current.webhooks.unwrap_or_default();
     if webhooks.is_empty() {
         return Err(Failure::Retry(format!("{what} has no webhooks")));
@@ -332,18 +335,20 @@ async fn write_bundle(
     });
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map_err(|e| failure(&what, "patch", e))?;
+        .map_err(|e| failure(name, &what, "patch", e))?;
     Ok(false)
 }
 
-fn failure(what: &str, verb: &str, e: kube::Error) -> Failure {
+fn failure(name: &str, what: &str, verb: &str, e: kube::Error) -> Failure {
     match e {
         kube::Error::Api(status) if status.is_conflict() => Failure::Conflict,
         kube::Error::Api(status) if status.code == 401 || status.code == 403 => {
             Failure::Denied(format!(
                 "webhook --self-signed: cannot {verb} {what}: {} ({}); the webhook's service \
                  account needs a ClusterRole rule {{{}}} bound to it",
-                status.message, status.code, RBAC_RULE
+                status.message,
+                status.code,
+                RBAC_RULE.replace("<webhook_configuration>", name)
             ))
         }
         e => Failure::Retry(format!("cannot {verb} {what}: {e}")),
@@ -599,7 +604,10 @@ mod tests {
         let first = merged_bundle(&[vec![]], mine.der(), now);
         assert_eq!(parse(&first), [mine.der().clone()]);
         // Already there: unchanged, so a replica that finds its CA writes nothing.
-        assert_eq!(merged_bundle(&[first.clone()], mine.der(), now), first);
+        assert_eq!(
+            merged_bundle(std::slice::from_ref(&first), mine.der(), now),
+            first
+        );
         // Another replica's CA stays, the expired one goes, each entry's certificates once.
         let entries = [
             [pem(&theirs), pem(&expired)].concat(),
@@ -608,7 +616,10 @@ mod tests {
         let merged = merged_bundle(&entries, mine.der(), now);
         assert_eq!(parse(&merged), [theirs.der().clone(), mine.der().clone()]);
         // And the other replica, reading that, writes nothing either.
-        assert_eq!(merged_bundle(&[merged.clone()], theirs.der(), now), merged);
+        assert_eq!(
+            merged_bundle(std::slice::from_ref(&merged), theirs.der(), now),
+            merged
+        );
         // Text around the certificates (comments) is not kept.
         let odd = b"# a comment\n".to_vec();
         let kept = merged_bundle(&[[odd, pem(&theirs)].concat()], mine.der(), now);
