@@ -24,7 +24,8 @@
 //!
 //! The serving certificate lives `validity` and is replaced `renew_before` its end
 //! ([`renew_at`]). The CA lives [`CA_LIFETIMES`] × `validity`; when what is left of it is less
-//! than one serving lifetime and `renew_before` ([`ca_due`]), a new CA is made, added to the
+//! than one serving lifetime and `renew_before` (or than half its life, whichever is less:
+//! [`ca_due`]), a new CA is made, added to the
 //! bundle **beside** the old one, and only once the bundle read back holds it is a certificate
 //! signed by the new CA served. The old CA stays in the bundle until it has expired (every
 //! certificate it signed expires with it: a serving certificate never outlives its CA), so a
@@ -121,10 +122,20 @@ pub fn renew_at(issued: SystemTime, not_after: SystemTime, renew_before: Duratio
 }
 
 /// Whether a CA ending at `ca_not_after` must be replaced now: a serving certificate issued now
-/// would be cut short by it before its own renewal time.
+/// would be cut short by it before its own renewal time (and never in the first half of the
+/// CA's life, whatever `renew_before` says).
 pub fn ca_due(now: SystemTime, ca_not_after: SystemTime, options: &SelfSigned) -> bool {
-    now + options.validity + options.renew_before >= ca_not_after
+    now >= ca_renew_at(ca_not_after, options)
 }
+
+/// When a CA ending at `ca_not_after` is replaced (see [`ca_due`]).
+pub fn ca_renew_at(ca_not_after: SystemTime, options: &SelfSigned) -> SystemTime {
+    let ca_life = options.validity * CA_LIFETIMES;
+    ca_not_after - (options.validity + options.renew_before).min(ca_life / 2)
+}
+
+/// The shortest `validity`: below it renewals would follow each other without pause.
+pub const MIN_VALIDITY: Duration = Duration::from_secs(2);
 
 /// A CA of this process: its certificate and key, in memory only.
 pub struct Ca {
@@ -224,6 +235,12 @@ pub async fn run_with(
     certs: watch::Sender<Option<Arc<rustls::sign::CertifiedKey>>>,
     ready: Arc<AtomicBool>,
 ) -> Result<(), String> {
+    if options.validity < MIN_VALIDITY {
+        return Err(format!(
+            "webhook --self-signed: a certificate validity of {:?} is too short (at least {:?})",
+            options.validity, MIN_VALIDITY
+        ));
+    }
     let api: Api<MutatingWebhookConfiguration> = Api::all(client);
     let names = dns_names(&options.service, &options.namespace);
     let ca_life = options.validity * CA_LIFETIMES;
@@ -255,8 +272,7 @@ pub async fn run_with(
         };
         ready.store(true, Ordering::SeqCst);
         // The next wake-up: the serving renewal, the CA's, or the next check of the bundle.
-        let ca_at = ca.not_after - (options.validity + options.renew_before).min(ca_life / 2);
-        let next = renew.min(ca_at);
+        let next = renew.min(ca_renew_at(ca.not_after, &options));
         let wait = next
             .duration_since(SystemTime::now())
             .unwrap_or_default()
@@ -351,6 +367,11 @@ fn failure(name: &str, what: &str, verb: &str, e: kube::Error) -> Failure {
                 RBAC_RULE.replace("<webhook_configuration>", name)
             ))
         }
+        // The API server's own words, not the whole Status structure.
+        kube::Error::Api(status) => Failure::Retry(format!(
+            "cannot {verb} {what}: {} ({})",
+            status.message, status.code
+        )),
         e => Failure::Retry(format!("cannot {verb} {what}: {e}")),
     }
 }
@@ -578,6 +599,10 @@ mod tests {
         assert!(!ca_due(at(279), at(400), &o));
         assert!(ca_due(at(280), at(400), &o));
         assert!(ca_due(at(500), at(400), &o));
+        // A renew_before longer than the validity: still not in the first half of the CA's life.
+        let long = options(Duration::from_secs(100), Duration::from_secs(500));
+        assert!(!ca_due(at(199), at(400), &long));
+        assert!(ca_due(at(200), at(400), &long));
         // The defaults: a CA of 360 days, replaced 120 days before its end.
         let d = SelfSigned::new("hook", "pc", "pullcheck");
         let day = Duration::from_secs(86_400);
