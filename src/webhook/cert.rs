@@ -414,8 +414,8 @@ pub fn to_pem(cert: &CertificateDer<'_>) -> String {
 }
 
 /// The `notAfter` of a DER certificate, read by walking the few DER elements before it
-/// (Certificate → tbsCertificate → [version], serial, signature, issuer, validity); `None` when
-/// it is not that shape.
+/// (Certificate → tbsCertificate → `[0]` version, serial, signature, issuer, validity);
+/// `None` when it is not that shape.
 pub fn not_after(der: &[u8]) -> Option<SystemTime> {
     let (0x30, cert, _) = der_item(der)? else {
         return None;
