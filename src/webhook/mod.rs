@@ -6,9 +6,13 @@
 //! - [`patch`]: the JSON patch between the object and what `inject` made of it;
 //! - [`server`]: HTTPS, the routes, the bounds on what a client sends;
 //! - [`tls`]: the serving certificate, from a watch channel its sources send into;
-//! - [`metrics`]: the Prometheus text at `/metrics`.
+//! - [`metrics`]: the Prometheus text at `/metrics`;
+//! - [`cert`]: the webhook's own TLS certificate (`--self-signed`): a CA and a serving
+//!   certificate made in memory, the CA written into the `MutatingWebhookConfiguration`'s
+//!   `caBundle`, renewed before expiry without a restart.
 
 pub(crate) mod admit;
+pub mod cert;
 pub(crate) mod metrics;
 pub(crate) mod patch;
 pub(crate) mod server;
@@ -135,10 +139,18 @@ async fn self_signed_source(
     tx: CertSender,
     ready: Arc<AtomicBool>,
 ) -> Result<(), String> {
-    // MERGE: replace this body with `cert::run(settings, tx, ready).await` once
-    // src/webhook/cert.rs is in.
-    let _ = (settings, tx, ready);
-    Err("--self-signed: built without the certificate manager".to_string())
+    let Some(namespace) = settings.namespace else {
+        return Err(
+            "--self-signed needs the webhook's namespace: --namespace or PULLCHECK_WEBHOOK_NAMESPACE (the chart sets it from the downward API)"
+                .to_string(),
+        );
+    };
+    let options = cert::SelfSigned::new(
+        &settings.service,
+        &namespace,
+        &settings.webhook_configuration,
+    );
+    cert::run(options, tx, ready).await
 }
 
 /// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address.

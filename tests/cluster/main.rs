@@ -22,4 +22,6 @@ mod mirror;
 mod node_images;
 mod policy;
 mod start;
+#[cfg(feature = "webhook")]
+mod webhook_cert;
 mod yaml;

@@ -23,5 +23,6 @@ if [ "${PULLCHECK_CLUSTER_KEEP:-}" != 1 ]; then
   trap 'tests/cluster/cluster.sh down' EXIT
 fi
 tests/cluster/cluster.sh up
-# The tests mostly wait on the cluster: run them side by side.
-cargo test --test cluster -- --test-threads 8 --nocapture "$@"
+# The tests mostly wait on the cluster: run them side by side. `webhook` builds the webhook's
+# tests (webhook_cert.rs) too.
+cargo test --test cluster --features webhook -- --test-threads 8 --nocapture "$@"
