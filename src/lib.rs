@@ -74,6 +74,8 @@
 //!   them, by value.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out (`options`, `pod`: the edit
 //!   of one pod spec, `container`: the init container, `job`: `--job-failure-policy`).
+//! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
+//!   (`admit`, `patch`, `server`, `tls`, `metrics`, and `cert`, its own certificate and caBundle).
 //! - `test_hooks`: the two ways the integration tests reach stand-ins (pinned host names, ACR's
 //!   token exchange), compiled only with the `test-hooks` cargo feature; the release build
 //!   leaves it out.
