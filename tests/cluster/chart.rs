@@ -21,25 +21,7 @@ const RELEASE: &str = "pullcheck";
 /// `helm`, from `tests/cluster/build-helm.sh` (cached: a second).
 fn helm_bin() -> &'static Path {
     static HELM: OnceLock<PathBuf> = OnceLock::new();
-    HELM.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(repo().join("tests/cluster/build-helm.sh"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("run tests/cluster/build-helm.sh");
-        assert!(
-            out.status.success(),
-            "tests/cluster/build-helm.sh: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let dir = stdout
-            .lines()
-            .last()
-            .expect("build-helm.sh prints its cache folder");
-        PathBuf::from(dir.trim()).join("helm")
-    })
+    HELM.get_or_init(|| crate::harness::built_by("build-helm.sh", "helm"))
 }
 
 /// Helm's own state (repositories, cache, plugins) in a folder of the test binary's, so that no

@@ -36,6 +36,29 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Runs one of the build scripts that cache a binary built from Go modules (`build.sh`,
+/// `build-helm.sh`: seconds once cached) and gives the path of `file` in the cache folder the
+/// script prints on its last line.
+pub fn built_by(script: &str, file: &str) -> PathBuf {
+    let out = Command::new("bash")
+        .arg(repo().join("tests/cluster").join(script))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run tests/cluster/{script}: {e}"));
+    assert!(
+        out.status.success(),
+        "tests/cluster/{script}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let dir = stdout
+        .lines()
+        .last()
+        .unwrap_or_else(|| panic!("{script} prints its cache folder"));
+    PathBuf::from(dir.trim()).join(file)
+}
+
 /// The cluster, brought up on first use (`cluster.sh up` is idempotent: a running cluster is
 /// reused as it is).
 pub fn cluster() -> &'static Cluster {

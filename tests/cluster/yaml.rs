@@ -35,25 +35,7 @@ const IMAGE: &str = "registry.example.com/pullcheck:0.1.0";
 /// The multi-call Kubernetes binary, from `tests/cluster/build.sh` (cached: seconds).
 fn kube() -> &'static Path {
     static KUBE: OnceLock<PathBuf> = OnceLock::new();
-    KUBE.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(crate::harness::repo().join("tests/cluster/build.sh"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("run tests/cluster/build.sh");
-        assert!(
-            out.status.success(),
-            "tests/cluster/build.sh: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let dir = stdout
-            .lines()
-            .last()
-            .expect("build.sh prints its cache folder");
-        PathBuf::from(dir.trim()).join("kube")
-    })
+    KUBE.get_or_init(|| crate::harness::built_by("build.sh", "kube"))
 }
 
 /// kubectl's reading of one file: its objects (a `List` is its items, as kubectl flattens it),
