@@ -26,12 +26,16 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+/// The most images checked at once (`--concurrency`).
+pub const MAX_CONCURRENCY: usize = 1024;
+
 /// How to check. `Default` gives the CLI's defaults.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The deadline for the whole run.
     pub timeout: Duration,
-    /// How many images are checked at once.
+    /// How many images are checked at once: 1 to [`MAX_CONCURRENCY`] (a library caller's 0 or
+    /// `usize::MAX` is taken as the nearest bound, as the CLI refuses them).
     pub concurrency: usize,
     /// Plain-HTTP registries and extra CA certificates.
     pub client: ClientOptions,
@@ -154,7 +158,9 @@ pub async fn check_until(
     let (node, mut stopped) = read_node(options, &policies, &parsed, until, &mut stop).await;
     let shared = Shared {
         client: client.clone(),
-        slots: Arc::new(Semaphore::new(options.concurrency.max(1))),
+        slots: Arc::new(Semaphore::new(
+            options.concurrency.clamp(1, MAX_CONCURRENCY),
+        )),
         deadline,
         attempt_cap,
         timeout,
@@ -635,5 +641,24 @@ mod tests {
         assert_eq!(report.images.len(), 2, "{report:#?}");
         assert_eq!(report.images[0].status, Status::InvalidReference);
         assert_eq!(report.images[1].status, Status::Unreachable);
+    }
+
+    /// A library caller's concurrency outside 1..=MAX_CONCURRENCY is taken at the nearest
+    /// bound: `usize::MAX` permits would panic in the semaphore, 0 would never start a check.
+    #[tokio::test(start_paused = true)]
+    async fn concurrency_out_of_range_is_taken_at_its_bound() {
+        for concurrency in [0, usize::MAX] {
+            let options = Options {
+                timeout: Duration::from_secs(3),
+                concurrency,
+                client: ClientOptions {
+                    plain_http: vec!["127.0.0.1:1".into()],
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let report = check(&["127.0.0.1:1/a".to_string()], &options).await;
+            assert_eq!(report.images[0].status, Status::Unreachable, "{report:#?}");
+        }
     }
 }

@@ -2,11 +2,9 @@
 //! what is wrong in words `config` puts after the flag's name, so that every problem of a
 //! command line is reported at once (exit 2). A leaf: `config` and `cli` both use it.
 
+use crate::check::MAX_CONCURRENCY;
 use crate::keyring::Secret;
 use std::time::Duration;
-
-/// The most images `--concurrency` checks at once.
-const MAX_CONCURRENCY: usize = 1024;
 
 /// The largest `--node-status-max-images` (the kubelet's own field has no bound; a node lists
 /// tens of images).
