@@ -5,17 +5,24 @@
 #                                      multi-arch with `docker buildx build --platform linux/amd64,linux/arm64 .`
 #   buildah bud --target prebuilt ...  packs a binary built beforehand into dist/<arch>/pullcheck
 #                                      (no internet, no Docker engine: what CI does, see scripts/build-image.sh)
+#
+# The cluster image (the admission webhook, `pullcheck webhook`) is the same Dockerfile with the
+# cargo feature on: `--build-arg FEATURES=webhook` (and, prebuilt, `--build-arg BINARY=pullcheck-webhook`).
+# The init container's image stays without it: the feature adds a Kubernetes client and a server
+# (docs/webhook.md says how much).
 
 # --- the binary built beforehand (stage first, so that `--target prebuilt` builds nothing else)
 FROM scratch AS prebuilt
 ARG TARGETARCH=amd64
-COPY dist/${TARGETARCH}/pullcheck /pullcheck
+ARG BINARY=pullcheck
+COPY dist/${TARGETARCH}/${BINARY} /pullcheck
 USER 65532:65532
 ENTRYPOINT ["/pullcheck"]
 
 # --- the binary built here
 FROM --platform=$BUILDPLATFORM rust:1-bookworm AS build
 ARG TARGETARCH
+ARG FEATURES=""
 RUN apt-get update && apt-get install -y --no-install-recommends musl-tools && rm -rf /var/lib/apt/lists/*
 RUN case "$TARGETARCH" in \
       amd64) echo x86_64-unknown-linux-musl ;; \
@@ -27,8 +34,8 @@ ENV CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \
     CC_aarch64_unknown_linux_musl=clang
 WORKDIR /src
 COPY . .
-# No `--features`: the test hooks (src/test_hooks.rs) never ship.
-RUN cargo build --release --locked --target "$(cat /target)" \
+# Never `test-hooks`: the test hooks (src/test_hooks.rs) never ship.
+RUN cargo build --release --locked --target "$(cat /target)" --features "$FEATURES" \
  && cp "target/$(cat /target)/release/pullcheck" /pullcheck
 
 # --- the image (the default, last stage)

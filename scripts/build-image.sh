@@ -3,6 +3,11 @@
 # Dockerfile with buildah — no Docker engine, no internet — then unpacks the image's root
 # filesystem into target/image-rootfs for the tests to run the binary from it.
 #
+# Two images, from the same Dockerfile:
+# - target/image.tar (localhost/pullcheck:ci): the init container's, no cargo feature;
+# - target/image-webhook.tar (localhost/pullcheck:ci-webhook): the same binary with the
+#   `webhook` feature, for the cluster-wide part (`pullcheck webhook`, installed by the chart).
+#
 # Prints the binary and image sizes. Needs root (apt-get, buildah with the vfs driver).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,28 +24,39 @@ if ! command -v buildah >/dev/null || ! command -v musl-gcc >/dev/null; then
 fi
 # No `--features`: the release binary never holds the test hooks (src/test_hooks.rs); the
 # tests read the image's binary and check it (tests/it/image.rs).
-if rustup target add "$target" >/dev/null 2>&1 || rustup target list --installed | grep -qx "$target"; then
-  cargo build --release --locked --target "$target"
-else
+flags=()
+if ! rustup target add "$target" >/dev/null 2>&1 && ! rustup target list --installed | grep -qx "$target"; then
   # No musl standard library to be had: link glibc statically instead. Name resolution then
   # needs NSS modules a scratch image lacks, so such a binary is for tests on IP addresses only.
   echo "warning: the $target target cannot be installed; building a static glibc binary" >&2
   target=$(rustc -vV | awk '/^host:/ {print $2}')
-  RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target "$target"
+  export RUSTFLAGS="-C target-feature=+crt-static"
 fi
 mkdir -p "dist/$goarch"
+# The webhook's binary first, so that target/$target/release/pullcheck is the plain one after.
+cargo build --release --locked --target "$target" --features webhook
+cp "target/$target/release/pullcheck" "dist/$goarch/pullcheck-webhook"
+cargo build --release --locked --target "$target"
 cp "target/$target/release/pullcheck" "dist/$goarch/pullcheck"
 
 store=(--storage-driver vfs)
+# image BINARY TAG ARCHIVE: packs dist/<arch>/BINARY as /pullcheck into the image TAG, written to
+# the OCI archive ARCHIVE.
+image() {
+  local log
+  log=$(mktemp)
+  buildah "${store[@]}" bud --isolation chroot --target prebuilt \
+    --build-arg "TARGETARCH=$goarch" --build-arg "BINARY=$1" --platform "linux/$goarch" -t "$2" . >"$log" 2>&1 ||
+    { cat "$log" >&2; exit 1; }
+  rm -f "$3"
+  buildah "${store[@]}" push "$2" "oci-archive:$3" >"$log" 2>&1 ||
+    { cat "$log" >&2; exit 1; }
+  rm -f "$log"
+}
 tag=localhost/pullcheck:ci
-log=$(mktemp)
-buildah "${store[@]}" bud --isolation chroot --target prebuilt \
-  --build-arg "TARGETARCH=$goarch" --platform "linux/$goarch" -t "$tag" . >"$log" 2>&1 ||
-  { cat "$log" >&2; exit 1; }
-rm -rf target/image-rootfs target/image.tar
-buildah "${store[@]}" push "$tag" "oci-archive:target/image.tar" >"$log" 2>&1 ||
-  { cat "$log" >&2; exit 1; }
-rm -f "$log"
+rm -rf target/image-rootfs
+image pullcheck "$tag" target/image.tar
+image pullcheck-webhook localhost/pullcheck:ci-webhook target/image-webhook.tar
 
 # Unpack the image's layers into a root filesystem (an OCI archive: index -> manifest -> layers).
 tmp=$(mktemp -d)
@@ -64,3 +80,5 @@ PY
 )
 echo "binary: dist/$goarch/pullcheck $binary bytes ($(awk -v b="$binary" 'BEGIN{printf "%.2f", b/1048576}') MiB), static: $(file -b "dist/$goarch/pullcheck" | grep -o 'static[^,]*')"
 echo "image:  $tag $image bytes compressed ($(awk -v b="$image" 'BEGIN{printf "%.2f", b/1048576}') MiB); root filesystem: $(cd target/image-rootfs && find . -mindepth 1 | tr '\n' ' ')"
+webhook=$(stat -c %s "dist/$goarch/pullcheck-webhook")
+echo "webhook: dist/$goarch/pullcheck-webhook $webhook bytes ($(awk -v b="$webhook" 'BEGIN{printf "%.2f", b/1048576}') MiB), image localhost/pullcheck:ci-webhook in target/image-webhook.tar"

@@ -75,12 +75,15 @@ impl Run<'_> {
         let result = (|| -> Result<Vec<Edit>, &'static str> {
             let mut edits = Vec::new();
             match t.own_entry(job, "podFailurePolicy") {
-                None => edits.push(self.splicer.insert_key(
-                    job,
-                    &["template"],
-                    "podFailurePolicy",
-                    &Y::map([("rules", Y::Seq(rules))]),
-                )?),
+                None => {
+                    edits.push(self.splicer.insert_key(
+                        job,
+                        &["template"],
+                        "podFailurePolicy",
+                        &Y::map([("rules", Y::Seq(rules))]),
+                    )?);
+                    edits.extend(self.replacement_policy(job)?);
+                }
                 Some((_, policy)) => {
                     let existing = t
                         .get(policy, "rules")
@@ -123,6 +126,29 @@ impl Run<'_> {
             }
             Err(why) => self.warn(format!("{at}: no podFailurePolicy added ({why})")),
         }
+    }
+
+    /// A Job with a `podFailurePolicy` may replace a pod only once it has failed: the API server
+    /// refuses any `podReplacementPolicy` but `Failed` beside one. At admission the API server
+    /// has already defaulted it to `TerminatingOrFailed` (a Job without a `podFailurePolicy`
+    /// gets that), so adding the rules without this change would have the Job refused; a file
+    /// that sets it gets the same change, and a note says so.
+    fn replacement_policy(&mut self, job: NodeId) -> Result<Option<Edit>, &'static str> {
+        let t = self.tree;
+        let Some((key, value)) = t.own_entry(job, "podReplacementPolicy") else {
+            return Ok(None);
+        };
+        let was = t.str_at(job, "podReplacementPolicy");
+        if was == Some("Failed") {
+            return Ok(None);
+        }
+        let edit = self.splicer.set_null(key, value, &Y::s("Failed"))?;
+        self.notes.push(format!(
+            "{}: podReplacementPolicy {} -> Failed: the podFailurePolicy added needs it",
+            self.source,
+            was.unwrap_or("(not a string)")
+        ));
+        Ok(Some(edit))
     }
 
     pub(super) fn restart_policy_warning(&mut self, spot: &Spot, at: &str) {

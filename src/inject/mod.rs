@@ -680,6 +680,60 @@ mod tests {
     }
 
     #[test]
+    fn a_job_s_replacement_policy_becomes_failed_beside_the_rules_added() {
+        let options = InjectOptions {
+            job_failure_policy: true,
+            ..opts("p:1")
+        };
+        let job = |policy: &str| {
+            format!(
+                "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: j}}\nspec:\n{policy}  template:\n    spec:\n      \
+                 restartPolicy: Never\n      containers: [{{name: c, image: x:1}}]\n"
+            )
+        };
+        // As the API server defaults it, and hands it to the webhook: in YAML and in JSON.
+        let out = inject(
+            &job("  podReplacementPolicy: TerminatingOrFailed\n"),
+            "t",
+            &options,
+        )
+        .unwrap();
+        let spec = &parse(&out.output)["spec"];
+        assert_eq!(spec["podReplacementPolicy"], "Failed", "{}", out.output);
+        assert!(spec["podFailurePolicy"]["rules"].is_sequence());
+        assert!(
+            out.notes
+                .iter()
+                .any(|n| n.contains("podReplacementPolicy TerminatingOrFailed -> Failed")),
+            "{:?}",
+            out.notes
+        );
+        let json = r#"{"apiVersion":"batch/v1","kind":"Job","spec":{"podReplacementPolicy":"TerminatingOrFailed","template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"x:1"}]}}}}"#;
+        let out = inject(json, "t", &options).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out.output).unwrap();
+        assert_eq!(
+            v["spec"]["podReplacementPolicy"], "Failed",
+            "{}",
+            out.output
+        );
+        // Unset, or Failed already: left as it is.
+        for policy in ["", "  podReplacementPolicy: Failed\n"] {
+            let out = inject(&job(policy), "t", &options).unwrap();
+            assert!(!out.notes.iter().any(|n| n.contains("podReplacementPolicy")));
+            assert_eq!(
+                parse(&out.output)["spec"]["podReplacementPolicy"].as_str(),
+                (!policy.is_empty()).then_some("Failed")
+            );
+        }
+        // A Job with a podFailurePolicy of its own keeps its podReplacementPolicy too.
+        let own = job(
+            "  podReplacementPolicy: Failed\n  podFailurePolicy:\n    rules: [{action: Ignore, onPodConditions: [{type: DisruptionTarget}]}]\n",
+        );
+        let out = inject(&own, "t", &options).unwrap();
+        assert_eq!(parse(&out.output)["spec"]["podReplacementPolicy"], "Failed");
+    }
+
+    #[test]
     fn operator_restart_policies() {
         let job = |replica_policy: &str| {
             format!(

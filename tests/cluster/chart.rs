@@ -32,7 +32,7 @@ fn helm_home() -> &'static Path {
         .path()
 }
 
-fn helm_cmd(args: &[&str]) -> Command {
+pub fn helm_cmd(args: &[&str]) -> Command {
     let home = helm_home();
     let mut cmd = Command::new(helm_bin());
     cmd.args(args)
@@ -45,7 +45,7 @@ fn helm_cmd(args: &[&str]) -> Command {
 }
 
 /// `helm ARGS…`, which must succeed; its standard output.
-fn helm(args: &[&str]) -> String {
+pub fn helm(args: &[&str]) -> String {
     let out = helm_cmd(args).output().expect("run helm");
     assert!(
         out.status.success(),
@@ -58,7 +58,7 @@ fn helm(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn chart() -> String {
+pub fn chart() -> String {
     repo().join("charts/pullcheck").display().to_string()
 }
 
@@ -520,17 +520,17 @@ fn api_server_accepts_what_the_chart_renders() {
 }
 
 /// `helm uninstall` of a release when dropped, so a failed test leaves no webhook configuration.
-struct Release<'a> {
-    name: &'a str,
-    namespace: &'a str,
-    kubeconfig: &'a Path,
+pub struct Release {
+    pub name: String,
+    pub namespace: String,
+    pub kubeconfig: PathBuf,
 }
 
-impl Drop for Release<'_> {
+impl Drop for Release {
     fn drop(&mut self) {
         if std::env::var_os("PULLCHECK_CLUSTER_KEEP").is_none() {
-            let _ = helm_cmd(&["uninstall", self.name, "-n", self.namespace, "--wait"])
-                .env("KUBECONFIG", self.kubeconfig)
+            let _ = helm_cmd(&["uninstall", &self.name, "-n", &self.namespace, "--wait"])
+                .env("KUBECONFIG", &self.kubeconfig)
                 .output();
         }
     }
@@ -544,16 +544,16 @@ fn chart_installs() {
     let chart = chart();
     // The webhook's configuration is cluster-wide: its label selects no namespace of the other
     // tests, so the release cannot slow down or change any pod but its own.
-    let image = c.pullcheck_image();
+    let image = c.webhook_image();
     let (repository, tag) = image.rsplit_once(':').unwrap();
     let set = format!(
         "image.repository={repository},image.tag={tag},namespaceLabel.value=chart-install-only"
     );
     let kubeconfig = c.kubeconfig.display().to_string();
     let _release = Release {
-        name,
-        namespace: &ns.name,
-        kubeconfig: &c.kubeconfig,
+        name: name.to_string(),
+        namespace: ns.name.clone(),
+        kubeconfig: c.kubeconfig.clone(),
     };
     let out = helm(&[
         "install",

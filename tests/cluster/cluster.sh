@@ -164,8 +164,11 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # The network: a bridge of our own carries the node's address (the kubelet and the API server
 # refuse loopback) and the pods' bridge. Service IPs are routed onto it, so nothing addressed to
-# one ever leaves the machine; the one service the tests need, `kubernetes`, is DNAT'ed to the
-# API server, which is the part of kube-proxy's job that this node needs.
+# one ever leaves the machine; the one service the pods need, `kubernetes`, is DNAT'ed to the
+# API server, which is the part of kube-proxy's job that this node needs. The API server itself
+# calls an admission webhook's Service at one of its endpoints, a pod's address on the bridge
+# (`--enable-aggregator-routing`: the resolver it then uses for aggregated APIs and webhooks
+# alike), so the webhook's Service needs no kube-proxy either.
 network() {
   # The whole 10.213.0.0/16 is unreachable but for the more specific routes onto our bridge: a
   # client that talks to the cluster while it is down (a stale kubeconfig) is refused on the
@@ -213,7 +216,8 @@ registry() {
 # - tools:1, Debian's static busybox (sh, sleep, true, ...), for the containers under test, and
 #   two variants for the start check: tools-nobody:1 (user `nobody`), tools-nocmd:1 (no command),
 #   and images/node-only.tar, an archive of an image the registry never gets;
-# - pullcheck:ci, the image scripts/build-image.sh built from the Dockerfile.
+# - pullcheck:ci and pullcheck:ci-webhook, the images scripts/build-image.sh built from the
+#   Dockerfile (the init container's, and the webhook's with its cargo feature).
 images() {
   local tmp
   pushed() { curl -fs -o /dev/null -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$registry_host/v2/$1/manifests/$2"; }
@@ -243,10 +247,13 @@ images() {
     image_from "$tmp/tools" node-only:1 "docker-archive:$state/images/node-only.tar:$registry_host/node-only:1" \
       --cmd "$sh" --env PATH=/bin --label pullcheck.test=node-only
   fi
-  local image_tar=$repo/target/image.tar
-  [ -f "$image_tar" ] || die "$image_tar is missing: run scripts/build-image.sh first (it builds pullcheck's image from the Dockerfile)"
-  # Pushed afresh each time: the image follows the code under test.
-  skopeo copy -q --dest-tls-verify=false "oci-archive:$image_tar" "docker://$registry_host/pullcheck:ci" >/dev/null
+  local archive tag
+  for archive in image:ci image-webhook:ci-webhook; do
+    tag=${archive#*:} archive=$repo/target/${archive%%:*}.tar
+    [ -f "$archive" ] || die "$archive is missing: run scripts/build-image.sh first (it builds pullcheck's images from the Dockerfile)"
+    # Pushed afresh each time: the image follows the code under test.
+    skopeo copy -q --dest-tls-verify=false "oci-archive:$archive" "docker://$registry_host/pullcheck:$tag" >/dev/null
+  done
   rm -rf "$tmp"
 }
 
@@ -284,6 +291,7 @@ apiserver_up() {
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
     --service-cluster-ip-range "$service_cidr" \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --enable-aggregator-routing=true \
     --allow-privileged=true --profiling=false
   wait_for kube-apiserver 90 "$cache/kube" kubectl --kubeconfig "$state/kubeconfig/admin" get --raw /readyz
 }

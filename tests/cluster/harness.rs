@@ -20,8 +20,8 @@ pub struct Cluster {
     pub kubeconfig: PathBuf,
     /// The multi-call Kubernetes binary (`kube kubectl …`).
     pub kube: PathBuf,
-    /// The plain-HTTP registry on loopback that holds `pause:3.10`, `tools:1` and
-    /// `pullcheck:ci`.
+    /// The plain-HTTP registry on loopback that holds `pause:3.10`, `tools:1`,
+    /// `pullcheck:ci` and `pullcheck:ci-webhook`.
     pub registry: String,
     /// The Node's name.
     pub node: String,
@@ -248,6 +248,11 @@ impl Cluster {
     /// pullcheck's own image, as CI builds it from the Dockerfile, in the cluster's registry.
     pub fn pullcheck_image(&self) -> String {
         format!("{}/pullcheck:ci", self.registry)
+    }
+
+    /// The webhook's image (`pullcheck` with the `webhook` feature), in the cluster's registry.
+    pub fn webhook_image(&self) -> String {
+        format!("{}/pullcheck:ci-webhook", self.registry)
     }
 
     /// A small image that runs (busybox): `sh`, `sleep`, `true`.

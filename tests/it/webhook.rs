@@ -6,12 +6,12 @@
 //! differ. A build without the feature has no `webhook` subcommand: every test here then fails
 //! at start, saying so (`scripts/test.sh` turns the feature on).
 
+use crate::common::fixtures::{fixture_objects, pod_specs};
 use crate::common::pki::TestPki;
 use crate::common::{http_client, pullcheck};
 use base64::Engine;
 use serde_json::{Value, json};
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -328,68 +328,6 @@ fn job(policy: Option<Value>) -> Value {
         job["spec"]["podFailurePolicy"] = policy;
     }
     job
-}
-
-/// Every object of the fixture manifests, as JSON (documents serde's YAML reader cannot take,
-/// such as the YAML edge cases of the corpus, are left out: they hold no pod spec the API server
-/// would send).
-fn fixture_objects() -> Vec<(String, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/manifests");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    paths.sort();
-    let mut objects = Vec::new();
-    for path in paths {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let mut values = Vec::new();
-        if name.ends_with(".json") {
-            values.extend(
-                serde_json::Deserializer::from_str(&text)
-                    .into_iter::<Value>()
-                    .map_while(Result::ok),
-            );
-        } else {
-            for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-                use serde::Deserialize;
-                let Ok(yaml) = serde_yaml_ng::Value::deserialize(doc) else {
-                    break;
-                };
-                if let Ok(value) = serde_json::to_value(yaml) {
-                    values.push(value);
-                }
-            }
-        }
-        for value in values {
-            match value["items"].as_array() {
-                Some(items) if value["kind"] == "List" => {
-                    objects.extend(items.iter().map(|i| (name.clone(), i.clone())))
-                }
-                _ => objects.push((name.clone(), value)),
-            }
-        }
-    }
-    objects
-}
-
-/// Every pod spec inside `value` (an object with a list of containers).
-fn pod_specs(value: &Value, found: &mut Vec<Value>) {
-    match value {
-        Value::Object(m) => {
-            let is_spec = m
-                .get("containers")
-                .and_then(Value::as_array)
-                .is_some_and(|c| !c.is_empty() && c.iter().all(|c| c.get("name").is_some()));
-            if is_spec {
-                found.push(value.clone());
-            }
-            m.values().for_each(|v| pod_specs(v, found));
-        }
-        Value::Array(a) => a.iter().for_each(|v| pod_specs(v, found)),
-        _ => {}
-    }
 }
 
 /// The inject flags the comparisons run with: secrets, node images, a route and Job rules, so

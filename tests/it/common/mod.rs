@@ -17,6 +17,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod apiserver;
+pub mod fixtures;
 pub mod pki;
 pub mod proxy;
 pub mod registry;
