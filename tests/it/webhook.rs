@@ -674,6 +674,28 @@ fn what_cannot_be_read_is_admitted_or_refused_with_400_never_blocked() {
         "{}",
         run.stderr
     );
+    // --self-signed without the namespace its certificate names (or with an empty one): a
+    // usage error before it listens.
+    for namespace in [None, Some("")] {
+        let mut command = pullcheck().without_machine_env().args([
+            "webhook",
+            "--self-signed",
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        if let Some(namespace) = namespace {
+            command = command.env("PULLCHECK_WEBHOOK_NAMESPACE", namespace);
+        }
+        let run = command.run();
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("--self-signed needs the webhook's namespace")
+                && !run.stderr.contains("listening on"),
+            "{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
