@@ -7,6 +7,7 @@
 
 use super::patch::diff;
 use crate::inject::{CONTAINER_NAME, InjectOptions, inject};
+use crate::report::{cut, escape};
 use base64::Engine;
 use serde_json::{Value, json};
 
@@ -92,6 +93,39 @@ pub(crate) struct Answer {
     pub(crate) outcome: Outcome,
 }
 
+/// The most bytes (and so characters) of one warning. The API server drops a warning that
+/// holds a control character, and once a response's warnings pass 4096 characters in all, cuts
+/// each to its first 256 without a mark (k8s.io/apiserver's warning recorder); the
+/// AdmissionResponse API asks for no more than 256.
+const MAX_WARNING: usize = 256;
+/// The most warnings of one answer: 8 of 256 are half the 4096 characters the API server keeps
+/// for all the warnings of a request (it drops those past them), which other webhooks and its
+/// own deprecation warnings share.
+const MAX_WARNINGS: usize = 8;
+
+/// The warnings as the API server passes them on whole: each escaped as the termination
+/// message is (a control character would have it dropped), cut at a word or character
+/// boundary with `…` to [`MAX_WARNING`], and past [`MAX_WARNINGS`] the rest counted in a last
+/// one.
+fn bounded(warnings: &[String]) -> Vec<String> {
+    let keep = if warnings.len() > MAX_WARNINGS {
+        MAX_WARNINGS - 1
+    } else {
+        warnings.len()
+    };
+    let mut out: Vec<String> = warnings[..keep]
+        .iter()
+        .map(|w| cut(&escape(w), MAX_WARNING))
+        .collect();
+    if warnings.len() > keep {
+        out.push(format!(
+            "pullcheck: … and {} more warnings",
+            warnings.len() - keep
+        ));
+    }
+    out
+}
+
 /// The kind of object a review is about.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -140,7 +174,7 @@ impl Admitter {
             response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(text));
         }
         if !warnings.is_empty() {
-            response["warnings"] = json!(warnings);
+            response["warnings"] = json!(bounded(&warnings));
         }
         let answer = json!({
             "apiVersion": api_version,
@@ -259,4 +293,116 @@ impl Admitter {
 enum Decision {
     Patch(Vec<Value>, Vec<String>),
     Skip(Skip, Vec<String>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> InjectOptions {
+        InjectOptions {
+            image: "registry.example/pullcheck:1".into(),
+            ..InjectOptions::default()
+        }
+    }
+
+    /// The response of one CREATE review of `object`, of the kind `gvk`, by an admitter with
+    /// `options()`.
+    fn response(gvk: Value, object: Value) -> Value {
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u1",
+                "kind": gvk,
+                "operation": "CREATE",
+                "namespace": "team",
+                "object": object,
+            },
+        });
+        let admitter = Admitter::new(options(), Some("pullcheck-system".into()));
+        let answer = admitter
+            .review(&serde_json::to_vec(&review).unwrap())
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer.body).unwrap();
+        answer["response"].clone()
+    }
+
+    fn warnings(response: &Value) -> Vec<String> {
+        response["warnings"]
+            .as_array()
+            .map(|l| l.iter().map(|w| w.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn warnings_are_cut_with_an_ellipsis_on_a_boundary_and_escaped() {
+        let long = format!("pullcheck: {}", "word ".repeat(100));
+        let cases: &[(&str, &str)] = &[
+            ("short, unchanged", "pullcheck: restartPolicy is Always"),
+            ("long, cut at a word", &long),
+            ("one long word of multi-byte characters", &"é".repeat(300)),
+            (
+                "control characters",
+                "pullcheck: a\nb \x1b[2J \u{85} \u{202e}",
+            ),
+        ];
+        for (name, warning) in cases {
+            let raw = warning.to_string();
+            for w in bounded(&[raw.clone(), "\u{1b}[2J\n\u{9b}".to_string()]) {
+                assert!(w.chars().count() <= MAX_WARNING, "{name}: {w}");
+                assert!(w.len() <= MAX_WARNING, "{name}: {w}");
+                assert!(!w.chars().any(char::is_control), "{name}: {w:?}");
+            }
+            let got = &bounded(std::slice::from_ref(&raw))[0];
+            if raw.len() <= MAX_WARNING && !raw.chars().any(char::is_control) {
+                assert_eq!(got, &raw, "{name}");
+            } else if raw.len() > MAX_WARNING {
+                let kept = got
+                    .strip_suffix('…')
+                    .unwrap_or_else(|| panic!("{name}: {got}"));
+                assert!(raw.starts_with(kept), "{name}: {got}");
+            }
+        }
+        // Escaped as the termination message is, before it is measured.
+        assert_eq!(
+            bounded(&["pullcheck: a\nok \u{1b}[2J".to_string()]),
+            ["pullcheck: a\\nok \\x1b[2J"]
+        );
+        // Cut at the last whole word.
+        let got = &bounded(&[long.clone()])[0];
+        assert!(got.ends_with("word…"), "{got}");
+    }
+
+    #[test]
+    fn past_eight_warnings_the_rest_are_counted() {
+        let eight: Vec<String> = (0..8).map(|i| format!("pullcheck: w{i}")).collect();
+        assert_eq!(bounded(&eight), eight);
+        let twenty: Vec<String> = (0..20).map(|i| format!("pullcheck: w{i}")).collect();
+        let got = bounded(&twenty);
+        assert_eq!(got.len(), MAX_WARNINGS);
+        assert_eq!(got[..7], twenty[..7]);
+        assert_eq!(got[7], "pullcheck: … and 13 more warnings");
+        let total: usize = got.iter().map(|w| w.chars().count()).sum();
+        assert!(total <= MAX_WARNINGS * MAX_WARNING);
+    }
+
+    #[test]
+    fn a_review_s_warnings_reach_the_answer_bounded_and_escaped() {
+        // A kind no API server sends, in a review all the same: the warning that names it is
+        // escaped (the API server would drop it for its ESC) and cut (at the last word that
+        // fits: here before the long kind).
+        let gvk = json!({"group": "x\u{1b}[2J", "version": "v1", "kind": "K".repeat(300)});
+        let response = response(gvk, json!({"metadata": {"name": "k"}}));
+        assert_eq!(response["allowed"], true);
+        assert!(response["patch"].is_null(), "{response}");
+        let warnings = warnings(&response);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let w = &warnings[0];
+        assert!(
+            w.starts_with("pullcheck: acts on Pods and batch/v1 Jobs, not x\\x1b[2J/v1"),
+            "{w:?}"
+        );
+        assert!(w.ends_with('…') && w.chars().count() <= MAX_WARNING, "{w}");
+    }
 }
