@@ -6,7 +6,7 @@
 //! edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
 use super::patch::diff;
-use crate::inject::{CONTAINER_NAME, InjectOptions, inject};
+use crate::inject::{CONTAINER_NAME, InjectOptions, inject_owned};
 use crate::report::{cut, escape};
 use base64::Engine;
 use serde_json::{Value, json};
@@ -267,7 +267,13 @@ impl Admitter {
             .unwrap_or("");
         let source = format!("{}/{name}", namespace.unwrap_or(""));
         let text = serde_json::to_string_pretty(&before).map_err(|e| e.to_string())?;
-        let injected = inject(&text, &source, options).map_err(|e| e.0)?;
+        // A Pod's controller (a ReplicaSet's, a StatefulSet's) decides which restart-policy
+        // advice is true for it.
+        let owner = match kind {
+            Kind::Pod => controller_kind(metadata),
+            Kind::Job => None,
+        };
+        let injected = inject_owned(&text, &source, options, owner).map_err(|e| e.0)?;
         let after: Value = serde_json::from_str(&injected.output)
             .map_err(|e| format!("inject wrote JSON that does not parse back: {e}"))?;
         // `inject` names the input and its document: here there is one, the object itself.
@@ -289,6 +295,16 @@ impl Admitter {
     }
 }
 
+/// The kind of the object's controller: its `ownerReferences` entry with `controller: true`
+/// (there is at most one).
+fn controller_kind(metadata: &Value) -> Option<&str> {
+    metadata["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["controller"] == true)?["kind"]
+        .as_str()
+}
+
 /// What to answer, before it is written.
 enum Decision {
     Patch(Vec<Value>, Vec<String>),
@@ -298,6 +314,7 @@ enum Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inject::inject;
 
     fn options() -> InjectOptions {
         InjectOptions {
@@ -370,7 +387,7 @@ mod tests {
             ["pullcheck: a\\nok \\x1b[2J"]
         );
         // Cut at the last whole word.
-        let got = &bounded(&[long.clone()])[0];
+        let got = &bounded(std::slice::from_ref(&long))[0];
         assert!(got.ends_with("word…"), "{got}");
     }
 
@@ -404,5 +421,80 @@ mod tests {
             "{w:?}"
         );
         assert!(w.ends_with('…') && w.chars().count() <= MAX_WARNING, "{w}");
+    }
+
+    fn pod_of(owners: Value, restart: &str) -> Value {
+        json!({
+            "metadata": {"generateName": "web-", "namespace": "team", "ownerReferences": owners},
+            "spec": {"restartPolicy": restart, "containers": [{"name": "a", "image": "a:1"}]},
+        })
+    }
+
+    fn owner(kind: &str, controller: bool) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": kind, "name": "web", "uid": "1",
+            "controller": controller})
+    }
+
+    #[test]
+    fn pods_of_controllers_that_allow_only_always_get_the_container_and_a_true_warning() {
+        let pod = json!({"group": "", "version": "v1", "kind": "Pod"});
+        for kind in [
+            "ReplicaSet",
+            "StatefulSet",
+            "DaemonSet",
+            "ReplicationController",
+        ] {
+            let response = response(pod.clone(), pod_of(json!([owner(kind, true)]), "Always"));
+            assert!(response["patch"].is_string(), "{kind}: {response}");
+            let warnings = warnings(&response);
+            assert_eq!(warnings.len(), 1, "{kind}: {warnings:?}");
+            let w = &warnings[0];
+            assert!(
+                w.contains(&format!(
+                    "restartPolicy is Always, as a {kind} requires: a failed check restarts \
+                     with back-off (Init:CrashLoopBackOff) and never fails the pod"
+                )),
+                "{kind}: {w}"
+            );
+            // No advice it cannot follow.
+            assert!(!w.contains("set restartPolicy: Never"), "{kind}: {w}");
+        }
+        // A Job's pod, an owner that is not the controller, no owner: inject's advice, which
+        // they can follow (in the Job's template, or the pod's own spec).
+        let job = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "2",
+            "controller": true}]);
+        for (name, owners, restart) in [
+            ("a Job's pod", job, "OnFailure"),
+            (
+                "not the controller",
+                json!([owner("ReplicaSet", false)]),
+                "Always",
+            ),
+            ("no owner", json!([]), "Always"),
+        ] {
+            let warnings = warnings(&response(pod.clone(), pod_of(owners, restart)));
+            assert!(
+                warnings.len() == 1 && warnings[0].contains("set restartPolicy: Never"),
+                "{name}: {warnings:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn inject_keeps_its_advice_for_a_pod_manifest_with_an_owner() {
+        // `pullcheck inject` of a file: the manifest's kind, not its owner, decides, as before.
+        let mut manifest = pod_of(json!([owner("ReplicaSet", true)]), "Always");
+        manifest["apiVersion"] = json!("v1");
+        manifest["kind"] = json!("Pod");
+        manifest["metadata"]["name"] = json!("web-1");
+        let text = serde_json::to_string(&manifest).unwrap();
+        let injected = inject(&text, "pod.json", &options()).unwrap();
+        assert_eq!(injected.warnings.len(), 1, "{:?}", injected.warnings);
+        assert!(
+            injected.warnings[0]
+                .contains("; set restartPolicy: Never so that the pod fails at once"),
+            "{:?}",
+            injected.warnings
+        );
     }
 }

@@ -471,6 +471,20 @@ fn pods_get_the_container_and_inject_s_reasons_as_warnings() {
         warnings[0].starts_with("pullcheck: Pod/p spec: restartPolicy is Always, not Never"),
         "{warnings:?}"
     );
+    // A ReplicaSet's pod (a Deployment's): the container, with a warning that is true for it
+    // (no advice to set Never, which a ReplicaSet refuses).
+    let mut owned = plain_pod("Always");
+    owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "name": "web-7d9f8b6c5", "uid": "9c1e", "controller": true, "blockOwnerDeletion": true}]);
+    let (after, warnings) = webhook.admit(&owned);
+    assert_eq!(after, injected(&owned, &[]));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(
+        warnings[0],
+        "pullcheck: Pod/p spec: restartPolicy is Always, as a ReplicaSet requires: a failed \
+         check restarts with back-off (Init:CrashLoopBackOff) and never fails the pod; \
+         `kubectl describe pod` shows why"
+    );
     // A pod inject leaves alone: unchanged, with inject's reason.
     let mut taken = plain_pod("Never");
     taken["spec"]["containers"][0]["name"] = json!("pullcheck");
