@@ -99,11 +99,7 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("pullcheck: webhook: listening on {bound}");
-        let shared = Arc::new(server::Shared {
-            admitter,
-            metrics: metrics::Metrics::default(),
-            ready,
-        });
+        let shared = Arc::new(server::Shared::new(admitter, ready));
         let ready = shared.ready.clone();
         let serving = server::serve(listener, tls, shared);
         tokio::pin!(serving);
