@@ -161,6 +161,9 @@ impl Admitter {
         let (outcome, patch, warnings) = match self.decide(request) {
             Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
             Ok(Decision::Skip(why, warnings)) => (Outcome::Skipped(why), None, warnings),
+            Ok(Decision::OptOutPods(ops)) => {
+                (Outcome::Skipped(Skip::OptedOut), Some(ops), Vec::new())
+            }
             Err(why) => (
                 Outcome::Error,
                 None,
@@ -234,7 +237,19 @@ impl Admitter {
             Kind::Job => &request["object"]["spec"]["template"],
         };
         let opted_out = |m: &Value| m["annotations"][OPT_OUT].as_str() == Some("false");
-        if opted_out(metadata) || opted_out(&template["metadata"]) {
+        if opted_out(&template["metadata"]) {
+            return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
+        }
+        if opted_out(metadata) {
+            // A Job opted out on its own metadata: its pods carry its template's annotations,
+            // not its own, and would get the container as Pods. The template is annotated too,
+            // so that they are left alone as well.
+            if kind == Kind::Job
+                && let Some(after) = opt_out_template(&request["object"])
+            {
+                let ops = diff(&request["object"], &after);
+                return Ok(Decision::OptOutPods(ops));
+            }
             return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
         }
         if kind == Kind::Pod && !metadata["annotations"][MIRROR].is_null() {
@@ -305,10 +320,37 @@ fn controller_kind(metadata: &Value) -> Option<&str> {
         .as_str()
 }
 
+/// The Job `job` with [`OPT_OUT`] `"false"` in its template's annotations; `None` when its
+/// template or their metadata is not an object to add it to.
+fn opt_out_template(job: &Value) -> Option<Value> {
+    let mut after = job.clone();
+    let template = after
+        .get_mut("spec")?
+        .get_mut("template")?
+        .as_object_mut()?;
+    let metadata = template.entry("metadata").or_insert(Value::Null);
+    if metadata.is_null() {
+        *metadata = json!({});
+    }
+    let annotations = metadata
+        .as_object_mut()?
+        .entry("annotations")
+        .or_insert(Value::Null);
+    if annotations.is_null() {
+        *annotations = json!({});
+    }
+    annotations
+        .as_object_mut()?
+        .insert(OPT_OUT.to_string(), json!("false"));
+    Some(after)
+}
+
 /// What to answer, before it is written.
 enum Decision {
     Patch(Vec<Value>, Vec<String>),
     Skip(Skip, Vec<String>),
+    /// An opted-out Job: only its template's annotation, for its pods (the patch).
+    OptOutPods(Vec<Value>),
 }
 
 #[cfg(test)]
@@ -496,5 +538,51 @@ mod tests {
             "{:?}",
             injected.warnings
         );
+    }
+
+    #[test]
+    fn a_job_opted_out_on_its_own_metadata_gets_the_annotation_in_its_template_only() {
+        let job = |template_metadata: Value| {
+            json!({
+                "metadata": {"name": "j", "annotations": {"pullcheck.dev/inject": "false"}},
+                "spec": {"template": {"metadata": template_metadata, "spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "a", "image": "a:1"}]}}},
+            })
+        };
+        let gvk = json!({"group": "batch", "version": "v1", "kind": "Job"});
+        let ours = json!({"pullcheck.dev/inject": "false"});
+        for (name, template_metadata, ops) in [
+            (
+                "no metadata",
+                Value::Null,
+                json!([{"op": "replace", "path": "/spec/template/metadata",
+                    "value": {"annotations": ours}}]),
+            ),
+            (
+                "labels only",
+                json!({"labels": {"app": "a"}}),
+                json!([{"op": "add", "path": "/spec/template/metadata/annotations",
+                    "value": ours}]),
+            ),
+            (
+                "other annotations",
+                json!({"annotations": {"team": "x"}}),
+                json!([{"op": "add",
+                    "path": "/spec/template/metadata/annotations/pullcheck.dev~1inject",
+                    "value": "false"}]),
+            ),
+        ] {
+            let response = response(gvk.clone(), job(template_metadata.clone()));
+            assert_eq!(response["allowed"], true, "{name}");
+            assert!(warnings(&response).is_empty(), "{name}: {response}");
+            let patch = base64::engine::general_purpose::STANDARD
+                .decode(response["patch"].as_str().unwrap())
+                .unwrap();
+            let patch: Value = serde_json::from_slice(&patch).unwrap();
+            assert_eq!(patch, ops, "{name}");
+        }
+        // Metadata that is no object: left as it is.
+        let response = response(gvk.clone(), job(json!("odd")));
+        assert!(response["patch"].is_null(), "{response}");
     }
 }

@@ -514,9 +514,17 @@ fn who_is_left_alone() {
     let mut opted_out = plain_pod("Never");
     opted_out["metadata"]["annotations"] = json!({"pullcheck.dev/inject": "false"});
     assert!(unchanged(&opted_out).is_empty());
+    // A Job opted out on its own metadata: no container, and nothing but the same annotation
+    // in its template, so that its pods (which carry the template's annotations, not the
+    // Job's) are left alone too.
     let mut job_opted_out = job(None);
     job_opted_out["metadata"]["annotations"] = json!({"pullcheck.dev/inject": "false"});
-    assert!(unchanged(&job_opted_out).is_empty());
+    let (job_admitted, warnings) = webhook.admit(&job_opted_out);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut want = job_opted_out.clone();
+    want["spec"]["template"]["metadata"] =
+        json!({"annotations": {"pullcheck.dev/inject": "false"}});
+    assert_eq!(job_admitted, want);
     let mut template_opted_out = job(None);
     template_opted_out["spec"]["template"]["metadata"] =
         json!({"annotations": {"pullcheck.dev/inject": "false"}});
@@ -582,6 +590,11 @@ fn who_is_left_alone() {
         webhook.metric("pullcheck_webhook_admissions_total{outcome=\"injected\"}"),
         1.0
     );
+    // The opted-out Job's pod, with its template's metadata as the Job controller writes it.
+    let template = &job_admitted["spec"]["template"];
+    let mut job_pod = pod("train-x", template["spec"].clone());
+    job_pod["metadata"]["annotations"] = template["metadata"]["annotations"].clone();
+    assert!(unchanged(&job_pod).is_empty());
 }
 
 #[test]
