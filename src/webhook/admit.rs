@@ -291,23 +291,27 @@ impl Admitter {
         let injected = inject_owned(&text, &source, options, owner).map_err(|e| e.0)?;
         let after: Value = serde_json::from_str(&injected.output)
             .map_err(|e| format!("inject wrote JSON that does not parse back: {e}"))?;
-        // `inject` names the input and its document: here there is one, the object itself.
-        let prefix = format!("{source}: ");
-        let warnings = injected
-            .warnings
-            .iter()
-            .map(|w| {
-                let w = w.strip_prefix(&prefix).unwrap_or(w);
-                let w = w.strip_prefix("document 1: ").unwrap_or(w);
-                format!("pullcheck: {w}")
-            })
-            .collect();
+        let warnings = as_admission_warnings(&injected.warnings, &source);
         let ops = diff(&before, &after);
         if ops.is_empty() {
             return Ok(Decision::Skip(Skip::NotInjected, warnings));
         }
         Ok(Decision::Patch(ops, warnings))
     }
+}
+
+/// `inject`'s warnings as the webhook gives them: `inject` names the input and its document,
+/// and here there is one, the object itself.
+fn as_admission_warnings(warnings: &[String], source: &str) -> Vec<String> {
+    let prefix = format!("{source}: ");
+    warnings
+        .iter()
+        .map(|w| {
+            let w = w.strip_prefix(&prefix).unwrap_or(w);
+            let w = w.strip_prefix("document 1: ").unwrap_or(w);
+            format!("pullcheck: {w}")
+        })
+        .collect()
 }
 
 /// The kind of the object's controller: its `ownerReferences` entry with `controller: true`
