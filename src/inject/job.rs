@@ -175,6 +175,18 @@ impl Run<'_> {
                 None => "not set (Always)".to_string(),
             },
         };
+        // A Pod at admission, of a controller that allows only Always: what it cannot change
+        // is said as a fact, in few words (warnings of more than 256 characters are cut).
+        if let Some(owner) = self.owner.filter(|o| ALWAYS_ONLY_KINDS.contains(o))
+            && kind == "Pod"
+        {
+            self.warn(format!(
+                "{at}: restartPolicy is {description}, as a {owner} requires: a failed check \
+                 restarts with back-off (Init:CrashLoopBackOff) and never fails the pod; \
+                 `kubectl describe pod` shows why"
+            ));
+            return;
+        }
         let advice = if ALWAYS_ONLY_KINDS.contains(&kind.as_str()) {
             format!(
                 "; a {kind} allows only Always, so its pods wait in Init:CrashLoopBackOff with \

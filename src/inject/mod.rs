@@ -182,12 +182,25 @@ pub struct InjectError(pub String);
 /// [`InjectError`] for bad options, check arguments that `pullcheck check` would refuse, and
 /// input that cannot be read (naming the document and line, never its content).
 pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Injected, InjectError> {
+    inject_owned(input, source, options, None)
+}
+
+/// [`inject`] of one Pod at its admission (`pullcheck webhook`), whose controller is a `owner`
+/// (the kind of its `ownerReferences` entry with `controller: true`): that decides what its
+/// restart-policy warning can advise, where a manifest says it by its own kind.
+pub(crate) fn inject_owned(
+    input: &str,
+    source: &str,
+    options: &InjectOptions,
+    owner: Option<&str>,
+) -> Result<Injected, InjectError> {
     let (ca_files, mut route) = validate_options(options)?;
     let route_warnings = std::mem::take(&mut route.warnings);
     let mut each = EachDocument {
         input,
         source,
         options,
+        owner,
         ca_files: &ca_files,
         route: &route,
         crlf: input.contains("\r\n"),
@@ -224,7 +237,7 @@ pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Inje
         // Inputs whose documents cannot be read one at a time (anchors shared across them).
         None => {
             drop(each);
-            whole(input, source, options, &ca_files, &route)?
+            whole(input, source, options, owner, &ca_files, &route)?
         }
     };
     let mut warnings = done.warnings;
@@ -273,6 +286,7 @@ struct EachDocument<'a> {
     input: &'a str,
     source: &'a str,
     options: &'a InjectOptions,
+    owner: Option<&'a str>,
     ca_files: &'a [String],
     route: &'a Additions,
     crlf: bool,
@@ -317,6 +331,7 @@ impl manifests::EachDocument for EachDocument<'_> {
             self.input,
             self.source,
             self.options,
+            self.owner,
             tree,
             &found,
             self.ca_files,
@@ -339,6 +354,7 @@ fn edit(
     input: &str,
     source: &str,
     options: &InjectOptions,
+    owner: Option<&str>,
     tree: &Tree,
     found: &Manifests,
     ca_files: &[String],
@@ -349,6 +365,7 @@ fn edit(
 ) -> Vec<Edit> {
     let mut run = Run {
         options,
+        owner,
         source,
         manifests: found,
         tree,
@@ -395,6 +412,7 @@ fn whole(
     input: &str,
     source: &str,
     options: &InjectOptions,
+    owner: Option<&str>,
     ca_files: &[String],
     route: &Additions,
 ) -> Result<Done, InjectError> {
@@ -406,6 +424,7 @@ fn whole(
         input,
         source,
         options,
+        owner,
         &found.tree,
         &found,
         ca_files,
@@ -815,7 +834,7 @@ mod tests {
     /// `inject` as it was: the whole input read, then edited.
     fn read_whole(input: &str, options: &InjectOptions) -> Result<(String, Vec<String>), String> {
         let (ca_files, route) = validate_options(options).map_err(|e| e.0)?;
-        let done = whole(input, "t", options, &ca_files, &route).map_err(|e| e.0)?;
+        let done = whole(input, "t", options, None, &ca_files, &route).map_err(|e| e.0)?;
         Ok((done.output, done.warnings))
     }
 

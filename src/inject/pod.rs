@@ -19,6 +19,8 @@ use std::collections::{HashMap, HashSet};
 
 pub(super) struct Run<'a> {
     pub(super) options: &'a InjectOptions,
+    /// The kind of a Pod's controller, at admission ([`super::inject_owned`]).
+    pub(super) owner: Option<&'a str>,
     pub(super) source: &'a str,
     pub(super) manifests: &'a Manifests,
     pub(super) tree: &'a Tree,

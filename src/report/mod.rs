@@ -16,6 +16,8 @@ mod text;
 
 pub use escape::escape;
 pub use reason::{About, Counted, NotCounted, Reason, StartReason};
+#[cfg(feature = "webhook")]
+pub(crate) use termination::cut;
 pub use termination::{
     KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
     termination_message,

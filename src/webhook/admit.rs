@@ -6,7 +6,8 @@
 //! edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
 use super::patch::diff;
-use crate::inject::{CONTAINER_NAME, InjectOptions, inject};
+use crate::inject::{CONTAINER_NAME, InjectOptions, inject_owned};
+use crate::report::{cut, escape};
 use base64::Engine;
 use serde_json::{Value, json};
 
@@ -92,6 +93,39 @@ pub(crate) struct Answer {
     pub(crate) outcome: Outcome,
 }
 
+/// The most bytes (and so characters) of one warning. The API server drops a warning that
+/// holds a control character, and once a response's warnings pass 4096 characters in all, cuts
+/// each to its first 256 without a mark (k8s.io/apiserver's warning recorder); the
+/// AdmissionResponse API asks for no more than 256.
+const MAX_WARNING: usize = 256;
+/// The most warnings of one answer: 8 of 256 are half the 4096 characters the API server keeps
+/// for all the warnings of a request (it drops those past them), which other webhooks and its
+/// own deprecation warnings share.
+const MAX_WARNINGS: usize = 8;
+
+/// The warnings as the API server passes them on whole: each escaped as the termination
+/// message is (a control character would have it dropped), cut at a word or character
+/// boundary with `…` to [`MAX_WARNING`], and past [`MAX_WARNINGS`] the rest counted in a last
+/// one.
+fn bounded(warnings: &[String]) -> Vec<String> {
+    let keep = if warnings.len() > MAX_WARNINGS {
+        MAX_WARNINGS - 1
+    } else {
+        warnings.len()
+    };
+    let mut out: Vec<String> = warnings[..keep]
+        .iter()
+        .map(|w| cut(&escape(w), MAX_WARNING))
+        .collect();
+    if warnings.len() > keep {
+        out.push(format!(
+            "pullcheck: … and {} more warnings",
+            warnings.len() - keep
+        ));
+    }
+    out
+}
+
 /// The kind of object a review is about.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -127,6 +161,9 @@ impl Admitter {
         let (outcome, patch, warnings) = match self.decide(request) {
             Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
             Ok(Decision::Skip(why, warnings)) => (Outcome::Skipped(why), None, warnings),
+            Ok(Decision::OptOutPods(ops)) => {
+                (Outcome::Skipped(Skip::OptedOut), Some(ops), Vec::new())
+            }
             Err(why) => (
                 Outcome::Error,
                 None,
@@ -140,7 +177,7 @@ impl Admitter {
             response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(text));
         }
         if !warnings.is_empty() {
-            response["warnings"] = json!(warnings);
+            response["warnings"] = json!(bounded(&warnings));
         }
         let answer = json!({
             "apiVersion": api_version,
@@ -200,7 +237,19 @@ impl Admitter {
             Kind::Job => &request["object"]["spec"]["template"],
         };
         let opted_out = |m: &Value| m["annotations"][OPT_OUT].as_str() == Some("false");
-        if opted_out(metadata) || opted_out(&template["metadata"]) {
+        if opted_out(&template["metadata"]) {
+            return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
+        }
+        if opted_out(metadata) {
+            // A Job opted out on its own metadata: its pods carry its template's annotations,
+            // not its own, and would get the container as Pods. The template is annotated too,
+            // so that they are left alone as well.
+            if kind == Kind::Job
+                && let Some(after) = opt_out_template(&request["object"])
+            {
+                let ops = diff(&request["object"], &after);
+                return Ok(Decision::OptOutPods(ops));
+            }
             return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
         }
         if kind == Kind::Pod && !metadata["annotations"][MIRROR].is_null() {
@@ -233,20 +282,16 @@ impl Admitter {
             .unwrap_or("");
         let source = format!("{}/{name}", namespace.unwrap_or(""));
         let text = serde_json::to_string_pretty(&before).map_err(|e| e.to_string())?;
-        let injected = inject(&text, &source, options).map_err(|e| e.0)?;
+        // A Pod's controller (a ReplicaSet's, a StatefulSet's) decides which restart-policy
+        // advice is true for it.
+        let owner = match kind {
+            Kind::Pod => controller_kind(metadata),
+            Kind::Job => None,
+        };
+        let injected = inject_owned(&text, &source, options, owner).map_err(|e| e.0)?;
         let after: Value = serde_json::from_str(&injected.output)
             .map_err(|e| format!("inject wrote JSON that does not parse back: {e}"))?;
-        // `inject` names the input and its document: here there is one, the object itself.
-        let prefix = format!("{source}: ");
-        let warnings = injected
-            .warnings
-            .iter()
-            .map(|w| {
-                let w = w.strip_prefix(&prefix).unwrap_or(w);
-                let w = w.strip_prefix("document 1: ").unwrap_or(w);
-                format!("pullcheck: {w}")
-            })
-            .collect();
+        let warnings = as_admission_warnings(&injected.warnings, &source);
         let ops = diff(&before, &after);
         if ops.is_empty() {
             return Ok(Decision::Skip(Skip::NotInjected, warnings));
@@ -255,8 +300,293 @@ impl Admitter {
     }
 }
 
+/// `inject`'s warnings as the webhook gives them: `inject` names the input and its document,
+/// and here there is one, the object itself.
+fn as_admission_warnings(warnings: &[String], source: &str) -> Vec<String> {
+    let prefix = format!("{source}: ");
+    warnings
+        .iter()
+        .map(|w| {
+            let w = w.strip_prefix(&prefix).unwrap_or(w);
+            let w = w.strip_prefix("document 1: ").unwrap_or(w);
+            format!("pullcheck: {w}")
+        })
+        .collect()
+}
+
+/// The kind of the object's controller: its `ownerReferences` entry with `controller: true`
+/// (there is at most one).
+fn controller_kind(metadata: &Value) -> Option<&str> {
+    metadata["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["controller"] == true)?["kind"]
+        .as_str()
+}
+
+/// The Job `job` with [`OPT_OUT`] `"false"` in its template's annotations; `None` when its
+/// template or their metadata is not an object to add it to.
+fn opt_out_template(job: &Value) -> Option<Value> {
+    let mut after = job.clone();
+    let template = after
+        .get_mut("spec")?
+        .get_mut("template")?
+        .as_object_mut()?;
+    let metadata = template.entry("metadata").or_insert(Value::Null);
+    if metadata.is_null() {
+        *metadata = json!({});
+    }
+    let annotations = metadata
+        .as_object_mut()?
+        .entry("annotations")
+        .or_insert(Value::Null);
+    if annotations.is_null() {
+        *annotations = json!({});
+    }
+    annotations
+        .as_object_mut()?
+        .insert(OPT_OUT.to_string(), json!("false"));
+    Some(after)
+}
+
 /// What to answer, before it is written.
 enum Decision {
     Patch(Vec<Value>, Vec<String>),
     Skip(Skip, Vec<String>),
+    /// An opted-out Job: only its template's annotation, for its pods (the patch).
+    OptOutPods(Vec<Value>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inject::inject;
+
+    fn options() -> InjectOptions {
+        InjectOptions {
+            image: "registry.example/pullcheck:1".into(),
+            ..InjectOptions::default()
+        }
+    }
+
+    /// The response of one CREATE review of `object`, of the kind `gvk`, by an admitter with
+    /// `options()`.
+    fn response(gvk: Value, object: Value) -> Value {
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u1",
+                "kind": gvk,
+                "operation": "CREATE",
+                "namespace": "team",
+                "object": object,
+            },
+        });
+        let admitter = Admitter::new(options(), Some("pullcheck-system".into()));
+        let answer = admitter
+            .review(&serde_json::to_vec(&review).unwrap())
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer.body).unwrap();
+        answer["response"].clone()
+    }
+
+    fn warnings(response: &Value) -> Vec<String> {
+        response["warnings"]
+            .as_array()
+            .map(|l| l.iter().map(|w| w.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn warnings_are_cut_with_an_ellipsis_on_a_boundary_and_escaped() {
+        let long = format!("pullcheck: {}", "word ".repeat(100));
+        let cases: &[(&str, &str)] = &[
+            ("short, unchanged", "pullcheck: restartPolicy is Always"),
+            ("long, cut at a word", &long),
+            ("one long word of multi-byte characters", &"é".repeat(300)),
+            (
+                "control characters",
+                "pullcheck: a\nb \x1b[2J \u{85} \u{202e}",
+            ),
+        ];
+        for (name, warning) in cases {
+            let raw = warning.to_string();
+            for w in bounded(&[raw.clone(), "\u{1b}[2J\n\u{9b}".to_string()]) {
+                assert!(w.chars().count() <= MAX_WARNING, "{name}: {w}");
+                assert!(w.len() <= MAX_WARNING, "{name}: {w}");
+                assert!(!w.chars().any(char::is_control), "{name}: {w:?}");
+            }
+            let got = &bounded(std::slice::from_ref(&raw))[0];
+            if raw.len() <= MAX_WARNING && !raw.chars().any(char::is_control) {
+                assert_eq!(got, &raw, "{name}");
+            } else if raw.len() > MAX_WARNING {
+                let kept = got
+                    .strip_suffix('…')
+                    .unwrap_or_else(|| panic!("{name}: {got}"));
+                assert!(raw.starts_with(kept), "{name}: {got}");
+            }
+        }
+        // Escaped as the termination message is, before it is measured.
+        assert_eq!(
+            bounded(&["pullcheck: a\nok \u{1b}[2J".to_string()]),
+            ["pullcheck: a\\nok \\x1b[2J"]
+        );
+        // Cut at the last whole word.
+        let got = &bounded(std::slice::from_ref(&long))[0];
+        assert!(got.ends_with("word…"), "{got}");
+    }
+
+    #[test]
+    fn past_eight_warnings_the_rest_are_counted() {
+        let eight: Vec<String> = (0..8).map(|i| format!("pullcheck: w{i}")).collect();
+        assert_eq!(bounded(&eight), eight);
+        let twenty: Vec<String> = (0..20).map(|i| format!("pullcheck: w{i}")).collect();
+        let got = bounded(&twenty);
+        assert_eq!(got.len(), MAX_WARNINGS);
+        assert_eq!(got[..7], twenty[..7]);
+        assert_eq!(got[7], "pullcheck: … and 13 more warnings");
+        let total: usize = got.iter().map(|w| w.chars().count()).sum();
+        assert!(total <= MAX_WARNINGS * MAX_WARNING);
+    }
+
+    #[test]
+    fn a_review_s_warnings_reach_the_answer_bounded_and_escaped() {
+        // A kind no API server sends, in a review all the same: the warning that names it is
+        // escaped (the API server would drop it for its ESC) and cut (at the last word that
+        // fits: here before the long kind).
+        let gvk = json!({"group": "x\u{1b}[2J", "version": "v1", "kind": "K".repeat(300)});
+        let response = response(gvk, json!({"metadata": {"name": "k"}}));
+        assert_eq!(response["allowed"], true);
+        assert!(response["patch"].is_null(), "{response}");
+        let warnings = warnings(&response);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let w = &warnings[0];
+        assert!(
+            w.starts_with("pullcheck: acts on Pods and batch/v1 Jobs, not x\\x1b[2J/v1"),
+            "{w:?}"
+        );
+        assert!(w.ends_with('…') && w.chars().count() <= MAX_WARNING, "{w}");
+    }
+
+    fn pod_of(owners: Value, restart: &str) -> Value {
+        json!({
+            "metadata": {"generateName": "web-", "namespace": "team", "ownerReferences": owners},
+            "spec": {"restartPolicy": restart, "containers": [{"name": "a", "image": "a:1"}]},
+        })
+    }
+
+    fn owner(kind: &str, controller: bool) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": kind, "name": "web", "uid": "1",
+            "controller": controller})
+    }
+
+    #[test]
+    fn pods_of_controllers_that_allow_only_always_get_the_container_and_a_true_warning() {
+        let pod = json!({"group": "", "version": "v1", "kind": "Pod"});
+        for kind in [
+            "ReplicaSet",
+            "StatefulSet",
+            "DaemonSet",
+            "ReplicationController",
+        ] {
+            let response = response(pod.clone(), pod_of(json!([owner(kind, true)]), "Always"));
+            assert!(response["patch"].is_string(), "{kind}: {response}");
+            let warnings = warnings(&response);
+            assert_eq!(warnings.len(), 1, "{kind}: {warnings:?}");
+            let w = &warnings[0];
+            assert!(
+                w.contains(&format!(
+                    "restartPolicy is Always, as a {kind} requires: a failed check restarts \
+                     with back-off (Init:CrashLoopBackOff) and never fails the pod"
+                )),
+                "{kind}: {w}"
+            );
+            // No advice it cannot follow.
+            assert!(!w.contains("set restartPolicy: Never"), "{kind}: {w}");
+        }
+        // A Job's pod, an owner that is not the controller, no owner: inject's advice, which
+        // they can follow (in the Job's template, or the pod's own spec).
+        let job = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "2",
+            "controller": true}]);
+        for (name, owners, restart) in [
+            ("a Job's pod", job, "OnFailure"),
+            (
+                "not the controller",
+                json!([owner("ReplicaSet", false)]),
+                "Always",
+            ),
+            ("no owner", json!([]), "Always"),
+        ] {
+            let warnings = warnings(&response(pod.clone(), pod_of(owners, restart)));
+            assert!(
+                warnings.len() == 1 && warnings[0].contains("set restartPolicy: Never"),
+                "{name}: {warnings:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn inject_keeps_its_advice_for_a_pod_manifest_with_an_owner() {
+        // `pullcheck inject` of a file: the manifest's kind, not its owner, decides, as before.
+        let mut manifest = pod_of(json!([owner("ReplicaSet", true)]), "Always");
+        manifest["apiVersion"] = json!("v1");
+        manifest["kind"] = json!("Pod");
+        manifest["metadata"]["name"] = json!("web-1");
+        let text = serde_json::to_string(&manifest).unwrap();
+        let injected = inject(&text, "pod.json", &options()).unwrap();
+        assert_eq!(injected.warnings.len(), 1, "{:?}", injected.warnings);
+        assert!(
+            injected.warnings[0]
+                .contains("; set restartPolicy: Never so that the pod fails at once"),
+            "{:?}",
+            injected.warnings
+        );
+    }
+
+    #[test]
+    fn a_job_opted_out_on_its_own_metadata_gets_the_annotation_in_its_template_only() {
+        let job = |template_metadata: Value| {
+            json!({
+                "metadata": {"name": "j", "annotations": {"pullcheck.dev/inject": "false"}},
+                "spec": {"template": {"metadata": template_metadata, "spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "a", "image": "a:1"}]}}},
+            })
+        };
+        let gvk = json!({"group": "batch", "version": "v1", "kind": "Job"});
+        let ours = json!({"pullcheck.dev/inject": "false"});
+        for (name, template_metadata, ops) in [
+            (
+                "no metadata",
+                Value::Null,
+                json!([{"op": "replace", "path": "/spec/template/metadata",
+                    "value": {"annotations": ours}}]),
+            ),
+            (
+                "labels only",
+                json!({"labels": {"app": "a"}}),
+                json!([{"op": "add", "path": "/spec/template/metadata/annotations",
+                    "value": ours}]),
+            ),
+            (
+                "other annotations",
+                json!({"annotations": {"team": "x"}}),
+                json!([{"op": "add",
+                    "path": "/spec/template/metadata/annotations/pullcheck.dev~1inject",
+                    "value": "false"}]),
+            ),
+        ] {
+            let response = response(gvk.clone(), job(template_metadata.clone()));
+            assert_eq!(response["allowed"], true, "{name}");
+            assert!(warnings(&response).is_empty(), "{name}: {response}");
+            let patch = base64::engine::general_purpose::STANDARD
+                .decode(response["patch"].as_str().unwrap())
+                .unwrap();
+            let patch: Value = serde_json::from_slice(&patch).unwrap();
+            assert_eq!(patch, ops, "{name}");
+        }
+        // Metadata that is no object: left as it is.
+        let response = response(gvk.clone(), job(json!("odd")));
+        assert!(response["patch"].is_null(), "{response}");
+    }
 }

@@ -58,7 +58,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 /// The CA lives this many serving lifetimes: a CA roll-over every few serving renewals.
-pub const CA_LIFETIMES: u32 = 4;
+const CA_LIFETIMES: u32 = 4;
 /// How often the bundle is checked between renewals (it may have been overwritten).
 pub const RECHECK: Duration = Duration::from_secs(30);
 /// How far back `notBefore` is set, for API servers whose clock is a little behind ours.
@@ -104,7 +104,7 @@ impl SelfSigned {
 
 /// The DNS names the serving certificate holds: the Service's, as the API server and pods may
 /// spell them.
-pub fn dns_names(service: &str, namespace: &str) -> Vec<String> {
+fn dns_names(service: &str, namespace: &str) -> Vec<String> {
     vec![
         format!("{service}.{namespace}.svc"),
         format!("{service}.{namespace}.svc.cluster.local"),
@@ -116,7 +116,7 @@ pub fn dns_names(service: &str, namespace: &str) -> Vec<String> {
 /// When a certificate issued at `issued` and ending at `not_after` is replaced: `renew_before`
 /// its end, but never in the first half of its life (a `renew_before` longer than the validity
 /// would otherwise renew at once, for ever).
-pub fn renew_at(issued: SystemTime, not_after: SystemTime, renew_before: Duration) -> SystemTime {
+fn renew_at(issued: SystemTime, not_after: SystemTime, renew_before: Duration) -> SystemTime {
     let life = not_after.duration_since(issued).unwrap_or_default();
     not_after - renew_before.min(life / 2)
 }
@@ -124,29 +124,29 @@ pub fn renew_at(issued: SystemTime, not_after: SystemTime, renew_before: Duratio
 /// Whether a CA ending at `ca_not_after` must be replaced now: a serving certificate issued now
 /// would be cut short by it before its own renewal time (and never in the first half of the
 /// CA's life, whatever `renew_before` says).
-pub fn ca_due(now: SystemTime, ca_not_after: SystemTime, options: &SelfSigned) -> bool {
+fn ca_due(now: SystemTime, ca_not_after: SystemTime, options: &SelfSigned) -> bool {
     now >= ca_renew_at(ca_not_after, options)
 }
 
 /// When a CA ending at `ca_not_after` is replaced (see [`ca_due`]).
-pub fn ca_renew_at(ca_not_after: SystemTime, options: &SelfSigned) -> SystemTime {
+fn ca_renew_at(ca_not_after: SystemTime, options: &SelfSigned) -> SystemTime {
     let ca_life = options.validity * CA_LIFETIMES;
     ca_not_after - (options.validity + options.renew_before).min(ca_life / 2)
 }
 
 /// The shortest `validity`: below it renewals would follow each other without pause.
-pub const MIN_VALIDITY: Duration = Duration::from_secs(2);
+const MIN_VALIDITY: Duration = Duration::from_secs(2);
 
 /// A CA of this process: its certificate and key, in memory only.
-pub struct Ca {
+struct Ca {
     issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
     /// The end of its validity.
-    pub not_after: SystemTime,
+    not_after: SystemTime,
 }
 
 impl Ca {
     /// A new CA valid from `now` (back-dated by a few minutes) for `life`.
-    pub fn new(now: SystemTime, life: Duration) -> Result<Ca, String> {
+    fn new(now: SystemTime, life: Duration) -> Result<Ca, String> {
         let key = rcgen::KeyPair::generate().map_err(|e| format!("CA key: {e}"))?;
         crate::redact::register(&key.serialize_pem());
         let mut params = rcgen::CertificateParams::default();
@@ -167,13 +167,13 @@ impl Ca {
     }
 
     /// The CA's certificate (DER).
-    pub fn der(&self) -> &CertificateDer<'static> {
+    fn der(&self) -> &CertificateDer<'static> {
         self.issuer.der()
     }
 
     /// A serving certificate for `names`, valid from `now` for `validity` or until the CA's
     /// end, whichever comes first; returns it with its end.
-    pub fn issue(
+    fn issue(
         &self,
         names: Vec<String>,
         now: SystemTime,
@@ -217,7 +217,7 @@ fn whole_seconds(t: SystemTime) -> SystemTime {
 /// Kubernetes configuration, or the API server refusing the service account (401, 403), with a
 /// message that names the RBAC rule needed. Other failures (the configuration not created yet,
 /// the API server unreachable) are written to stderr and retried with back-off.
-pub async fn run(
+pub(crate) async fn run(
     options: SelfSigned,
     certs: watch::Sender<Option<Arc<rustls::sign::CertifiedKey>>>,
     ready: Arc<AtomicBool>,
@@ -379,7 +379,7 @@ fn failure(name: &str, what: &str, verb: &str, e: kube::Error) -> Failure {
 /// The bundle every entry gets: the certificates of all entries (in order, each once), less
 /// those that have expired by `now`, plus `ca` when missing, as PEM. Text that is not a
 /// certificate is dropped; a certificate whose end cannot be read is kept.
-pub fn merged_bundle(entries: &[Vec<u8>], ca: &CertificateDer<'_>, now: SystemTime) -> Vec<u8> {
+fn merged_bundle(entries: &[Vec<u8>], ca: &CertificateDer<'_>, now: SystemTime) -> Vec<u8> {
     let mut certs: Vec<CertificateDer<'static>> = Vec::new();
     for entry in entries {
         use rustls_pki_types::pem::PemObject;
@@ -401,7 +401,7 @@ pub fn merged_bundle(entries: &[Vec<u8>], ca: &CertificateDer<'_>, now: SystemTi
 }
 
 /// A certificate as PEM, 64 characters a line.
-pub fn to_pem(cert: &CertificateDer<'_>) -> String {
+fn to_pem(cert: &CertificateDer<'_>) -> String {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
     let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
@@ -416,7 +416,7 @@ pub fn to_pem(cert: &CertificateDer<'_>) -> String {
 /// The `notAfter` of a DER certificate, read by walking the few DER elements before it
 /// (Certificate → tbsCertificate → `[0]` version, serial, signature, issuer, validity);
 /// `None` when it is not that shape.
-pub fn not_after(der: &[u8]) -> Option<SystemTime> {
+fn not_after(der: &[u8]) -> Option<SystemTime> {
     let (0x30, cert, _) = der_item(der)? else {
         return None;
     };

@@ -16,7 +16,7 @@ pub mod cert;
 pub(crate) mod metrics;
 pub(crate) mod patch;
 pub(crate) mod server;
-pub mod tls;
+pub(crate) mod tls;
 
 use crate::cli::webhook::WebhookArgs;
 use crate::config::InjectConfig;
@@ -24,23 +24,10 @@ use crate::report::{ExitCode, escape};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use tls::CertSender;
 
 /// How long the webhook serves after SIGTERM: endpoints take a few seconds to drop a pod, well
 /// within a pod's default 30 s grace period.
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// What the self-signed certificate manager is given: the names its certificate is for and the
-/// webhook configuration whose caBundle it writes.
-#[derive(Debug, Clone)]
-pub struct SelfSigned {
-    /// The Service (`--service`).
-    pub service: String,
-    /// The webhook's namespace (`--namespace`).
-    pub namespace: Option<String>,
-    /// The MutatingWebhookConfiguration (`--webhook-configuration`).
-    pub webhook_configuration: String,
-}
 
 /// Runs the webhook until SIGTERM or SIGINT.
 pub(crate) fn run(args: WebhookArgs) -> ExitCode {
@@ -92,12 +79,16 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
                     })
                 }
                 (None, None, true) => {
-                    let settings = SelfSigned {
-                        service: args.service.clone(),
-                        namespace: args.namespace.clone(),
-                        webhook_configuration: args.webhook_configuration.clone(),
+                    let namespace = args.namespace.as_deref().filter(|n| !n.is_empty());
+                    let Some(namespace) = namespace else {
+                        return Err(NO_NAMESPACE.into());
                     };
-                    Box::pin(self_signed_source(settings, tx, ready.clone()))
+                    let settings = cert::SelfSigned::new(
+                        &args.service,
+                        namespace,
+                        &args.webhook_configuration,
+                    );
+                    Box::pin(cert::run(settings, tx, ready.clone()))
                 }
                 _ => {
                     return Err("give --tls-cert-file and --tls-key-file, or --self-signed".into());
@@ -108,11 +99,7 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("pullcheck: webhook: listening on {bound}");
-        let shared = Arc::new(server::Shared {
-            admitter,
-            metrics: metrics::Metrics::default(),
-            ready,
-        });
+        let shared = Arc::new(server::Shared::new(admitter, ready));
         let ready = shared.ready.clone();
         let serving = server::serve(listener, tls, shared);
         tokio::pin!(serving);
@@ -131,27 +118,9 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
     })
 }
 
-/// The self-signed certificate manager's one call site: it makes the certificate, sends it
-/// into `tx`, writes its CA into the webhook configuration's caBundle, sets `ready`, and renews
-/// it; it returns only on a failure it cannot get over.
-async fn self_signed_source(
-    settings: SelfSigned,
-    tx: CertSender,
-    ready: Arc<AtomicBool>,
-) -> Result<(), String> {
-    let Some(namespace) = settings.namespace else {
-        return Err(
-            "--self-signed needs the webhook's namespace: --namespace or PULLCHECK_WEBHOOK_NAMESPACE (the chart sets it from the downward API)"
-                .to_string(),
-        );
-    };
-    let options = cert::SelfSigned::new(
-        &settings.service,
-        &namespace,
-        &settings.webhook_configuration,
-    );
-    cert::run(options, tx, ready).await
-}
+/// `--self-signed` without the namespace its certificate is made for.
+const NO_NAMESPACE: &str = "--self-signed needs the webhook's namespace: --namespace or \
+    PULLCHECK_WEBHOOK_NAMESPACE (the chart sets it from the downward API)";
 
 /// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address.
 fn listen_address(value: &str) -> Result<SocketAddr, String> {

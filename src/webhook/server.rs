@@ -1,6 +1,7 @@
 //! The HTTPS server: TLS from the certificate channel, `/mutate` for AdmissionReviews,
 //! `/healthz`, `/readyz` and `/metrics`, with bounds on everything a client controls: the
-//! body's size, the connections at once, and the time of a handshake, a request and its body.
+//! body's size, the bytes of all the bodies held at once, the connections at once, and the
+//! time of a handshake, a request and its body.
 
 use super::admit::{Admitter, Outcome};
 use super::metrics::Metrics;
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The largest body read: the API server's own limit on a request (3 MiB), so any object it
 /// accepted fits.
@@ -24,11 +25,54 @@ const MAX_CONNECTIONS: usize = 256;
 /// server gives up after `timeoutSeconds` (at most 30 s, 2 s in the chart).
 const CLIENT_TIME: Duration = Duration::from_secs(10);
 
+/// The bytes of all the large review bodies held at once, in KiB. Without it, 256 connections
+/// of 3 MiB each are 768 MiB, past the chart's memory limit (128 Mi), and the webhook would be
+/// killed. Reviews are answered one at a time (one thread); one of 2.9 MB took 75 MB more at
+/// its peak (a pod of 18,000 variables, in a unit test's `VmHWM`). This budget (four of the
+/// largest bodies), the small bodies (at most 256 × 64 KiB), one review's work and the binary
+/// stay under the limit.
+const BODY_BUDGET_KIB: u32 = 12 * 1024;
+/// A body up to this size takes nothing from the budget: a pod's review is a few KiB, so they
+/// never wait behind a flood of large ones, and [`MAX_CONNECTIONS`] bounds them.
+const SMALL_BODY: u64 = 64 * 1024;
+/// How long a body waits for room in that budget: the chart's `timeoutSeconds`, after which
+/// the API server has given up (and admitted the object, with `failurePolicy: Ignore`).
+const BUDGET_WAIT: Duration = Duration::from_secs(2);
+
 /// What every connection shares.
 pub(crate) struct Shared {
     pub(crate) admitter: Admitter,
     pub(crate) metrics: Metrics,
     pub(crate) ready: Arc<AtomicBool>,
+    /// [`BODY_BUDGET_KIB`], taken for each body as it is read.
+    bodies: Arc<Semaphore>,
+}
+
+impl Shared {
+    pub(crate) fn new(admitter: Admitter, ready: Arc<AtomicBool>) -> Shared {
+        Shared {
+            admitter,
+            metrics: Metrics::default(),
+            ready,
+            bodies: Arc::new(Semaphore::new(BODY_BUDGET_KIB as usize)),
+        }
+    }
+}
+
+/// The share of the body budget a request takes: its Content-Length, or the largest body when
+/// it has none (chunked), in KiB rounded up; none for a small body.
+fn share_kib(declared: Option<u64>) -> u32 {
+    let bytes = declared.unwrap_or(MAX_BODY as u64).min(MAX_BODY as u64);
+    if bytes <= SMALL_BODY {
+        return 0;
+    }
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
+}
+
+/// Room for a body of `declared` bytes in the budget, waiting at most [`BUDGET_WAIT`].
+async fn reserve(budget: &Arc<Semaphore>, declared: Option<u64>) -> Option<OwnedSemaphorePermit> {
+    let share = budget.clone().acquire_many_owned(share_kib(declared));
+    tokio::time::timeout(BUDGET_WAIT, share).await.ok()?.ok()
 }
 
 /// Accepts connections for ever.
@@ -109,6 +153,13 @@ async fn mutate(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>
             format!("a review is at most {MAX_BODY} bytes\n"),
         );
     }
+    let Some(_room) = reserve(&shared.bodies, declared).await else {
+        shared.metrics.record(Outcome::Error, started.elapsed());
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many large reviews at once\n".into(),
+        );
+    };
     let body = Limited::new(req.into_body(), MAX_BODY).collect();
     let body = match tokio::time::timeout(CLIENT_TIME, body).await {
         Ok(Ok(body)) => body.to_bytes(),
@@ -150,4 +201,45 @@ fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_takes_its_size_from_the_budget() {
+        assert_eq!(share_kib(Some(0)), 0);
+        assert_eq!(share_kib(Some(SMALL_BODY)), 0);
+        assert_eq!(share_kib(Some(SMALL_BODY + 1)), 65);
+        assert_eq!(share_kib(Some(1024 * 1024)), 1024);
+        // No Content-Length (chunked): the largest body it may become.
+        assert_eq!(share_kib(None), 3 * 1024);
+        assert_eq!(share_kib(Some(u64::MAX)), 3 * 1024);
+        // The largest bodies the budget holds at once, where 256 connections could bring 256.
+        assert_eq!(BODY_BUDGET_KIB / share_kib(None), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn past_the_budget_a_large_body_waits_then_is_refused_and_small_ones_still_pass() {
+        let budget = Arc::new(Semaphore::new(BODY_BUDGET_KIB as usize));
+        let mut large = Vec::new();
+        for _ in 0..4 {
+            large.push(
+                reserve(&budget, None)
+                    .await
+                    .expect("room for 4 large bodies"),
+            );
+        }
+        // The fifth waits BUDGET_WAIT, then is refused (503: the API server admits the object).
+        let started = tokio::time::Instant::now();
+        assert!(reserve(&budget, Some(MAX_BODY as u64)).await.is_none());
+        assert_eq!(started.elapsed(), BUDGET_WAIT);
+        // A pod's review does not wait behind them.
+        assert!(reserve(&budget, Some(4096)).await.is_some());
+        assert_eq!(started.elapsed(), BUDGET_WAIT);
+        // One freed: room again.
+        large.pop();
+        assert!(reserve(&budget, Some(MAX_BODY as u64)).await.is_some());
+    }
 }

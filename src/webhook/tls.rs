@@ -14,9 +14,9 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 /// The channel every certificate source sends into, and the server reads from.
-pub type CertSender = watch::Sender<Option<Arc<CertifiedKey>>>;
+pub(crate) type CertSender = watch::Sender<Option<Arc<CertifiedKey>>>;
 /// The server's side of it.
-pub type CertReceiver = watch::Receiver<Option<Arc<CertifiedKey>>>;
+pub(crate) type CertReceiver = watch::Receiver<Option<Arc<CertifiedKey>>>;
 
 /// How often the certificate files are looked at: cert-manager renews well before expiry, and
 /// the kubelet updates a mounted Secret within about a minute, so seconds are plenty.

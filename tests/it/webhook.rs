@@ -409,6 +409,20 @@ fn pods_get_the_container_and_inject_s_reasons_as_warnings() {
         warnings[0].starts_with("pullcheck: Pod/p spec: restartPolicy is Always, not Never"),
         "{warnings:?}"
     );
+    // A ReplicaSet's pod (a Deployment's): the container, with a warning that is true for it
+    // (no advice to set Never, which a ReplicaSet refuses).
+    let mut owned = plain_pod("Always");
+    owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "name": "web-7d9f8b6c5", "uid": "9c1e", "controller": true, "blockOwnerDeletion": true}]);
+    let (after, warnings) = webhook.admit(&owned);
+    assert_eq!(after, injected(&owned, &[]));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(
+        warnings[0],
+        "pullcheck: Pod/p spec: restartPolicy is Always, as a ReplicaSet requires: a failed \
+         check restarts with back-off (Init:CrashLoopBackOff) and never fails the pod; \
+         `kubectl describe pod` shows why"
+    );
     // A pod inject leaves alone: unchanged, with inject's reason.
     let mut taken = plain_pod("Never");
     taken["spec"]["containers"][0]["name"] = json!("pullcheck");
@@ -438,9 +452,17 @@ fn who_is_left_alone() {
     let mut opted_out = plain_pod("Never");
     opted_out["metadata"]["annotations"] = json!({"pullcheck.dev/inject": "false"});
     assert!(unchanged(&opted_out).is_empty());
+    // A Job opted out on its own metadata: no container, and nothing but the same annotation
+    // in its template, so that its pods (which carry the template's annotations, not the
+    // Job's) are left alone too.
     let mut job_opted_out = job(None);
     job_opted_out["metadata"]["annotations"] = json!({"pullcheck.dev/inject": "false"});
-    assert!(unchanged(&job_opted_out).is_empty());
+    let (job_admitted, warnings) = webhook.admit(&job_opted_out);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut want = job_opted_out.clone();
+    want["spec"]["template"]["metadata"] =
+        json!({"annotations": {"pullcheck.dev/inject": "false"}});
+    assert_eq!(job_admitted, want);
     let mut template_opted_out = job(None);
     template_opted_out["spec"]["template"]["metadata"] =
         json!({"annotations": {"pullcheck.dev/inject": "false"}});
@@ -506,6 +528,11 @@ fn who_is_left_alone() {
         webhook.metric("pullcheck_webhook_admissions_total{outcome=\"injected\"}"),
         1.0
     );
+    // The opted-out Job's pod, with its template's metadata as the Job controller writes it.
+    let template = &job_admitted["spec"]["template"];
+    let mut job_pod = pod("train-x", template["spec"].clone());
+    job_pod["metadata"]["annotations"] = template["metadata"]["annotations"].clone();
+    assert!(unchanged(&job_pod).is_empty());
 }
 
 #[test]
@@ -612,6 +639,28 @@ fn what_cannot_be_read_is_admitted_or_refused_with_400_never_blocked() {
         "{}",
         run.stderr
     );
+    // --self-signed without the namespace its certificate names (or with an empty one): a
+    // usage error before it listens.
+    for namespace in [None, Some("")] {
+        let mut command = pullcheck().without_machine_env().args([
+            "webhook",
+            "--self-signed",
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        if let Some(namespace) = namespace {
+            command = command.env("PULLCHECK_WEBHOOK_NAMESPACE", namespace);
+        }
+        let run = command.run();
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("--self-signed needs the webhook's namespace")
+                && !run.stderr.contains("listening on"),
+            "{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
