@@ -3,7 +3,7 @@
 //! body's size, the bytes of all the bodies held at once, the connections at once, and the
 //! time of a handshake, a request and its body.
 
-use super::admit::{Admitter, Outcome};
+use super::admit::{Admitter, Outcome, Unreadable};
 use super::metrics::Metrics;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -117,7 +117,7 @@ pub(crate) async fn serve(
     }
 }
 
-async fn route(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<Bytes>> {
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n".into()),
         (&Method::GET, "/readyz") if shared.ready.load(Ordering::SeqCst) => {
@@ -140,7 +140,7 @@ async fn route(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>>
     }
 }
 
-async fn mutate(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let declared = req
         .headers()
@@ -180,7 +180,17 @@ async fn mutate(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>
             );
         }
     };
-    match shared.admitter.review(&body) {
+    // The server runs on one thread: a large review (up to 3 MiB, most of a second in a debug
+    // build) is decided on the blocking pool, so that small reviews and the probes go on meanwhile.
+    let decided = if body.len() as u64 > SMALL_BODY {
+        let shared = shared.clone();
+        tokio::task::spawn_blocking(move || shared.admitter.review(&body))
+            .await
+            .unwrap_or_else(|_| Err(Unreadable("the review's decision failed".into())))
+    } else {
+        shared.admitter.review(&body)
+    };
+    match decided {
         Ok(answer) => {
             shared.metrics.record(answer.outcome, started.elapsed());
             let mut response = Response::new(Full::new(Bytes::from(answer.body)));
