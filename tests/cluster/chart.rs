@@ -131,7 +131,8 @@ fn chart_lints_clean() {
 
 #[test]
 fn chart_renders_the_webhook_with_its_own_certificate() {
-    let docs = documents(&template("pullcheck", &[]));
+    // The webhook alone; the watcher's part is chart_renders_the_watcher.
+    let docs = documents(&template("pullcheck", &["--set", "watch.enabled=false"]));
     assert_eq!(
         kinds(&docs),
         [
@@ -278,11 +279,106 @@ fn chart_renders_the_webhook_configuration() {
     }
 }
 
+/// The watcher (`pullcheck watch`, on by default): a second container of the webhook's pods,
+/// its flags from the values, and RBAC for what it reads and writes and nothing else.
+#[test]
+fn chart_renders_the_watcher() {
+    let docs = documents(&template(
+        "pullcheck",
+        &[
+            "--set",
+            "watch.grace=30s,watch.graceFor={CreateContainerConfigError=10s},watch.dryRun=true",
+        ],
+    ));
+    let deployment = one(&docs, "Deployment");
+    let containers = deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers");
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["webhook", "watch"]);
+    let watch = &containers[1];
+    assert_eq!(watch["command"], json!(["/pullcheck", "watch"]));
+    assert_eq!(
+        args(watch),
+        [
+            "--listen=:8081",
+            "--namespace-label=pullcheck.dev/watch=enabled",
+            "--grace=30s",
+            "--grace-for=CreateContainerConfigError=10s",
+            "--condition-type=ConfigIssue",
+            "--dry-run",
+            "--lease-name=pullcheck-watch",
+            "--lease-duration=15s",
+        ]
+    );
+    assert!(
+        watch["readinessProbe"].is_null(),
+        "the webhook's Service keeps a replica whatever the watcher's state"
+    );
+    assert_eq!(watch["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(watch["securityContext"]["readOnlyRootFilesystem"], true);
+    let env: BTreeSet<&str> = watch["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(
+        env,
+        BTreeSet::from(["PULLCHECK_WATCH_NAMESPACE", "PULLCHECK_WATCH_IDENTITY"])
+    );
+
+    let named = |kind: &str, name: &str| -> Value {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{kind} {name}"))
+            .clone()
+    };
+    let cluster_role = named("ClusterRole", "pullcheck-watch");
+    assert_eq!(
+        cluster_role["rules"],
+        json!([
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
+            {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "create"]},
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+        ])
+    );
+    let role = named("Role", "pullcheck-watch");
+    assert_eq!(role["metadata"]["namespace"], "pullcheck");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}])
+    );
+    named("ClusterRoleBinding", "pullcheck-watch");
+    named("RoleBinding", "pullcheck-watch");
+    // Nothing in any rule of the chart reaches Secrets.
+    for doc in docs
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+    {
+        assert!(!doc["rules"].to_string().contains("secrets"), "{doc:#}");
+    }
+
+    // Off: the webhook alone.
+    let off = documents(&template("pullcheck", &["--set", "watch.enabled=false"]));
+    assert!(!off.iter().any(|d| d["kind"] == "Role"));
+    assert_eq!(
+        one(&off, "Deployment")["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
 #[test]
 fn chart_renders_cert_manager_as_the_alternative() {
     let docs = documents(&template(
         "pullcheck",
-        &["--set", "certManager.enabled=true"],
+        &["--set", "certManager.enabled=true,watch.enabled=false"],
     ));
     assert_eq!(
         kinds(&docs),
@@ -399,6 +495,7 @@ fn chart_has_a_value_for_every_inject_option() {
         "inject.checkArgs={--timeout,30s}",
     ]
     .join(",");
+    let set = format!("watch.enabled=false,{set}");
     let docs = documents(&template("pullcheck", &["--set", &set]));
     let c = webhook_container(&docs);
     let a = args(c);
