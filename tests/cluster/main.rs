@@ -22,6 +22,7 @@ mod mirror;
 mod node_images;
 mod policy;
 mod start;
+mod watch;
 mod webhook;
 #[cfg(feature = "webhook")]
 mod webhook_cert;

@@ -31,13 +31,13 @@ use crate::jobs::{job, seconds_to, wait_job};
 const LABEL: &str = "pullcheck.dev/inject";
 
 /// A release of the chart whose webhook is up, its CA in the `caBundle`.
-struct Installed {
+pub struct Installed {
     /// The release's name, also its namespace's.
-    name: String,
+    pub name: String,
     /// The label value it selects namespaces by.
-    label: String,
+    pub label: String,
     /// The webhook configuration's and the Deployment's name.
-    fullname: String,
+    pub fullname: String,
     // Dropped in this order: the release, then its namespace.
     _release: Release,
     _namespace: Namespace,
@@ -47,7 +47,7 @@ struct Installed {
 /// `pullcheck.dev/inject=LABEL`, the injected container checking the cluster's plain-HTTP
 /// registry; `extra` are more `helm install` arguments. Returns once `helm install --wait` saw
 /// both pods ready, which they are only once their CA is in the `caBundle`.
-fn install(name: &str, label: &str, extra: &[&str]) -> Installed {
+pub fn install(name: &str, label: &str, extra: &[&str]) -> Installed {
     let c = cluster();
     let kubeconfig = c.kubeconfig.display().to_string();
     // A release left by an earlier run of the tests on a kept cluster.

@@ -354,6 +354,12 @@ impl Proxy {
         Proxy::bind("127.0.0.1", Some(upstream.to_string()), Fault::Pass)
     }
 
+    /// [`Proxy::start`] on a given address (e.g. the one of a proxy dropped before: a registry
+    /// that comes back where it was).
+    pub fn start_on(addr: SocketAddr, upstream: &str) -> Proxy {
+        Proxy::bind_on(addr, Some(upstream.to_string()), Fault::Pass)
+    }
+
     /// A listener on `ip` (`127.0.0.1`, `127.0.0.2`, `::1`) with no upstream: every request
     /// gets `default` unless a rule says otherwise ([`Fault::Pass`] answers 502 here).
     pub fn standalone(ip: &str, default: Fault) -> Proxy {
@@ -361,7 +367,12 @@ impl Proxy {
     }
 
     fn bind(ip: &str, upstream: Option<String>, default: Fault) -> Proxy {
-        let listener = TcpListener::bind((ip, 0)).expect("bind the fault proxy");
+        let ip: std::net::IpAddr = ip.parse().expect("an IP address");
+        Proxy::bind_on(SocketAddr::new(ip, 0), upstream, default)
+    }
+
+    fn bind_on(addr: SocketAddr, upstream: Option<String>, default: Fault) -> Proxy {
+        let listener = TcpListener::bind(addr).expect("bind the fault proxy");
         let addr = listener.local_addr().expect("fault proxy address");
         listener
             .set_nonblocking(true)
@@ -384,6 +395,11 @@ impl Proxy {
             shared,
             accept: Some(accept),
         }
+    }
+
+    /// Its address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// `IP:PORT` (`[::1]:PORT` for IPv6), as an image reference names the registry.

@@ -1,0 +1,465 @@
+//! `pullcheck watch`, the stuck-pod controller, on the real cluster: the chart's release (the
+//! watcher is a second container of the webhook's two pods, with a Lease between them), a short
+//! grace, and pods that no init container was injected into, as the real kubelet leaves them:
+//!
+//! 1. a Job with a missing tag and a `podFailurePolicy` rule `FailJob` on `ConfigIssue` fails
+//!    after the grace; the pod's condition and Event carry the reason, the Job names the rule;
+//! 2. a registry stopped for 3 minutes while such a Job's pod waits: the pod is never failed,
+//!    and starts once the registry is back;
+//! 3. an env var from a missing Secret: failed after the grace; a Secret created within the
+//!    grace: the pod starts and is left alone;
+//! 4. a `workingDir` that is a file, a command that is not there, and each start-check cause, as
+//!    the kubelet reports them;
+//! 5. a Deployment's stuck pod gets an Event and is not deleted;
+//! 6. the leader killed: the other replica takes the Lease and acts on the next stuck pod.
+//!
+//! The watcher watches namespaces labelled `pullcheck.dev/watch=e2e` only, so no other test's
+//! pods are looked at.
+
+use serde_json::Value;
+use std::io::BufReader;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::common::proxy::Proxy;
+use crate::harness::{Namespace, cluster, condition, minutes, wait_for};
+use crate::jobs::{job_with, seconds_to, wait_job};
+use crate::webhook::{Installed, install};
+
+/// The watcher's grace in these tests.
+const GRACE_SECONDS: i64 = 10;
+
+/// The release the watch tests share: its webhook selects no namespace.
+fn release() -> &'static Installed {
+    static RELEASE: OnceLock<Installed> = OnceLock::new();
+    RELEASE.get_or_init(|| {
+        install(
+            "pc-watch",
+            "watch-tests-select-none",
+            &[
+                "--set",
+                "watch.grace=10s,watch.namespaceLabel=pullcheck.dev/watch=e2e,watch.leaseDuration=6s",
+            ],
+        )
+    })
+}
+
+/// A namespace of the test's own, watched.
+fn watched(name: &str) -> Namespace {
+    let _ = release();
+    let c = cluster();
+    let ns = c.namespace(name);
+    c.kubectl(&["label", "namespace", name, "pullcheck.dev/watch=e2e"]);
+    ns
+}
+
+/// A Job of `image` (`pod_spec`: more lines of its pod spec) with the rule that fails it on the
+/// watcher's condition.
+fn stuck_job(name: &str, image: &str, pod_spec: &str) -> String {
+    job_with(name, image, 3, pod_spec).replace(
+        "spec:\n  backoffLimit: 3\n",
+        "spec:\n  backoffLimit: 3\n  podFailurePolicy:\n    rules:\n    - action: FailJob\n      \
+         onPodConditions: [{type: ConfigIssue}]\n",
+    )
+}
+
+/// Every version of every pod of a namespace, as `kubectl get pods --watch` streams them: the
+/// watcher deletes the pods it fails, so their condition is read here, not afterwards.
+struct PodWatch {
+    child: Child,
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+impl PodWatch {
+    fn start(ns: &str) -> PodWatch {
+        let c = cluster();
+        let mut child = Command::new(&c.kube)
+            .args(["kubectl", "get", "pods", "-n", ns, "--watch", "-o", "json"])
+            .env("KUBECONFIG", &c.kubeconfig)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl get --watch");
+        let out = child.stdout.take().expect("stdout");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = seen.clone();
+        std::thread::spawn(move || {
+            let stream = serde_json::Deserializer::from_reader(BufReader::new(out));
+            for pod in stream.into_iter::<Value>().map_while(Result::ok) {
+                into.lock().unwrap().push(pod);
+            }
+        });
+        PodWatch { child, seen }
+    }
+
+    /// The first version of a pod with the watcher's condition, once one is seen.
+    fn conditioned(&self, name_prefix: &str) -> Option<Value> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|p| {
+                p["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(name_prefix))
+                    && condition(p, "ConfigIssue").is_some()
+            })
+            .cloned()
+    }
+
+    fn wait_conditioned(&self, name_prefix: &str) -> Value {
+        wait_for(
+            &format!("a pod {name_prefix}… with the ConfigIssue condition"),
+            minutes(4),
+            || {
+                self.conditioned(name_prefix)
+                    .ok_or_else(|| format!("{} versions seen", self.seen.lock().unwrap().len()))
+            },
+        )
+    }
+
+    /// The uids of the pods seen whose name starts with `name_prefix`.
+    fn uids(&self, name_prefix: &str) -> Vec<String> {
+        let mut uids: Vec<String> = self
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| {
+                p["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(name_prefix))
+            })
+            .filter_map(|p| p["metadata"]["uid"].as_str().map(String::from))
+            .collect();
+        uids.sort();
+        uids.dedup();
+        uids
+    }
+}
+
+impl Drop for PodWatch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Events of namespace `ns` with reason `reason` about pods whose name starts with
+/// `name_prefix`.
+fn events(ns: &str, reason: &str, name_prefix: &str) -> Vec<Value> {
+    let c = cluster();
+    let out = c.kubectl(&["get", "events", "-n", ns, "-o", "json"]);
+    let list: Value = serde_json::from_str(&out).expect("events JSON");
+    list["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| {
+            e["reason"] == reason
+                && e["involvedObject"]["kind"] == "Pod"
+                && e["involvedObject"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(name_prefix))
+        })
+        .collect()
+}
+
+/// Waits for Job `job` to fail on the watcher's condition: the Job's Failed condition names
+/// the rule, the pod's condition has a reason among `reasons` and names `image`, and a Warning
+/// Event says the same. Returns the pod's condition.
+fn fails_on_config_issue(
+    ns: &str,
+    pods: &PodWatch,
+    job: &str,
+    image: &str,
+    reasons: &[&str],
+) -> Value {
+    let failed = wait_job(ns, job, "Failed");
+    let cond = condition(&failed, "Failed").expect("Failed").clone();
+    assert_eq!(cond["reason"], "PodFailurePolicy", "{job}: {cond}");
+    let message = cond["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("ConfigIssue") && message.contains("FailJob rule at index 0"),
+        "{job}: the Job's status names the rule: {message}"
+    );
+    let seconds = seconds_to(&failed, "Failed");
+    assert!(
+        seconds >= GRACE_SECONDS,
+        "{job}: failed {seconds} s after creation, before the grace of {GRACE_SECONDS} s"
+    );
+    let pod = pods.wait_conditioned(&format!("{job}-"));
+    let issue = condition(&pod, "ConfigIssue")
+        .expect("the condition")
+        .clone();
+    assert_eq!(issue["status"], "True", "{job}: {issue}");
+    let reason = issue["reason"].as_str().unwrap_or_default();
+    assert!(
+        reasons.contains(&reason),
+        "{job}: reason {reason}, expected one of {reasons:?}: {issue}"
+    );
+    let words = issue["message"].as_str().unwrap_or_default();
+    assert!(
+        words.contains(image),
+        "{job}: the message names the image: {words}"
+    );
+    let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    let warned = events(ns, "ConfigIssue", pod_name);
+    assert!(
+        warned.iter().any(|e| e["type"] == "Warning"),
+        "{job}: a Warning Event on the pod: {warned:#?}"
+    );
+    println!(
+        "watch: Job {job} Failed (PodFailurePolicy on ConfigIssue, reason {reason}) {seconds} s after creation (grace {GRACE_SECONDS} s): {words}"
+    );
+    issue
+}
+
+#[test]
+fn a_job_with_a_missing_tag_fails_through_its_config_issue_rule() {
+    let c = cluster();
+    let ns = watched("pc-watch-missing");
+    let pods = PodWatch::start(&ns.name);
+    let image = format!("{}/tools:no-such-tag", c.registry);
+    c.apply(&ns.name, &stuck_job("missing", &image, ""));
+    fails_on_config_issue(
+        &ns.name,
+        &pods,
+        "missing",
+        &image,
+        &["manifest_missing", "tag_missing"],
+    );
+}
+
+#[test]
+fn a_registry_stopped_for_three_minutes_is_waited_for_and_the_pod_then_starts() {
+    let c = cluster();
+    let ns = watched("pc-watch-stopped");
+    let pods = PodWatch::start(&ns.name);
+    // The registry, as the node reaches it, behind a proxy of the test's own: stopped, nothing
+    // listens there (connection refused), started again at the same address.
+    let proxy = Proxy::start(&c.registry);
+    let addr = proxy.addr();
+    let host = proxy.host();
+    drop(proxy);
+    let dir = c.hosts_dir.join(&host);
+    std::fs::create_dir_all(&dir).expect("hosts dir");
+    std::fs::write(
+        dir.join("hosts.toml"),
+        format!(
+            "server = \"http://{host}\"\n\n[host.\"http://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+        ),
+    )
+    .expect("hosts.toml");
+    let image = format!("{host}/tools:1");
+    let job = stuck_job("stopped", &image, "")
+        .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always");
+    c.apply(&ns.name, &job);
+
+    let stopped = Instant::now();
+    let mut transient = Vec::new();
+    while stopped.elapsed() < Duration::from_secs(180) {
+        std::thread::sleep(Duration::from_secs(5));
+        assert!(
+            pods.conditioned("stopped-").is_none(),
+            "a refused connection is transient: never acted on"
+        );
+        let job = c.get(&ns.name, "job/stopped").expect("the Job");
+        assert!(condition(&job, "Failed").is_none(), "{job:#}");
+        if transient.is_empty() {
+            transient = events(&ns.name, "StuckTransient", "stopped-");
+        }
+    }
+    assert!(
+        !transient.is_empty(),
+        "after the grace, a Warning Event says why the pod waits"
+    );
+    println!(
+        "watch: registry stopped 180 s, the pod kept, its Event: {}",
+        transient[0]["message"]
+    );
+    let _back = Proxy::start_on(addr, &c.registry);
+    let back = Instant::now();
+    // The kubelet's back-off has grown to minutes by now (at most 5).
+    let done = wait_job(&ns.name, "stopped", "Complete");
+    assert_eq!(
+        pods.uids("stopped-").len(),
+        1,
+        "one pod from first to last: never deleted"
+    );
+    println!(
+        "watch: registry back; the same pod ran, the Job Complete {:.0} s later ({} s after creation)",
+        back.elapsed().as_secs_f64(),
+        seconds_to(&done, "Complete")
+    );
+}
+
+#[test]
+fn a_missing_secret_fails_the_pod_after_the_grace_and_one_made_in_time_does_not() {
+    let c = cluster();
+    let ns = watched("pc-watch-secret");
+    let pods = PodWatch::start(&ns.name);
+    let image = c.tools_image();
+    let env = |secret: &str| {
+        format!(
+            "      containers:\n      - name: app\n        image: {image}\n        command: [\"true\"]\n        \
+             env:\n        - name: TOKEN\n          valueFrom:\n            secretKeyRef: {{name: {secret}, key: token}}\n"
+        )
+    };
+    let job = |name: &str, secret: &str| {
+        let base = stuck_job(name, &image, "");
+        let at = base.find("      containers:\n").expect("containers");
+        format!("{}{}", &base[..at], env(secret))
+    };
+    c.apply(&ns.name, &job("absent", "never-made"));
+    let created = Instant::now();
+    c.apply(&ns.name, &job("late", "made-late"));
+    // Within the grace: the kubelet's next try finds it, and the pod starts.
+    std::thread::sleep(Duration::from_secs(3));
+    c.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "made-late",
+        "-n",
+        &ns.name,
+        "--from-literal=token=x",
+    ]);
+    assert!(created.elapsed() < Duration::from_secs(GRACE_SECONDS as u64));
+    fails_on_config_issue(&ns.name, &pods, "absent", &image, &["secret_missing"]);
+    wait_job(&ns.name, "late", "Complete");
+    assert!(pods.conditioned("late-").is_none());
+    assert_eq!(pods.uids("late-").len(), 1, "never deleted");
+}
+
+#[test]
+fn a_working_dir_that_is_a_file_a_missing_command_and_the_start_check_causes_fail_their_pods() {
+    let c = cluster();
+    let ns = watched("pc-watch-start");
+    let pods = PodWatch::start(&ns.name);
+    let tools = c.tools_image();
+    let nobody = format!("{}/tools-nobody:1", c.registry);
+    let nocmd = format!("{}/tools-nocmd:1", c.registry);
+    let non_root = "      securityContext: {runAsNonRoot: true}\n";
+    let cases: Vec<(&str, String, String, &[&str])> = vec![
+        (
+            "workdir",
+            tools.clone(),
+            stuck_job("workdir", &tools, "").replace(
+                "command: [\"true\"]",
+                "command: [\"true\"]\n        workingDir: /bin/busybox",
+            ),
+            &["working_dir_not_a_directory"],
+        ),
+        (
+            "nocommand",
+            tools.clone(),
+            stuck_job("nocommand", &tools, "").replace("[\"true\"]", "[\"/no/such/command\"]"),
+            &["command_not_found"],
+        ),
+        (
+            "root",
+            tools.clone(),
+            stuck_job("root", &tools, non_root),
+            &["runs_as_root"],
+        ),
+        (
+            "named",
+            nobody.clone(),
+            stuck_job("named", &nobody, non_root),
+            &["non_numeric_user"],
+        ),
+        (
+            "nocmd",
+            nocmd.clone(),
+            stuck_job("nocmd", &nocmd, "").replace("        command: [\"true\"]\n", ""),
+            &["no_command"],
+        ),
+    ];
+    for (_, _, job, _) in &cases {
+        c.apply(&ns.name, job);
+    }
+    for (name, image, _, reasons) in &cases {
+        fails_on_config_issue(&ns.name, &pods, name, image, reasons);
+    }
+}
+
+#[test]
+fn a_deployments_stuck_pod_gets_an_event_and_is_kept() {
+    let c = cluster();
+    let ns = watched("pc-watch-deployment");
+    let pods = PodWatch::start(&ns.name);
+    let image = format!("{}/tools:no-such-tag", c.registry);
+    c.apply(
+        &ns.name,
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  \
+             selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    \
+             spec:\n      hostNetwork: true\n      containers:\n      - name: app\n        image: {image}\n"
+        ),
+    );
+    let event = wait_for("the watcher's Event on the pod", minutes(3), || {
+        events(&ns.name, "StuckPermanent", "web-")
+            .into_iter()
+            .next()
+            .ok_or_else(|| "none yet".to_string())
+    });
+    let message = event["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&image), "{message}");
+    // Well past the grace and the Event: the same pod, no condition.
+    std::thread::sleep(Duration::from_secs(GRACE_SECONDS as u64 + 5));
+    assert_eq!(pods.uids("web-").len(), 1, "the pod was never replaced");
+    assert!(pods.conditioned("web-").is_none());
+    println!("watch: a Deployment's stuck pod kept, its Event: {message}");
+}
+
+#[test]
+fn the_leader_killed_the_other_replica_takes_the_lease_and_acts() {
+    let c = cluster();
+    let r = release();
+    let lease_name = format!("{}-watch", r.fullname);
+    let holder = |c: &crate::harness::Cluster| -> Option<String> {
+        c.get(&r.name, &format!("lease/{lease_name}"))?["spec"]["holderIdentity"]
+            .as_str()
+            .map(String::from)
+    };
+    let leader = wait_for("a leader", minutes(1), || {
+        holder(c).ok_or_else(|| "no holder yet".to_string())
+    });
+    // Killed: no time to give the Lease up, so the other waits for it to expire.
+    let killed = Instant::now();
+    c.kubectl(&[
+        "delete",
+        "pod",
+        &leader,
+        "-n",
+        &r.name,
+        "--grace-period=0",
+        "--force",
+    ]);
+    let next = wait_for("another holder of the Lease", minutes(1), || {
+        match holder(c) {
+            Some(h) if h != leader => Ok(h),
+            other => Err(format!("{other:?}")),
+        }
+    });
+    println!(
+        "watch: leader {leader} killed; {next} holds the Lease {:.1} s later (lease 6 s)",
+        killed.elapsed().as_secs_f64()
+    );
+    let ns = watched("pc-watch-leader");
+    let pods = PodWatch::start(&ns.name);
+    let image = format!("{}/tools:no-such-tag", c.registry);
+    c.apply(&ns.name, &stuck_job("after", &image, ""));
+    fails_on_config_issue(
+        &ns.name,
+        &pods,
+        "after",
+        &image,
+        &["manifest_missing", "tag_missing"],
+    );
+    assert_ne!(holder(c).as_deref(), Some(leader.as_str()));
+}
