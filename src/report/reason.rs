@@ -125,6 +125,22 @@ reasons! {
     RunAsUserZero,
     /// No command in the spec or the image.
     NoCommand,
+    /// `imagePullPolicy: Never` and the node does not hold the image (the kubelet's
+    /// `ErrImageNeverPull`).
+    NotOnNode,
+    /// The node's pull answered 401, and the kubelet's words do not say whether a credential
+    /// was sent.
+    PullUnauthorized,
+    /// A Secret the container's environment or volumes name does not exist.
+    SecretMissing,
+    /// A ConfigMap the container's environment or volumes name does not exist.
+    ConfigMapMissing,
+    /// A key of a Secret or ConfigMap that an environment variable names does not exist.
+    KeyMissing,
+    /// The container's `workingDir` is a file in the image, not a directory.
+    WorkingDirNotADirectory,
+    /// The container's command is not in the image.
+    CommandNotFound,
 }
 
 /// The hint of the `runAsNonRoot` rules that the image's user breaks.
@@ -432,6 +448,62 @@ impl Reason {
                 "Neither the pod spec nor the image gives a command (\"no command specified\").",
                 Some(
                     "Add a command (or args) to the container, or an ENTRYPOINT or CMD to the image.",
+                ),
+            ),
+            Reason::NotOnNode => (
+                "not_on_node",
+                Status::NotFound,
+                "`pullcheck watch`, from the kubelet's words: `imagePullPolicy: Never`, and the node does not hold the image (the kubelet's `ErrImageNeverPull`): it is never pulled.",
+                Some(
+                    "Load the image onto the node, or set imagePullPolicy to IfNotPresent so that the kubelet pulls it.",
+                ),
+            ),
+            Reason::PullUnauthorized => (
+                "pull_unauthorized",
+                Status::Unauthorized,
+                "`pullcheck watch`, from the kubelet's words: the node's pull answered 401, and the words do not say whether a credential was sent.",
+                Some(
+                    "Give the pod an imagePullSecret for this registry, or renew the one it has; run `pullcheck check` in the pod to see which credential is tried.",
+                ),
+            ),
+            Reason::SecretMissing => (
+                "secret_missing",
+                Status::WontStart,
+                "`pullcheck watch`, from the kubelet's words: a Secret that the container's environment (`secretKeyRef`, `envFrom`) names does not exist (the kubelet's `CreateContainerConfigError`).",
+                Some(
+                    "Create the Secret in the pod's namespace, fix its name in the pod spec, or mark the reference `optional: true`.",
+                ),
+            ),
+            Reason::ConfigMapMissing => (
+                "config_map_missing",
+                Status::WontStart,
+                "`pullcheck watch`, from the kubelet's words: a ConfigMap that the container's environment (`configMapKeyRef`, `envFrom`) names does not exist (the kubelet's `CreateContainerConfigError`).",
+                Some(
+                    "Create the ConfigMap in the pod's namespace, fix its name in the pod spec, or mark the reference `optional: true`.",
+                ),
+            ),
+            Reason::KeyMissing => (
+                "key_missing",
+                Status::WontStart,
+                "`pullcheck watch`, from the kubelet's words: an environment variable names a key that its Secret or ConfigMap does not hold (the kubelet's `CreateContainerConfigError`).",
+                Some(
+                    "Add the key to the Secret or ConfigMap, fix the key's name in the pod spec, or mark the reference `optional: true`.",
+                ),
+            ),
+            Reason::WorkingDirNotADirectory => (
+                "working_dir_not_a_directory",
+                Status::WontStart,
+                "`pullcheck watch`, from the kubelet's words: the container's `workingDir` is a file in the image, not a directory: the runtime cannot change into it (`chdir to cwd ... not a directory`).",
+                Some(
+                    "Point workingDir at a directory of the image (or one a volume mounts), or leave it out to use the image's WORKDIR.",
+                ),
+            ),
+            Reason::CommandNotFound => (
+                "command_not_found",
+                Status::WontStart,
+                "`pullcheck watch`, from the kubelet's words: the container's command is not in the image (`executable file not found in $PATH`, or no such file).",
+                Some(
+                    "Fix the command (or the image's ENTRYPOINT) to name a program the image holds, with its full path if it is not on the image's PATH.",
                 ),
             ),
         };
