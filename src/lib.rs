@@ -111,6 +111,8 @@ pub mod report;
 pub mod route;
 pub mod suggest;
 mod test_hooks;
+#[cfg(feature = "watch")]
+pub mod watch;
 #[cfg(feature = "webhook")]
 pub mod webhook;
 
