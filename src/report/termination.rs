@@ -146,7 +146,7 @@ fn more_line(n: usize) -> String {
 /// fits (separators left dangling at the end, such as ` —` or `,`, go too). A first word
 /// longer than `max` is cut on a character boundary, but never inside an escape ([`escape`](fn@escape)'s
 /// `\n`, `\x1b`, `\u{9b}`).
-fn cut(s: &str, max: usize) -> String {
+pub(crate) fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }
