@@ -288,7 +288,12 @@ fn create(words: &str) -> Verdict {
     }
     // runc's `chdir to cwd (%q) set in config.json failed: %w` (libcontainer/init_linux.go),
     // with ENOTDIR.
-    if words.contains("chdir to cwd") && words.contains("not a directory") {
+    // runc's MkdirAll of the cwd inside the container (libcontainer/rootfs_linux.go:158), which
+    // comes first on runc 1.1: `error during container init: mkdir /etc/hostname: not a
+    // directory`, unwrapped (a mount's own mkdir is wrapped in `error mounting ...`).
+    let mkdir_cwd =
+        words.contains("error during container init: mkdir ") && !words.contains("error mounting");
+    if (words.contains("chdir to cwd") || mkdir_cwd) && words.contains(": not a directory") {
         return Verdict::Permanent(Reason::WorkingDirNotADirectory);
     }
     // runc's exec.LookPath of the command (libcontainer/standard_init_linux.go): Go's
