@@ -39,7 +39,8 @@ pub(crate) struct Actor {
 }
 
 impl Actor {
-    /// Fails the pod: the condition, the Event, then the delete.
+    /// Fails the pod: the condition, the Event, then the delete. `Done` once the condition is
+    /// given, whatever the delete did.
     pub(crate) async fn fail(&self, pod: &Pod, finding: &Finding, condition_type: &str) -> Outcome {
         let (ns, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
@@ -68,7 +69,13 @@ impl Actor {
             // The Event is for people; the condition is what fails the Job: go on.
             eprintln!("pullcheck: watch: {ns}/{name}: {call}: {e}");
         }
-        self.delete(&patched).await
+        // The condition is given: the pod is failed. A delete that finds the pod changed (the
+        // kubelet wrote its status in between) is done again on the next look (`Action::Delete`).
+        match self.delete(&patched).await {
+            Outcome::Failed(call, e) => eprintln!("pullcheck: watch: {ns}/{name}: {call}: {e}"),
+            Outcome::Done | Outcome::Changed => {}
+        }
+        Outcome::Done
     }
 
     /// Deletes the pod if it is still the one read (UID and resourceVersion).

@@ -8,7 +8,8 @@
 //!   when it is owned by a Job or annotated `pullcheck.dev/fail-when-stuck: "true"`, and never
 //!   when it belongs to a ReplicaSet (a Deployment's), a StatefulSet, a DaemonSet or a
 //!   ReplicationController: those only get the Event and the metric, as does every other pod.
-//! - A pod that already has the condition is never patched again.
+//! - A pod that already has the condition is never patched again; when the condition is this
+//!   watcher's (its reason a pullcheck word) and the pod is still there, only the delete is done.
 
 use super::classify::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, Verdict, WATCHED, classify};
 use crate::report::{TERMINATION_MESSAGE_MAX, cut, escape};
@@ -40,9 +41,19 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// The grace of one waiting reason.
+    /// The grace of one waiting reason. A failed pull and its back-off are one wait: a
+    /// `--grace-for` of either is the grace of both (the shorter, when both are given).
     pub(crate) fn grace(&self, reason: &str) -> Duration {
-        self.grace_for.get(reason).copied().unwrap_or(self.grace)
+        let own = |r: &str| self.grace_for.get(r).copied();
+        let found = if group(reason) == Some("pull") {
+            [own(ERR_IMAGE_PULL), own(IMAGE_PULL_BACK_OFF)]
+                .into_iter()
+                .flatten()
+                .min()
+        } else {
+            own(reason)
+        };
+        found.unwrap_or(self.grace)
     }
 }
 
@@ -193,8 +204,11 @@ pub(crate) fn decide(
         return Action::Nothing;
     }
     let kept = kept(pod);
-    if has_condition(pod, &settings.condition_type) {
-        return if kept.is_none() {
+    if let Some(reason) = condition(pod, &settings.condition_type) {
+        // Only a condition this watcher gave (its reason is a pullcheck word) leads to the
+        // delete: another controller's condition of the same type is left to it.
+        let ours = crate::Reason::ALL.iter().any(|r| r.about().word == reason);
+        return if kept.is_none() && ours {
             Action::Delete
         } else {
             Action::Nothing
@@ -286,14 +300,15 @@ fn kept(pod: &Pod) -> Option<String> {
     ))
 }
 
-/// Whether the pod has the condition already (status `True`).
-pub(crate) fn has_condition(pod: &Pod, condition_type: &str) -> bool {
+/// The reason of the pod's condition of this type (status `True`), when it has one.
+fn condition<'a>(pod: &'a Pod, condition_type: &str) -> Option<&'a str> {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_deref())
         .unwrap_or_default()
         .iter()
-        .any(|c| c.type_ == condition_type && c.status == "True")
+        .find(|c| c.type_ == condition_type && c.status == "True")
+        .map(|c| c.reason.as_deref().unwrap_or_default())
 }
 
 /// The init containers' statuses, then the containers': an init container that waits blocks
@@ -427,6 +442,18 @@ mod tests {
     }
 
     #[test]
+    fn a_pull_and_its_back_off_share_their_grace() {
+        let mut s = settings();
+        s.grace_for
+            .insert(ERR_IMAGE_PULL.into(), Duration::from_secs(30));
+        assert_eq!(s.grace(IMAGE_PULL_BACK_OFF), Duration::from_secs(30));
+        s.grace_for
+            .insert(IMAGE_PULL_BACK_OFF.into(), Duration::from_secs(20));
+        assert_eq!(s.grace(ERR_IMAGE_PULL), Duration::from_secs(20));
+        assert_eq!(s.grace("InvalidImageName"), GRACE);
+    }
+
+    #[test]
     fn transient_causes_are_reported_once_and_never_acted_on() {
         let p = job_pod(ERR_IMAGE_PULL, REFUSED);
         let mut seen = Seen::default();
@@ -505,6 +532,15 @@ mod tests {
             at(500),
         ));
         assert_eq!(decide_at(&p, 600), Action::Nothing);
+        // Another controller's condition of the same type: never acted on.
+        let mut other = job_pod(ERR_IMAGE_PULL, NOT_FOUND);
+        other.status.as_mut().unwrap().conditions = Some(vec![
+            serde_json::from_value(
+                json!({"type": "ConfigIssue", "status": "True", "reason": "QuotaExceeded"}),
+            )
+            .unwrap(),
+        ]);
+        assert_eq!(decide_at(&other, 600), Action::Nothing);
         let mut d = pod(Some(("apps/v1", "ReplicaSet")), ERR_IMAGE_PULL, NOT_FOUND);
         d.status.as_mut().unwrap().conditions = p.status.as_ref().unwrap().conditions.clone();
         assert_eq!(decide_at(&d, 600), Action::Nothing);
