@@ -297,3 +297,65 @@ fn keep(map: &mut HashMap<String, Held>, key: String, pod: Pod) {
     h.seen.observe(&pod, Timestamp::now());
     h.pod = pod;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(uid: &str, reason: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": uid, "namespace": "team", "uid": uid,
+                         "managedFields": [{"manager": "kubelet"}]},
+            "status": {"containerStatuses": [{
+                "name": "main", "image": "r/app:v9", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": reason, "message": "m"}}
+            }]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_relist_keeps_what_was_seen_and_drops_what_is_gone() {
+        let mut listed: Listed<HashMap<String, Held>> = Listed::default();
+        pod_event(&mut listed, Event::Init);
+        pod_event(&mut listed, Event::InitApply(pod("a", "ErrImagePull")));
+        assert!(!listed.done && listed.now.is_empty());
+        pod_event(&mut listed, Event::InitDone);
+        assert!(listed.done);
+        let seen = listed.now["a"].seen.clone();
+        assert_ne!(seen, Seen::default());
+        assert!(
+            listed.now["a"]
+                .pod
+                .metadata
+                .managed_fields
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty()
+        );
+        pod_event(&mut listed, Event::Apply(pod("b", "ErrImagePull")));
+        // A re-list after a watch error: `a` is still pending, `b` is gone.
+        pod_event(&mut listed, Event::Init);
+        pod_event(&mut listed, Event::InitApply(pod("a", "ErrImagePull")));
+        pod_event(&mut listed, Event::InitDone);
+        assert_eq!(listed.now.len(), 1);
+        assert_eq!(listed.now["a"].seen, seen, "the first time seen is kept");
+        pod_event(&mut listed, Event::Delete(pod("a", "ErrImagePull")));
+        assert!(listed.now.is_empty());
+    }
+
+    #[test]
+    fn namespaces_follow_their_label() {
+        let ns = |name: &str| -> Namespace {
+            serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
+        };
+        let mut listed: Listed<BTreeSet<String>> = Listed::default();
+        namespace_event(&mut listed, Event::Init);
+        namespace_event(&mut listed, Event::InitApply(ns("a")));
+        namespace_event(&mut listed, Event::InitDone);
+        namespace_event(&mut listed, Event::Apply(ns("b")));
+        namespace_event(&mut listed, Event::Delete(ns("a")));
+        assert_eq!(listed.now, BTreeSet::from(["b".to_string()]));
+    }
+}
