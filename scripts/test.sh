@@ -37,8 +37,9 @@ export PATH="$PWD/$venv/bin:$PATH"
 # The integration tests reach their stand-ins (cloud registry names pinned to loopback, ACR's
 # token exchange) through the `test-hooks` build feature (src/test_hooks.rs); the release build
 # leaves it out. A test that needs it fails without it, and says so. The `webhook` feature builds
-# `pullcheck webhook` (tests/it/webhook.rs), which the init container's binary leaves out too.
-features=(--features test-hooks,webhook)
+# `pullcheck webhook` (tests/it/webhook.rs) and `watch` builds `pullcheck watch` (tests/it/watch.rs),
+# which the init container's binary leaves out too.
+features=(--features test-hooks,webhook,watch)
 if [ $# -gt 0 ]; then
   exec cargo test --all-targets "${features[@]}" "$@"
 fi

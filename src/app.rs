@@ -47,6 +47,8 @@ where
         Command::Inject(args) => run_inject(args),
         #[cfg(feature = "webhook")]
         Command::Webhook(args) => crate::webhook::run(args),
+        #[cfg(feature = "watch")]
+        Command::Watch(args) => crate::watch::run(args),
     }
 }
 

@@ -76,6 +76,9 @@
 //!   of one pod spec, `container`: the init container, `job`: `--job-failure-policy`).
 //! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
 //!   (`admit`, `patch`, `server`, `tls`, `metrics`, and `cert`, its own certificate and caBundle).
+//! - `watch` (cargo feature `watch`): `pullcheck watch`, the stuck-pod controller (`classify`:
+//!   the kubelet's words, permanent or transient; `decide`: one pod's action, without I/O;
+//!   `config`, `run`, `act`, `lease`: leader election, `server`, `metrics`).
 //! - `test_hooks`: the two ways the integration tests reach stand-ins (pinned host names, ACR's
 //!   token exchange), compiled only with the `test-hooks` cargo feature; the release build
 //!   leaves it out.
@@ -111,6 +114,8 @@ pub mod report;
 pub mod route;
 pub mod suggest;
 mod test_hooks;
+#[cfg(feature = "watch")]
+pub mod watch;
 #[cfg(feature = "webhook")]
 pub mod webhook;
 

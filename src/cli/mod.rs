@@ -8,6 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 pub(crate) mod values;
+#[cfg(feature = "watch")]
+pub mod watch;
 #[cfg(feature = "webhook")]
 pub mod webhook;
 
@@ -109,6 +111,8 @@ pub enum Command {
     #[cfg(feature = "webhook")]
     #[command(about = webhook::ABOUT, long_about = webhook::LONG_ABOUT)]
     Webhook(webhook::WebhookArgs),
+    #[cfg(feature = "watch")]
+    Watch(watch::WatchArgs),
 }
 
 /// The default image of the injected init container.
@@ -776,6 +780,8 @@ pub fn command() -> clap::Command {
         .mut_subcommand("inject", explain);
     #[cfg(feature = "webhook")]
     let command = command.mut_subcommand("webhook", |c| webhook::explained(explain(c)));
+    #[cfg(feature = "watch")]
+    let command = command.mut_subcommand("watch", explain);
     command
 }
 

@@ -22,6 +22,9 @@ pub use termination::{
     KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
     termination_message,
 };
+// The watcher's condition message is cut as the termination message is.
+#[cfg(feature = "watch")]
+pub(crate) use termination::cut;
 pub use text::{Layout, render_text};
 
 use crate::credentials::ProviderTried;

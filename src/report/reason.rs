@@ -125,12 +125,103 @@ reasons! {
     RunAsUserZero,
     /// No command in the spec or the image.
     NoCommand,
+    /// `imagePullPolicy: Never` and the node does not hold the image (the kubelet's
+    /// `ErrImageNeverPull`).
+    NotOnNode,
+    /// The node's pull answered 401, and the kubelet's words do not say whether a credential
+    /// was sent.
+    PullUnauthorized,
+    /// A Secret the container's environment or volumes name does not exist.
+    SecretMissing,
+    /// A ConfigMap the container's environment or volumes name does not exist.
+    ConfigMapMissing,
+    /// A key of a Secret or ConfigMap that an environment variable names does not exist.
+    KeyMissing,
+    /// The container's `workingDir` is a file in the image, not a directory.
+    WorkingDirNotADirectory,
+    /// The container's command is not in the image.
+    CommandNotFound,
 }
 
 /// The hint of the `runAsNonRoot` rules that the image's user breaks.
 const SET_NON_ROOT_USER: &str = "Set runAsUser: 1000 (a non-root uid the image can run as) in the container's securityContext, or build the image with a numeric non-root USER (e.g. `USER 1000`).";
 /// The hint of a missing tag or digest.
 const CHECK_TAG: &str = "Check the tag or digest for a typo, or push the image; list the tags with `skopeo list-tags` or `crane ls`.";
+
+/// One row of the table: word, status, meaning and hint.
+type Row = (&'static str, Status, &'static str, Option<&'static str>);
+
+// The reasons only the kubelet's own words give (`pullcheck watch`), each row a constant so
+// that the table stays one line per reason for them.
+/// The row of [`Reason::NotOnNode`].
+const NOT_ON_NODE: Row = (
+    "not_on_node",
+    Status::NotFound,
+    "`pullcheck watch`, from the kubelet's words: `imagePullPolicy: Never`, and the node does not hold the image (the kubelet's `ErrImageNeverPull`): it is never pulled.",
+    Some(
+        "Load the image onto the node, or set imagePullPolicy to IfNotPresent so that the kubelet pulls it.",
+    ),
+);
+
+/// The row of [`Reason::PullUnauthorized`].
+const PULL_UNAUTHORIZED: Row = (
+    "pull_unauthorized",
+    Status::Unauthorized,
+    "`pullcheck watch`, from the kubelet's words: the node's pull answered 401, and the words do not say whether a credential was sent.",
+    Some(
+        "Give the pod an imagePullSecret for this registry, or renew the one it has; run `pullcheck check` in the pod to see which credential is tried.",
+    ),
+);
+
+/// The row of [`Reason::SecretMissing`].
+const SECRET_MISSING: Row = (
+    "secret_missing",
+    Status::WontStart,
+    "`pullcheck watch`, from the kubelet's words: a Secret that the container's environment (`secretKeyRef`, `envFrom`) names does not exist (the kubelet's `CreateContainerConfigError`).",
+    Some(
+        "Create the Secret in the pod's namespace, fix its name in the pod spec, or mark the reference `optional: true`.",
+    ),
+);
+
+/// The row of [`Reason::ConfigMapMissing`].
+const CONFIG_MAP_MISSING: Row = (
+    "config_map_missing",
+    Status::WontStart,
+    "`pullcheck watch`, from the kubelet's words: a ConfigMap that the container's environment (`configMapKeyRef`, `envFrom`) names does not exist (the kubelet's `CreateContainerConfigError`).",
+    Some(
+        "Create the ConfigMap in the pod's namespace, fix its name in the pod spec, or mark the reference `optional: true`.",
+    ),
+);
+
+/// The row of [`Reason::KeyMissing`].
+const KEY_MISSING: Row = (
+    "key_missing",
+    Status::WontStart,
+    "`pullcheck watch`, from the kubelet's words: an environment variable names a key that its Secret or ConfigMap does not hold (the kubelet's `CreateContainerConfigError`).",
+    Some(
+        "Add the key to the Secret or ConfigMap, fix the key's name in the pod spec, or mark the reference `optional: true`.",
+    ),
+);
+
+/// The row of [`Reason::WorkingDirNotADirectory`].
+const WORKING_DIR_NOT_A_DIRECTORY: Row = (
+    "working_dir_not_a_directory",
+    Status::WontStart,
+    "`pullcheck watch`, from the kubelet's words: the container's `workingDir` is a file in the image, not a directory: the runtime cannot change into it (`chdir to cwd ... not a directory`).",
+    Some(
+        "Point workingDir at a directory of the image (or one a volume mounts), or leave it out to use the image's WORKDIR.",
+    ),
+);
+
+/// The row of [`Reason::CommandNotFound`].
+const COMMAND_NOT_FOUND: Row = (
+    "command_not_found",
+    Status::WontStart,
+    "`pullcheck watch`, from the kubelet's words: the container's command is not in the image (`executable file not found in $PATH`, or no such file).",
+    Some(
+        "Fix the command (or the image's ENTRYPOINT) to name a program the image holds, with its full path if it is not on the image's PATH.",
+    ),
+);
 
 impl Reason {
     /// The one table: word, status, meaning and hint of every reason.
@@ -434,6 +525,13 @@ impl Reason {
                     "Add a command (or args) to the container, or an ENTRYPOINT or CMD to the image.",
                 ),
             ),
+            Reason::NotOnNode => NOT_ON_NODE,
+            Reason::PullUnauthorized => PULL_UNAUTHORIZED,
+            Reason::SecretMissing => SECRET_MISSING,
+            Reason::ConfigMapMissing => CONFIG_MAP_MISSING,
+            Reason::KeyMissing => KEY_MISSING,
+            Reason::WorkingDirNotADirectory => WORKING_DIR_NOT_A_DIRECTORY,
+            Reason::CommandNotFound => COMMAND_NOT_FOUND,
         };
         About {
             word,

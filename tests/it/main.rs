@@ -27,6 +27,8 @@
 //! - `operator`: what the person waiting on a check sees while it runs and after.
 //! - `webhook`: `pullcheck webhook` (the `webhook` feature) over TLS: its patches against
 //!   `inject`'s output, who is left alone, bounds, health, metrics, certificate reload.
+//! - `watch`: `pullcheck watch` (the `watch` feature) without a cluster: flags, environment,
+//!   usage errors, health and metrics.
 //!
 //! Run them with `scripts/test.sh` (or `cargo test --features test-hooks`): the tests that
 //! reach cloud names through the `test-hooks` feature fail without it, saying so. A test that
@@ -57,4 +59,5 @@ mod platform;
 mod plugin;
 mod route;
 mod start;
+mod watch;
 mod webhook;

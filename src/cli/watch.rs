@@ -1,0 +1,143 @@
+//! The flags of `pullcheck watch` (the `watch` cargo feature): which pods it watches, how long a
+//! container may wait, what it writes, where it serves its health and metrics, and the Lease
+//! that elects the one replica that acts. Values are kept as given and judged by
+//! `watch::Config::from_args`, so that every bad value is reported at once (exit 2).
+
+use super::Checked;
+use clap::Args;
+use clap::builder::FalseyValueParser;
+use std::time::Duration;
+
+/// What `pullcheck help` says of the subcommand.
+const ABOUT: &str =
+    "Fail the pods that wait for ever on an image, a Secret or a command that is not there";
+/// What `pullcheck watch --help` says of it.
+const LONG_ABOUT: &str = "\
+Fail the pods that wait for ever on an image, a Secret or a command that is not there.
+
+Watches the pending Pods of the namespaces labelled --namespace-label. When a container waits
+with ErrImagePull, ImagePullBackOff, InvalidImageName, ErrImageNeverPull,
+CreateContainerConfigError, CreateContainerError or RunContainerError for longer than its
+grace, the kubelet's own words are classified: a permanent cause (a missing tag or Secret, a
+refused credential, a workingDir that is a file, ...) fails the pod when a Job owns it or it is
+annotated pullcheck.dev/fail-when-stuck: \"true\" (the condition --condition-type, a Warning
+Event, then the delete, which a Job's podFailurePolicy onPodConditions rule turns into a failed
+Job); transient causes (time-outs, refused connections, 5xx, 429, DNS, unknown words) are only
+reported. Pods of Deployments, StatefulSets and DaemonSets are never deleted. One replica acts,
+elected with a coordination.k8s.io Lease. GET /healthz, /readyz, /metrics on --listen. Only in
+a build with `--features watch`.";
+
+const WATCHING: &str = "Watching";
+const ACTING: &str = "Acting";
+const SERVING: &str = "Serving";
+const ELECTION: &str = "Leader election";
+
+/// Flags of `pullcheck watch` (its `about` is set here, so that `cli/mod.rs` holds one line of
+/// it).
+#[derive(Debug, Args)]
+#[command(about = ABOUT, long_about = LONG_ABOUT)]
+pub struct WatchArgs {
+    /// The label of the namespaces whose pods are watched (`KEY=VALUE`, or `KEY` for any value).
+    #[arg(
+        long,
+        value_name = "SELECTOR",
+        default_value = "pullcheck.dev/watch=enabled",
+        env = "PULLCHECK_WATCH_NAMESPACE_LABEL",
+        help_heading = WATCHING
+    )]
+    pub(crate) namespace_label: String,
+
+    /// How long a container may wait before its cause is acted on or reported.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "2m",
+        env = "PULLCHECK_WATCH_GRACE",
+        help_heading = WATCHING,
+        value_parser = Checked::parser(super::values::parse_duration)
+    )]
+    pub(crate) grace: Checked<Duration>,
+
+    /// The grace of one waiting reason (repeatable), e.g. CreateContainerConfigError=5m.
+    ///
+    /// Overrides --grace for one of the waiting reasons watched. Repeatable; the environment
+    /// variable takes a comma-separated list.
+    #[arg(
+        long = "grace-for",
+        value_name = "REASON=DURATION",
+        env = "PULLCHECK_WATCH_GRACE_FOR",
+        value_delimiter = ',',
+        help_heading = WATCHING
+    )]
+    pub(crate) grace_for: Vec<String>,
+
+    /// The type of the pod condition given before the delete (a podFailurePolicy matches it).
+    #[arg(
+        long,
+        value_name = "TYPE",
+        default_value = "ConfigIssue",
+        env = "PULLCHECK_WATCH_CONDITION_TYPE",
+        help_heading = ACTING
+    )]
+    pub(crate) condition_type: String,
+
+    /// Only report: no condition, no Event, no delete (logs and metrics say what would be done).
+    #[arg(
+        long,
+        env = "PULLCHECK_WATCH_DRY_RUN",
+        help_heading = ACTING,
+        value_parser = FalseyValueParser::new()
+    )]
+    pub(crate) dry_run: bool,
+
+    /// The address of /healthz, /readyz and /metrics, in plain HTTP (`:PORT` for every IPv4
+    /// address).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = ":8081",
+        env = "PULLCHECK_WATCH_LISTEN",
+        help_heading = SERVING
+    )]
+    pub(crate) listen: String,
+
+    /// The Lease that elects the one replica that acts.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "pullcheck-watch",
+        env = "PULLCHECK_WATCH_LEASE_NAME",
+        help_heading = ELECTION
+    )]
+    pub(crate) lease_name: String,
+
+    /// The watcher's own namespace, where its Lease is (set it from the downward API).
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PULLCHECK_WATCH_NAMESPACE",
+        help_heading = ELECTION
+    )]
+    pub(crate) namespace: Option<String>,
+
+    /// How long a leader that stopped renewing keeps the Lease: another replica takes over
+    /// within it.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "15s",
+        env = "PULLCHECK_WATCH_LEASE_DURATION",
+        help_heading = ELECTION,
+        value_parser = Checked::parser(super::values::parse_duration)
+    )]
+    pub(crate) lease_duration: Checked<Duration>,
+
+    /// This replica's name in the Lease (default: the pod's name, from HOSTNAME).
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "PULLCHECK_WATCH_IDENTITY",
+        help_heading = ELECTION
+    )]
+    pub(crate) identity: Option<String>,
+}

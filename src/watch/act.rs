@@ -1,0 +1,186 @@
+//! The watcher's writes, thin on purpose (what to write is decided in `decide.rs`): the pod's
+//! condition (a strategic-merge patch of `pods/status`, keyed by type, carrying the
+//! resourceVersion seen), a Warning Event, the delete with preconditions on the UID and the
+//! resourceVersion, and the one read besides the watches: the pod's `Failed` Events.
+
+use super::decide::{Finding, Seen};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+/// The Event's `source.component` and `reportingComponent`.
+const COMPONENT: &str = "pullcheck-watch";
+
+/// How a write ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Done,
+    /// The pod changed or went since it was read (409, 404): decided again on the next look.
+    Changed,
+    /// Any other failure, with the call it was.
+    Failed(&'static str, String),
+}
+
+fn outcome(call: &'static str, e: kube::Error) -> Outcome {
+    match e {
+        kube::Error::Api(s) if s.is_conflict() || s.is_not_found() => Outcome::Changed,
+        e => Outcome::Failed(call, e.to_string()),
+    }
+}
+
+/// The writer, for one replica.
+pub(crate) struct Actor {
+    pub(crate) client: Client,
+    /// This replica's name, in the Events it writes.
+    pub(crate) identity: String,
+}
+
+impl Actor {
+    /// Fails the pod: the condition, the Event, then the delete. `Done` once the condition is
+    /// given, whatever the delete did.
+    pub(crate) async fn fail(&self, pod: &Pod, finding: &Finding, condition_type: &str) -> Outcome {
+        let (ns, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        let reason = finding.word();
+        let message = finding.message();
+        let patch = json!({
+            // The resourceVersion read: a pod that changed since (it started) is not patched.
+            "metadata": {"resourceVersion": pod.resource_version()},
+            "status": {"conditions": [{
+                "type": condition_type,
+                "status": "True",
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": Timestamp::now().to_string(),
+            }]}
+        });
+        let patched = match api
+            .patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => return outcome("patch pods/status", e),
+        };
+        let note = format!("{message} — failing the pod: condition {condition_type}, then delete");
+        if let Outcome::Failed(call, e) = self.event(pod, finding, condition_type, &note).await {
+            // The Event is for people; the condition is what fails the Job: go on.
+            eprintln!("pullcheck: watch: {ns}/{name}: {call}: {e}");
+        }
+        // The condition is given: the pod is failed. A delete that finds the pod changed (the
+        // kubelet wrote its status in between) is done again on the next look (`Action::Delete`).
+        match self.delete(&patched).await {
+            Outcome::Failed(call, e) => eprintln!("pullcheck: watch: {ns}/{name}: {call}: {e}"),
+            Outcome::Done | Outcome::Changed => {}
+        }
+        Outcome::Done
+    }
+
+    /// Deletes the pod if it is still the one read (UID and resourceVersion).
+    pub(crate) async fn delete(&self, pod: &Pod) -> Outcome {
+        let api: Api<Pod> =
+            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: pod.uid(),
+                resource_version: pod.resource_version(),
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&pod.name_any(), &params).await {
+            Ok(_) => Outcome::Done,
+            Err(e) => outcome("delete pods", e),
+        }
+    }
+
+    /// A Warning Event on the pod, for the container of the finding.
+    pub(crate) async fn event(
+        &self,
+        pod: &Pod,
+        finding: &Finding,
+        reason: &str,
+        note: &str,
+    ) -> Outcome {
+        let ns = pod.namespace().unwrap_or_default();
+        let now = Timestamp::now();
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", pod.name_any(), now.as_nanosecond())),
+                namespace: Some(ns.clone()),
+                ..ObjectMeta::default()
+            },
+            involved_object: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(pod.name_any()),
+                namespace: Some(ns.clone()),
+                uid: pod.uid(),
+                resource_version: pod.resource_version(),
+                field_path: Some(field_path(pod, &finding.container)),
+            },
+            reason: Some(reason.to_string()),
+            message: Some(crate::report::cut(
+                note,
+                crate::report::TERMINATION_MESSAGE_MAX,
+            )),
+            type_: Some("Warning".into()),
+            source: Some(EventSource {
+                component: Some(COMPONENT.into()),
+                host: None,
+            }),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            count: Some(1),
+            reporting_component: Some(COMPONENT.into()),
+            reporting_instance: Some(self.identity.clone()),
+            ..Event::default()
+        };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
+        match api.create(&PostParams::default(), &event).await {
+            Ok(_) => Outcome::Done,
+            Err(e) => outcome("create events", e),
+        }
+    }
+
+    /// Reads the kubelet's `Failed` Events of the pod into `seen` (the pull errors a
+    /// back-off hides, which survive a restart of the watcher).
+    pub(crate) async fn failed_events(&self, pod: &Pod, seen: &mut Seen) -> Outcome {
+        let api: Api<Event> =
+            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
+        let selector = format!(
+            "involvedObject.uid={},reason=Failed",
+            pod.uid().unwrap_or_default()
+        );
+        match api
+            .list(&ListParams::default().fields(&selector).limit(100))
+            .await
+        {
+            Ok(list) => {
+                // The newest first, so that the last pull's words are the ones kept.
+                let mut events = list.items;
+                events.sort_by_key(|e| std::cmp::Reverse(e.last_timestamp.as_ref().map(|t| t.0)));
+                for e in &events {
+                    let path = e.involved_object.field_path.as_deref().unwrap_or_default();
+                    seen.record_event(path, e.message.as_deref().unwrap_or_default());
+                }
+                Outcome::Done
+            }
+            Err(e) => outcome("list events", e),
+        }
+    }
+}
+
+/// `spec.initContainers{NAME}` or `spec.containers{NAME}`, as the kubelet's Events name it.
+fn field_path(pod: &Pod, container: &str) -> String {
+    let init = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.name == container);
+    let list = if init { "initContainers" } else { "containers" };
+    format!("spec.{list}{{{container}}}")
+}

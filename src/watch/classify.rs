@@ -1,0 +1,393 @@
+//! The kubelet's own words for a container that waits, classified: [`Verdict::Permanent`] with
+//! one of pullcheck's [`Reason`]s when nothing but a change by a person will let it start, or
+//! [`Verdict::Transient`] with why it may pass. In one place, as a table of phrases each read in
+//! the source that writes it (the kubelet, containerd's CRI plugin and resolver, runc); the
+//! test table is `tests/fixtures/kubelet-messages.tsv`.
+//!
+//! Never permanent on doubt: a message is transient when it holds any phrase of a failure that
+//! can pass (checked first, so that a mirror's refused connection before an upstream 404 is not
+//! taken for a missing image), and permanent only on a phrase that names a permanent cause;
+//! anything else is [`Transient::Unknown`]. The phrases all hold a space, a quote or a colon
+//! where an image reference cannot, so that an image named `app:timeout-fix` or `x/not-found`
+//! cannot make a message say what it does not.
+
+use crate::report::Reason;
+
+/// What the kubelet's words say of a waiting container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Verdict {
+    /// It will not start until a person changes something: the pod may be failed.
+    Permanent(Reason),
+    /// It may start on a later try: reported, never acted on.
+    Transient(Transient),
+}
+
+/// Why a waiting container may still start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Transient {
+    /// No answer in time (`i/o timeout`, `context deadline exceeded`).
+    Timeout,
+    /// The connection failed (refused, reset, no route, EOF).
+    Connect,
+    /// The name did not resolve. A registry host that does not exist is a typo that never
+    /// mends, but the node's resolver failing (CoreDNS restarting, an upstream resolver down,
+    /// a search domain answering for a while) gives the same words, and it recovers: the
+    /// words cannot tell the two apart, so it is never acted on.
+    Dns,
+    /// A 5xx, or the kubelet's `RegistryUnavailable`.
+    ServerError,
+    /// A 429 (`toomanyrequests`).
+    RateLimited,
+    /// The kubelet's cache of Secrets or ConfigMaps has not caught up yet.
+    CacheSync,
+    /// Words this table does not know.
+    Unknown,
+}
+
+impl Transient {
+    /// The word in Events, metrics and logs.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Transient::Timeout => "timeout",
+            Transient::Connect => "connect",
+            Transient::Dns => "dns",
+            Transient::ServerError => "server_error",
+            Transient::RateLimited => "rate_limited",
+            Transient::CacheSync => "cache_sync",
+            Transient::Unknown => "unknown",
+        }
+    }
+}
+
+impl Verdict {
+    /// The word in Events, metrics and logs: the reason's, or the transient cause's.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Permanent(r) => r.about().word,
+            Verdict::Transient(t) => t.as_str(),
+        }
+    }
+}
+
+/// The waiting reasons the watcher looks at (`state.waiting.reason`), as the kubelet spells them
+/// (`pkg/kubelet/images/types.go`, `pkg/kubelet/container/sync_result.go`).
+pub(crate) const WATCHED: [&str; 7] = [
+    ERR_IMAGE_PULL,
+    IMAGE_PULL_BACK_OFF,
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+];
+/// The kubelet's waiting reason of a failed pull.
+pub(crate) const ERR_IMAGE_PULL: &str = "ErrImagePull";
+/// The kubelet's waiting reason between two pulls.
+pub(crate) const IMAGE_PULL_BACK_OFF: &str = "ImagePullBackOff";
+
+/// Phrases of failures that can pass, in the order they are tried.
+const TRANSIENT: &[(&str, Transient)] = &[
+    // Go's net package and containerd's resolver (`failed to do request: Head ...: dial tcp
+    // ...`); the kubelet's own `context deadline exceeded` from a CRI call that ran too long.
+    ("i/o timeout", Transient::Timeout),
+    ("context deadline exceeded", Transient::Timeout),
+    ("Client.Timeout exceeded", Transient::Timeout),
+    ("TLS handshake timeout", Transient::Timeout),
+    ("timed out waiting for the condition", Transient::CacheSync),
+    ("failed to sync secret cache", Transient::CacheSync),
+    ("failed to sync configmap cache", Transient::CacheSync),
+    ("no such host", Transient::Dns),
+    ("server misbehaving", Transient::Dns),
+    ("Temporary failure in name resolution", Transient::Dns),
+    ("connection refused", Transient::Connect),
+    ("connection reset by peer", Transient::Connect),
+    ("no route to host", Transient::Connect),
+    ("network is unreachable", Transient::Connect),
+    ("unexpected EOF", Transient::Connect),
+    ("broken pipe", Transient::Connect),
+    // The kubelet's `evalCRIPullErr` (`image pull failed for X because the registry is
+    // unavailable`), from the CRI's `RegistryUnavailable`.
+    (
+        "because the registry is unavailable",
+        Transient::ServerError,
+    ),
+    ("RegistryUnavailable", Transient::ServerError),
+    (": 500 Internal Server Error", Transient::ServerError),
+    (": 502 Bad Gateway", Transient::ServerError),
+    (": 503 Service Unavailable", Transient::ServerError),
+    (": 504 Gateway Timeout", Transient::ServerError),
+    (": 429 Too Many Requests", Transient::RateLimited),
+    ("toomanyrequests:", Transient::RateLimited),
+    // containerd: `failed to reserve container name ...: name ... is reserved for ...`, while
+    // an earlier CreateContainer of the same container still runs.
+    ("failed to reserve container name", Transient::Timeout),
+];
+
+/// Classifies the kubelet's words for one waiting container: its waiting `reason` and
+/// `message` (for `ImagePullBackOff`, the last `ErrImagePull` message or the kubelet's `Failed`
+/// Event instead when the back-off message does not carry the pull's error: give it as
+/// `pull_error`). `None` for a waiting reason the watcher does not look at.
+pub(crate) fn classify(reason: &str, message: &str, pull_error: Option<&str>) -> Option<Verdict> {
+    let verdict = match reason {
+        "InvalidImageName" => Verdict::Permanent(Reason::InvalidReference),
+        "ErrImageNeverPull" => Verdict::Permanent(Reason::NotOnNode),
+        ERR_IMAGE_PULL => pull(message),
+        IMAGE_PULL_BACK_OFF => match back_off_words(message).or(pull_error) {
+            Some(words) => pull(words),
+            None => Verdict::Transient(Transient::Unknown),
+        },
+        "CreateContainerConfigError" => config(message),
+        "CreateContainerError" | "RunContainerError" => create(message),
+        _ => return None,
+    };
+    Some(verdict)
+}
+
+/// The pull's error inside the kubelet's back-off message, when it carries one: since v1.31 it
+/// is `Back-off pulling image "X": ErrImagePull: <the pull's words>` (`pullImage` in
+/// `pkg/kubelet/images/image_manager.go`: the back-off message wraps `prevPullErrMsg`); before,
+/// only `Back-off pulling image "X"`.
+pub(crate) fn back_off_words(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("Back-off pulling image \"")?;
+    // The image is Go-quoted (`%q`): the first `": ` after it ends it (an image holds no quote).
+    let (_, words) = rest.split_once("\": ")?;
+    let words = words.strip_prefix("ErrImagePull: ").unwrap_or(words);
+    (!words.trim().is_empty()).then_some(words)
+}
+
+/// The pull's error in a `Failed` Event: `Failed to pull image "X": <the pull's words>`
+/// (`pullImage` in `pkg/kubelet/images/image_manager.go`). The kubelet's other `Failed` Events
+/// (`Error: ErrImagePull`, `Error: ImagePullBackOff`) carry nothing more: `None`.
+pub(crate) fn event_pull_error(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("Failed to pull image \"")?;
+    let (_, words) = rest.split_once("\": ")?;
+    (!words.trim().is_empty()).then_some(words)
+}
+
+/// The first transient phrase the words hold.
+fn transient(words: &str) -> Option<Transient> {
+    TRANSIENT
+        .iter()
+        .find(|(phrase, _)| words.contains(phrase))
+        .map(|(_, why)| *why)
+}
+
+/// `ErrImagePull`: containerd's and the kubelet's words of a failed pull.
+fn pull(words: &str) -> Verdict {
+    if let Some(why) = transient(words) {
+        return Verdict::Transient(why);
+    }
+    // Checked before "not found": containerd's `no match for platform in manifest: not found`
+    // (`images/handlers.go`, `images/image.go`).
+    let table: &[(&[&str], Reason)] = &[
+        (
+            &["no match for platform in manifest"],
+            Reason::NoMatchingPlatform,
+        ),
+        // The kubelet's `Failed to apply default image tag` and containerd's
+        // `failed to parse image reference`: a reference no parser takes.
+        (
+            &[
+                "failed to parse image reference",
+                "couldn't parse image name",
+            ],
+            Reason::InvalidReference,
+        ),
+        // containerd's `failed to fetch oauth token`: credentials were sent (the OAuth POST
+        // is used only with a secret), and the token server refused them.
+        (
+            &["failed to fetch oauth token: unexpected status"],
+            Reason::CredentialsRejected,
+        ),
+        // containerd's resolver after a token without access (`insufficient_scope`), and the
+        // Docker Engine's `pull access denied for X, repository does not exist or may require
+        // 'docker login'`: the repository is missing or private, and the registry does not say
+        // which. Before a plain 403, which the Docker Engine's words also hold.
+        (
+            &[
+                "repository does not exist or may require",
+                "insufficient_scope",
+            ],
+            Reason::InsufficientScope,
+        ),
+        (&[": 403 Forbidden", "denied: "], Reason::Denied),
+        (
+            &[": 401 Unauthorized", "unauthorized: "],
+            Reason::PullUnauthorized,
+        ),
+        // containerd's resolver when every host answered 404: `<ref>: not found`; registries
+        // that answer a GET with a body say `manifest unknown`.
+        (
+            &["manifest unknown", "MANIFEST_UNKNOWN", "NAME_UNKNOWN"],
+            Reason::ManifestMissing,
+        ),
+    ];
+    for (phrases, reason) in table {
+        if phrases.iter().any(|p| words.contains(p)) {
+            return Verdict::Permanent(*reason);
+        }
+    }
+    if words.contains("failed to resolve reference") && words.trim_end().ends_with(": not found") {
+        return Verdict::Permanent(Reason::ManifestMissing);
+    }
+    Verdict::Transient(Transient::Unknown)
+}
+
+/// `CreateContainerConfigError`: the kubelet could not build the container's configuration
+/// (`generateContainerConfig` in `pkg/kubelet/kuberuntime/kuberuntime_container.go`).
+fn config(words: &str) -> Verdict {
+    if let Some(why) = transient(words) {
+        return Verdict::Transient(why);
+    }
+    // `makeEnvironmentVariables` in `pkg/kubelet/kubelet_pods.go`.
+    if words.contains("couldn't find key ")
+        && (words.contains(" in Secret ") || words.contains(" in ConfigMap "))
+    {
+        return Verdict::Permanent(Reason::KeyMissing);
+    }
+    // The API's NotFound, `<resource> "<name>" not found`: `secret` from the kubelet's
+    // watch-based Secret manager, `secrets` from a direct GET.
+    if words.ends_with("\" not found") {
+        if words.starts_with("secret \"") || words.starts_with("secrets \"") {
+            return Verdict::Permanent(Reason::SecretMissing);
+        }
+        if words.starts_with("configmap \"") || words.starts_with("configmaps \"") {
+            return Verdict::Permanent(Reason::ConfigMapMissing);
+        }
+    }
+    // `verifyRunAsNonRoot` in `pkg/kubelet/kuberuntime/security_context_others.go`.
+    let table: &[(&str, Reason)] = &[
+        (
+            "container's runAsUser breaks non-root policy",
+            Reason::RunAsUserZero,
+        ),
+        (
+            "container has runAsNonRoot and image has non-numeric user",
+            Reason::NonNumericUser,
+        ),
+        (
+            "container has runAsNonRoot and image will run as root",
+            Reason::RunsAsRoot,
+        ),
+        (
+            "container has runAsNonRoot and image has an invalid user id",
+            Reason::InvalidUserId,
+        ),
+    ];
+    match table.iter().find(|(phrase, _)| words.contains(phrase)) {
+        Some((_, reason)) => Verdict::Permanent(*reason),
+        None => Verdict::Transient(Transient::Unknown),
+    }
+}
+
+/// `CreateContainerError`, `RunContainerError`: the runtime could not create or start the
+/// container (containerd's CRI plugin, runc).
+fn create(words: &str) -> Verdict {
+    if let Some(why) = transient(words) {
+        return Verdict::Transient(why);
+    }
+    // runc's `chdir to cwd (%q) set in config.json failed: %w` (libcontainer/init_linux.go),
+    // with ENOTDIR.
+    // runc's MkdirAll of the cwd inside the container (libcontainer/rootfs_linux.go:158), which
+    // comes first on runc 1.1: `error during container init: mkdir /etc/hostname: not a
+    // directory`, unwrapped (a mount's own mkdir is wrapped in `error mounting ...`).
+    let mkdir_cwd =
+        words.contains("error during container init: mkdir ") && !words.contains("error mounting");
+    if (words.contains("chdir to cwd") || mkdir_cwd) && words.contains(": not a directory") {
+        return Verdict::Permanent(Reason::WorkingDirNotADirectory);
+    }
+    // runc's exec.LookPath of the command (libcontainer/standard_init_linux.go): Go's
+    // `exec: "x": executable file not found in $PATH`, or for a path,
+    // `exec: "/x": stat /x: no such file or directory`.
+    if words.contains("executable file not found in $PATH")
+        || (words.contains("exec: \"") && words.contains("no such file or directory"))
+    {
+        return Verdict::Permanent(Reason::CommandNotFound);
+    }
+    // containerd's CRI spec options (pkg/cri/opts/spec.go): no command in the spec or image.
+    if words.contains("no command specified") {
+        return Verdict::Permanent(Reason::NoCommand);
+    }
+    Verdict::Transient(Transient::Unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table of the kubelet's words: `tests/fixtures/kubelet-messages.tsv`.
+    const MESSAGES: &str = include_str!("../../tests/fixtures/kubelet-messages.tsv");
+
+    /// `permanent:<reason word>` or `transient:<cause word>`.
+    fn expected(word: &str) -> Verdict {
+        if let Some(r) = word.strip_prefix("permanent:") {
+            let reason = Reason::ALL.iter().find(|x| x.about().word == r);
+            return Verdict::Permanent(*reason.unwrap_or_else(|| panic!("no reason {r}")));
+        }
+        let t = word.strip_prefix("transient:").unwrap_or(word);
+        let all = [
+            Transient::Timeout,
+            Transient::Connect,
+            Transient::Dns,
+            Transient::ServerError,
+            Transient::RateLimited,
+            Transient::CacheSync,
+            Transient::Unknown,
+        ];
+        Verdict::Transient(*all.iter().find(|x| x.as_str() == t).expect(t))
+    }
+
+    #[test]
+    fn the_kubelets_words_table() {
+        let mut rows = 0;
+        for (n, line) in MESSAGES.lines().enumerate() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let fields: Vec<&str> = line.split('\t').collect();
+            assert!(fields.len() >= 4, "line {}: {line:?}", n + 1);
+            let (reason, want, message, source) = (fields[0], fields[1], fields[2], fields[3]);
+            assert!(!source.trim().is_empty(), "line {}: no source", n + 1);
+            // `\n` in the file stands for a newline of the real message.
+            let message = message.replace("\\n", "\n");
+            let got = classify(reason, &message, None);
+            assert_eq!(
+                got,
+                Some(expected(want)),
+                "line {} ({source}): {reason}: {message}",
+                n + 1
+            );
+            rows += 1;
+        }
+        assert!(rows >= 40, "{rows} rows");
+    }
+
+    #[test]
+    fn back_off_without_the_pulls_words_takes_the_last_pull_error() {
+        let bare = "Back-off pulling image \"127.0.0.1:5000/app:v9\"";
+        assert_eq!(
+            classify(IMAGE_PULL_BACK_OFF, bare, None),
+            Some(Verdict::Transient(Transient::Unknown))
+        );
+        let pulled = "rpc error: code = NotFound desc = failed to pull and unpack image \"127.0.0.1:5000/app:v9\": failed to resolve reference \"127.0.0.1:5000/app:v9\": 127.0.0.1:5000/app:v9: not found";
+        assert_eq!(
+            classify(IMAGE_PULL_BACK_OFF, bare, Some(pulled)),
+            Some(Verdict::Permanent(Reason::ManifestMissing))
+        );
+        let event = format!("Failed to pull image \"127.0.0.1:5000/app:v9\": {pulled}");
+        assert_eq!(event_pull_error(&event), Some(pulled));
+        assert_eq!(event_pull_error("Error: ErrImagePull"), None);
+    }
+
+    #[test]
+    fn image_names_cannot_make_words() {
+        // A tag or repository holding a phrase's letters, without its spaces or quotes.
+        let m = "rpc error: code = NotFound desc = failed to pull and unpack image \"r/timeout-no-such-host:connection-refused\": failed to resolve reference \"r/timeout-no-such-host:connection-refused\": r/timeout-no-such-host:connection-refused: not found";
+        assert_eq!(
+            classify(ERR_IMAGE_PULL, m, None),
+            Some(Verdict::Permanent(Reason::ManifestMissing))
+        );
+        assert_eq!(classify("ContainerCreating", "", None), None);
+        assert_eq!(classify("CrashLoopBackOff", "back-off 10s", None), None);
+    }
+}

@@ -1,0 +1,233 @@
+//! `pullcheck watch`'s flags judged into a [`Config`], every problem reported at once (exit 2),
+//! before anything talks to the API server.
+
+use super::classify::WATCHED;
+use super::decide::Settings;
+use crate::cli::watch::WatchArgs;
+use crate::manifests::names::is_dns_subdomain;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The shortest Lease: client-go's leader election refuses a lease duration not above its
+/// renew deadline, and a Lease renewed every few hundred milliseconds only loads the API server.
+const MIN_LEASE: Duration = Duration::from_secs(2);
+
+/// Everything `pullcheck watch` runs with.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    /// The namespaces' label selector (`pullcheck.dev/watch=enabled`).
+    pub(crate) namespace_label: String,
+    /// Graces and the condition's type.
+    pub(crate) settings: Settings,
+    /// `--dry-run`.
+    pub(crate) dry_run: bool,
+    /// `--listen`.
+    pub(crate) listen: SocketAddr,
+    /// The Lease's name and namespace.
+    pub(crate) lease_name: String,
+    pub(crate) namespace: String,
+    /// `--lease-duration`.
+    pub(crate) lease_duration: Duration,
+    /// This replica's name in the Lease.
+    pub(crate) identity: String,
+}
+
+impl Config {
+    /// Judges the flags; `hostname` is `HOSTNAME` (the pod's name), the default identity.
+    pub(crate) fn from_args(
+        args: WatchArgs,
+        hostname: Option<String>,
+    ) -> Result<Config, Vec<String>> {
+        let mut errors = Vec::new();
+        if let Err(e) = label_selector(&args.namespace_label) {
+            errors.push(format!("--namespace-label {}: {e}", args.namespace_label));
+        }
+        let grace = match args.grace.value {
+            Ok(d) => d,
+            Err(e) => {
+                errors.push(format!("--grace {}: {e}", args.grace.given));
+                Duration::ZERO
+            }
+        };
+        let mut grace_for = BTreeMap::new();
+        for given in &args.grace_for {
+            match grace_for_value(given) {
+                Ok((reason, d)) => {
+                    grace_for.insert(reason, d);
+                }
+                Err(e) => errors.push(format!("--grace-for {given}: {e}")),
+            }
+        }
+        if !is_condition_type(&args.condition_type) {
+            errors.push(format!(
+                "--condition-type {}: expected a condition type such as ConfigIssue (letters, digits, `-`, `_`, `.`, an optional DNS prefix and `/`)",
+                args.condition_type
+            ));
+        }
+        let listen = listen_address(&args.listen).unwrap_or_else(|e| {
+            errors.push(e);
+            SocketAddr::from(([0, 0, 0, 0], 0))
+        });
+        if !is_dns_subdomain(&args.lease_name) {
+            errors.push(format!(
+                "--lease-name {}: not a Kubernetes object name (lower-case letters, digits, `-` and `.`)",
+                args.lease_name
+            ));
+        }
+        let namespace = match args.namespace {
+            Some(ns) if crate::manifests::names::is_dns_label(&ns) => ns,
+            Some(ns) => {
+                errors.push(format!("--namespace {ns}: not a namespace name"));
+                String::new()
+            }
+            None => {
+                errors.push("the watcher's own namespace, where its Lease is, is needed: --namespace or PULLCHECK_WATCH_NAMESPACE (the chart sets it from the downward API)".to_string());
+                String::new()
+            }
+        };
+        let lease_duration = match args.lease_duration.value {
+            Ok(d) if d >= MIN_LEASE => d,
+            Ok(_) => {
+                errors.push(format!(
+                    "--lease-duration {}: must be at least {}s",
+                    args.lease_duration.given,
+                    MIN_LEASE.as_secs()
+                ));
+                MIN_LEASE
+            }
+            Err(e) => {
+                errors.push(format!(
+                    "--lease-duration {}: {e}",
+                    args.lease_duration.given
+                ));
+                MIN_LEASE
+            }
+        };
+        let identity = match args.identity.or(hostname).filter(|s| !s.trim().is_empty()) {
+            Some(id) if id.len() <= 253 && !id.chars().any(char::is_control) => id,
+            Some(id) => {
+                errors.push(format!(
+                    "--identity {}: at most 253 characters, none of them control characters",
+                    crate::report::escape(&id)
+                ));
+                String::new()
+            }
+            None => {
+                errors.push("this replica's name in the Lease is needed: --identity, PULLCHECK_WATCH_IDENTITY or HOSTNAME".to_string());
+                String::new()
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Config {
+            namespace_label: args.namespace_label,
+            settings: Settings {
+                grace,
+                grace_for,
+                condition_type: args.condition_type,
+            },
+            dry_run: args.dry_run,
+            listen,
+            lease_name: args.lease_name,
+            namespace,
+            lease_duration,
+            identity,
+        })
+    }
+}
+
+/// `KEY=VALUE` or `KEY`, with Kubernetes' label syntax: an optional DNS prefix and `/`, then a
+/// name of at most 63 characters; the value at most 63.
+fn label_selector(s: &str) -> Result<(), String> {
+    let (key, value) = match s.split_once('=') {
+        Some((k, v)) => (k, Some(v)),
+        None => (s, None),
+    };
+    let name = match key.rsplit_once('/') {
+        Some((prefix, name)) if is_dns_subdomain(prefix) => name,
+        Some(_) => return Err("the key's prefix is not a DNS name".into()),
+        None => key,
+    };
+    if !is_label_value(name) || name.is_empty() {
+        return Err(
+            "expected KEY=VALUE or KEY, with a label key such as pullcheck.dev/watch".into(),
+        );
+    }
+    if value.is_some_and(|v| !is_label_value(v)) {
+        return Err(
+            "the value is not a label value (at most 63 letters, digits, `-`, `_`, `.`)".into(),
+        );
+    }
+    Ok(())
+}
+
+/// A label value: empty, or up to 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both ends.
+fn is_label_value(s: &str) -> bool {
+    s.is_empty()
+        || (s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+            && s.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric()))
+}
+
+/// A condition type, as the API server takes one: a label key.
+fn is_condition_type(s: &str) -> bool {
+    !s.contains('=') && label_selector(s).is_ok()
+}
+
+/// `REASON=DURATION`, for one of the watched waiting reasons.
+fn grace_for_value(s: &str) -> Result<(String, Duration), String> {
+    let Some((reason, duration)) = s.split_once('=') else {
+        return Err("expected REASON=DURATION, e.g. CreateContainerConfigError=5m".into());
+    };
+    let reason = reason.trim();
+    if !WATCHED.contains(&reason) {
+        return Err(format!(
+            "{reason} is not a waiting reason the watcher acts on (one of {})",
+            WATCHED.join(", ")
+        ));
+    }
+    let d = crate::cli::values::parse_duration(duration)?;
+    Ok((reason.to_string(), d))
+}
+
+/// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address (as the webhook's).
+fn listen_address(value: &str) -> Result<SocketAddr, String> {
+    let full = match value.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => value.to_string(),
+    };
+    full.parse().map_err(|_| {
+        format!("--listen {value}: not HOST:PORT or :PORT (e.g. :8081, 127.0.0.1:8081)")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_and_grace_for() {
+        for ok in ["pullcheck.dev/watch=enabled", "team", "a.b/c=", "x=y_z.1"] {
+            assert!(label_selector(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "=x", "a b=c", "UPPER_/x=y", "k=-x", "k=a,b"] {
+            assert!(label_selector(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            grace_for_value("ErrImagePull=30s"),
+            Ok(("ErrImagePull".into(), Duration::from_secs(30)))
+        );
+        assert!(grace_for_value("CrashLoopBackOff=30s").is_err());
+        assert!(grace_for_value("ErrImagePull=0s").is_err());
+        assert!(grace_for_value("ErrImagePull").is_err());
+        assert!(is_condition_type("ConfigIssue"));
+        assert!(is_condition_type("example.com/Stuck"));
+        assert!(!is_condition_type("Config Issue"));
+        assert_eq!(listen_address(":8081").unwrap().to_string(), "0.0.0.0:8081");
+        assert!(listen_address("8081").is_err());
+    }
+}

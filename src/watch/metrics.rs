@@ -1,0 +1,162 @@
+//! The watcher's Prometheus metrics, in the text format by hand as the webhook's are: stuck
+//! pods seen by cause, pods failed by reason, the time from the first waiting state to the
+//! action, whether this replica leads, and the pending pods it holds.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The histogram's upper bounds, in seconds: the default grace is 2 minutes, a long one an hour.
+const BUCKETS: [f64; 12] = [
+    5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0,
+];
+
+/// Counters and gauges, shared by the loop and the server.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    /// By (kind, word): `permanent` or `transient`, and the reason's or the cause's word.
+    stuck: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+    /// By (reason word, dry run).
+    failed: Mutex<BTreeMap<(&'static str, bool), u64>>,
+    /// Per bucket (not cumulative), then the overflow.
+    buckets: [AtomicU64; BUCKETS.len() + 1],
+    sum_millis: AtomicU64,
+    /// API calls that failed, by what they were.
+    errors: Mutex<BTreeMap<&'static str, u64>>,
+    /// 1 while this replica holds the Lease.
+    pub(crate) leader: AtomicU64,
+    /// The pending pods held in memory.
+    pub(crate) pending: AtomicU64,
+}
+
+impl Metrics {
+    /// One stuck pod's cause, reported or acted on.
+    pub(crate) fn stuck(&self, permanent: bool, word: &'static str) {
+        let kind = if permanent { "permanent" } else { "transient" };
+        if let Ok(mut m) = self.stuck.lock() {
+            *m.entry((kind, word)).or_default() += 1;
+        }
+    }
+
+    /// One pod failed (or, in a dry run, that would have been), `waited` after its container
+    /// was first seen waiting.
+    pub(crate) fn failed(&self, word: &'static str, dry_run: bool, waited: Duration) {
+        if let Ok(mut m) = self.failed.lock() {
+            *m.entry((word, dry_run)).or_default() += 1;
+        }
+        let seconds = waited.as_secs_f64();
+        let bucket = BUCKETS
+            .iter()
+            .position(|b| seconds <= *b)
+            .unwrap_or(BUCKETS.len());
+        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        let millis = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+        self.sum_millis.fetch_add(millis, Ordering::Relaxed);
+    }
+
+    /// One API call that failed.
+    pub(crate) fn error(&self, what: &'static str) {
+        if let Ok(mut m) = self.errors.lock() {
+            *m.entry(what).or_default() += 1;
+        }
+    }
+
+    /// The text exposition format (version 0.0.4).
+    pub(crate) fn render(&self) -> String {
+        let mut out = String::new();
+        let name = "pullcheck_watch_stuck_pods_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Stuck containers seen past their grace, by cause."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        if let Ok(m) = self.stuck.lock() {
+            for ((kind, word), n) in m.iter() {
+                let _ = writeln!(out, "{name}{{verdict=\"{kind}\",reason=\"{word}\"}} {n}");
+            }
+        }
+        let name = "pullcheck_watch_pods_failed_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Pods failed (condition, Event, delete), by reason."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        if let Ok(m) = self.failed.lock() {
+            for ((word, dry), n) in m.iter() {
+                let _ = writeln!(out, "{name}{{reason=\"{word}\",dry_run=\"{dry}\"}} {n}");
+            }
+        }
+        let name = "pullcheck_watch_action_delay_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Time from a container's first waiting state seen to the pod's failure."
+        );
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut cumulative = 0;
+        for (bound, count) in BUCKETS.iter().zip(&self.buckets) {
+            cumulative += get(count);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+        }
+        cumulative += get(&self.buckets[BUCKETS.len()]);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(out, "{name}_sum {}", get(&self.sum_millis) as f64 / 1e3);
+        let _ = writeln!(out, "{name}_count {cumulative}");
+        let name = "pullcheck_watch_api_errors_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Calls to the API server that failed, by call."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        if let Ok(m) = self.errors.lock() {
+            for (what, n) in m.iter() {
+                let _ = writeln!(out, "{name}{{call=\"{what}\"}} {n}");
+            }
+        }
+        for (name, help, value) in [
+            (
+                "pullcheck_watch_leader",
+                "1 while this replica holds the Lease and acts.",
+                &self.leader,
+            ),
+            (
+                "pullcheck_watch_pending_pods",
+                "Pending pods held in memory.",
+                &self.pending,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} gauge");
+            let _ = writeln!(out, "{name} {}", get(value));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_histogram() {
+        let m = Metrics::default();
+        m.stuck(true, "tag_missing");
+        m.stuck(false, "connect");
+        m.stuck(false, "connect");
+        m.failed("tag_missing", false, Duration::from_secs(125));
+        let text = m.render();
+        for line in [
+            "pullcheck_watch_stuck_pods_total{verdict=\"permanent\",reason=\"tag_missing\"} 1",
+            "pullcheck_watch_stuck_pods_total{verdict=\"transient\",reason=\"connect\"} 2",
+            "pullcheck_watch_pods_failed_total{reason=\"tag_missing\",dry_run=\"false\"} 1",
+            "pullcheck_watch_action_delay_seconds_bucket{le=\"120\"} 0",
+            "pullcheck_watch_action_delay_seconds_bucket{le=\"180\"} 1",
+            "pullcheck_watch_action_delay_seconds_sum 125",
+            "pullcheck_watch_leader 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! `pullcheck watch` (the `watch` cargo feature): the stuck-pod controller. It fails the pending
+//! pods that no init container can save (a tag, a credential, a Secret or a command that is not
+//! there), so that a Job's `podFailurePolicy` fails the Job, and only reports the others.
+//!
+//! - [`classify`]: the kubelet's words for a waiting container, permanent or transient;
+//! - [`decide`]: what to do with one pod, from the pod, the time and what was seen (no I/O);
+//! - [`config`]: the flags judged, all problems at once;
+//! - `run`: the watches, the tick, and the actions while this replica leads;
+//! - `act`: the writes (condition, Event, delete) and the read of the kubelet's Events;
+//! - `lease`: leader election over a `coordination.k8s.io` Lease;
+//! - `server`, `metrics`: `/healthz`, `/readyz`, `/metrics` in plain HTTP.
+
+pub(crate) mod act;
+pub(crate) mod classify;
+pub(crate) mod config;
+pub(crate) mod decide;
+pub(crate) mod lease;
+pub(crate) mod metrics;
+pub(crate) mod run;
+pub(crate) mod server;
+
+use crate::cli::watch::WatchArgs;
+use crate::report::{ExitCode, escape};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Runs the watcher until SIGTERM or SIGINT.
+pub(crate) fn run(args: WatchArgs) -> ExitCode {
+    let config = match config::Config::from_args(args, std::env::var("HOSTNAME").ok()) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("pullcheck: error: {}", escape(&e));
+            }
+            return ExitCode::Usage;
+        }
+    };
+    match start(config) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pullcheck: error: {}", escape(&e));
+            ExitCode::Usage
+        }
+    }
+}
+
+fn start(config: config::Config) -> Result<ExitCode, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("--listen {}: {e}", config.listen))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| format!("cannot reach the API server (in-cluster config or KUBECONFIG): {e}"))?;
+        eprintln!(
+            "pullcheck: watch: listening on {bound}; namespaces labelled {}; grace {:?}{}",
+            escape(&config.namespace_label),
+            config.settings.grace,
+            if config.dry_run { "; dry run: nothing is written" } else { "" }
+        );
+        let metrics = Arc::new(metrics::Metrics::default());
+        let ready = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(server::Shared {
+            metrics: metrics.clone(),
+            ready: ready.clone(),
+        });
+        let elector = lease::Elector {
+            api: kube::Api::namespaced(client.clone(), &config.namespace),
+            name: config.lease_name.clone(),
+            identity: config.identity.clone(),
+            duration: config.lease_duration,
+        };
+        let (leading_tx, leading) = tokio::sync::watch::channel(false);
+        let gauge = metrics.clone();
+        let mut leading_gauge = leading.clone();
+        let watcher = run::Watcher {
+            actor: act::Actor {
+                client: client.clone(),
+                identity: config.identity.clone(),
+            },
+            config,
+            metrics,
+            ready,
+            leading,
+        };
+        let releaser = lease::Elector {
+            api: elector.api.clone(),
+            name: elector.name.clone(),
+            identity: elector.identity.clone(),
+            duration: elector.duration,
+        };
+        let gauge_task = async move {
+            while leading_gauge.changed().await.is_ok() {
+                let leads = *leading_gauge.borrow();
+                gauge.leader.store(u64::from(leads), std::sync::atomic::Ordering::Relaxed);
+            }
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            e = server::serve(listener, shared) => return Err(format!("the server stopped: {e}")),
+            why = watcher.run(client) => return Err(why),
+            () = elector.run(leading_tx) => return Err("the leader election stopped".into()),
+            () = gauge_task => {}
+            signal = stopped() => eprintln!("pullcheck: watch: {signal}: giving the lease up and stopping"),
+        }
+        // Bounded: an API server that does not answer must not hold the pod past its grace
+        // period; the Lease then expires on its own.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), releaser.release()).await;
+        Ok(ExitCode::Ok)
+    })
+}
+
+/// Completes on SIGTERM (the pod stopped) or SIGINT, with the signal's name.
+async fn stopped() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        },
+        _ => std::future::pending().await,
+    }
+}

@@ -1,0 +1,361 @@
+//! The loop: two watches (the labelled namespaces, and the pending pods of the whole cluster,
+//! held in memory as they are, `managedFields` dropped), a tick that asks `decide` about every
+//! pod of a watched namespace, and `act` for what it answers, only while this replica leads.
+//! State lives in the cluster (the condition, the Events), so a new leader loses nothing but
+//! the graces it starts again.
+
+use super::act::{Actor, Outcome};
+use super::config::Config;
+use super::decide::{Action, Finding, Seen, decide};
+use super::metrics::Metrics;
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, ResourceExt};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// One pending pod and what was seen of it.
+struct Held {
+    pod: Pod,
+    seen: Seen,
+}
+
+/// The loop's state.
+pub(crate) struct Watcher {
+    pub(crate) config: Config,
+    pub(crate) actor: Actor,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) ready: Arc<AtomicBool>,
+    pub(crate) leading: watch::Receiver<bool>,
+}
+
+/// A list being made (between a watch's `Init` and `InitDone`) and the one in use.
+#[derive(Default)]
+struct Listed<T> {
+    now: T,
+    next: Option<T>,
+    done: bool,
+}
+
+impl Watcher {
+    /// Runs until a watch's stream ends (it does not: kube-rs's watcher re-lists on errors).
+    pub(crate) async fn run(self, client: Client) -> String {
+        // kube-rs's default back-off (exponential, up to 30 s, with jitter) between re-lists:
+        // without it a watch that fails retries at once, for ever.
+        let namespaces = watcher::watcher(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default().labels(&self.config.namespace_label),
+        )
+        .default_backoff();
+        let pods = watcher::watcher(
+            Api::<Pod>::all(client),
+            watcher::Config::default().fields("status.phase=Pending"),
+        )
+        .default_backoff();
+        let mut namespaces = std::pin::pin!(namespaces);
+        let mut pods = std::pin::pin!(pods);
+        let mut watched: Listed<BTreeSet<String>> = Listed::default();
+        let mut held: Listed<HashMap<String, Held>> = Listed::default();
+        let mut tick = tokio::time::interval(tick_of(&self.config));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                event = namespaces.next() => match event {
+                    Some(Ok(e)) => namespace_event(&mut watched, e),
+                    Some(Err(e)) => self.watch_error("namespaces", &e),
+                    None => return "the namespace watch ended".into(),
+                },
+                event = pods.next() => match event {
+                    Some(Ok(e)) => pod_event(&mut held, e),
+                    Some(Err(e)) => self.watch_error("pods", &e),
+                    None => return "the pod watch ended".into(),
+                },
+                _ = tick.tick() => {
+                    let ready = watched.done && held.done;
+                    self.ready.store(ready, Ordering::SeqCst);
+                    self.metrics.pending.store(held.now.len() as u64, Ordering::Relaxed);
+                    if ready && *self.leading.borrow() {
+                        self.look(&watched.now, &mut held.now).await;
+                    }
+                }
+            }
+        }
+    }
+
+    fn watch_error(&self, what: &'static str, e: &watcher::Error) {
+        self.metrics.error(what);
+        eprintln!(
+            "pullcheck: watch: watching {what}: {} (retrying)",
+            crate::report::escape(&e.to_string())
+        );
+    }
+
+    /// Decides about every pod of a watched namespace, and acts.
+    async fn look(&self, watched: &BTreeSet<String>, held: &mut HashMap<String, Held>) {
+        let now = Timestamp::now();
+        for h in held.values_mut() {
+            if !watched.contains(&h.pod.namespace().unwrap_or_default()) {
+                continue;
+            }
+            h.seen.observe(&h.pod, now);
+            let mut action = decide(&h.pod, &h.seen, now, &self.config.settings, false);
+            if action == Action::NeedEvents {
+                if let Outcome::Failed(call, e) =
+                    self.actor.failed_events(&h.pod, &mut h.seen).await
+                {
+                    self.failure(&h.pod, call, &e);
+                }
+                action = decide(&h.pod, &h.seen, now, &self.config.settings, true);
+            }
+            self.act(h, action, now).await;
+        }
+    }
+
+    async fn act(&self, h: &mut Held, action: Action, now: Timestamp) {
+        let pod = &h.pod;
+        let who = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
+        match action {
+            Action::Nothing | Action::NeedEvents => {}
+            Action::Report(findings) => {
+                for f in findings {
+                    let permanent = matches!(f.verdict, super::classify::Verdict::Permanent(_));
+                    let (reason, note) = report_words(&f, permanent);
+                    say(&who, &note, self.config.dry_run);
+                    if !self.config.dry_run {
+                        if let Outcome::Failed(call, e) =
+                            self.actor.event(pod, &f, reason, &note).await
+                        {
+                            self.failure(pod, call, &e);
+                            continue;
+                        }
+                    }
+                    self.metrics.stuck(permanent, f.word());
+                    h.seen.reported(&f);
+                }
+            }
+            Action::Fail(f) => {
+                let waited = waited(&f, now);
+                if self.config.dry_run {
+                    say(
+                        &who,
+                        &format!("{} — would fail the pod (dry run)", f.message()),
+                        true,
+                    );
+                    self.metrics.stuck(true, f.word());
+                    self.metrics.failed(f.word(), true, waited);
+                    h.seen.reported(&f);
+                    return;
+                }
+                match self
+                    .actor
+                    .fail(pod, &f, &self.config.settings.condition_type)
+                    .await
+                {
+                    Outcome::Done => {
+                        say(&who, &format!("{} — failed the pod", f.message()), false);
+                        self.metrics.stuck(true, f.word());
+                        self.metrics.failed(f.word(), false, waited);
+                        h.seen.reported(&f);
+                    }
+                    Outcome::Changed => {}
+                    Outcome::Failed(call, e) => self.failure(pod, call, &e),
+                }
+            }
+            Action::Delete => {
+                if self.config.dry_run {
+                    return;
+                }
+                if let Outcome::Failed(call, e) = self.actor.delete(pod).await {
+                    self.failure(pod, call, &e);
+                }
+            }
+        }
+    }
+
+    fn failure(&self, pod: &Pod, call: &'static str, e: &str) {
+        self.metrics.error(call);
+        eprintln!(
+            "pullcheck: watch: {}/{}: {call}: {}",
+            pod.namespace().unwrap_or_default(),
+            pod.name_any(),
+            crate::report::escape(e)
+        );
+    }
+}
+
+/// The Event's reason and note for a cause that is only reported.
+fn report_words(f: &Finding, permanent: bool) -> (&'static str, String) {
+    if permanent {
+        let kept = f.kept.as_deref().unwrap_or("kept");
+        (
+            "StuckPermanent",
+            format!("{} — not failed: {kept}", f.message()),
+        )
+    } else {
+        (
+            "StuckTransient",
+            format!("{} — transient ({}): never acted on", f.message(), f.word()),
+        )
+    }
+}
+
+/// One line of the watcher's log.
+fn say(who: &str, what: &str, dry_run: bool) {
+    let tag = if dry_run { " (dry run)" } else { "" };
+    eprintln!(
+        "pullcheck: watch{tag}: {}: {what}",
+        crate::report::escape(who)
+    );
+}
+
+/// How long the finding's container had waited.
+fn waited(f: &Finding, now: Timestamp) -> Duration {
+    let ms = now
+        .as_millisecond()
+        .saturating_sub(f.since.as_millisecond());
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// How often every pod is looked at: a tenth of the shortest grace, between 1 and 5 seconds, so
+/// that a pod is acted on within a few seconds of its grace.
+fn tick_of(config: &Config) -> Duration {
+    let shortest = config
+        .settings
+        .grace_for
+        .values()
+        .copied()
+        .chain([config.settings.grace])
+        .min()
+        .unwrap_or(config.settings.grace);
+    (shortest / 10).clamp(Duration::from_secs(1), Duration::from_secs(5))
+}
+
+fn namespace_event(listed: &mut Listed<BTreeSet<String>>, event: Event<Namespace>) {
+    match event {
+        Event::Apply(ns) => {
+            listed.now.insert(ns.name_any());
+        }
+        Event::Delete(ns) => {
+            listed.now.remove(&ns.name_any());
+        }
+        Event::Init => listed.next = Some(BTreeSet::new()),
+        Event::InitApply(ns) => {
+            listed
+                .next
+                .get_or_insert_with(BTreeSet::new)
+                .insert(ns.name_any());
+        }
+        Event::InitDone => {
+            listed.now = listed.next.take().unwrap_or_default();
+            listed.done = true;
+        }
+    }
+}
+
+fn pod_event(listed: &mut Listed<HashMap<String, Held>>, event: Event<Pod>) {
+    let key = |p: &Pod| p.uid().unwrap_or_else(|| p.name_any());
+    match event {
+        Event::Apply(mut pod) => {
+            pod.managed_fields_mut().clear();
+            keep(&mut listed.now, key(&pod), pod);
+        }
+        Event::Delete(pod) => {
+            listed.now.remove(&key(&pod));
+        }
+        Event::Init => listed.next = Some(HashMap::new()),
+        Event::InitApply(mut pod) => {
+            pod.managed_fields_mut().clear();
+            let k = key(&pod);
+            // What was seen of a pod survives a re-list.
+            let mut seen = listed.now.remove(&k).map(|h| h.seen).unwrap_or_default();
+            seen.observe(&pod, Timestamp::now());
+            listed
+                .next
+                .get_or_insert_with(HashMap::new)
+                .insert(k, Held { pod, seen });
+        }
+        Event::InitDone => {
+            listed.now = listed.next.take().unwrap_or_default();
+            listed.done = true;
+        }
+    }
+}
+
+/// Holds the pod's new state, and observes it at once: an `ErrImagePull` that lasts less than
+/// a tick still leaves its words for the back-off that follows.
+fn keep(map: &mut HashMap<String, Held>, key: String, pod: Pod) {
+    let h = map.entry(key).or_insert_with(|| Held {
+        pod: Pod::default(),
+        seen: Seen::default(),
+    });
+    h.seen.observe(&pod, Timestamp::now());
+    h.pod = pod;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(uid: &str, reason: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": uid, "namespace": "team", "uid": uid,
+                         "managedFields": [{"manager": "kubelet"}]},
+            "status": {"containerStatuses": [{
+                "name": "main", "image": "r/app:v9", "imageID": "", "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": reason, "message": "m"}}
+            }]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_relist_keeps_what_was_seen_and_drops_what_is_gone() {
+        let mut listed: Listed<HashMap<String, Held>> = Listed::default();
+        pod_event(&mut listed, Event::Init);
+        pod_event(&mut listed, Event::InitApply(pod("a", "ErrImagePull")));
+        assert!(!listed.done && listed.now.is_empty());
+        pod_event(&mut listed, Event::InitDone);
+        assert!(listed.done);
+        let seen = listed.now["a"].seen.clone();
+        assert_ne!(seen, Seen::default());
+        assert!(
+            listed.now["a"]
+                .pod
+                .metadata
+                .managed_fields
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty()
+        );
+        pod_event(&mut listed, Event::Apply(pod("b", "ErrImagePull")));
+        // A re-list after a watch error: `a` is still pending, `b` is gone.
+        pod_event(&mut listed, Event::Init);
+        pod_event(&mut listed, Event::InitApply(pod("a", "ErrImagePull")));
+        pod_event(&mut listed, Event::InitDone);
+        assert_eq!(listed.now.len(), 1);
+        assert_eq!(listed.now["a"].seen, seen, "the first time seen is kept");
+        pod_event(&mut listed, Event::Delete(pod("a", "ErrImagePull")));
+        assert!(listed.now.is_empty());
+    }
+
+    #[test]
+    fn namespaces_follow_their_label() {
+        let ns = |name: &str| -> Namespace {
+            serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
+        };
+        let mut listed: Listed<BTreeSet<String>> = Listed::default();
+        namespace_event(&mut listed, Event::Init);
+        namespace_event(&mut listed, Event::InitApply(ns("a")));
+        namespace_event(&mut listed, Event::InitDone);
+        namespace_event(&mut listed, Event::Apply(ns("b")));
+        namespace_event(&mut listed, Event::Delete(ns("a")));
+        assert_eq!(listed.now, BTreeSet::from(["b".to_string()]));
+    }
+}
