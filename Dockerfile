@@ -6,9 +6,10 @@
 #   buildah bud --target prebuilt ...  packs a binary built beforehand into dist/<arch>/pullcheck
 #                                      (no internet, no Docker engine: what CI does, see scripts/build-image.sh)
 #
-# The cluster image (the admission webhook, `pullcheck webhook`) is the same Dockerfile with the
-# cargo feature on: `--build-arg FEATURES=webhook` (and, prebuilt, `--build-arg BINARY=pullcheck-webhook`).
-# The init container's image stays without it: the feature adds a Kubernetes client and a server
+# The cluster image (the admission webhook and the stuck-pod controller, `pullcheck webhook` and
+# `pullcheck watch`) is the same Dockerfile with the cargo features on: `--build-arg
+# FEATURES=webhook,watch` (and, prebuilt, `--build-arg BINARY=pullcheck-webhook`). The init
+# container's image stays without them: they add a Kubernetes client and servers
 # (docs/webhook.md says how much).
 
 # --- the binary built beforehand (stage first, so that `--target prebuilt` builds nothing else)

@@ -6,7 +6,8 @@
 # Two images, from the same Dockerfile:
 # - target/image.tar (localhost/pullcheck:ci): the init container's, no cargo feature;
 # - target/image-webhook.tar (localhost/pullcheck:ci-webhook): the same binary with the
-#   `webhook` feature, for the cluster-wide part (`pullcheck webhook`, installed by the chart).
+#   `webhook` and `watch` features, for the cluster-wide part the chart installs (`pullcheck
+#   webhook` and `pullcheck watch`, two containers of the same pods).
 #
 # Prints the binary and image sizes. Needs root (apt-get, buildah with the vfs driver).
 set -euo pipefail
@@ -34,7 +35,7 @@ if ! rustup target add "$target" >/dev/null 2>&1 && ! rustup target list --insta
 fi
 mkdir -p "dist/$goarch"
 # The webhook's binary first, so that target/$target/release/pullcheck is the plain one after.
-cargo build --release --locked --target "$target" --features webhook
+cargo build --release --locked --target "$target" --features webhook,watch
 cp "target/$target/release/pullcheck" "dist/$goarch/pullcheck-webhook"
 cargo build --release --locked --target "$target"
 cp "target/$target/release/pullcheck" "dist/$goarch/pullcheck"

@@ -16,15 +16,14 @@ mod text;
 
 pub use escape::escape;
 pub use reason::{About, Counted, NotCounted, Reason, StartReason};
-#[cfg(feature = "webhook")]
+// The webhook's warnings and the watcher's condition message are cut as the termination
+// message is.
+#[cfg(any(feature = "webhook", feature = "watch"))]
 pub(crate) use termination::cut;
 pub use termination::{
     KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
     termination_message,
 };
-// The watcher's condition message is cut as the termination message is.
-#[cfg(feature = "watch")]
-pub(crate) use termination::cut;
 pub use text::{Layout, render_text};
 
 use crate::credentials::ProviderTried;
