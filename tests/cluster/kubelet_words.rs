@@ -14,6 +14,19 @@
 //! Events. The varying parts of the words (registry addresses, digests, container ids, pod
 //! uids, the cluster's folder) are replaced in one place, [`Normalizer`].
 //!
+//! What the table shows a classifier must know (v1.34 with containerd 1.6):
+//! - `ImagePullBackOff`'s message carries the last pull error after `ErrImagePull: `, and the
+//!   pod's `Failed` Event `Failed to pull image "…": …` the same words.
+//! - A missing tag and a missing repository read alike (`…: not found`), and so do no
+//!   credentials and a wrong password on a registry with Basic auth (`401 Unauthorized`); with
+//!   token auth they differ (`insufficient_scope` against `failed to fetch oauth token`).
+//! - Under `restartPolicy: Never` (a Job with `podFailurePolicy`) a container that cannot start
+//!   (`workingDir` a file, a command not in the image) does not wait: it ends `terminated`
+//!   `StartError` and the pod fails by itself; only a container that restarts waits, in
+//!   `RunContainerError` then `CrashLoopBackOff`.
+//! - `pull QPS exceeded` (the kubelet's own pull throttle) may stand in a state's message instead
+//!   of the cause: a transient word, left out of the table ([`THROTTLED`]).
+//!
 //! The DNS case needs a resolver that answers on this machine: `cluster.sh` runs containerd in a
 //! mount namespace of its own whose `/etc/resolv.conf` names only a stand-in on loopback that
 //! answers every name NXDOMAIN. The test reads containerd's view of that file before it creates
