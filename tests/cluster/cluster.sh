@@ -34,6 +34,8 @@ service_ip=10.213.1.1
 api_port=6443
 etcd_client=127.0.0.1:23790
 etcd_peer=127.0.0.1:23800
+# containerd's resolver (resolver_up): a loopback address of its own, off the pods' 127.0.0.1.
+resolver_ip=127.213.0.53
 
 log() { echo "== cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -92,6 +94,7 @@ need() {
   command -v iptables >/dev/null || missing+=(iptables)
   command -v curl >/dev/null || missing+=(curl)
   command -v tini >/dev/null || missing+=(tini)
+  command -v python3 >/dev/null || missing+=(python3)
   [ -x /bin/busybox ] && file -b /bin/busybox | grep -q static || missing+=(busybox-static)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing Debian's ${missing[*]}"
@@ -270,6 +273,36 @@ image_from() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# containerd's resolver: a stand-in on loopback that answers every question NXDOMAIN, so that an
+# image whose registry name does not resolve fails as on a real node (the kubelet's words for a
+# DNS failure), and no query from containerd ever leaves the machine. Only containerd uses it
+# (containerd_up); the pods keep the kubelet's resolv.conf.
+resolver_up() {
+  local d=$state/resolver
+  mkdir -p "$d"
+  echo "nameserver $resolver_ip" >"$d/resolv.conf"
+  cat >"$d/nxdomain.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 53))
+while True:
+    query, peer = s.recvfrom(4096)
+    # The header (12 bytes), then the first question: its name's labels, a zero, type, class.
+    end = 12
+    while end < len(query) and query[end] != 0:
+        end += 1 + query[end]
+    end += 5
+    if len(query) < 12 or end > len(query) or query[2] & 0x80:
+        continue
+    # The same id and question; an answer (QR) with the query's opcode and RD, RA, NXDOMAIN.
+    flags = bytes([0x80 | (query[2] & 0x79), 0x80 | 3])
+    s.sendto(query[:2] + flags + b"\x00\x01\x00\x00\x00\x00\x00\x00" + query[12:end], peer)
+EOF
+  start resolver python3 "$d/nxdomain.py" "$resolver_ip"
+  wait_for resolver 10 sh -c "ss -Hlun src $resolver_ip:53 | grep -q ."
+}
+
+# ---------------------------------------------------------------------------------------------
 etcd_up() {
   mkdir -p "$state/etcd"
   start etcd etcd --name "$node" --data-dir "$state/etcd" \
@@ -351,6 +384,9 @@ state = "$c/state"
   # own (0), as containerd does for rootless use.
   restrict_oom_score_adj = true
   enable_cdi = false
+  # containerd runs in a mount namespace of its own (below): the pods' network namespaces are
+  # mounted there, not in the machine's /run/netns.
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -366,7 +402,12 @@ state = "$c/state"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "$state/certs.d"
 EOF
-  start containerd containerd --config "$c/config.toml"
+  # In a mount namespace of its own, whose /etc/resolv.conf names only the stand-in of
+  # resolver_up. A slave of the machine's, so that the kubelet's volume mounts still reach the
+  # containers; the pods' network namespaces are mounted under containerd's state (above), in
+  # that namespace, and go with it.
+  start containerd unshare --mount --propagation slave -- \
+    sh -c 'mount --bind "$1" /etc/resolv.conf && exec containerd --config "$2"' sh "$state/resolver/resolv.conf" "$c/config.toml"
   wait_for containerd 30 ctr --address "$c/containerd.sock" version
 }
 
@@ -427,6 +468,7 @@ export PULLCHECK_CLUSTER_NODE_IP=$node_ip
 export PULLCHECK_CLUSTER_API=https://$node_ip:$api_port
 export PULLCHECK_CLUSTER_CONTAINERD=$state/containerd/containerd.sock
 export PULLCHECK_CLUSTER_HOSTS_DIR=$state/certs.d
+export PULLCHECK_CLUSTER_RESOLVER=$resolver_ip
 EOF
 }
 
@@ -446,6 +488,7 @@ up() {
   etcd_up
   apiserver_up
   controllers_up
+  resolver_up
   containerd_up
   kubelet_up
   write_env
@@ -477,7 +520,7 @@ down() {
   fi
   pkill -KILL -f "containerd-shim.*-address $sock" 2>/dev/null || true
   sleep 0.5
-  for c in containerd kube-apiserver etcd registry; do stop "$c"; done
+  for c in containerd kube-apiserver etcd registry resolver; do stop "$c"; done
   # Whatever else still names the state folder (a daemon whose PID file was lost to an
   # interrupted `up`): every process of ours has it in its arguments.
   pkill -KILL -f -- " $state/" 2>/dev/null || true

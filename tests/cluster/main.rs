@@ -6,6 +6,8 @@
 //! - `harness`: the cluster, kubectl, namespaces, bounded waits.
 //! - `jobs`: the seed case (a missing tag fails the Job through `podFailurePolicy`; without
 //!   pullcheck it waits), and a good Job.
+//! - `kubelet_words`: the kubelet's own words for each cause, against
+//!   `tests/fixtures/kubelet-messages.tsv`.
 //! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
 //!   (needs only the `kube` binary, not the cluster).
 
@@ -18,6 +20,7 @@ mod common;
 mod credentials;
 mod harness;
 mod jobs;
+mod kubelet_words;
 mod mirror;
 mod node_images;
 mod policy;
