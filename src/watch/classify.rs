@@ -362,6 +362,106 @@ mod tests {
         assert!(rows >= 40, "{rows} rows");
     }
 
+    /// The real kubelet's words, recorded on the test cluster (tests/cluster/kubelet_words.rs
+    /// writes the file), with the verdict the classifier gives each: every case of the file is
+    /// here, and every case here is in the file.
+    const RECORDED: &str = include_str!("../../tests/fixtures/kubelet-recorded.tsv");
+    const RECORDED_VERDICTS: &[(&str, &str)] = &[
+        ("tag-missing", "permanent:manifest_missing"),
+        ("repository-missing", "permanent:manifest_missing"),
+        ("no-credentials", "permanent:insufficient_scope"),
+        ("wrong-password", "permanent:credentials_rejected"),
+        ("no-credentials-basic", "permanent:pull_unauthorized"),
+        ("wrong-password-basic", "permanent:pull_unauthorized"),
+        ("denied", "permanent:denied"),
+        ("connection-refused", "transient:connect"),
+        ("no-such-host", "transient:dns"),
+        ("invalid-name", "permanent:invalid_reference"),
+        ("never-pull-absent", "permanent:not_on_node"),
+        ("other-platform", "permanent:no_matching_platform"),
+        ("missing-secret", "permanent:secret_missing"),
+        ("missing-config-map", "permanent:config_map_missing"),
+        ("missing-secret-key", "permanent:key_missing"),
+        ("missing-config-map-key", "permanent:key_missing"),
+        (
+            "working-dir-is-a-file",
+            "permanent:working_dir_not_a_directory",
+        ),
+        ("command-not-found", "permanent:command_not_found"),
+        ("runs-as-root", "permanent:runs_as_root"),
+        ("non-numeric-user", "permanent:non_numeric_user"),
+        ("no-command", "permanent:no_command"),
+        // restartPolicy Never: the container ends (StartError) and so does the pod; no container
+        // waits, and the watcher has nothing to do.
+        ("working-dir-is-a-file-never", "-"),
+        ("command-not-found-never", "-"),
+    ];
+
+    #[test]
+    fn the_real_kubelets_words_recorded_on_the_test_cluster() {
+        let unescape = |s: &str| s.replace("\\n", "\n").replace("\\t", "\t");
+        let mut header: Vec<&str> = Vec::new();
+        let mut seen = Vec::new();
+        let mut failures = Vec::new();
+        for line in RECORDED
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
+            let fields: Vec<&str> = line.split('\t').collect();
+            if header.is_empty() {
+                header = fields;
+                continue;
+            }
+            let field = |name: &str| {
+                let i = header.iter().position(|h| *h == name).expect(name);
+                fields.get(i).copied().unwrap_or("-")
+            };
+            let case = field("case");
+            let want = RECORDED_VERDICTS
+                .iter()
+                .find(|(c, _)| *c == case)
+                .unwrap_or_else(|| panic!("case {case} of the recorded table has no verdict here"))
+                .1;
+            seen.push(case);
+            let (state, reason, message) =
+                (field("state"), field("reason"), unescape(field("message")));
+            let want = (want != "-").then(|| expected(want));
+            let mut verdicts = vec![(
+                if state == "waiting" {
+                    classify(reason, &message, None)
+                } else {
+                    None
+                },
+                want,
+            )];
+            // The back-off after it: a pull's gives the same verdict (its words, or the pull's);
+            // a crash loop's (a container that started and failed) is not the watcher's.
+            let backoff_reason = field("backoff_reason");
+            if backoff_reason != "-" {
+                let backoff = unescape(field("backoff_message"));
+                let got = classify(backoff_reason, &backoff, Some(&message));
+                let want = (backoff_reason == IMAGE_PULL_BACK_OFF)
+                    .then_some(want)
+                    .flatten();
+                verdicts.push((got, want));
+            }
+            for (got, want) in verdicts {
+                if got != want {
+                    failures.push(format!(
+                        "{case}: {reason}: {got:?}, want {want:?}: {message}"
+                    ));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        for (case, _) in RECORDED_VERDICTS {
+            assert!(
+                seen.contains(case),
+                "case {case} is not in the recorded table"
+            );
+        }
+    }
+
     #[test]
     fn back_off_without_the_pulls_words_takes_the_last_pull_error() {
         let bare = "Back-off pulling image \"127.0.0.1:5000/app:v9\"";
