@@ -737,13 +737,43 @@ fn chart_installs() {
         ),
         ("list", "mutatingwebhookconfigurations".to_string(), "no"),
         ("get", "secrets".to_string(), "no"),
+        ("list", "secrets".to_string(), "no"),
         ("create", "pods".to_string(), "no"),
+        // The watcher's.
+        ("delete", "pods".to_string(), "yes"),
+        ("watch", "pods".to_string(), "yes"),
+        ("patch", "pods/status".to_string(), "yes"),
+        ("patch", "pods".to_string(), "no"),
+        ("create", "events".to_string(), "yes"),
+        ("watch", "namespaces".to_string(), "yes"),
+        ("update", "leases.coordination.k8s.io".to_string(), "no"),
     ] {
         let out = c.kubectl_output(&["auth", "can-i", verb, &what, "--as", &sa], None);
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim(),
             want,
             "{sa} can {verb} {what}?"
+        );
+    }
+    // Leases only in its own namespace.
+    for (ns, want) in [(ns.name.as_str(), "yes"), ("default", "no")] {
+        let out = c.kubectl_output(
+            &[
+                "auth",
+                "can-i",
+                "update",
+                "leases.coordination.k8s.io",
+                "-n",
+                ns,
+                "--as",
+                &sa,
+            ],
+            None,
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want,
+            "leases in {ns}"
         );
     }
 }

@@ -8,8 +8,9 @@
 //!    and starts once the registry is back;
 //! 3. an env var from a missing Secret: failed after the grace; a Secret created within the
 //!    grace: the pod starts and is left alone;
-//! 4. a `workingDir` that is a file, a command that is not there, and each start-check cause, as
-//!    the kubelet reports them;
+//! 4. each start-check cause fails its pod after the grace; a `workingDir` that is a file and a
+//!    command that is not there end the pod by themselves under `restartPolicy: Never`, as the
+//!    kubelet reports them, with nothing for the watcher to do;
 //! 5. a Deployment's stuck pod gets an Event and is not deleted;
 //! 6. the leader killed: the other replica takes the Lease and acts on the next stuck pod.
 //!
@@ -336,7 +337,7 @@ fn a_missing_secret_fails_the_pod_after_the_grace_and_one_made_in_time_does_not(
 }
 
 #[test]
-fn a_working_dir_that_is_a_file_a_missing_command_and_the_start_check_causes_fail_their_pods() {
+fn a_working_dir_that_is_a_file_a_missing_command_and_the_start_check_causes() {
     let c = cluster();
     let ns = watched("pc-watch-start");
     let pods = PodWatch::start(&ns.name);
@@ -344,22 +345,9 @@ fn a_working_dir_that_is_a_file_a_missing_command_and_the_start_check_causes_fai
     let nobody = format!("{}/tools-nobody:1", c.registry);
     let nocmd = format!("{}/tools-nocmd:1", c.registry);
     let non_root = "      securityContext: {runAsNonRoot: true}\n";
-    let cases: Vec<(&str, String, String, &[&str])> = vec![
-        (
-            "workdir",
-            tools.clone(),
-            stuck_job("workdir", &tools, "").replace(
-                "command: [\"true\"]",
-                "command: [\"true\"]\n        workingDir: /bin/busybox",
-            ),
-            &["working_dir_not_a_directory"],
-        ),
-        (
-            "nocommand",
-            tools.clone(),
-            stuck_job("nocommand", &tools, "").replace("[\"true\"]", "[\"/no/such/command\"]"),
-            &["command_not_found"],
-        ),
+    // The start check's causes: the container waits (CreateContainerConfigError,
+    // CreateContainerError) until the watcher fails the pod.
+    let waiting: Vec<(&str, String, String, &[&str])> = vec![
         (
             "root",
             tools.clone(),
@@ -379,11 +367,50 @@ fn a_working_dir_that_is_a_file_a_missing_command_and_the_start_check_causes_fai
             &["no_command"],
         ),
     ];
-    for (_, _, job, _) in &cases {
+    // A workingDir that is a file, a command that is not there: runc fails the start, and under
+    // restartPolicy Never (which podFailurePolicy needs) the kubelet ends the container
+    // (StartError) and the pod with it. No container waits: the Job fails by itself, and the
+    // watcher has nothing to do.
+    let ending = [
+        (
+            "workdir",
+            job_with("workdir", &tools, 0, "").replace(
+                "command: [\"true\"]",
+                "command: [\"true\"]\n        workingDir: /bin/busybox",
+            ),
+        ),
+        (
+            "nocommand",
+            job_with("nocommand", &tools, 0, "").replace("[\"true\"]", "[\"/no/such/command\"]"),
+        ),
+    ];
+    for (_, _, job, _) in &waiting {
         c.apply(&ns.name, job);
     }
-    for (name, image, _, reasons) in &cases {
+    for (_, job) in &ending {
+        c.apply(&ns.name, job);
+    }
+    for (name, image, _, reasons) in &waiting {
         fails_on_config_issue(&ns.name, &pods, name, image, reasons);
+    }
+    for (name, _) in &ending {
+        let failed = wait_job(&ns.name, name, "Failed");
+        assert_eq!(
+            condition(&failed, "Failed").expect("Failed")["reason"],
+            "BackoffLimitExceeded"
+        );
+        let ended = pods.seen.lock().unwrap().iter().any(|p| {
+            p["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&format!("{name}-")))
+                && p["status"]["containerStatuses"][0]["state"]["terminated"]["reason"]
+                    == "StartError"
+        });
+        assert!(ended, "{name}: the container ended with StartError");
+        assert!(pods.conditioned(&format!("{name}-")).is_none());
+        println!(
+            "watch: {name}: the kubelet ended the pod itself (StartError); the Job Failed (BackoffLimitExceeded)"
+        );
     }
 }
 
