@@ -151,23 +151,16 @@ fn set_up(c: &'static Cluster) -> Setup {
     let token_image = private_tools(c, registry, "words-badcred");
     let basic = tls_basic_registry();
     let basic_image = private_tools(c, basic, "words-badcred-basic");
-    c.kubectl(&[
-        "create",
-        "secret",
-        "generic",
-        "words-secret",
-        "-n",
-        NS,
-        "--from-literal=present=1",
-    ]);
-    c.kubectl(&[
-        "create",
-        "configmap",
-        "words-config",
-        "-n",
-        NS,
-        "--from-literal=present=1",
-    ]);
+    // A Secret and a ConfigMap that exist, each with the key `present` only.
+    for kind in [
+        &["secret", "generic", "words-secret"][..],
+        &["configmap", "words-config"],
+    ] {
+        let mut args = vec!["create"];
+        args.extend_from_slice(kind);
+        args.extend_from_slice(&["-n", NS, "--from-literal=present=1"]);
+        c.kubectl(&args);
+    }
 
     let denying = Proxy::start(&c.registry);
     denying.rule(Rule::contains(
