@@ -27,6 +27,11 @@
 //!   (`workingDir` a file, a command not in the image) does not wait: it ends `terminated`
 //!   `StartError` and the pod fails by itself; only a container that restarts waits, in
 //!   `RunContainerError` then `CrashLoopBackOff`.
+//! - A registry that accepts the connection and never answers leaves the container waiting in
+//!   `ContainerCreating` (a Normal `Pulling` Event) for as long as it holds the connection:
+//!   neither containerd 1.6 nor the kubelet puts a deadline on a pull. So the table has no
+//!   time-out row (a listener that accepted and never answered held a pod so for 6½ minutes,
+//!   until it closed: then `read tcp …: connection reset by peer`).
 //! - `pull QPS exceeded` (the kubelet's own pull throttle) may stand in a state's message instead
 //!   of the cause: a transient word, left out of the table ([`THROTTLED`]).
 //!
