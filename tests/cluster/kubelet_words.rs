@@ -17,6 +17,9 @@
 //! What the table shows a classifier must know (v1.34 with containerd 1.6):
 //! - `ImagePullBackOff`'s message carries the last pull error after `ErrImagePull: `, and the
 //!   pod's `Failed` Event `Failed to pull image "…": …` the same words.
+//! - An HTTP status containerd does not handle itself reads `pulling from host … failed with
+//!   status code [manifests …]: <code> <phrase>`, whatever the body says (401 with Basic auth,
+//!   403, 429, 503 alike): the code is all there is to classify.
 //! - A missing tag and a missing repository read alike (`…: not found`), and so do no
 //!   credentials and a wrong password on a registry with Basic auth (`401 Unauthorized`); with
 //!   token auth they differ (`insufficient_scope` against `failed to fetch oauth token`).
@@ -24,6 +27,11 @@
 //!   (`workingDir` a file, a command not in the image) does not wait: it ends `terminated`
 //!   `StartError` and the pod fails by itself; only a container that restarts waits, in
 //!   `RunContainerError` then `CrashLoopBackOff`.
+//! - A registry that accepts the connection and never answers leaves the container waiting in
+//!   `ContainerCreating` (a Normal `Pulling` Event) for as long as it holds the connection:
+//!   neither containerd 1.6 nor the kubelet puts a deadline on a pull. So the table has no
+//!   time-out row (a listener that accepted and never answered held a pod so for 6½ minutes,
+//!   until it closed: then `read tcp …: connection reset by peer`).
 //! - `pull QPS exceeded` (the kubelet's own pull throttle) may stand in a state's message instead
 //!   of the cause: a transient word, left out of the table ([`THROTTLED`]).
 //!
@@ -129,9 +137,10 @@ fn env_from(kind: &str, name: &str, key: &str) -> String {
 
 /// The registries and names the cases use, set up before any pod is made.
 struct Setup {
-    /// A registry that answers 403 to every manifest request (the cluster's registry behind a
-    /// fault proxy that speaks the registry protocol for the rest); lives as long as this.
-    denying: Proxy,
+    /// The cluster's registry behind a fault proxy (it passes the registry protocol through):
+    /// 403, 429 or 503 to every request under `/v2/denied/`, `/v2/rate-limited/`,
+    /// `/v2/server-error/`. Lives as long as this.
+    faulty: Proxy,
     /// `127.0.0.1:PORT` where nothing listens.
     refused: String,
     token_image: String,
@@ -151,31 +160,39 @@ fn set_up(c: &'static Cluster) -> Setup {
     let token_image = private_tools(c, registry, "words-badcred");
     let basic = tls_basic_registry();
     let basic_image = private_tools(c, basic, "words-badcred-basic");
-    c.kubectl(&[
-        "create",
-        "secret",
-        "generic",
-        "words-secret",
-        "-n",
-        NS,
-        "--from-literal=present=1",
-    ]);
-    c.kubectl(&[
-        "create",
-        "configmap",
-        "words-config",
-        "-n",
-        NS,
-        "--from-literal=present=1",
-    ]);
+    // A Secret and a ConfigMap that exist, each with the key `present` only.
+    for kind in [
+        &["secret", "generic", "words-secret"][..],
+        &["configmap", "words-config"],
+    ] {
+        let mut args = vec!["create"];
+        args.extend_from_slice(kind);
+        args.extend_from_slice(&["-n", NS, "--from-literal=present=1"]);
+        c.kubectl(&args);
+    }
 
-    let denying = Proxy::start(&c.registry);
-    denying.rule(Rule::contains(
-        "/manifests/",
+    // The first part of the repository's path says what the faulty registry answers.
+    let faulty = Proxy::start(&c.registry);
+    let json = |code: u16, body: &str| {
         Fault::respond(
-            Canned::new(403)
+            Canned::new(code)
                 .header("Content-Type", "application/json")
-                .body(r#"{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}"#),
+                .body(body.to_string()),
+        )
+    };
+    faulty.rule(Rule::prefix(
+        "/v2/denied/",
+        json(
+            403,
+            r#"{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}"#,
+        ),
+    ));
+    faulty.rule(Rule::prefix("/v2/rate-limited/", Fault::rate_limited("30")));
+    faulty.rule(Rule::prefix(
+        "/v2/server-error/",
+        json(
+            503,
+            r#"{"errors":[{"code":"UNAVAILABLE","message":"service unavailable"}]}"#,
         ),
     ));
     let refused = {
@@ -199,14 +216,14 @@ fn set_up(c: &'static Cluster) -> Setup {
             (token_host, "TOKEN_REGISTRY"),
             (basic.host(), "BASIC_REGISTRY"),
             (token_server, "TOKEN_SERVER"),
-            (denying.host(), "DENYING_REGISTRY"),
+            (faulty.host(), "FAULTY_REGISTRY"),
             (refused.clone(), "NOTHING_LISTENS"),
             (seed.host(), "SEED_REGISTRY"),
         ],
         cluster_dir: c.dir.display().to_string(),
     };
     Setup {
-        denying,
+        faulty,
         refused,
         token_image,
         basic_image,
@@ -238,6 +255,7 @@ fn private_tools(c: &Cluster, registry: &crate::common::Registry, secret: &str) 
 
 fn cases(c: &Cluster, s: &Setup) -> Vec<Case> {
     let r = &c.registry;
+    let f = s.faulty.host();
     let tools = c.tools_image();
     let non_root = "    command: [\"true\"]\n    securityContext: {runAsNonRoot: true}\n";
     let workdir = "    command: [\"true\"]\n    workingDir: /bin/busybox\n";
@@ -267,7 +285,17 @@ fn cases(c: &Cluster, s: &Setup) -> Vec<Case> {
                 &s.basic_image,
             )
         },
-        case("denied", "denied", &format!("{}/tools:1", s.denying.host())),
+        case("denied", "denied", &format!("{f}/denied/tools:1")),
+        case(
+            "rate-limited",
+            "rate_limited",
+            &format!("{f}/rate-limited/tools:1"),
+        ),
+        case(
+            "server-error",
+            "server_error",
+            &format!("{f}/server-error/tools:1"),
+        ),
         case(
             "connection-refused",
             "connect",

@@ -7,7 +7,7 @@
 //! - `jobs`: the seed case (a missing tag fails the Job through `podFailurePolicy`; without
 //!   pullcheck it waits), and a good Job.
 //! - `kubelet_words`: the kubelet's own words for each cause, against
-//!   `tests/fixtures/kubelet-messages.tsv`.
+//!   `tests/fixtures/kubelet-recorded.tsv`.
 //! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
 //!   (needs only the `kube` binary, not the cluster).
 
