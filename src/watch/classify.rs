@@ -374,6 +374,8 @@ mod tests {
         ("no-credentials-basic", "permanent:pull_unauthorized"),
         ("wrong-password-basic", "permanent:pull_unauthorized"),
         ("denied", "permanent:denied"),
+        ("rate-limited", "transient:rate_limited"),
+        ("server-error", "transient:server_error"),
         ("connection-refused", "transient:connect"),
         ("no-such-host", "transient:dns"),
         ("invalid-name", "permanent:invalid_reference"),
