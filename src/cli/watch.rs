@@ -132,7 +132,8 @@ pub struct WatchArgs {
     )]
     pub(crate) lease_duration: Checked<Duration>,
 
-    /// This replica's name in the Lease (default: the pod's name, from HOSTNAME).
+    /// This replica's name in the Lease, to which each process adds `_` and a random suffix
+    /// (default: the pod's name, from HOSTNAME).
     #[arg(
         long,
         value_name = "NAME",

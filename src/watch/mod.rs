@@ -69,10 +69,14 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
             metrics: metrics.clone(),
             ready: ready.clone(),
         });
+        // The Lease names this process, not only its pod (`<identity>_<random>`, as client-go's
+        // elections do): a container restarted in the same pod is a new candidate, which waits
+        // for its dead predecessor's lease to expire instead of renewing it as its own.
+        let candidate = format!("{}_{:016x}", config.identity, fastrand::u64(..));
         let elector = lease::Elector {
             api: kube::Api::namespaced(client.clone(), &config.namespace),
             name: config.lease_name.clone(),
-            identity: config.identity.clone(),
+            identity: candidate,
             duration: config.lease_duration,
         };
         let (leading_tx, leading) = tokio::sync::watch::channel(false);
