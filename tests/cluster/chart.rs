@@ -742,13 +742,16 @@ fn chart_installs() {
         // The watcher's.
         ("delete", "pods".to_string(), "yes"),
         ("watch", "pods".to_string(), "yes"),
-        ("patch", "pods/status".to_string(), "yes"),
+        ("patch", "pods --subresource=status".to_string(), "yes"),
         ("patch", "pods".to_string(), "no"),
         ("create", "events".to_string(), "yes"),
         ("watch", "namespaces".to_string(), "yes"),
         ("update", "leases.coordination.k8s.io".to_string(), "no"),
     ] {
-        let out = c.kubectl_output(&["auth", "can-i", verb, &what, "--as", &sa], None);
+        let mut args = vec!["auth", "can-i", verb];
+        args.extend(what.split(' '));
+        args.extend(["--as", &sa]);
+        let out = c.kubectl_output(&args, None);
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim(),
             want,
