@@ -112,6 +112,8 @@ pub mod reference;
 pub mod registry;
 pub mod report;
 pub mod route;
+#[cfg(any(feature = "webhook", feature = "watch"))]
+mod serve;
 pub mod suggest;
 mod test_hooks;
 #[cfg(feature = "watch")]

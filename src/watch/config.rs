@@ -65,7 +65,7 @@ impl Config {
                 args.condition_type
             ));
         }
-        let listen = listen_address(&args.listen).unwrap_or_else(|e| {
+        let listen = crate::serve::listen_address(&args.listen, 8081).unwrap_or_else(|e| {
             errors.push(e);
             SocketAddr::from(([0, 0, 0, 0], 0))
         });
@@ -194,17 +194,6 @@ fn grace_for_value(s: &str) -> Result<(String, Duration), String> {
     Ok((reason.to_string(), d))
 }
 
-/// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address (as the webhook's).
-fn listen_address(value: &str) -> Result<SocketAddr, String> {
-    let full = match value.strip_prefix(':') {
-        Some(port) => format!("0.0.0.0:{port}"),
-        None => value.to_string(),
-    };
-    full.parse().map_err(|_| {
-        format!("--listen {value}: not HOST:PORT or :PORT (e.g. :8081, 127.0.0.1:8081)")
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,7 +216,12 @@ mod tests {
         assert!(is_condition_type("ConfigIssue"));
         assert!(is_condition_type("example.com/Stuck"));
         assert!(!is_condition_type("Config Issue"));
-        assert_eq!(listen_address(":8081").unwrap().to_string(), "0.0.0.0:8081");
-        assert!(listen_address("8081").is_err());
+        assert_eq!(
+            crate::serve::listen_address(":8081", 8081)
+                .unwrap()
+                .to_string(),
+            "0.0.0.0:8081"
+        );
+        assert!(crate::serve::listen_address("8081", 8081).is_err());
     }
 }

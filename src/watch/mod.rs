@@ -110,26 +110,11 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
             why = watcher.run(client) => return Err(why),
             () = elector.run(leading_tx) => return Err("the leader election stopped".into()),
             () = gauge_task => {}
-            signal = stopped() => eprintln!("pullcheck: watch: {signal}: giving the lease up and stopping"),
+            signal = crate::serve::stopped() => eprintln!("pullcheck: watch: {signal}: giving the lease up and stopping"),
         }
         // Bounded: an API server that does not answer must not hold the pod past its grace
         // period; the Lease then expires on its own.
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), releaser.release()).await;
         Ok(ExitCode::Ok)
     })
-}
-
-/// Completes on SIGTERM (the pod stopped) or SIGINT, with the signal's name.
-async fn stopped() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = int.recv() => "SIGINT",
-        },
-        _ => std::future::pending().await,
-    }
 }

@@ -1,11 +1,11 @@
 //! `/healthz`, `/readyz` and `/metrics` in plain HTTP: no secret crosses it, and the kubelet's
-//! probes and Prometheus speak it. The webhook's server is TLS and routes admission reviews, so
-//! only its shape is shared, not its code (reaching into `webhook` would tie the two features).
+//! probes and Prometheus speak it. The webhook's server is TLS and routes admission reviews; the
+//! answers both give are in `crate::serve`, a leaf that ties neither feature to the other.
 
 use super::metrics::Metrics;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,29 +56,13 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) -> std::io
 }
 
 fn route(req: &Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
-    match (req.method(), req.uri().path()) {
-        (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n".into()),
-        (&Method::GET, "/readyz") if shared.ready.load(Ordering::SeqCst) => {
-            text(StatusCode::OK, "ok\n".into())
-        }
-        (&Method::GET, "/readyz") => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the first list of pods and namespaces is not in yet\n".into(),
-        ),
-        (&Method::GET, "/metrics") => {
-            let mut response = text(StatusCode::OK, shared.metrics.render());
-            response.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
-            );
-            response
-        }
-        _ => text(StatusCode::NOT_FOUND, "not found\n".into()),
-    }
-}
-
-fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
+    let ready = shared.ready.load(Ordering::SeqCst);
+    crate::serve::probe(
+        req.method(),
+        req.uri().path(),
+        ready,
+        "the first list of pods and namespaces is not in yet",
+        || shared.metrics.render(),
+    )
+    .unwrap_or_else(|| crate::serve::text(StatusCode::NOT_FOUND, "not found\n".into()))
 }

@@ -21,7 +21,6 @@ pub(crate) mod tls;
 use crate::cli::webhook::WebhookArgs;
 use crate::config::InjectConfig;
 use crate::report::{ExitCode, escape};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -41,7 +40,7 @@ pub(crate) fn run(args: WebhookArgs) -> ExitCode {
 }
 
 fn start(args: WebhookArgs) -> Result<ExitCode, String> {
-    let listen = listen_address(&args.listen)?;
+    let listen = crate::serve::listen_address(&args.listen, 8443)?;
     let config = InjectConfig::from_args(args.inject).map_err(|e| e.0.join("; "))?;
     // `inject` checks its options at each call: check them once now, so that a bad flag is a
     // usage error at start, not a warning on every pod.
@@ -106,7 +105,7 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
         let signal = tokio::select! {
             e = &mut serving => return Err(format!("the server stopped: {e}")),
             r = source => return Err(r.err().unwrap_or_else(|| "the certificate source stopped".into())),
-            signal = stopped() => signal,
+            signal = crate::serve::stopped() => signal,
         };
         // The API server may still send reviews here until the endpoints drop this pod, and
         // with failurePolicy Ignore those pods would be created without the container: keep
@@ -121,41 +120,3 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
 /// `--self-signed` without the namespace its certificate is made for.
 const NO_NAMESPACE: &str = "--self-signed needs the webhook's namespace: --namespace or \
     PULLCHECK_WEBHOOK_NAMESPACE (the chart sets it from the downward API)";
-
-/// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address.
-fn listen_address(value: &str) -> Result<SocketAddr, String> {
-    let full = match value.strip_prefix(':') {
-        Some(port) => format!("0.0.0.0:{port}"),
-        None => value.to_string(),
-    };
-    full.parse().map_err(|_| {
-        format!("--listen {value}: not HOST:PORT or :PORT (e.g. :8443, 127.0.0.1:8443)")
-    })
-}
-
-/// Completes on SIGTERM (the pod stopped) or SIGINT, with the signal's name.
-async fn stopped() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = int.recv() => "SIGINT",
-        },
-        _ => std::future::pending().await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn listen_addresses() {
-        assert_eq!(listen_address(":8443").unwrap().to_string(), "0.0.0.0:8443");
-        assert_eq!(listen_address("[::1]:9").unwrap().to_string(), "[::1]:9");
-        assert!(listen_address("localhost").is_err());
-    }
-}

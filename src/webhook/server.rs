@@ -118,23 +118,18 @@ pub(crate) async fn serve(
 }
 
 async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<Bytes>> {
+    let ready = shared.ready.load(Ordering::SeqCst);
+    let probed = crate::serve::probe(
+        req.method(),
+        req.uri().path(),
+        ready,
+        "no certificate served yet",
+        || shared.metrics.render(),
+    );
+    if let Some(answer) = probed {
+        return answer;
+    }
     match (req.method(), req.uri().path()) {
-        (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n".into()),
-        (&Method::GET, "/readyz") if shared.ready.load(Ordering::SeqCst) => {
-            text(StatusCode::OK, "ok\n".into())
-        }
-        (&Method::GET, "/readyz") => text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no certificate served yet\n".into(),
-        ),
-        (&Method::GET, "/metrics") => {
-            let mut response = text(StatusCode::OK, shared.metrics.render());
-            response.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
-            );
-            response
-        }
         (&Method::POST, "/mutate") => mutate(req, shared).await,
         _ => text(StatusCode::NOT_FOUND, "not found\n".into()),
     }
@@ -207,11 +202,7 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     }
 }
 
-fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
-}
+use crate::serve::text;
 
 #[cfg(test)]
 mod tests {
