@@ -12,7 +12,8 @@
 //!    command that is not there end the pod by themselves under `restartPolicy: Never`, as the
 //!    kubelet reports them, with nothing for the watcher to do;
 //! 5. a Deployment's stuck pod gets an Event and is not deleted;
-//! 6. the leader killed: the other replica takes the Lease and acts on the next stuck pod.
+//! 6. the leader killed: the other replica takes the Lease and acts on the next stuck pod;
+//! 7. `--dry-run` only reports: the log says what it would do, and nothing is written.
 //!
 //! The watcher watches namespaces labelled `pullcheck.dev/watch=e2e` only, so no other test's
 //! pods are looked at.
@@ -505,4 +506,53 @@ fn the_leader_killed_the_other_replica_takes_the_lease_and_acts() {
         &["manifest_missing", "tag_missing"],
     );
     assert_ne!(holder(c).as_deref(), Some(leader.as_str()));
+}
+
+#[test]
+fn dry_run_only_reports() {
+    let c = cluster();
+    // A release of its own, watching namespaces of another label, that writes nothing.
+    let release = install(
+        "pc-watch-dry",
+        "watch-dry-select-none",
+        &[
+            "--set",
+            "watch.grace=10s,watch.namespaceLabel=pullcheck.dev/watch=dry,watch.dryRun=true",
+        ],
+    );
+    let ns = c.namespace("pc-watch-dry-run");
+    c.kubectl(&["label", "namespace", &ns.name, "pullcheck.dev/watch=dry"]);
+    let pods = PodWatch::start(&ns.name);
+    let image = format!("{}/tools:no-such-tag", c.registry);
+    c.apply(&ns.name, &stuck_job("dry", &image, ""));
+    // The leader's log says what it would have done, once the grace is past.
+    let said = wait_for("the watcher's dry-run report", minutes(2), || {
+        let out = c.kubectl(&[
+            "logs",
+            "-n",
+            &release.name,
+            "-l",
+            "app.kubernetes.io/instance=pc-watch-dry",
+            "-c",
+            "watch",
+            "--tail=-1",
+        ]);
+        out.lines()
+            .find(|l| l.contains("would fail the pod (dry run)") && l.contains("no-such-tag"))
+            .map(String::from)
+            .ok_or(out)
+    });
+    // Past the grace and the report: no condition, no Event of its own, no delete.
+    std::thread::sleep(Duration::from_secs(GRACE_SECONDS as u64));
+    assert!(pods.conditioned("dry-").is_none());
+    assert_eq!(pods.uids("dry-").len(), 1, "the pod was never deleted");
+    let job = c.get(&ns.name, "job/dry").expect("the Job");
+    assert!(condition(&job, "Failed").is_none(), "{job:#}");
+    for reason in ["ConfigIssue", "StuckPermanent", "StuckTransient"] {
+        assert!(
+            events(&ns.name, reason, "dry-").is_empty(),
+            "no {reason} Event"
+        );
+    }
+    println!("watch --dry-run: {said}");
 }
