@@ -36,6 +36,14 @@ pub fn node_status_max_images_value(s: &str) -> Result<Option<usize>, String> {
     }
 }
 
+/// The value of `pullcheck watch --owner-failure-limit`: a whole number from 1 to 10000.
+pub fn owner_failure_limit_value(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=10_000).contains(&n) => Ok(n),
+        _ => Err("expected a whole number from 1 to 10000".to_string()),
+    }
+}
+
 /// Parses `500ms`, `30s`, `2m`, `1h30m`. Zero and negative durations are refused.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim())
@@ -47,6 +55,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err("must be at most 24h".to_string());
     }
     Ok(d)
+}
+
+/// Parses a duration as [`parse_duration`] does, zero included: a grace of `0s` acts at the
+/// first look.
+pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(s.trim()) {
+        Ok(d) if d.is_zero() => Ok(d),
+        _ => parse_duration(s),
+    }
 }
 
 /// A flag's value as given, and what it means: clap reads it, [`crate::config`] judges it and

@@ -15,15 +15,17 @@ const ABOUT: &str =
 const LONG_ABOUT: &str = "\
 Fail the pods that wait for ever on an image, a Secret or a command that is not there.
 
-Watches the pending Pods of the namespaces labelled --namespace-label. When a container waits
-with ErrImagePull, ImagePullBackOff, InvalidImageName, ErrImageNeverPull,
-CreateContainerConfigError, CreateContainerError or RunContainerError for longer than its
-grace, the kubelet's own words are classified: a permanent cause (a missing tag or Secret, a
-refused credential, a workingDir that is a file, ...) fails the pod when a Job owns it or it is
-annotated pullcheck.dev/fail-when-stuck: \"true\" (the condition --condition-type, a Warning
-Event, then the delete, which a Job's podFailurePolicy onPodConditions rule turns into a failed
-Job); transient causes (time-outs, refused connections, 5xx, 429, DNS, unknown words) are only
-reported. Pods of Deployments, StatefulSets and DaemonSets are never deleted. One replica acts,
+Watches the pending Pods of the namespaces labelled --namespace-label. When a container (init
+containers and sidecars too) waits with ErrImagePull, ImagePullBackOff, InvalidImageName,
+ErrImageNeverPull, CreateContainerConfigError, CreateContainerError or RunContainerError, the
+kubelet's own words are classified. A permanent cause (a missing tag or Secret, a refused
+credential, a workingDir that is a file, ...) that has stood for its grace, on fresh evidence
+(no pull under way, an attempt ended since the words were first seen) and, for a missing
+image, not resolving when the watcher asks the registry itself, fails the pod when a Job owns
+it or it is annotated pullcheck.dev/fail-when-stuck: \"true\" (the condition --condition-type,
+a Warning Event, then the delete, which a Job's podFailurePolicy onPodConditions rule turns
+into a failed Job); transient causes (time-outs, refused connections, 5xx, 429, DNS, unknown
+words) are only reported. Pods of Deployments, StatefulSets and DaemonSets are never deleted. One replica acts,
 elected with a coordination.k8s.io Lease. GET /healthz, /readyz, /metrics on --listen. Only in
 a build with `--features watch`.";
 
@@ -47,29 +49,79 @@ pub struct WatchArgs {
     )]
     pub(crate) namespace_label: String,
 
-    /// How long a container may wait before its cause is acted on or reported.
+    /// The grace of every permanent verdict, instead of each one's default (1s for a missing
+    /// image, 30s for refused credentials or a missing Secret, 10s for the start causes).
+    ///
+    /// Unset: each verdict's own default. `0s` acts at the first look.
     #[arg(
         long,
         value_name = "DURATION",
-        default_value = "2m",
         env = "PULLCHECK_WATCH_GRACE",
         help_heading = WATCHING,
-        value_parser = Checked::parser(super::values::parse_duration)
+        value_parser = Checked::parser(super::values::parse_duration_or_zero)
     )]
-    pub(crate) grace: Checked<Duration>,
+    pub(crate) grace: Option<Checked<Duration>>,
 
-    /// The grace of one waiting reason (repeatable), e.g. CreateContainerConfigError=5m.
+    /// The grace of one verdict or waiting reason (repeatable), e.g. manifest_missing=2m or
+    /// CreateContainerConfigError=5m.
     ///
-    /// Overrides --grace for one of the waiting reasons watched. Repeatable; the environment
-    /// variable takes a comma-separated list.
+    /// KEY is one of pullcheck's reason words the kubelet's words can give (manifest_missing,
+    /// secret_missing, ...) or one of the waiting reasons watched; a reason word wins over a
+    /// waiting reason, which wins over --grace. Repeatable; the environment variable takes a
+    /// comma-separated list.
     #[arg(
         long = "grace-for",
-        value_name = "REASON=DURATION",
+        value_name = "KEY=DURATION",
         env = "PULLCHECK_WATCH_GRACE_FOR",
         value_delimiter = ',',
         help_heading = WATCHING
     )]
     pub(crate) grace_for: Vec<String>,
+
+    /// How long a transient or unknown cause (a time-out, a refused connection, a 5xx, words
+    /// the watcher does not know) lasts before it is reported; it is never acted on.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "2m",
+        env = "PULLCHECK_WATCH_REPORT_AFTER",
+        help_heading = WATCHING,
+        value_parser = Checked::parser(super::values::parse_duration_or_zero)
+    )]
+    pub(crate) report_after: Checked<Duration>,
+
+    /// Do not ask the registry before failing a pod for an image said to be missing (by
+    /// default one anonymous manifest HEAD spares a pod whose image resolves now).
+    #[arg(
+        long,
+        env = "PULLCHECK_WATCH_NO_CONFIRM",
+        help_heading = ACTING,
+        value_parser = FalseyValueParser::new()
+    )]
+    pub(crate) no_confirm: bool,
+
+    /// How many pods of one owner the watcher fails for one cause within
+    /// --owner-failure-window before it stops (an owner that recreates what fails).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "10",
+        env = "PULLCHECK_WATCH_OWNER_FAILURE_LIMIT",
+        help_heading = ACTING,
+        value_parser = Checked::parser(super::values::owner_failure_limit_value)
+    )]
+    pub(crate) owner_failure_limit: Checked<usize>,
+
+    /// The window of --owner-failure-limit.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10m",
+        env = "PULLCHECK_WATCH_OWNER_FAILURE_WINDOW",
+        help_heading = ACTING,
+        value_parser = Checked::parser(super::values::parse_duration)
+    )]
+    pub(crate) owner_failure_window: Checked<Duration>,
 
     /// The type of the pod condition given before the delete (a podFailurePolicy matches it).
     #[arg(

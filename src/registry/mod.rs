@@ -302,6 +302,16 @@ pub struct PlatformPolicy {
     pub(crate) check: PlatformCheck,
 }
 
+impl PlatformPolicy {
+    /// No platform check (`--platform any`): whether the reference resolves, and nothing more.
+    pub(crate) fn none() -> PlatformPolicy {
+        PlatformPolicy {
+            want: None,
+            ..PlatformPolicy::default()
+        }
+    }
+}
+
 impl Default for PlatformPolicy {
     fn default() -> PlatformPolicy {
         PlatformPolicy {

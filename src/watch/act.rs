@@ -3,7 +3,8 @@
 //! resourceVersion seen), a Warning Event, the delete with preconditions on the UID and the
 //! resourceVersion, and the one read besides the watches: the pod's `Failed` Events.
 
-use super::decide::{Finding, Seen};
+use super::decide::Finding;
+use super::seen::Seen;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -144,32 +145,54 @@ impl Actor {
         }
     }
 
-    /// Reads the kubelet's `Failed` Events of the pod into `seen` (the pull errors a
-    /// back-off hides, which survive a restart of the watcher).
-    pub(crate) async fn failed_events(&self, pod: &Pod, seen: &mut Seen) -> Outcome {
+    /// Reads the pod's Events into `seen`: when the kubelet last tried (`Pulling`) and last
+    /// failed (`Failed`) for each container, and the pull errors a back-off hides, which
+    /// survive a restart of the watcher. One list, bounded: a pod's Events are few, since the
+    /// API server's recorder folds repeats into one Event with a count.
+    pub(crate) async fn read_events(&self, pod: &Pod, seen: &mut Seen, now: Timestamp) -> Outcome {
         let api: Api<Event> =
             Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
-        let selector = format!(
-            "involvedObject.uid={},reason=Failed",
-            pod.uid().unwrap_or_default()
-        );
+        let selector = format!("involvedObject.uid={}", pod.uid().unwrap_or_default());
         match api
-            .list(&ListParams::default().fields(&selector).limit(100))
+            .list(&ListParams::default().fields(&selector).limit(500))
             .await
         {
             Ok(list) => {
+                seen.events_reading(pod.resource_version().unwrap_or_default(), now);
                 // The newest first, so that the last pull's words are the ones kept.
                 let mut events = list.items;
-                events.sort_by_key(|e| std::cmp::Reverse(e.last_timestamp.as_ref().map(|t| t.0)));
+                events.sort_by_key(|e| std::cmp::Reverse(when(e)));
                 for e in &events {
-                    let path = e.involved_object.field_path.as_deref().unwrap_or_default();
-                    seen.record_event(path, e.message.as_deref().unwrap_or_default());
+                    seen.record_event(
+                        e.involved_object.field_path.as_deref().unwrap_or_default(),
+                        e.reason.as_deref().unwrap_or_default(),
+                        e.message.as_deref().unwrap_or_default(),
+                        when(e),
+                    );
                 }
                 Outcome::Done
             }
             Err(e) => outcome("list events", e),
         }
     }
+}
+
+/// When an Event last happened: the kubelet's recorder sets `lastTimestamp`; an
+/// `events.k8s.io` writer sets `series.lastObservedTime` or `eventTime` instead.
+fn when(e: &Event) -> Option<Timestamp> {
+    let series = e
+        .series
+        .as_ref()
+        .and_then(|s| s.last_observed_time.as_ref());
+    [
+        e.last_timestamp.as_ref().map(|t| t.0),
+        series.map(|t| t.0),
+        e.event_time.as_ref().map(|t| t.0),
+        e.first_timestamp.as_ref().map(|t| t.0),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
 }
 
 /// `spec.initContainers{NAME}` or `spec.containers{NAME}`, as the kubelet's Events name it.

@@ -69,6 +69,29 @@ impl Verdict {
     }
 }
 
+/// Every permanent reason the kubelet's words can give, in the order of the reference page:
+/// what `--grace-for` takes besides the waiting reasons.
+pub(crate) const REASONS: [Reason; 18] = [
+    Reason::ManifestMissing,
+    Reason::InvalidReference,
+    Reason::NoMatchingPlatform,
+    Reason::CredentialsRejected,
+    Reason::InsufficientScope,
+    Reason::Denied,
+    Reason::RunsAsRoot,
+    Reason::NonNumericUser,
+    Reason::InvalidUserId,
+    Reason::RunAsUserZero,
+    Reason::NoCommand,
+    Reason::NotOnNode,
+    Reason::PullUnauthorized,
+    Reason::SecretMissing,
+    Reason::ConfigMapMissing,
+    Reason::KeyMissing,
+    Reason::WorkingDirNotADirectory,
+    Reason::CommandNotFound,
+];
+
 /// The waiting reasons the watcher looks at (`state.waiting.reason`), as the kubelet spells them
 /// (`pkg/kubelet/images/types.go`, `pkg/kubelet/container/sync_result.go`).
 pub(crate) const WATCHED: [&str; 7] = [
@@ -398,6 +421,26 @@ mod tests {
         ("working-dir-is-a-file-never", "-"),
         ("command-not-found-never", "-"),
     ];
+
+    #[test]
+    fn every_permanent_verdict_is_a_reason_grace_for_takes() {
+        let words: Vec<&str> = REASONS.iter().map(|r| r.about().word).collect();
+        for (_, verdict) in RECORDED_VERDICTS {
+            if let Some(w) = verdict.strip_prefix("permanent:") {
+                assert!(words.contains(&w), "{w} is not in REASONS");
+            }
+        }
+        for line in MESSAGES.lines().filter(|l| l.contains("permanent:")) {
+            let w = line
+                .split('\t')
+                .find_map(|f| f.strip_prefix("permanent:"))
+                .unwrap_or_default();
+            if w.is_empty() || w.contains(' ') {
+                continue;
+            }
+            assert!(words.contains(&w), "{w} is not in REASONS");
+        }
+    }
 
     #[test]
     fn the_real_kubelets_words_recorded_on_the_test_cluster() {

@@ -1,8 +1,8 @@
 //! `pullcheck watch`'s flags judged into a [`Config`], every problem reported at once (exit 2),
 //! before anything talks to the API server.
 
-use super::classify::WATCHED;
 use super::decide::Settings;
+use super::grace::Graces;
 use crate::cli::watch::WatchArgs;
 use crate::manifests::names::is_dns_subdomain;
 use std::collections::BTreeMap;
@@ -22,6 +22,11 @@ pub(crate) struct Config {
     pub(crate) settings: Settings,
     /// `--dry-run`.
     pub(crate) dry_run: bool,
+    /// Whether a missing image is asked of its registry before the pod is failed.
+    pub(crate) confirm: bool,
+    /// `--owner-failure-limit` and `--owner-failure-window`.
+    pub(crate) owner_failure_limit: usize,
+    pub(crate) owner_failure_window: Duration,
     /// `--listen`.
     pub(crate) listen: SocketAddr,
     /// The Lease's name and namespace.
@@ -43,22 +48,50 @@ impl Config {
         if let Err(e) = label_selector(&args.namespace_label) {
             errors.push(format!("--namespace-label {}: {e}", args.namespace_label));
         }
-        let grace = match args.grace.value {
-            Ok(d) => d,
-            Err(e) => {
-                errors.push(format!("--grace {}: {e}", args.grace.given));
-                Duration::ZERO
+        let grace = match args.grace.map(|g| (g.value, g.given)) {
+            None => None,
+            Some((Ok(d), _)) => Some(d),
+            Some((Err(e), given)) => {
+                errors.push(format!("--grace {given}: {e}"));
+                None
             }
         };
-        let mut grace_for = BTreeMap::new();
+        let mut by_key = BTreeMap::new();
         for given in &args.grace_for {
             match grace_for_value(given) {
-                Ok((reason, d)) => {
-                    grace_for.insert(reason, d);
+                Ok((key, d)) => {
+                    by_key.insert(key, d);
                 }
                 Err(e) => errors.push(format!("--grace-for {given}: {e}")),
             }
         }
+        let report_after = match args.report_after.value {
+            Ok(d) => d,
+            Err(e) => {
+                errors.push(format!("--report-after {}: {e}", args.report_after.given));
+                Duration::ZERO
+            }
+        };
+        let owner_failure_limit = match args.owner_failure_limit.value {
+            Ok(n) => n,
+            Err(e) => {
+                errors.push(format!(
+                    "--owner-failure-limit {}: {e}",
+                    args.owner_failure_limit.given
+                ));
+                1
+            }
+        };
+        let owner_failure_window = match args.owner_failure_window.value {
+            Ok(d) => d,
+            Err(e) => {
+                errors.push(format!(
+                    "--owner-failure-window {}: {e}",
+                    args.owner_failure_window.given
+                ));
+                Duration::ZERO
+            }
+        };
         if !is_condition_type(&args.condition_type) {
             errors.push(format!(
                 "--condition-type {}: expected a condition type such as ConfigIssue (letters, digits, `-`, `_`, `.`, an optional DNS prefix and `/`)",
@@ -124,11 +157,17 @@ impl Config {
         Ok(Config {
             namespace_label: args.namespace_label,
             settings: Settings {
-                grace,
-                grace_for,
+                graces: Graces {
+                    all: grace,
+                    by_key,
+                    report_after,
+                },
                 condition_type: args.condition_type,
             },
             dry_run: args.dry_run,
+            confirm: !args.no_confirm,
+            owner_failure_limit,
+            owner_failure_window,
             listen,
             lease_name: args.lease_name,
             namespace,
@@ -178,20 +217,27 @@ fn is_condition_type(s: &str) -> bool {
     !s.contains('=') && label_selector(s).is_ok()
 }
 
-/// `REASON=DURATION`, for one of the watched waiting reasons.
+/// `KEY=DURATION`, for one of the watched waiting reasons or one of the reason words the
+/// kubelet's words can give.
 fn grace_for_value(s: &str) -> Result<(String, Duration), String> {
-    let Some((reason, duration)) = s.split_once('=') else {
-        return Err("expected REASON=DURATION, e.g. CreateContainerConfigError=5m".into());
+    let Some((key, duration)) = s.split_once('=') else {
+        return Err(
+            "expected KEY=DURATION, e.g. manifest_missing=2m or CreateContainerConfigError=5m"
+                .into(),
+        );
     };
-    let reason = reason.trim();
-    if !WATCHED.contains(&reason) {
+    let key = key.trim();
+    if !super::grace::is_key(key) {
         return Err(format!(
-            "{reason} is not a waiting reason the watcher acts on (one of {})",
-            WATCHED.join(", ")
+            "{key} is neither a waiting reason the watcher acts on ({}) nor one of its reasons ({})",
+            super::classify::WATCHED.join(", "),
+            super::grace::permanent_words()
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
-    let d = crate::cli::values::parse_duration(duration)?;
-    Ok((reason.to_string(), d))
+    let d = crate::cli::values::parse_duration_or_zero(duration)?;
+    Ok((key.to_string(), d))
 }
 
 #[cfg(test)]
@@ -211,7 +257,16 @@ mod tests {
             Ok(("ErrImagePull".into(), Duration::from_secs(30)))
         );
         assert!(grace_for_value("CrashLoopBackOff=30s").is_err());
-        assert!(grace_for_value("ErrImagePull=0s").is_err());
+        assert_eq!(
+            grace_for_value("ErrImagePull=0s"),
+            Ok(("ErrImagePull".into(), Duration::ZERO))
+        );
+        assert_eq!(
+            grace_for_value("manifest_missing=2m"),
+            Ok(("manifest_missing".into(), Duration::from_secs(120)))
+        );
+        assert!(grace_for_value("connect=2m").is_err());
+        assert!(grace_for_value("ErrImagePull=-1s").is_err());
         assert!(grace_for_value("ErrImagePull").is_err());
         assert!(is_condition_type("ConfigIssue"));
         assert!(is_condition_type("example.com/Stuck"));

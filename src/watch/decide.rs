@@ -2,20 +2,25 @@
 //! it, the time now, what the watcher has seen of it before ([`Seen`]), and the settings
 //! ([`Settings`]). The loop in `run.rs` only carries [`Action`]s out.
 //!
-//! - A container waits with one of [`WATCHED`]'s reasons for less than its grace: nothing.
-//! - Longer, for a transient cause: reported once (an Event and a metric), never acted on.
-//! - Longer, for a permanent cause: the pod is failed (the condition, an Event, the delete)
-//!   when it is owned by a Job or annotated `pullcheck.dev/fail-when-stuck: "true"`, and never
-//!   when it belongs to a ReplicaSet (a Deployment's), a StatefulSet, a DaemonSet or a
-//!   ReplicationController: those only get the Event and the metric, as does every other pod.
+//! - A container's permanent verdict stands for less than its grace ([`super::grace`]):
+//!   nothing. Past it, the pod's Events are read first: a pull under way (a `Pulling` newer than
+//!   the last failure), or words found on a first look with no attempt ended since, are not
+//!   evidence yet, and the pod is left until they are.
+//! - A transient cause that lasts `--report-after`: reported once (an Event and a metric),
+//!   never acted on.
+//! - A permanent cause on fresh evidence: the pod is failed (the condition, an Event, the
+//!   delete) when it is owned by a Job or annotated `pullcheck.dev/fail-when-stuck: "true"`,
+//!   and never when it belongs to a ReplicaSet (a Deployment's), a StatefulSet, a DaemonSet or
+//!   a ReplicationController: those only get the Event and the metric, as does every other pod.
 //! - A pod that already has the condition is never patched again; when the condition is this
 //!   watcher's (its reason a pullcheck word) and the pod is still there, only the delete is done.
 
-use super::classify::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, Verdict, WATCHED, classify};
+use super::classify::{IMAGE_PULL_BACK_OFF, Verdict};
+use super::grace::Graces;
+use super::seen::{Seen, group, statuses, waiting};
 use crate::report::{TERMINATION_MESSAGE_MAX, cut, escape};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::jiff::Timestamp;
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// The annotation that lets a pod no Job owns be failed.
@@ -29,45 +34,13 @@ const NEVER_DELETED: [&str; 4] = [
     "ReplicationController",
 ];
 
-/// How long a waiting reason may last before it is acted on, and the condition's type.
+/// The graces and the condition's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Settings {
-    /// `--grace`.
-    pub(crate) grace: Duration,
-    /// `--grace-for REASON=DURATION`, by waiting reason.
-    pub(crate) grace_for: BTreeMap<String, Duration>,
+    /// `--grace`, `--grace-for`, `--report-after`.
+    pub(crate) graces: Graces,
     /// `--condition-type`.
     pub(crate) condition_type: String,
-}
-
-impl Settings {
-    /// The grace of one waiting reason. A failed pull and its back-off are one wait: a
-    /// `--grace-for` of either is the grace of both (the shorter, when both are given).
-    pub(crate) fn grace(&self, reason: &str) -> Duration {
-        let own = |r: &str| self.grace_for.get(r).copied();
-        let found = if group(reason) == Some("pull") {
-            [own(ERR_IMAGE_PULL), own(IMAGE_PULL_BACK_OFF)]
-                .into_iter()
-                .flatten()
-                .min()
-        } else {
-            own(reason)
-        };
-        found.unwrap_or(self.grace)
-    }
-}
-
-/// What the watcher remembers of one pod between two looks: kept in memory only, so that a
-/// new leader starts every grace again (late, never early).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Seen {
-    /// By container: the waiting reason's group, and when it was first seen waiting in it.
-    waiting: BTreeMap<String, (&'static str, Timestamp)>,
-    /// By container: the words of its last failed pull (an `ErrImagePull` message, the pull
-    /// error inside a back-off message, or the kubelet's `Failed` Event).
-    pull_errors: BTreeMap<String, String>,
-    /// The (container, verdict word) pairs already reported.
-    reported: BTreeSet<(String, &'static str)>,
 }
 
 /// One container waiting too long, and what its words say.
@@ -83,7 +56,7 @@ pub(crate) struct Finding {
     pub(crate) words: String,
     /// What they say.
     pub(crate) verdict: Verdict,
-    /// When the watcher first saw it waiting so.
+    /// When the watcher first saw them say it (for a transient cause: first saw it waiting).
     pub(crate) since: Timestamp,
     /// Why the pod is not failed, when it is not.
     pub(crate) kept: Option<String>,
@@ -107,6 +80,22 @@ impl Finding {
     pub(crate) fn word(&self) -> &'static str {
         self.verdict.as_str()
     }
+
+    /// Whether the registry's own answer, asked again by the watcher, can show the words stale:
+    /// a manifest or repository said not to be there (or not to be readable, which a registry
+    /// also says of one that is missing).
+    pub(crate) fn confirmable(&self) -> bool {
+        matches!(
+            self.verdict,
+            Verdict::Permanent(
+                crate::Reason::ManifestMissing
+                    | crate::Reason::TagMissing
+                    | crate::Reason::DigestMissing
+                    | crate::Reason::RepositoryMissing
+                    | crate::Reason::InsufficientScope
+            )
+        )
+    }
 }
 
 /// What to do with one pod.
@@ -114,8 +103,8 @@ impl Finding {
 pub(crate) enum Action {
     /// Nothing now.
     Nothing,
-    /// A back-off past its grace without the pull's words: read the pod's `Failed` Events
-    /// into [`Seen::record_event`], then decide again.
+    /// A verdict past its grace: read the pod's Events into [`Seen::record_event`] (the
+    /// kubelet's attempts, and a back-off's words), then decide again.
     NeedEvents,
     /// Report these (an Event and a metric each), once.
     Report(Vec<Finding>),
@@ -126,73 +115,7 @@ pub(crate) enum Action {
     Delete,
 }
 
-impl Seen {
-    /// Takes in what the pod says now: the first time each container is seen waiting in each
-    /// group of reasons, and the last words of a failed pull.
-    pub(crate) fn observe(&mut self, pod: &Pod, now: Timestamp) {
-        let mut waiting_now = BTreeSet::new();
-        for status in statuses(pod) {
-            let Some((reason, message)) = waiting(status) else {
-                continue;
-            };
-            let Some(group) = group(reason) else {
-                continue;
-            };
-            waiting_now.insert(status.name.clone());
-            let entry = self
-                .waiting
-                .entry(status.name.clone())
-                .or_insert((group, now));
-            if entry.0 != group {
-                *entry = (group, now);
-            }
-            let words = match reason {
-                ERR_IMAGE_PULL => Some(message),
-                IMAGE_PULL_BACK_OFF => super::classify::back_off_words(message),
-                _ => None,
-            };
-            if let Some(words) = words.filter(|w| !w.trim().is_empty()) {
-                self.pull_errors
-                    .insert(status.name.clone(), words.to_string());
-            }
-        }
-        // A container that waits no more (it started, or waits for something else) starts
-        // its grace again the next time.
-        self.waiting.retain(|name, _| waiting_now.contains(name));
-    }
-
-    /// Takes in one of the kubelet's `Failed` Events of the pod: its `involvedObject.fieldPath`
-    /// (`spec.containers{NAME}`, `spec.initContainers{NAME}`) and message. Events that do not
-    /// carry a pull's words are left out.
-    pub(crate) fn record_event(&mut self, field_path: &str, message: &str) {
-        let Some(words) = super::classify::event_pull_error(message) else {
-            return;
-        };
-        let Some(name) = field_path
-            .split_once('{')
-            .and_then(|(_, rest)| rest.strip_suffix('}'))
-        else {
-            return;
-        };
-        self.pull_errors
-            .entry(name.to_string())
-            .or_insert_with(|| words.to_string());
-    }
-
-    /// Marks a finding reported, so that it is not reported again.
-    pub(crate) fn reported(&mut self, finding: &Finding) {
-        self.reported
-            .insert((finding.container.clone(), finding.verdict.as_str()));
-    }
-
-    /// The words of the container's last failed pull.
-    fn words_of(&self, container: &str) -> Option<&str> {
-        self.pull_errors.get(container).map(String::as_str)
-    }
-}
-
-/// Decides what to do with `pod` now. `events_read`: the pod's `Failed` Events were read into
-/// `seen` already (so a back-off without words is reported as it is, not asked again).
+/// Decides what to do with `pod` now. `events_read`: the pod's Events are current in `seen`.
 pub(crate) fn decide(
     pod: &Pod,
     seen: &Seen,
@@ -219,25 +142,33 @@ pub(crate) fn decide(
         let Some((reason, message)) = waiting(status) else {
             continue;
         };
-        let Some(&(_, since)) = seen.waiting.get(&status.name) else {
+        let (Some(evidence), Some(waiting_since)) = (
+            seen.evidence(&status.name),
+            seen.waiting_since(&status.name),
+        ) else {
             continue;
         };
-        let waited = now.as_millisecond().saturating_sub(since.as_millisecond());
-        let grace = i64::try_from(settings.grace(reason).as_millis()).unwrap_or(i64::MAX);
-        if waited < grace {
+        let verdict = evidence.verdict;
+        let (since, wait) = match settings.graces.of(verdict, reason) {
+            Some(grace) => (evidence.since, grace),
+            None => (waiting_since, settings.graces.report_after),
+        };
+        if !past(since, wait, now) {
+            continue;
+        }
+        if seen.was_reported(&status.name, verdict.as_str()) {
             continue;
         }
         let pull_error = seen.words_of(&status.name);
-        if reason == IMAGE_PULL_BACK_OFF
-            && super::classify::back_off_words(message).is_none()
-            && pull_error.is_none()
-            && !events_read
+        let bare_back_off =
+            reason == IMAGE_PULL_BACK_OFF && super::classify::back_off_words(message).is_none();
+        let permanent = matches!(verdict, Verdict::Permanent(_));
+        // Events are read before a pod is failed, and for a back-off whose words only they hold.
+        if !events_read
+            && ((permanent && kept.is_none()) || (bare_back_off && pull_error.is_none()))
         {
             return Action::NeedEvents;
         }
-        let Some(verdict) = classify(reason, message, pull_error) else {
-            continue;
-        };
         let words = match reason {
             IMAGE_PULL_BACK_OFF => super::classify::back_off_words(message)
                 .or(pull_error)
@@ -253,14 +184,17 @@ pub(crate) fn decide(
             since,
             kept: kept.clone(),
         };
-        // Reported before (or, in a dry run, failed before): not again.
-        if seen
-            .reported
-            .contains(&(status.name.clone(), verdict.as_str()))
-        {
-            continue;
-        }
-        if matches!(verdict, Verdict::Permanent(_)) && kept.is_none() {
+        if permanent && kept.is_none() {
+            let attempts = seen.attempts(&status.name);
+            // A pull under way may end well: its words are the previous attempt's.
+            if group(reason) == Some("pull") && attempts.pulling_now() {
+                continue;
+            }
+            // Words found as they were may be minutes old: only an attempt that ended since
+            // they were first seen makes them evidence.
+            if !evidence.live && !attempts.failed_after(evidence.since) {
+                continue;
+            }
             return Action::Fail(finding);
         }
         reports.push(finding);
@@ -270,6 +204,13 @@ pub(crate) fn decide(
     } else {
         Action::Report(reports)
     }
+}
+
+/// Whether `wait` has passed since `since`.
+fn past(since: Timestamp, wait: Duration, now: Timestamp) -> bool {
+    let waited = now.as_millisecond().saturating_sub(since.as_millisecond());
+    let wait = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+    waited >= wait
 }
 
 /// Why a pod with a permanent cause is not failed, or `None` when it may be.
@@ -311,33 +252,6 @@ fn condition<'a>(pod: &'a Pod, condition_type: &str) -> Option<&'a str> {
         .map(|c| c.reason.as_deref().unwrap_or_default())
 }
 
-/// The init containers' statuses, then the containers': an init container that waits blocks
-/// the others, so its cause comes first.
-fn statuses(pod: &Pod) -> impl Iterator<Item = &ContainerStatus> {
-    let status = pod.status.as_ref();
-    let init = status.and_then(|s| s.init_container_statuses.as_deref());
-    let main = status.and_then(|s| s.container_statuses.as_deref());
-    init.unwrap_or_default()
-        .iter()
-        .chain(main.unwrap_or_default())
-}
-
-/// The waiting reason and message of a container, when it waits.
-fn waiting(status: &ContainerStatus) -> Option<(&str, &str)> {
-    let waiting = status.state.as_ref()?.waiting.as_ref()?;
-    let reason = waiting.reason.as_deref()?;
-    Some((reason, waiting.message.as_deref().unwrap_or_default()))
-}
-
-/// The group a watched waiting reason belongs to: a failed pull and its back-off alternate, and
-/// are one wait.
-fn group(reason: &str) -> Option<&'static str> {
-    match reason {
-        ERR_IMAGE_PULL | IMAGE_PULL_BACK_OFF => Some("pull"),
-        _ => WATCHED.iter().find(|w| **w == reason).copied(),
-    }
-}
-
 /// The container's image as the pod spec gives it (the status may hold a resolved name).
 fn image_of(pod: &Pod, status: &ContainerStatus) -> String {
     let spec = pod.spec.as_ref();
@@ -353,20 +267,25 @@ fn image_of(pod: &Pod, status: &ContainerStatus) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::classify::{ERR_IMAGE_PULL, Transient};
     use super::*;
     use serde_json::json;
+    use std::collections::BTreeMap;
 
-    const GRACE: Duration = Duration::from_secs(120);
     const NOT_FOUND: &str = "rpc error: code = NotFound desc = failed to pull and unpack image \"r/app:v9\": failed to resolve reference \"r/app:v9\": r/app:v9: not found";
     const REFUSED: &str = "rpc error: code = Unknown desc = failed to pull and unpack image \"r/app:v1\": failed to resolve reference \"r/app:v1\": failed to do request: Head \"http://r/v2/app/manifests/v1\": dial tcp 127.0.0.1:5000: connect: connection refused";
+    const UNAVAILABLE: &str = "rpc error: code = Unknown desc = failed to pull and unpack image \"r/app:v9\": failed to resolve reference \"r/app:v9\": unexpected status from HEAD request to http://r/v2/app/manifests/v9: 503 Service Unavailable";
 
     fn settings() -> Settings {
         Settings {
-            grace: GRACE,
-            grace_for: BTreeMap::from([(
-                "CreateContainerConfigError".to_string(),
-                Duration::from_secs(10),
-            )]),
+            graces: Graces {
+                all: None,
+                by_key: BTreeMap::from([(
+                    "CreateContainerConfigError".to_string(),
+                    Duration::from_secs(10),
+                )]),
+                report_after: Duration::from_secs(120),
+            },
             condition_type: "ConfigIssue".into(),
         }
     }
@@ -397,12 +316,22 @@ mod tests {
         pod(Some(("batch/v1", "Job")), reason, message)
     }
 
-    /// Observes the pod at time 0, decides at `now`.
-    fn decide_at(pod: &Pod, now: i64) -> Action {
+    /// What a running watcher has seen: the pod created (no status yet) at -1, then waiting
+    /// from 0.
+    fn watched(p: &Pod) -> Seen {
         let mut seen = Seen::default();
-        seen.observe(pod, at(0));
-        seen.observe(pod, at(now));
-        decide(pod, &seen, at(now), &settings(), false)
+        let mut created = p.clone();
+        created.status = None;
+        seen.observe(&created, at(-1));
+        seen.observe(p, at(0));
+        seen
+    }
+
+    /// Decides at `now` with the Events read (none: the pod's words are all there is).
+    fn decide_at(p: &Pod, now: i64) -> Action {
+        let mut seen = watched(p);
+        seen.observe(p, at(now));
+        decide(p, &seen, at(now), &settings(), true)
     }
 
     fn verdict(action: &Action) -> Option<Verdict> {
@@ -414,16 +343,26 @@ mod tests {
     }
 
     #[test]
-    fn within_grace_nothing_after_it_a_jobs_pod_fails() {
+    fn a_missing_image_fails_a_jobs_pod_after_its_own_grace_and_the_events() {
         let p = job_pod(ERR_IMAGE_PULL, NOT_FOUND);
-        assert_eq!(decide_at(&p, 119), Action::Nothing);
-        let Action::Fail(f) = decide_at(&p, 120) else {
-            panic!("{:?}", decide_at(&p, 120));
+        let seen = watched(&p);
+        assert_eq!(
+            decide(&p, &seen, at(0), &settings(), false),
+            Action::Nothing
+        );
+        // Past the grace, the Events come first.
+        assert_eq!(
+            decide(&p, &seen, at(1), &settings(), false),
+            Action::NeedEvents
+        );
+        let Action::Fail(f) = decide(&p, &seen, at(1), &settings(), true) else {
+            panic!("{:?}", decide(&p, &seen, at(1), &settings(), true));
         };
         assert_eq!(
             f.verdict,
             Verdict::Permanent(crate::Reason::ManifestMissing)
         );
+        assert!(f.confirmable());
         assert_eq!(f.since, at(0));
         assert_eq!(
             f.message(),
@@ -432,32 +371,32 @@ mod tests {
     }
 
     #[test]
-    fn the_grace_of_one_reason_is_its_own() {
+    fn the_grace_of_a_verdict_and_of_a_waiting_reason() {
         let p = job_pod("CreateContainerConfigError", "secret \"db\" not found");
         assert_eq!(decide_at(&p, 9), Action::Nothing);
         assert_eq!(
             verdict(&decide_at(&p, 10)),
             Some(Verdict::Permanent(crate::Reason::SecretMissing))
         );
-    }
-
-    #[test]
-    fn a_pull_and_its_back_off_share_their_grace() {
         let mut s = settings();
-        s.grace_for
-            .insert(ERR_IMAGE_PULL.into(), Duration::from_secs(30));
-        assert_eq!(s.grace(IMAGE_PULL_BACK_OFF), Duration::from_secs(30));
-        s.grace_for
-            .insert(IMAGE_PULL_BACK_OFF.into(), Duration::from_secs(20));
-        assert_eq!(s.grace(ERR_IMAGE_PULL), Duration::from_secs(20));
-        assert_eq!(s.grace("InvalidImageName"), GRACE);
+        s.graces.by_key.clear();
+        let mut seen = watched(&p);
+        seen.observe(&p, at(29));
+        assert_eq!(decide(&p, &seen, at(29), &s, true), Action::Nothing);
+        assert!(matches!(
+            decide(&p, &seen, at(30), &s, true),
+            Action::Fail(_)
+        ));
     }
 
     #[test]
     fn transient_causes_are_reported_once_and_never_acted_on() {
         let p = job_pod(ERR_IMAGE_PULL, REFUSED);
-        let mut seen = Seen::default();
-        seen.observe(&p, at(0));
+        let mut seen = watched(&p);
+        assert_eq!(
+            decide(&p, &seen, at(119), &settings(), false),
+            Action::Nothing
+        );
         for hours in [1, 24, 24 * 30] {
             let now = at(hours * 3600);
             seen.observe(&p, now);
@@ -467,11 +406,11 @@ mod tests {
             assert_eq!(r[0].word(), "connect");
         }
         let now = at(7200);
-        let Action::Report(r) = decide(&p, &seen, now, &settings(), false) else {
+        let Action::Report(r) = decide(&p, &seen, now, &settings(), true) else {
             panic!();
         };
-        seen.reported(&r[0]);
-        assert_eq!(decide(&p, &seen, now, &settings(), false), Action::Nothing);
+        seen.reported(&r[0].container, r[0].word());
+        assert_eq!(decide(&p, &seen, now, &settings(), true), Action::Nothing);
     }
 
     #[test]
@@ -547,37 +486,45 @@ mod tests {
     }
 
     #[test]
-    fn a_back_off_takes_the_last_pull_error_or_asks_for_the_events() {
+    fn a_back_off_takes_the_last_pull_error_or_the_events() {
         let bare = "Back-off pulling image \"r/app:v9\"";
         // The pull's words seen before the back-off.
-        let mut seen = Seen::default();
-        seen.observe(&job_pod(ERR_IMAGE_PULL, NOT_FOUND), at(0));
+        let mut seen = watched(&job_pod(ERR_IMAGE_PULL, NOT_FOUND));
         let p = job_pod(IMAGE_PULL_BACK_OFF, bare);
         seen.observe(&p, at(130));
-        let Action::Fail(f) = decide(&p, &seen, at(130), &settings(), false) else {
+        let Action::Fail(f) = decide(&p, &seen, at(130), &settings(), true) else {
             panic!();
         };
         assert_eq!((f.since, f.words.as_str()), (at(0), NOT_FOUND));
         // A watcher that saw only the back-off reads the Events, then decides.
-        let mut seen = Seen::default();
-        seen.observe(&p, at(0));
+        let mut seen = watched(&p);
         seen.observe(&p, at(130));
         assert_eq!(
             decide(&p, &seen, at(130), &settings(), false),
             Action::NeedEvents
         );
-        seen.record_event("spec.containers{main}", "Error: ErrImagePull");
+        let path = "spec.containers{main}";
+        seen.record_event(path, "Failed", "Error: ErrImagePull", Some(at(125)));
         seen.record_event(
-            "spec.containers{main}",
+            path,
+            "Failed",
             &format!("Failed to pull image \"r/app:v9\": {NOT_FOUND}"),
+            Some(at(125)),
         );
+        // The words came from the Events after the back-off was first seen: a new verdict,
+        // whose grace starts now.
+        seen.observe(&p, at(131));
+        assert_eq!(
+            decide(&p, &seen, at(131), &settings(), true),
+            Action::Nothing
+        );
+        seen.observe(&p, at(132));
         assert!(matches!(
-            decide(&p, &seen, at(130), &settings(), true),
+            decide(&p, &seen, at(132), &settings(), true),
             Action::Fail(_)
         ));
         // No words anywhere: reported as unknown, never failed.
-        let mut seen = Seen::default();
-        seen.observe(&p, at(0));
+        let mut seen = watched(&p);
         seen.observe(&p, at(130));
         let Action::Report(r) = decide(&p, &seen, at(130), &settings(), true) else {
             panic!();
@@ -589,24 +536,122 @@ mod tests {
     fn the_grace_starts_again_when_the_container_waits_no_more() {
         let stuck = job_pod("CreateContainerConfigError", "secret \"db\" not found");
         let creating = job_pod("ContainerCreating", "");
-        let mut seen = Seen::default();
-        seen.observe(&stuck, at(0));
+        let mut seen = watched(&stuck);
         seen.observe(&creating, at(5));
         seen.observe(&stuck, at(8));
         assert_eq!(
-            decide(&stuck, &seen, at(15), &settings(), false),
+            decide(&stuck, &seen, at(15), &settings(), true),
             Action::Nothing
         );
         assert!(matches!(
-            decide(&stuck, &seen, at(18), &settings(), false),
+            decide(&stuck, &seen, at(18), &settings(), true),
             Action::Fail(_)
         ));
+    }
+
+    /// The three ways stale words failed Jobs that would have run.
+    #[test]
+    fn stale_words_are_not_evidence() {
+        let p = job_pod(
+            IMAGE_PULL_BACK_OFF,
+            &format!("Back-off pulling image \"r/app:v9\": ErrImagePull: {NOT_FOUND}"),
+        );
+        let path = "spec.containers{main}";
+        // 1. A pull under way: the back-off still shows the last attempt's `not found`.
+        let mut seen = watched(&p);
+        seen.record_event(path, "Failed", "Error: ErrImagePull", Some(at(0)));
+        seen.record_event(path, "Pulling", "Pulling image \"r/app:v9\"", Some(at(70)));
+        seen.observe(&p, at(123));
+        assert_eq!(
+            decide(&p, &seen, at(123), &settings(), true),
+            Action::Nothing
+        );
+        // It ends in another failure: evidence again.
+        seen.record_event(path, "Failed", "Error: ErrImagePull", Some(at(240)));
+        assert!(matches!(
+            decide(&p, &seen, at(241), &settings(), true),
+            Action::Fail(_)
+        ));
+        // 2. Words found on a first look (a new leader): not evidence until an attempt ends
+        // after they were first seen.
+        let mut seen = Seen::default();
+        seen.observe(&p, at(0));
+        seen.observe(&p, at(200));
+        seen.record_event(path, "Failed", "Error: ErrImagePull", Some(at(-80)));
+        assert_eq!(
+            decide(&p, &seen, at(200), &settings(), true),
+            Action::Nothing
+        );
+        seen.record_event(path, "Failed", "Error: ErrImagePull", Some(at(80)));
+        assert!(matches!(
+            decide(&p, &seen, at(200), &settings(), true),
+            Action::Fail(_)
+        ));
+        // The image resolves where the watcher asked: the same, again.
+        seen.resolves_now("main", at(200));
+        assert_eq!(
+            decide(&p, &seen, at(300), &settings(), true),
+            Action::Nothing
+        );
+        // 3. A 404 after 503s: its grace starts with it, not with the first 503.
+        let busy = job_pod(ERR_IMAGE_PULL, UNAVAILABLE);
+        let mut seen = watched(&busy);
+        seen.observe(&busy, at(60));
+        assert_eq!(
+            verdict(&decide(&busy, &seen, at(60), &settings(), true)),
+            None,
+            "a transient cause is reported after report-after only"
+        );
+        let missing = job_pod(ERR_IMAGE_PULL, NOT_FOUND);
+        seen.observe(&missing, at(70));
+        assert_eq!(
+            seen.evidence("main").map(|e| (e.since, e.live)),
+            Some((at(70), true))
+        );
+        assert_eq!(
+            decide(&missing, &seen, at(70), &settings(), true),
+            Action::Nothing
+        );
+        assert!(matches!(
+            decide(&missing, &seen, at(71), &settings(), true),
+            Action::Fail(_)
+        ));
+        let _ = Transient::Connect;
+    }
+
+    #[test]
+    fn an_init_containers_wait_counts() {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "team", "uid": "u1", "resourceVersion": "7",
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "o", "uid": "o1", "controller": true}]},
+            "spec": {
+                "initContainers": [{"name": "setup", "image": "r/setup:v9"}],
+                "containers": [{"name": "main", "image": "r/app:v1"}]
+            },
+            "status": {"phase": "Pending",
+                "initContainerStatuses": [{
+                    "name": "setup", "image": "r/setup:v9", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"waiting": {"reason": "ErrImagePull", "message": NOT_FOUND}}
+                }],
+                "containerStatuses": [{
+                    "name": "main", "image": "r/app:v1", "imageID": "", "ready": false, "restartCount": 0,
+                    "state": {"waiting": {"reason": "PodInitializing"}}
+                }]}
+        }))
+        .unwrap();
+        let Action::Fail(f) = decide_at(&p, 1) else {
+            panic!("{:?}", decide_at(&p, 1));
+        };
+        assert_eq!(
+            (f.container.as_str(), f.image.as_str()),
+            ("setup", "r/setup:v9")
+        );
     }
 
     #[test]
     fn the_message_is_escaped_and_bounded() {
         let words = format!("secret \"a\nb\u{1b}[2J\" not found {}", "x ".repeat(2000));
-        let p = job_pod("CreateContainerConfigError", &words);
+        let p = pod(None, "CreateContainerConfigError", &words);
         let Action::Report(r) = decide_at(&p, 600) else {
             panic!();
         };

@@ -8,9 +8,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// The histogram's upper bounds, in seconds: the default grace is 2 minutes, a long one an hour.
-const BUCKETS: [f64; 12] = [
-    5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0,
+/// The histogram's upper bounds, in seconds: a missing image's grace is 1 s, a missing Secret's
+/// 30 s, a long one an hour.
+const BUCKETS: [f64; 13] = [
+    1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,
 ];
 
 /// Counters and gauges, shared by the loop and the server.
@@ -23,6 +24,10 @@ pub(crate) struct Metrics {
     /// Per bucket (not cumulative), then the overflow.
     buckets: [AtomicU64; BUCKETS.len() + 1],
     sum_millis: AtomicU64,
+    /// Pods not failed because their image resolved when the watcher asked, by reason word.
+    spared: Mutex<BTreeMap<&'static str, u64>>,
+    /// Pods not failed because their owner reached `--owner-failure-limit`, by reason word.
+    owner_limited: Mutex<BTreeMap<&'static str, u64>>,
     /// API calls that failed, by what they were.
     errors: Mutex<BTreeMap<&'static str, u64>>,
     /// 1 while this replica holds the Lease.
@@ -54,6 +59,20 @@ impl Metrics {
         self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
         let millis = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
         self.sum_millis.fetch_add(millis, Ordering::Relaxed);
+    }
+
+    /// One pod spared: its image resolved when the watcher asked.
+    pub(crate) fn spared(&self, word: &'static str) {
+        if let Ok(mut m) = self.spared.lock() {
+            *m.entry(word).or_default() += 1;
+        }
+    }
+
+    /// One pod not failed: its owner reached the limit.
+    pub(crate) fn owner_limited(&self, word: &'static str) {
+        if let Ok(mut m) = self.owner_limited.lock() {
+            *m.entry(word).or_default() += 1;
+        }
     }
 
     /// One API call that failed.
@@ -104,6 +123,26 @@ impl Metrics {
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
         let _ = writeln!(out, "{name}_sum {}", get(&self.sum_millis) as f64 / 1e3);
         let _ = writeln!(out, "{name}_count {cumulative}");
+        for (name, help, family) in [
+            (
+                "pullcheck_watch_spared_pods_total",
+                "Pods not failed because their image resolved when the watcher asked the registry, by reason.",
+                &self.spared,
+            ),
+            (
+                "pullcheck_watch_owner_limited_pods_total",
+                "Pods not failed because their owner had reached --owner-failure-limit, by reason.",
+                &self.owner_limited,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            if let Ok(m) = family.lock() {
+                for (word, n) in m.iter() {
+                    let _ = writeln!(out, "{name}{{reason=\"{word}\"}} {n}");
+                }
+            }
+        }
         let name = "pullcheck_watch_api_errors_total";
         let _ = writeln!(
             out,
@@ -146,6 +185,9 @@ mod tests {
         m.stuck(false, "connect");
         m.stuck(false, "connect");
         m.failed("tag_missing", false, Duration::from_secs(125));
+        m.spared("manifest_missing");
+        m.owner_limited("manifest_missing");
+        m.owner_limited("manifest_missing");
         let text = m.render();
         for line in [
             "pullcheck_watch_stuck_pods_total{verdict=\"permanent\",reason=\"tag_missing\"} 1",
@@ -155,6 +197,8 @@ mod tests {
             "pullcheck_watch_action_delay_seconds_bucket{le=\"180\"} 1",
             "pullcheck_watch_action_delay_seconds_sum 125",
             "pullcheck_watch_leader 0",
+            "pullcheck_watch_spared_pods_total{reason=\"manifest_missing\"} 1",
+            "pullcheck_watch_owner_limited_pods_total{reason=\"manifest_missing\"} 2",
         ] {
             assert!(text.lines().any(|l| l == line), "{line}\n{text}");
         }

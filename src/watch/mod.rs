@@ -3,7 +3,12 @@
 //! there), so that a Job's `podFailurePolicy` fails the Job, and only reports the others.
 //!
 //! - [`classify`]: the kubelet's words for a waiting container, permanent or transient;
+//! - [`grace`]: how long each verdict stands before it is acted on;
+//! - [`seen`]: what was seen of one pod: each container's verdict since when, and the
+//!   kubelet's attempts from its Events (the evidence, and whether it is fresh);
 //! - [`decide`]: what to do with one pod, from the pod, the time and what was seen (no I/O);
+//! - [`breaker`]: the bound on owners that recreate what is failed (no I/O);
+//! - `confirm`: the watcher's own manifest HEAD before a pod is failed for a missing image;
 //! - [`config`]: the flags judged, all problems at once;
 //! - `run`: the watches, the tick, and the actions while this replica leads;
 //! - `act`: the writes (condition, Event, delete) and the read of the kubelet's Events;
@@ -11,12 +16,16 @@
 //! - `server`, `metrics`: `/healthz`, `/readyz`, `/metrics` in plain HTTP.
 
 pub(crate) mod act;
+pub(crate) mod breaker;
 pub(crate) mod classify;
 pub(crate) mod config;
+pub(crate) mod confirm;
 pub(crate) mod decide;
+pub(crate) mod grace;
 pub(crate) mod lease;
 pub(crate) mod metrics;
 pub(crate) mod run;
+pub(crate) mod seen;
 pub(crate) mod server;
 
 use crate::cli::watch::WatchArgs;
@@ -57,10 +66,14 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
         let client = kube::Client::try_default()
             .await
             .map_err(|e| format!("cannot reach the API server (in-cluster config or KUBECONFIG): {e}"))?;
+        let grace = match config.settings.graces.all {
+            Some(g) => format!("grace {g:?}"),
+            None => "each verdict's own grace".to_string(),
+        };
         eprintln!(
-            "pullcheck: watch: listening on {bound}; namespaces labelled {}; grace {:?}{}",
+            "pullcheck: watch: listening on {bound}; namespaces labelled {}; {grace}{}{}",
             escape(&config.namespace_label),
-            config.settings.grace,
+            if config.confirm { "" } else { "; no registry confirmation" },
             if config.dry_run { "; dry run: nothing is written" } else { "" }
         );
         let metrics = Arc::new(metrics::Metrics::default());
@@ -82,11 +95,16 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
         let (leading_tx, leading) = tokio::sync::watch::channel(false);
         let gauge = metrics.clone();
         let mut leading_gauge = leading.clone();
+        let breaker = std::sync::Mutex::new(breaker::Breaker::new(
+            config.owner_failure_limit,
+            config.owner_failure_window,
+        ));
         let watcher = run::Watcher {
             actor: act::Actor {
                 client: client.clone(),
                 identity: config.identity.clone(),
             },
+            breaker,
             config,
             metrics,
             ready,

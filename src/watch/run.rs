@@ -5,9 +5,12 @@
 //! the graces it starts again.
 
 use super::act::{Actor, Outcome};
+use super::breaker::{self, Breaker, Owner};
 use super::config::Config;
-use super::decide::{Action, Finding, Seen, decide};
+use super::confirm::{self, Look};
+use super::decide::{Action, Finding, decide};
 use super::metrics::Metrics;
+use super::seen::Seen;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::jiff::Timestamp;
@@ -33,6 +36,8 @@ pub(crate) struct Watcher {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) ready: Arc<AtomicBool>,
     pub(crate) leading: watch::Receiver<bool>,
+    /// The bound on owners that recreate what is failed.
+    pub(crate) breaker: std::sync::Mutex<Breaker>,
 }
 
 /// A list being made (between a watch's `Init` and `InitDone`) and the one in use.
@@ -104,22 +109,91 @@ impl Watcher {
                 continue;
             }
             h.seen.observe(&h.pod, now);
-            let mut action = decide(&h.pod, &h.seen, now, &self.config.settings, false);
+            let rv = h.pod.resource_version().unwrap_or_default();
+            let current = h.seen.events_current(&rv, now);
+            let mut action = decide(&h.pod, &h.seen, now, &self.config.settings, current);
             if action == Action::NeedEvents {
                 if let Outcome::Failed(call, e) =
-                    self.actor.failed_events(&h.pod, &mut h.seen).await
+                    self.actor.read_events(&h.pod, &mut h.seen, now).await
                 {
+                    // Without the Events there is no evidence: nothing is done this time.
                     self.failure(&h.pod, call, &e);
+                    continue;
                 }
+                // The Events may hold the words a back-off hides: a verdict of its own.
+                h.seen.observe(&h.pod, now);
                 action = decide(&h.pod, &h.seen, now, &self.config.settings, true);
             }
             self.act(h, action, now).await;
         }
     }
 
+    /// The last checks before a pod is failed: the owner's bound, then, for an image said to be
+    /// missing, the registry's own answer. `false`: the pod is not failed now.
+    async fn may_fail(&self, h: &mut Held, f: &Finding, now: Timestamp) -> bool {
+        let who = who(&h.pod);
+        if self.config.confirm && f.confirmable() {
+            if let Look::Resolves = confirm::look(&f.image).await {
+                say(
+                    &who,
+                    &format!(
+                        "{} — not failed: the image resolves now (its registry answered the watcher's HEAD); waiting for the kubelet's next attempt",
+                        f.message()
+                    ),
+                    self.config.dry_run,
+                );
+                self.metrics.spared(f.word());
+                h.seen.resolves_now(&f.container, now);
+                return false;
+            }
+        }
+        let owner = Owner::of(&h.pod);
+        let verdict = match self.breaker.lock() {
+            Ok(mut b) => b.admit(&owner, f.word(), now),
+            Err(_) => breaker::Verdict::Fail,
+        };
+        match verdict {
+            breaker::Verdict::Fail => true,
+            breaker::Verdict::Tripped => {
+                let note = format!(
+                    "{} — not failed: {} {} had {} pods failed for {} within {:?}, so it recreates what is failed; pods of it are left to the kubelet until that window has passed",
+                    f.message(),
+                    crate::report::escape(&owner.namespace),
+                    crate::report::escape(&owner.name),
+                    self.config.owner_failure_limit,
+                    f.word(),
+                    self.config.owner_failure_window,
+                );
+                say(&who, &note, self.config.dry_run);
+                if !self.config.dry_run {
+                    if let Outcome::Failed(call, e) = self
+                        .actor
+                        .event(&h.pod, f, "OwnerFailureLimit", &note)
+                        .await
+                    {
+                        self.failure(&h.pod, call, &e);
+                    }
+                }
+                self.metrics.owner_limited(f.word());
+                h.seen.reported(&f.container, f.word());
+                false
+            }
+            breaker::Verdict::Held => {
+                self.metrics.owner_limited(f.word());
+                h.seen.reported(&f.container, f.word());
+                false
+            }
+        }
+    }
+
     async fn act(&self, h: &mut Held, action: Action, now: Timestamp) {
+        let who = who(&h.pod);
+        if let Action::Fail(f) = &action {
+            if !self.may_fail(h, f, now).await {
+                return;
+            }
+        }
         let pod = &h.pod;
-        let who = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
         match action {
             Action::Nothing | Action::NeedEvents => {}
             Action::Report(findings) => {
@@ -136,7 +210,7 @@ impl Watcher {
                         }
                     }
                     self.metrics.stuck(permanent, f.word());
-                    h.seen.reported(&f);
+                    h.seen.reported(&f.container, f.word());
                 }
             }
             Action::Fail(f) => {
@@ -149,7 +223,7 @@ impl Watcher {
                     );
                     self.metrics.stuck(true, f.word());
                     self.metrics.failed(f.word(), true, waited);
-                    h.seen.reported(&f);
+                    h.seen.reported(&f.container, f.word());
                     return;
                 }
                 match self
@@ -161,7 +235,7 @@ impl Watcher {
                         say(&who, &format!("{} — failed the pod", f.message()), false);
                         self.metrics.stuck(true, f.word());
                         self.metrics.failed(f.word(), false, waited);
-                        h.seen.reported(&f);
+                        h.seen.reported(&f.container, f.word());
                     }
                     Outcome::Changed => {}
                     Outcome::Failed(call, e) => self.failure(pod, call, &e),
@@ -205,6 +279,11 @@ fn report_words(f: &Finding, permanent: bool) -> (&'static str, String) {
     }
 }
 
+/// `namespace/name` of a pod, for the log.
+fn who(pod: &Pod) -> String {
+    format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
+}
+
 /// One line of the watcher's log.
 fn say(who: &str, what: &str, dry_run: bool) {
     let tag = if dry_run { " (dry run)" } else { "" };
@@ -223,17 +302,10 @@ fn waited(f: &Finding, now: Timestamp) -> Duration {
 }
 
 /// How often every pod is looked at: a tenth of the shortest grace, between 1 and 5 seconds, so
-/// that a pod is acted on within a few seconds of its grace.
+/// that a pod is acted on within a few seconds of its grace (with the default 1 s grace of a
+/// missing image, every second).
 fn tick_of(config: &Config) -> Duration {
-    let shortest = config
-        .settings
-        .grace_for
-        .values()
-        .copied()
-        .chain([config.settings.grace])
-        .min()
-        .unwrap_or(config.settings.grace);
-    (shortest / 10).clamp(Duration::from_secs(1), Duration::from_secs(5))
+    (config.settings.graces.shortest() / 10).clamp(Duration::from_secs(1), Duration::from_secs(5))
 }
 
 fn namespace_event(listed: &mut Listed<BTreeSet<String>>, event: Event<Namespace>) {

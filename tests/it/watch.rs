@@ -11,10 +11,20 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Every flag, and the variable it reads.
-const FLAGS: [(&str, &str); 10] = [
+const FLAGS: [(&str, &str); 14] = [
     ("--namespace-label", "PULLCHECK_WATCH_NAMESPACE_LABEL"),
     ("--grace", "PULLCHECK_WATCH_GRACE"),
     ("--grace-for", "PULLCHECK_WATCH_GRACE_FOR"),
+    ("--report-after", "PULLCHECK_WATCH_REPORT_AFTER"),
+    ("--no-confirm", "PULLCHECK_WATCH_NO_CONFIRM"),
+    (
+        "--owner-failure-limit",
+        "PULLCHECK_WATCH_OWNER_FAILURE_LIMIT",
+    ),
+    (
+        "--owner-failure-window",
+        "PULLCHECK_WATCH_OWNER_FAILURE_WINDOW",
+    ),
     ("--condition-type", "PULLCHECK_WATCH_CONDITION_TYPE"),
     ("--dry-run", "PULLCHECK_WATCH_DRY_RUN"),
     ("--listen", "PULLCHECK_WATCH_LISTEN"),
@@ -55,6 +65,8 @@ fn help_names_every_flag_its_variable_and_default() {
     for default in [
         "pullcheck.dev/watch=enabled",
         "[default: 2m]",
+        "[default: 10]",
+        "[default: 10m]",
         "[default: ConfigIssue]",
         "[default: :8081]",
         "[default: pullcheck-watch]",
@@ -71,7 +83,7 @@ fn help_names_every_flag_its_variable_and_default() {
 #[test]
 fn bad_values_are_usage_errors_all_at_once() {
     let run = watch()
-        .args(["--namespace-label", "a b", "--grace", "0s"])
+        .args(["--namespace-label", "a b", "--grace", "soon"])
         .args([
             "--grace-for",
             "CrashLoopBackOff=1m",
@@ -80,13 +92,16 @@ fn bad_values_are_usage_errors_all_at_once() {
         ])
         .args(["--condition-type", "Config Issue", "--listen", "8081"])
         .args(["--lease-name", "Not_A_Name", "--lease-duration", "1s"])
+        .args(["--owner-failure-limit", "0", "--report-after", "later"])
         .run();
     assert_eq!(run.code, 2, "{}", no_feature(&run.stderr));
     for words in [
         "--namespace-label a b: expected KEY=VALUE or KEY",
-        "--grace 0s: must be longer than zero",
-        "--grace-for CrashLoopBackOff=1m: CrashLoopBackOff is not a waiting reason the watcher acts on",
-        "--grace-for ErrImagePull: expected REASON=DURATION",
+        "--grace soon: ",
+        "--grace-for CrashLoopBackOff=1m: CrashLoopBackOff is neither a waiting reason the watcher acts on",
+        "--grace-for ErrImagePull: expected KEY=DURATION",
+        "--owner-failure-limit 0: expected a whole number from 1 to 10000",
+        "--report-after later: ",
         "--condition-type Config Issue: expected a condition type",
         "--listen 8081: not HOST:PORT or :PORT",
         "--lease-name Not_A_Name: not a Kubernetes object name",
@@ -96,7 +111,12 @@ fn bad_values_are_usage_errors_all_at_once() {
     ] {
         assert!(run.stderr.contains(words), "{words}:\n{}", run.stderr);
     }
-    assert_eq!(run.stderr.lines().count(), 10, "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 12, "{}", run.stderr);
+    // A grace of zero acts at the first look: not an error.
+    let run = watch()
+        .args(["--grace", "0s", "--grace-for", "manifest_missing=0s"])
+        .run();
+    assert!(!run.stderr.contains("--grace"), "{}", run.stderr);
     // clap's own errors are usage errors too.
     let run = watch().arg("--no-such-flag").run();
     assert_eq!(run.code, 2, "{}", run.stderr);
@@ -117,6 +137,10 @@ fn every_flag_reads_its_environment_variable() {
         .env("PULLCHECK_WATCH_LEASE_DURATION", "0s")
         .env("PULLCHECK_WATCH_IDENTITY", "x\ny")
         .env("PULLCHECK_WATCH_DRY_RUN", "true")
+        .env("PULLCHECK_WATCH_NO_CONFIRM", "true")
+        .env("PULLCHECK_WATCH_REPORT_AFTER", "later")
+        .env("PULLCHECK_WATCH_OWNER_FAILURE_LIMIT", "many")
+        .env("PULLCHECK_WATCH_OWNER_FAILURE_WINDOW", "0s")
         .run();
     assert_eq!(run.code, 2, "{}", no_feature(&run.stderr));
     for words in [
@@ -129,11 +153,14 @@ fn every_flag_reads_its_environment_variable() {
         "--namespace Bad_Namespace:",
         "--lease-duration 0s:",
         "--identity x\\ny:",
+        "--report-after later:",
+        "--owner-failure-limit many:",
+        "--owner-failure-window 0s:",
     ] {
         assert!(run.stderr.contains(words), "{words}:\n{}", run.stderr);
     }
     assert!(!run.stderr.contains("ErrImagePull=30s"), "{}", run.stderr);
-    assert_eq!(run.stderr.lines().count(), 9, "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 12, "{}", run.stderr);
 }
 
 /// A kubeconfig whose API server is a loopback port nothing listens on.

@@ -1,0 +1,45 @@
+//! The watcher's own look at the registry before it fails a pod for an image the kubelet said
+//! is not there: one manifest HEAD with pullcheck's own check, anonymous, platform not checked
+//! (the question is only whether the reference resolves now), bounded in time.
+//!
+//! Only an image that *resolves* changes anything: then the kubelet's words are stale (the tag
+//! was pushed since, the outage's one 404 is over) and the pod is not failed. Any other answer
+//! (not found, refused credentials, no route from the watcher's pod to a registry only the node
+//! reaches, a time-out) leaves the decision to the kubelet's fresh words, which are the node's
+//! own view: the watcher never fails a pod on its own answer, only spares one.
+
+use crate::check::Options;
+use crate::registry::{ClientOptions, PlatformPolicy};
+use crate::report::Status;
+use std::time::Duration;
+
+/// The longest the look may take: the pod waits for it, and a registry that does not answer
+/// the watcher says nothing the kubelet's words did not.
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What the look found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// The manifest resolves now.
+    Resolves,
+    /// Anything else: the kubelet's words decide.
+    Inconclusive(Status),
+}
+
+/// Asks the registry whether `image` resolves now.
+pub(crate) async fn look(image: &str) -> Look {
+    let options = Options {
+        timeout: TIMEOUT,
+        client: ClientOptions {
+            platform: PlatformPolicy::none(),
+            ..ClientOptions::default()
+        },
+        ..Options::default()
+    };
+    let report = crate::check(&[image.to_string()], &options).await;
+    match report.images.first().map(|r| r.status) {
+        Some(Status::Ok) => Look::Resolves,
+        Some(status) => Look::Inconclusive(status),
+        None => Look::Inconclusive(Status::Unreachable),
+    }
+}

@@ -1,0 +1,206 @@
+//! How long a verdict must stand before the watcher acts on it: a grace per verdict, not per
+//! waiting reason, since the kubelet's words mean very different things under one reason
+//! (`ErrImagePull` is a definitive 404 or a refused connection alike).
+//!
+//! The defaults, and why:
+//! - **1 s** for what the kubelet reports only after asking every host of the node: a manifest
+//!   or repository the registry says is not there, a reference no parser takes,
+//!   `ErrImageNeverPull`, no variant for the node's platform. Nothing but a push or an edit
+//!   changes them, and the watcher confirms the first with a HEAD of its own where it can.
+//! - **30 s** for refused credentials: a pull secret created or rotated a moment ago reaches the
+//!   kubelet on its next pull.
+//! - **30 s** for a missing Secret, ConfigMap or key: the kubelet tries a pod that cannot start
+//!   again 10 to 15 s later (its pod worker's back-off), so a Secret made in time is seen by
+//!   then; 30 s is past that retry.
+//! - **10 s** for the start causes (`runAsNonRoot` against the image's user, no command, a
+//!   `workingDir` that is a file, a command that is not in the image): the image decides them.
+//! - **never** for transient or unknown words: they are reported once they have lasted
+//!   [`Graces::report_after`], and never acted on.
+//!
+//! `--grace-for` takes pullcheck's reason words (`manifest_missing`) and the kubelet's waiting
+//! reasons (`CreateContainerConfigError`); a reason word wins over a waiting reason, which wins
+//! over `--grace`, which wins over the default.
+
+use super::classify::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, Verdict};
+use crate::report::Reason;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The grace of the definitive answers.
+const DEFINITIVE: Duration = Duration::from_secs(1);
+/// The grace of refused credentials.
+const CREDENTIALS: Duration = Duration::from_secs(30);
+/// The grace of a missing Secret, ConfigMap or key: past the kubelet's next retry.
+const CONFIGURATION: Duration = Duration::from_secs(30);
+/// The grace of the start causes.
+const START: Duration = Duration::from_secs(10);
+
+/// The graces of one watcher, as its flags give them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Graces {
+    /// `--grace`: every permanent verdict's grace, when given, instead of its default.
+    pub(crate) all: Option<Duration>,
+    /// `--grace-for KEY=DURATION`, by reason word or waiting reason.
+    pub(crate) by_key: BTreeMap<String, Duration>,
+    /// `--report-after`: how long a transient or unknown cause lasts before it is reported.
+    pub(crate) report_after: Duration,
+}
+
+impl Graces {
+    /// The grace of a permanent verdict seen under the waiting reason `waiting`; `None` for a
+    /// transient one, which is never acted on.
+    pub(crate) fn of(&self, verdict: Verdict, waiting: &str) -> Option<Duration> {
+        let Verdict::Permanent(reason) = verdict else {
+            return None;
+        };
+        let own = |k: &str| self.by_key.get(k).copied();
+        // A failed pull and its back-off alternate and are one wait: a `--grace-for` of
+        // either is the grace of both (the shorter, when both are given).
+        let by_waiting = if waiting == ERR_IMAGE_PULL || waiting == IMAGE_PULL_BACK_OFF {
+            [own(ERR_IMAGE_PULL), own(IMAGE_PULL_BACK_OFF)]
+                .into_iter()
+                .flatten()
+                .min()
+        } else {
+            own(waiting)
+        };
+        Some(
+            own(reason.about().word)
+                .or(by_waiting)
+                .or(self.all)
+                .unwrap_or_else(|| default_grace(reason)),
+        )
+    }
+
+    /// The shortest wait this watcher acts or reports after: how often it needs to look.
+    pub(crate) fn shortest(&self) -> Duration {
+        let defaults = [DEFINITIVE, CREDENTIALS, CONFIGURATION, START];
+        let base = match self.all {
+            Some(d) => d,
+            None => defaults.into_iter().min().unwrap_or(DEFINITIVE),
+        };
+        self.by_key
+            .values()
+            .copied()
+            .chain([base, self.report_after])
+            .min()
+            .unwrap_or(base)
+    }
+}
+
+/// The default grace of a permanent reason (see the module's list).
+pub(crate) fn default_grace(reason: Reason) -> Duration {
+    match reason {
+        Reason::ManifestMissing
+        | Reason::TagMissing
+        | Reason::DigestMissing
+        | Reason::RepositoryMissing
+        | Reason::InvalidReference
+        | Reason::NotOnNode
+        | Reason::NoMatchingPlatform => DEFINITIVE,
+        Reason::CredentialsRejected
+        | Reason::PullUnauthorized
+        | Reason::InsufficientScope
+        | Reason::Denied
+        | Reason::NoCredentials => CREDENTIALS,
+        Reason::SecretMissing | Reason::ConfigMapMissing | Reason::KeyMissing => CONFIGURATION,
+        _ => START,
+    }
+}
+
+/// Whether `key` may be given to `--grace-for`: one of the watched waiting reasons, or the word
+/// of a reason the watcher can give.
+pub(crate) fn is_key(key: &str) -> bool {
+    super::classify::WATCHED.contains(&key) || permanent_words().any(|w| w == key)
+}
+
+/// The words of the reasons the kubelet's words can give.
+pub(crate) fn permanent_words() -> impl Iterator<Item = &'static str> {
+    super::classify::REASONS.iter().map(|r| r.about().word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graces() -> Graces {
+        Graces {
+            all: None,
+            by_key: BTreeMap::new(),
+            report_after: Duration::from_secs(120),
+        }
+    }
+
+    #[test]
+    fn each_verdict_has_its_own_default() {
+        let g = graces();
+        let p = |r| Verdict::Permanent(r);
+        for (verdict, waiting, want) in [
+            (p(Reason::ManifestMissing), ERR_IMAGE_PULL, Some(1)),
+            (p(Reason::ManifestMissing), IMAGE_PULL_BACK_OFF, Some(1)),
+            (p(Reason::InvalidReference), "InvalidImageName", Some(1)),
+            (p(Reason::NotOnNode), "ErrImageNeverPull", Some(1)),
+            (p(Reason::NoMatchingPlatform), ERR_IMAGE_PULL, Some(1)),
+            (p(Reason::CredentialsRejected), ERR_IMAGE_PULL, Some(30)),
+            (p(Reason::PullUnauthorized), ERR_IMAGE_PULL, Some(30)),
+            (
+                p(Reason::SecretMissing),
+                "CreateContainerConfigError",
+                Some(30),
+            ),
+            (
+                p(Reason::KeyMissing),
+                "CreateContainerConfigError",
+                Some(30),
+            ),
+            (p(Reason::CommandNotFound), "CreateContainerError", Some(10)),
+            (
+                Verdict::Transient(super::super::classify::Transient::Connect),
+                ERR_IMAGE_PULL,
+                None,
+            ),
+        ] {
+            assert_eq!(
+                g.of(verdict, waiting),
+                want.map(Duration::from_secs),
+                "{verdict:?} {waiting}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reason_word_wins_over_a_waiting_reason_which_wins_over_grace() {
+        let mut g = graces();
+        let missing = Verdict::Permanent(Reason::ManifestMissing);
+        g.all = Some(Duration::ZERO);
+        assert_eq!(g.of(missing, ERR_IMAGE_PULL), Some(Duration::ZERO));
+        g.by_key
+            .insert(IMAGE_PULL_BACK_OFF.into(), Duration::from_secs(20));
+        assert_eq!(g.of(missing, ERR_IMAGE_PULL), Some(Duration::from_secs(20)));
+        g.by_key
+            .insert("manifest_missing".into(), Duration::from_secs(120));
+        assert_eq!(
+            g.of(missing, ERR_IMAGE_PULL),
+            Some(Duration::from_secs(120))
+        );
+        let denied = Verdict::Permanent(Reason::Denied);
+        assert_eq!(g.of(denied, ERR_IMAGE_PULL), Some(Duration::from_secs(20)));
+        assert_eq!(g.shortest(), Duration::ZERO);
+    }
+
+    #[test]
+    fn keys_are_waiting_reasons_or_reason_words() {
+        for ok in [
+            "ErrImagePull",
+            "CreateContainerConfigError",
+            "manifest_missing",
+            "secret_missing",
+            "no_matching_platform",
+        ] {
+            assert!(is_key(ok), "{ok}");
+        }
+        for bad in ["CrashLoopBackOff", "connect", "found", ""] {
+            assert!(!is_key(bad), "{bad}");
+        }
+    }
+}
