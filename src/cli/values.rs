@@ -36,6 +36,7 @@ pub fn node_status_max_images_value(s: &str) -> Result<Option<usize>, String> {
     }
 }
 
+#[cfg(feature = "watch")]
 /// The value of `pullcheck watch --owner-failure-limit`: a whole number from 1 to 10000.
 pub fn owner_failure_limit_value(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
@@ -57,6 +58,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+#[cfg(feature = "watch")]
 /// Parses a duration as [`parse_duration`] does, zero included: a grace of `0s` acts at the
 /// first look.
 pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {

@@ -303,7 +303,9 @@ pub struct PlatformPolicy {
 }
 
 impl PlatformPolicy {
-    /// No platform check (`--platform any`): whether the reference resolves, and nothing more.
+    /// No platform check (`--platform any`): whether the reference resolves, and nothing more
+    /// (the watcher's look before it fails a pod).
+    #[cfg(feature = "watch")]
     pub(crate) fn none() -> PlatformPolicy {
         PlatformPolicy {
             want: None,

@@ -24,6 +24,7 @@ mod kubelet_words;
 mod mirror;
 mod node_images;
 mod policy;
+mod stale;
 mod start;
 mod watch;
 mod webhook;

@@ -64,7 +64,7 @@ fn watched(name: &str) -> Namespace {
 
 /// A Job of `image` (`pod_spec`: more lines of its pod spec) with the rule that fails it on the
 /// watcher's condition.
-fn stuck_job(name: &str, image: &str, pod_spec: &str) -> String {
+pub fn stuck_job(name: &str, image: &str, pod_spec: &str) -> String {
     job_with(name, image, 3, pod_spec).replace(
         "spec:\n  backoffLimit: 3\n",
         "spec:\n  backoffLimit: 3\n  podFailurePolicy:\n    rules:\n    - action: FailJob\n      \
@@ -74,13 +74,13 @@ fn stuck_job(name: &str, image: &str, pod_spec: &str) -> String {
 
 /// Every version of every pod of a namespace, as `kubectl get pods --watch` streams them: the
 /// watcher deletes the pods it fails, so their condition is read here, not afterwards.
-struct PodWatch {
+pub struct PodWatch {
     child: Child,
     seen: Arc<Mutex<Vec<Value>>>,
 }
 
 impl PodWatch {
-    fn start(ns: &str) -> PodWatch {
+    pub fn start(ns: &str) -> PodWatch {
         let c = cluster();
         let mut child = Command::new(&c.kube)
             .args(["kubectl", "get", "pods", "-n", ns, "--watch", "-o", "json"])
@@ -103,7 +103,7 @@ impl PodWatch {
     }
 
     /// The first version of a pod with the watcher's condition, once one is seen.
-    fn conditioned(&self, name_prefix: &str) -> Option<Value> {
+    pub fn conditioned(&self, name_prefix: &str) -> Option<Value> {
         self.seen
             .lock()
             .unwrap()
@@ -117,7 +117,7 @@ impl PodWatch {
             .cloned()
     }
 
-    fn wait_conditioned(&self, name_prefix: &str) -> Value {
+    pub fn wait_conditioned(&self, name_prefix: &str) -> Value {
         wait_for(
             &format!("a pod {name_prefix}… with the ConfigIssue condition"),
             minutes(4),
@@ -129,7 +129,7 @@ impl PodWatch {
     }
 
     /// The uids of the pods seen whose name starts with `name_prefix`.
-    fn uids(&self, name_prefix: &str) -> Vec<String> {
+    pub fn uids(&self, name_prefix: &str) -> Vec<String> {
         let mut uids: Vec<String> = self
             .seen
             .lock()
@@ -157,7 +157,7 @@ impl Drop for PodWatch {
 
 /// The Events of namespace `ns` with reason `reason` about pods whose name starts with
 /// `name_prefix`.
-fn events(ns: &str, reason: &str, name_prefix: &str) -> Vec<Value> {
+pub fn events(ns: &str, reason: &str, name_prefix: &str) -> Vec<Value> {
     let c = cluster();
     let out = c.kubectl(&["get", "events", "-n", ns, "-o", "json"]);
     let list: Value = serde_json::from_str(&out).expect("events JSON");

@@ -191,6 +191,8 @@ impl Fault {
 #[derive(Debug, Clone)]
 pub struct Rule {
     method: Option<String>,
+    /// A part the request's `User-Agent` must hold.
+    user_agent: Option<String>,
     path: PathMatch,
     skip: usize,
     times: Option<usize>,
@@ -211,6 +213,7 @@ impl Rule {
     fn new(path: PathMatch, fault: Fault) -> Rule {
         Rule {
             method: None,
+            user_agent: None,
             path,
             skip: 0,
             times: None,
@@ -245,6 +248,13 @@ impl Rule {
         self
     }
 
+    /// Only requests whose `User-Agent` holds `part` (`containerd`, `pullcheck`): one client's
+    /// requests told from another's at the same registry.
+    pub fn user_agent(mut self, part: &str) -> Rule {
+        self.user_agent = Some(part.to_string());
+        self
+    }
+
     /// Leaves the first `n` matching requests alone (the rule applies from the `n+1`-th).
     pub fn skip(mut self, n: usize) -> Rule {
         self.skip = n;
@@ -257,8 +267,13 @@ impl Rule {
         self
     }
 
-    fn matches(&self, method: &str, path: &str) -> bool {
+    fn matches(&self, method: &str, path: &str, user_agent: Option<&str>) -> bool {
         if self.method.as_deref().is_some_and(|m| m != method) {
+            return false;
+        }
+        if let Some(part) = &self.user_agent
+            && !user_agent.is_some_and(|u| u.contains(part.as_str()))
+        {
             return false;
         }
         match &self.path {
@@ -270,8 +285,8 @@ impl Rule {
     }
 
     /// Counts the request; the fault when this one is in the rule's window.
-    fn take(&mut self, method: &str, path: &str) -> Option<Fault> {
-        if !self.matches(method, path) {
+    fn take(&mut self, method: &str, path: &str, user_agent: Option<&str>) -> Option<Fault> {
+        if !self.matches(method, path, user_agent) {
             return None;
         }
         self.matched += 1;
@@ -415,6 +430,13 @@ impl Proxy {
     /// Adds a rule, tried after the ones added before it.
     pub fn rule(&self, rule: Rule) -> &Proxy {
         lock(&self.shared.rules).push(rule);
+        self
+    }
+
+    /// Drops every rule: from now on each request passes (a registry that was switched to
+    /// serve the image).
+    pub fn clear_rules(&self) -> &Proxy {
+        lock(&self.shared.rules).clear();
         self
     }
 
@@ -576,7 +598,7 @@ fn serve(shared: &Shared, mut client: TcpStream) {
         let mut rules = lock(&shared.rules);
         rules
             .iter_mut()
-            .find_map(|r| r.take(&head.method, &head.path))
+            .find_map(|r| r.take(&head.method, &head.path, head.header("user-agent")))
             .unwrap_or_else(|| shared.default.clone())
     };
     lock(&shared.seen).push(Seen {

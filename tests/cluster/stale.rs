@@ -1,0 +1,297 @@
+//! `pullcheck watch` on the kubelet's stale words, on the real cluster: the three ways a watcher
+//! that trusted the waiting message failed Jobs that would have run, each with a fault proxy in
+//! front of the cluster's registry, and each Job now `Complete`:
+//!
+//! 1. **a pull under way**: the registry answers 404 three times, then holds the kubelet's next
+//!    manifest request for 150 s before serving it; through it the pod shows the previous
+//!    attempt's `not found`. The watcher's own HEAD is answered 404 too, so only the `Pulling`
+//!    Event (newer than the last failure) keeps the pod;
+//! 2. **the image pushed within the grace**: 404 until the test switches the proxy to serve
+//!    the image; past the grace the watcher's own HEAD finds it, and the pod is spared;
+//! 3. **one 404 after an outage**: 503, 503, 503, one 404, then served: with the default grace
+//!    of 1 s the 404 is acted on at once, and the watcher's HEAD finds the image.
+//!
+//! And the bound on owners that recreate what is failed: a test controller that makes a new
+//! pod each time the last one is gone, stopped after `--owner-failure-limit` pods.
+//!
+//! The releases here run `hostNetwork` with one replica, so that the watcher asks the registry
+//! from where the node pulls (its loopback), as it does for a kind or k3d local registry.
+
+use crate::common::proxy::{Fault, Proxy, Rule};
+use crate::harness::{Namespace, cluster, minutes, wait_for};
+use crate::jobs::{seconds_to, wait_job};
+use crate::watch::{PodWatch, events, stuck_job};
+use crate::webhook::{Installed, install};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// A release that acts on a missing image only after 2 minutes (the issue's setting), for the
+/// cases whose stale words came after the first ones.
+fn slow() -> &'static Installed {
+    static RELEASE: OnceLock<Installed> = OnceLock::new();
+    RELEASE.get_or_init(|| {
+        install(
+            "pc-stale",
+            "stale-tests-select-none",
+            &[
+                "--set",
+                "hostNetwork=true,replicas=1,webhook.port=18443,watch.port=18081,\
+                 watch.namespaceLabel=pullcheck.dev/watch=stale,watch.leaseDuration=6s",
+                "--set-json",
+                "watch.graceFor=[\"manifest_missing=2m\"]",
+            ],
+        )
+    })
+}
+
+/// A release with the watcher's default graces.
+fn fast() -> &'static Installed {
+    static RELEASE: OnceLock<Installed> = OnceLock::new();
+    RELEASE.get_or_init(|| {
+        install(
+            "pc-stale-fast",
+            "stale-fast-tests-select-none",
+            &[
+                "--set",
+                "hostNetwork=true,replicas=1,webhook.port=18444,watch.port=18082,\
+                 watch.namespaceLabel=pullcheck.dev/watch=stale-fast,watch.leaseDuration=6s",
+            ],
+        )
+    })
+}
+
+/// A namespace of the test's own, watched by `release`'s label.
+fn watched(release: &Installed, label: &str, name: &str) -> Namespace {
+    let _ = release;
+    let c = cluster();
+    let ns = c.namespace(name);
+    c.kubectl(&[
+        "label",
+        "namespace",
+        name,
+        &format!("pullcheck.dev/watch={label}"),
+    ]);
+    ns
+}
+
+/// A proxy in front of the cluster's registry that containerd pulls from over plain HTTP.
+fn proxy() -> Proxy {
+    let c = cluster();
+    let proxy = Proxy::start(&c.registry);
+    let host = proxy.host();
+    let dir = c.hosts_dir.join(&host);
+    std::fs::create_dir_all(&dir).expect("hosts dir");
+    std::fs::write(
+        dir.join("hosts.toml"),
+        format!(
+            "server = \"http://{host}\"\n\n[host.\"http://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+        ),
+    )
+    .expect("hosts.toml");
+    proxy
+}
+
+/// The kubelet's (containerd's) manifest requests.
+fn kubelet_heads(fault: Fault) -> Rule {
+    Rule::contains("/manifests/", fault)
+        .method("HEAD")
+        .user_agent("containerd")
+}
+
+/// The Job of `image` on `proxy`, pulled on every try, failed only through the watcher.
+fn job(name: &str, image: &str) -> String {
+    stuck_job(name, image, "").replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
+}
+
+/// Waits for the Job to complete with one pod from first to last and no condition.
+fn completes(ns: &str, pods: &PodWatch, name: &str, what: &str) {
+    let done = wait_job(ns, name, "Complete");
+    assert!(
+        pods.conditioned(&format!("{name}-")).is_none(),
+        "{what}: the pod was never given the condition"
+    );
+    assert_eq!(
+        pods.uids(&format!("{name}-")).len(),
+        1,
+        "{what}: one pod from first to last, never deleted"
+    );
+    println!(
+        "stale words: {what}: the Job Complete {} s after creation",
+        seconds_to(&done, "Complete")
+    );
+}
+
+#[test]
+fn a_pull_under_way_is_waited_for_though_the_pod_shows_the_last_attempts_not_found() {
+    let release = slow();
+    let ns = watched(release, "stale", "pc-stale-pulling");
+    let pods = PodWatch::start(&ns.name);
+    let proxy = proxy();
+    // The watcher's own look always says "not found": only the kubelet's attempts can keep
+    // the pod.
+    proxy.rule(Rule::contains("/manifests/", Fault::status(404)).user_agent("pullcheck"));
+    proxy.rule(kubelet_heads(Fault::status(404)).times(3));
+    proxy.rule(kubelet_heads(Fault::Delay(Duration::from_secs(150))).times(1));
+    let image = format!("{}/tools:1", proxy.host());
+    let started = Instant::now();
+    cluster().apply(&ns.name, &job("pulling", &image));
+    completes(&ns.name, &pods, "pulling", "a 150 s pull after three 404s");
+    let heads = proxy.requests_matching("/manifests/");
+    let kubelet = heads
+        .iter()
+        .filter(|s| s.method == "HEAD" && !is_pullcheck(s))
+        .count();
+    println!(
+        "stale words: a pull under way: {kubelet} kubelet HEADs, {} of the watcher's, {:.0} s in all",
+        heads.iter().filter(|s| is_pullcheck(s)).count(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(kubelet >= 4, "three 404s and the held pull: {heads:#?}");
+}
+
+#[test]
+fn an_image_pushed_within_the_grace_is_found_by_the_watchers_own_look() {
+    let release = slow();
+    let ns = watched(release, "stale", "pc-stale-pushed");
+    let pods = PodWatch::start(&ns.name);
+    let proxy = proxy();
+    proxy.rule(Rule::contains("/manifests/", Fault::status(404)));
+    let image = format!("{}/tools:1", proxy.host());
+    cluster().apply(&ns.name, &job("pushed", &image));
+    let created = Instant::now();
+    std::thread::sleep(Duration::from_secs(84));
+    proxy.clear_rules();
+    println!(
+        "stale words: the image served from {:.0} s",
+        created.elapsed().as_secs_f64()
+    );
+    completes(&ns.name, &pods, "pushed", "404 until 84 s, grace 2 m");
+    let looked = proxy
+        .requests_matching("/manifests/")
+        .into_iter()
+        .filter(is_pullcheck)
+        .count();
+    assert!(
+        looked >= 1,
+        "the watcher asked the registry itself before acting"
+    );
+}
+
+#[test]
+fn one_404_after_an_outage_is_not_acted_on_once_the_image_is_served() {
+    let release = fast();
+    let ns = watched(release, "stale-fast", "pc-stale-outage");
+    let pods = PodWatch::start(&ns.name);
+    let proxy = proxy();
+    proxy.rule(kubelet_heads(Fault::status(503)).times(3));
+    proxy.rule(kubelet_heads(Fault::status(404)).times(1));
+    let image = format!("{}/tools:1", proxy.host());
+    cluster().apply(&ns.name, &job("outage", &image));
+    completes(
+        &ns.name,
+        &pods,
+        "outage",
+        "503, 503, 503, one 404, then served",
+    );
+    let looked = proxy
+        .requests_matching("/manifests/")
+        .into_iter()
+        .filter(is_pullcheck)
+        .count();
+    assert!(looked >= 1, "the watcher asked the registry after the 404");
+    let transient = events(&ns.name, "StuckTransient", "outage-");
+    println!(
+        "stale words: one 404 after an outage: the watcher looked {looked} time(s); {} StuckTransient Event(s)",
+        transient.len()
+    );
+}
+
+#[test]
+fn an_owner_that_recreates_what_is_failed_is_stopped_after_the_limit() {
+    let release = fast();
+    let c = cluster();
+    let ns = watched(release, "stale-fast", "pc-stale-recreate");
+    let pods = PodWatch::start(&ns.name);
+    // The owner: a ConfigMap, standing for a framework's own resource (a RayCluster).
+    c.kubectl(&["create", "configmap", "framework", "-n", &ns.name]);
+    let owner = c
+        .get(&ns.name, "configmap/framework")
+        .expect("the ConfigMap");
+    let uid = owner["metadata"]["uid"].as_str().expect("uid").to_string();
+    let image = format!("{}/tools:no-such-tag", c.registry);
+    let pod = |i: usize| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: head-{i}\n  annotations: {{pullcheck.dev/fail-when-stuck: \"true\"}}\n  \
+             ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: framework, uid: {uid}, controller: true}}\n\
+             spec:\n  restartPolicy: Never\n  hostNetwork: true\n  containers:\n  - name: head\n    image: {image}\n    command: [\"true\"]\n"
+        )
+    };
+    // The test controller: a new pod each time the last one is gone, as KubeRay recreates a
+    // head pod.
+    let limit = 10;
+    let mut made = 0;
+    let started = Instant::now();
+    while started.elapsed() < minutes(4) {
+        let last = format!("head-{made}");
+        let gone = made == 0 || c.get(&ns.name, &format!("pod/{last}")).is_none();
+        if gone {
+            made += 1;
+            c.apply(&ns.name, &pod(made));
+        }
+        if !events(&ns.name, "OwnerFailureLimit", "head-").is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let said = events(&ns.name, "OwnerFailureLimit", "head-");
+    assert_eq!(
+        said.len(),
+        1,
+        "one Event says the owner was stopped: {said:#?}"
+    );
+    let failed = (1..=made)
+        .filter(|i| pods.conditioned(&format!("head-{i}")).is_some())
+        .count();
+    assert_eq!(failed, limit, "{made} pods made");
+    // The last pod stays, left to the kubelet.
+    std::thread::sleep(Duration::from_secs(10));
+    let last = c.get(&ns.name, &format!("pod/head-{made}"));
+    assert!(last.is_some(), "the pod after the limit is not deleted");
+    println!(
+        "watch: an owner that recreates: {failed} pods failed, then stopped ({made} made in {:.0} s): {}",
+        started.elapsed().as_secs_f64(),
+        said[0]["message"]
+    );
+}
+
+#[test]
+fn an_unschedulable_pod_is_never_touched() {
+    let release = fast();
+    let c = cluster();
+    let ns = watched(release, "stale-fast", "pc-stale-unschedulable");
+    let pods = PodWatch::start(&ns.name);
+    let job = job("nowhere", &c.tools_image()).replace(
+        "      restartPolicy: Never\n",
+        "      restartPolicy: Never\n      nodeSelector: {pullcheck.dev/no-such-node: \"true\"}\n",
+    );
+    c.apply(&ns.name, &job);
+    std::thread::sleep(Duration::from_secs(40));
+    assert!(pods.conditioned("nowhere-").is_none());
+    assert_eq!(pods.uids("nowhere-").len(), 1);
+    let pending = wait_for("the pod, still pending", minutes(1), || {
+        c.get(&ns.name, "job/nowhere")
+            .filter(|j| j["status"]["failed"].is_null())
+            .ok_or_else(|| "the Job has failed pods".to_string())
+    });
+    println!(
+        "watch: an unschedulable pod untouched after 40 s: {}",
+        pending["status"]
+    );
+}
+
+/// Whether a request came from pullcheck (the watcher's own look).
+fn is_pullcheck(s: &crate::common::proxy::Seen) -> bool {
+    s.headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("user-agent") && v.contains("pullcheck"))
+}
