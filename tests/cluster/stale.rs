@@ -2,12 +2,13 @@
 //! that trusted the waiting message failed Jobs that would have run, each with a fault proxy in
 //! front of the cluster's registry, and each Job now `Complete`:
 //!
-//! 1. **a pull under way**: the registry answers 404 three times, then holds the kubelet's next
-//!    manifest request for 150 s before serving it; through it the pod shows the previous
+//! 1. **a pull under way**: the registry answers 404 to three attempts, then holds the kubelet's
+//!    next manifest request for 150 s before serving it; through it the pod shows the previous
 //!    attempt's `not found`. The watcher's own HEAD is answered 404 too, so only the `Pulling`
 //!    Event (newer than the last failure) keeps the pod;
 //! 2. **the image pushed within the grace**: 404 until the test switches the proxy to serve
-//!    the image; past the grace the watcher's own HEAD finds it, and the pod is spared;
+//!    the image, right after the kubelet's fourth attempt; past the grace (2 minutes, before
+//!    the kubelet's next attempt) the watcher's own HEAD finds it, and the pod is spared;
 //! 3. **one 404 after an outage**: 503, 503, 503, one 404, then served: with the default grace
 //!    of 1 s the 404 is acted on at once, and the watcher's HEAD finds the image.
 //!
@@ -91,6 +92,11 @@ fn proxy() -> Proxy {
     proxy
 }
 
+/// How many manifest HEADs containerd sends in one attempt of the kubelet's: the hosts.toml
+/// names the proxy as its `[host]` and as its `server` (containerd 1.6 needs both), and a
+/// failure of the first makes it ask the second.
+const HEADS_PER_ATTEMPT: usize = 2;
+
 /// The kubelet's (containerd's) manifest requests.
 fn kubelet_heads(fault: Fault) -> Rule {
     Rule::contains("/manifests/", fault)
@@ -130,7 +136,7 @@ fn a_pull_under_way_is_waited_for_though_the_pod_shows_the_last_attempts_not_fou
     // The watcher's own look always says "not found": only the kubelet's attempts can keep
     // the pod.
     proxy.rule(Rule::contains("/manifests/", Fault::status(404)).user_agent("pullcheck"));
-    proxy.rule(kubelet_heads(Fault::status(404)).times(3));
+    proxy.rule(kubelet_heads(Fault::status(404)).times(3 * HEADS_PER_ATTEMPT));
     proxy.rule(kubelet_heads(Fault::Delay(Duration::from_secs(150))).times(1));
     let image = format!("{}/tools:1", proxy.host());
     let started = Instant::now();
@@ -146,7 +152,10 @@ fn a_pull_under_way_is_waited_for_though_the_pod_shows_the_last_attempts_not_fou
         heads.iter().filter(|s| is_pullcheck(s)).count(),
         started.elapsed().as_secs_f64()
     );
-    assert!(kubelet >= 4, "three 404s and the held pull: {heads:#?}");
+    assert!(
+        kubelet > 3 * HEADS_PER_ATTEMPT,
+        "three 404s and the held pull: {heads:#?}"
+    );
 }
 
 #[test]
@@ -183,8 +192,8 @@ fn one_404_after_an_outage_is_not_acted_on_once_the_image_is_served() {
     let ns = watched(release, "stale-fast", "pc-stale-outage");
     let pods = PodWatch::start(&ns.name);
     let proxy = proxy();
-    proxy.rule(kubelet_heads(Fault::status(503)).times(3));
-    proxy.rule(kubelet_heads(Fault::status(404)).times(1));
+    proxy.rule(kubelet_heads(Fault::status(503)).times(3 * HEADS_PER_ATTEMPT));
+    proxy.rule(kubelet_heads(Fault::status(404)).times(HEADS_PER_ATTEMPT));
     let image = format!("{}/tools:1", proxy.host());
     cluster().apply(&ns.name, &job("outage", &image));
     completes(
@@ -294,4 +303,63 @@ fn is_pullcheck(s: &crate::common::proxy::Seen) -> bool {
     s.headers
         .iter()
         .any(|(k, v)| k.eq_ignore_ascii_case("user-agent") && v.contains("pullcheck"))
+}
+
+#[test]
+fn an_init_container_whose_own_image_is_missing_fails_the_job() {
+    let release = fast();
+    let c = cluster();
+    let ns = watched(release, "stale-fast", "pc-stale-init");
+    let pods = PodWatch::start(&ns.name);
+    let missing = format!("{}/tools:no-such-tag", c.registry);
+    let init = format!(
+        "      initContainers:\n      - name: setup\n        image: {missing}\n        command: [\"true\"]\n"
+    );
+    c.apply(&ns.name, &stuck_job("setup", &c.tools_image(), &init));
+    let failed = wait_job(&ns.name, "setup", "Failed");
+    let pod = pods.wait_conditioned("setup-");
+    let message = crate::harness::condition(&pod, "ConfigIssue").expect("the condition")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains("\"setup\"") && message.contains(&missing),
+        "the init container and its image are named: {message}"
+    );
+    println!(
+        "watch: an init container's missing image: the Job Failed {} s after creation: {message}",
+        seconds_to(&failed, "Failed")
+    );
+}
+
+#[test]
+fn a_registry_that_rate_limits_for_minutes_is_waited_for() {
+    let release = fast();
+    let ns = watched(release, "stale-fast", "pc-stale-limited");
+    let pods = PodWatch::start(&ns.name);
+    let proxy = proxy();
+    proxy.rule(kubelet_heads(Fault::rate_limited("30")));
+    let image = format!("{}/tools:1", proxy.host());
+    cluster().apply(&ns.name, &job("limited", &image));
+    std::thread::sleep(Duration::from_secs(150));
+    assert!(pods.conditioned("limited-").is_none(), "429 is transient");
+    proxy.clear_rules();
+    completes(&ns.name, &pods, "limited", "429 for 150 s, then served");
+}
+
+#[test]
+fn a_slow_first_pull_is_not_a_wait_the_watcher_acts_on() {
+    let release = fast();
+    let ns = watched(release, "stale-fast", "pc-stale-slow");
+    let pods = PodWatch::start(&ns.name);
+    let proxy = proxy();
+    proxy.rule(kubelet_heads(Fault::Delay(Duration::from_secs(30))).times(HEADS_PER_ATTEMPT));
+    let image = format!("{}/tools:1", proxy.host());
+    cluster().apply(&ns.name, &job("slow", &image));
+    completes(
+        &ns.name,
+        &pods,
+        "slow",
+        "a first pull held 30 s, 30 times the grace",
+    );
 }
