@@ -133,7 +133,18 @@ impl Watcher {
     async fn may_fail(&self, h: &mut Held, f: &Finding, now: Timestamp) -> bool {
         let who = who(&h.pod);
         if self.config.confirm && f.confirmable() {
-            if let Look::Resolves = confirm::look(&f.image).await {
+            let look = confirm::look(&f.image).await;
+            if let Look::Inconclusive(status) = look {
+                say(
+                    &who,
+                    &format!(
+                        "the registry's own answer to the watcher: {}; the kubelet's words decide",
+                        status.as_str()
+                    ),
+                    self.config.dry_run,
+                );
+            }
+            if let Look::Resolves = look {
                 say(
                     &who,
                     &format!(

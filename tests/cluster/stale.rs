@@ -168,13 +168,35 @@ fn an_image_pushed_within_the_grace_is_found_by_the_watchers_own_look() {
     let image = format!("{}/tools:1", proxy.host());
     cluster().apply(&ns.name, &job("pushed", &image));
     let created = Instant::now();
-    std::thread::sleep(Duration::from_secs(84));
+    // Pushed right after the kubelet's fourth attempt (at about 75 s): its next comes some 80 s
+    // later, past the grace of 2 minutes from the first.
+    let attempts = |p: &Proxy| {
+        p.requests_matching("/manifests/")
+            .iter()
+            .filter(|s| s.method == "HEAD" && !is_pullcheck(s))
+            .count()
+            / HEADS_PER_ATTEMPT
+    };
+    wait_for("the kubelet's fourth attempt", minutes(3), || {
+        let n = attempts(&proxy);
+        if n >= 4 {
+            Ok(())
+        } else {
+            Err(format!("{n} attempts"))
+        }
+    });
     proxy.clear_rules();
     println!(
-        "stale words: the image served from {:.0} s",
-        created.elapsed().as_secs_f64()
+        "stale words: the image served from {:.0} s, after {} attempts answered 404",
+        created.elapsed().as_secs_f64(),
+        attempts(&proxy)
     );
-    completes(&ns.name, &pods, "pushed", "404 until 84 s, grace 2 m");
+    completes(
+        &ns.name,
+        &pods,
+        "pushed",
+        "404 until after the fourth attempt, grace 2 m",
+    );
     let looked = proxy
         .requests_matching("/manifests/")
         .into_iter()
@@ -196,12 +218,29 @@ fn one_404_after_an_outage_is_not_acted_on_once_the_image_is_served() {
     proxy.rule(kubelet_heads(Fault::status(404)).times(HEADS_PER_ATTEMPT));
     let image = format!("{}/tools:1", proxy.host());
     cluster().apply(&ns.name, &job("outage", &image));
-    completes(
-        &ns.name,
-        &pods,
-        "outage",
-        "503, 503, 503, one 404, then served",
-    );
+    let job_done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        completes(
+            &ns.name,
+            &pods,
+            "outage",
+            "503, 503, 503, one 404, then served",
+        )
+    }));
+    // The proxy's view of every manifest request, for the record (and the diagnosis).
+    for s in proxy.requests_matching("/manifests/") {
+        let from = if is_pullcheck(&s) {
+            "pullcheck"
+        } else {
+            "containerd"
+        };
+        println!(
+            "stale words: outage: {} {} {} ({from})",
+            s.method, s.path, s.fault
+        );
+    }
+    if let Err(e) = job_done {
+        std::panic::resume_unwind(e);
+    }
     let looked = proxy
         .requests_matching("/manifests/")
         .into_iter()

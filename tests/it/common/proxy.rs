@@ -525,6 +525,17 @@ fn peek_head(shared: &Shared, stream: &TcpStream) -> Option<Head> {
         match stream.peek(&mut buf) {
             Ok(0) => return None,
             Ok(n) => {
+                // A TLS ClientHello (a handshake record, 0x16) to this plain-HTTP listener:
+                // answered as the Go registries' net/http answers a request it cannot parse,
+                // so that a client that tries TLS first learns at once that it is plain HTTP.
+                if buf[0] == 0x16 {
+                    let mut out = stream;
+                    let _ = out.write_all(
+                        b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
+                          Connection: close\r\n\r\n400 Bad Request",
+                    );
+                    return None;
+                }
                 if let Some(len) = find_blank_line(&buf[..n]) {
                     return parse_head(&buf[..len], len);
                 }
