@@ -955,7 +955,9 @@ fn watch_mode_s_condition_type_and_the_other_modes() {
 /// their environment variables.
 #[test]
 fn watch_mode_s_bad_values_are_usage_errors() {
-    let cases: &[(&str, &[&str], &[(&str, &str)], &str)] = &[
+    /// A case's name, arguments, environment and what stderr says.
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         (
             "a condition type with a space",
             &["--mode", "watch", "--condition-type", "Config Issue"],
