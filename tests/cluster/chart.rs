@@ -621,11 +621,12 @@ fn chart_has_a_value_for_every_inject_option() {
 fn plain_manifests() -> String {
     let rendered = template(RELEASE, &[]);
     format!(
-        "# pullcheck's admission webhook, for clusters without Helm: charts/pullcheck rendered with\n\
-         # its default values into the namespace {RELEASE}, by\n\
+        "# pullcheck's admission webhook and stuck-pod controller, for clusters without Helm:\n\
+         # charts/pullcheck rendered with its default values (mode watch) into the namespace\n\
+         # {RELEASE}, by\n\
          #   helm template {RELEASE} charts/pullcheck --namespace {RELEASE}\n\
-         # Before `kubectl apply -f deploy/pullcheck.yaml`, set the container's image and its --image=\n\
-         # argument to where you pushed pullcheck's image. Regenerate, never edit:\n\
+         # Before `kubectl apply -f deploy/pullcheck.yaml`, set the containers' image to where you\n\
+         # pushed pullcheck's webhook image. Regenerate, never edit:\n\
          # PULLCHECK_BLESS=1 cargo test --test cluster chart::deploy\n\
          apiVersion: v1\n\
          kind: Namespace\n\
