@@ -3,8 +3,10 @@
 //!
 //! The patch it answers is applied here by a small RFC 6902 applier of the test's own, and the
 //! result compared with what `pullcheck inject` writes for the same object: the two must never
-//! differ. A build without the feature has no `webhook` subcommand: every test here then fails
-//! at start, saying so (`scripts/test.sh` turns the feature on).
+//! differ. `--mode watch` is answered by another decision (the Job rule on the watcher's
+//! condition, nothing for pods), tested at the end against the patch it must write. A build
+//! without the feature has no `webhook` subcommand: every test here then fails at start, saying
+//! so (`scripts/test.sh` turns the feature on).
 
 use crate::common::fixtures::{fixture_objects, pod_specs};
 use crate::common::pki::TestPki;
