@@ -75,7 +75,8 @@
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out (`options`, `pod`: the edit
 //!   of one pod spec, `container`: the init container, `job`: `--job-failure-policy`).
 //! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
-//!   (`admit`, `patch`, `server`, `tls`, `metrics`, and `cert`, its own certificate and caBundle).
+//!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `patch`, `server`, `tls`, `metrics`, and
+//!   `cert`, its own certificate and caBundle).
 //! - `watch` (cargo feature `watch`): `pullcheck watch`, the stuck-pod controller (`classify`:
 //!   the kubelet's words, permanent or transient; `decide`: one pod's action, without I/O;
 //!   `config`, `run`, `act`, `lease`: leader election, `server`, `metrics`).

@@ -1,10 +1,10 @@
-//! The flags of `pullcheck webhook` (the `webhook` cargo feature): where it listens, where its
-//! serving certificate comes from, and, flattened, every flag of `pullcheck inject` for the
-//! container it adds.
+//! The flags of `pullcheck webhook` (the `webhook` cargo feature): what it adds (`--mode`),
+//! where it listens, where its serving certificate comes from, and, flattened, every flag of
+//! `pullcheck inject` for the container it adds.
 
 use super::InjectArgs;
-use clap::Args;
 use clap::builder::FalseyValueParser;
+use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
 /// What `pullcheck help` says of the subcommand.
@@ -16,7 +16,9 @@ Serve a mutating admission webhook that adds the init container to new Pods and 
 
 AdmissionReview v1 over HTTPS (POST /mutate; GET /healthz, /readyz, /metrics): on CREATE of a
 Pod or a batch/v1 Job, answers with a JSON patch that adds what `pullcheck inject` would add,
-with the same flags. Never refuses an object. Only in a build with `--features webhook`.";
+with the same flags. With --mode watch it adds nothing to pods: to a batch/v1 Job (and a
+CronJob's job template) only the podFailurePolicy rule that lets `pullcheck watch`'s condition
+fail the Job. Never refuses an object. Only in a build with `--features webhook`.";
 
 /// `webhook --help`: the inject flag that names a file is hidden, since the webhook reads
 /// objects from its requests, never manifests from a file.
@@ -24,12 +26,51 @@ pub(super) fn explained(command: clap::Command) -> clap::Command {
     command.mut_arg("file", |a| a.hide(true))
 }
 
+const MODE: &str = "Mode";
 const SERVING: &str = "Serving";
 const CERTIFICATE: &str = "Certificate";
+
+/// `--mode`: what the webhook adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum WebhookMode {
+    /// Nothing to pods; to Jobs and CronJobs' job templates only a podFailurePolicy rule
+    /// `FailJob` on --condition-type, for `pullcheck watch` to fail them.
+    Watch,
+    /// The init container, as `pullcheck inject` adds it (the inject flags below).
+    Init,
+    /// As `init` (the watcher runs beside it: the chart's `mode: both`).
+    Both,
+}
 
 /// Flags of `pullcheck webhook`.
 #[derive(Debug, Args)]
 pub struct WebhookArgs {
+    /// What it adds: the init container (`init`, `both`) or only the Job rule for the
+    /// watcher's condition (`watch`).
+    ///
+    /// `init` by default, so that a webhook deployed before the modes keeps doing what it did;
+    /// the chart sets its own `mode` (default `watch`, with `pullcheck watch` beside it). In
+    /// `watch` Pods are admitted unchanged and the inject flags are not used.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "init",
+        env = "PULLCHECK_WEBHOOK_MODE",
+        help_heading = MODE
+    )]
+    pub(crate) mode: WebhookMode,
+
+    /// With --mode watch: the pod condition type of the rule added (`pullcheck watch
+    /// --condition-type`).
+    #[arg(
+        long,
+        value_name = "TYPE",
+        default_value = "ConfigIssue",
+        env = "PULLCHECK_WEBHOOK_CONDITION_TYPE",
+        help_heading = MODE
+    )]
+    pub(crate) condition_type: String,
+
     /// The address to serve HTTPS on (`:PORT` for every IPv4 address).
     #[arg(
         long,

@@ -21,6 +21,8 @@ const MIRROR: &str = "kubernetes.io/config.mirror";
 pub(crate) enum Outcome {
     /// A patch that adds the container.
     Injected,
+    /// `--mode watch`: a patch that adds the Job rule on the watcher's condition.
+    RuleAdded,
     /// Admitted unchanged, for this reason.
     Skipped(Skip),
     /// The review or its object could not be read or edited: admitted unchanged.
@@ -44,11 +46,20 @@ pub(crate) enum Skip {
     AlreadyInjected,
     /// `inject` left it alone; its warnings say why.
     NotInjected,
+    /// `--mode watch`: a Pod (watch mode adds nothing to pods).
+    WatchMode,
+    /// `--mode watch`: a Job with a podFailurePolicy of its own, without a rule on the
+    /// watcher's condition.
+    OwnPolicy,
+    /// `--mode watch`: a Job with a rule on the watcher's condition already.
+    HasRule,
+    /// `--mode watch`: a Job whose restartPolicy is not Never (a podFailurePolicy needs it).
+    RestartPolicy,
 }
 
 impl Skip {
     /// The metric label.
-    pub(crate) const ALL: [Skip; 7] = [
+    pub(crate) const ALL: [Skip; 11] = [
         Skip::Operation,
         Skip::Kind,
         Skip::OwnNamespace,
@@ -56,6 +67,10 @@ impl Skip {
         Skip::Mirror,
         Skip::AlreadyInjected,
         Skip::NotInjected,
+        Skip::WatchMode,
+        Skip::OwnPolicy,
+        Skip::HasRule,
+        Skip::RestartPolicy,
     ];
 
     /// The `reason` label of the metrics.
@@ -68,6 +83,10 @@ impl Skip {
             Skip::Mirror => "mirror-pod",
             Skip::AlreadyInjected => "already-injected",
             Skip::NotInjected => "not-injected",
+            Skip::WatchMode => "pod-in-watch-mode",
+            Skip::OwnPolicy => "own-pod-failure-policy",
+            Skip::HasRule => "has-condition-rule",
+            Skip::RestartPolicy => "restart-policy-not-never",
         }
     }
 }
@@ -81,6 +100,9 @@ pub(crate) struct Admitter {
     pub(crate) without_policy: InjectOptions,
     /// The webhook's own namespace, whose objects are never edited.
     pub(crate) namespace: Option<String>,
+    /// `--mode watch`: the watcher's condition type, for the Job rule that is then all the
+    /// webhook adds ([`super::watch_mode`]); `None` in `init` and `both`.
+    pub(crate) watch_condition: Option<String>,
 }
 
 /// A review whose `request.uid` cannot be read: no answer can name it (HTTP 400).
@@ -144,6 +166,16 @@ impl Admitter {
             options,
             without_policy,
             namespace: namespace.filter(|n| !n.is_empty()),
+            watch_condition: None,
+        }
+    }
+
+    /// The same in `--mode watch`, adding the rule on `condition_type` to Jobs and nothing to
+    /// pods.
+    pub(crate) fn watching(self, condition_type: String) -> Admitter {
+        Admitter {
+            watch_condition: Some(condition_type),
+            ..self
         }
     }
 
@@ -160,6 +192,7 @@ impl Admitter {
             .unwrap_or("admission.k8s.io/v1");
         let (outcome, patch, warnings) = match self.decide(request) {
             Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
+            Ok(Decision::Rule(ops, warnings)) => (Outcome::RuleAdded, Some(ops), warnings),
             Ok(Decision::Skip(why, warnings)) => (Outcome::Skipped(why), None, warnings),
             Ok(Decision::OptOutPods(ops)) => {
                 (Outcome::Skipped(Skip::OptedOut), Some(ops), Vec::new())
@@ -191,6 +224,9 @@ impl Admitter {
     }
 
     fn decide(&self, request: &Value) -> Result<Decision, String> {
+        if let Some(condition_type) = &self.watch_condition {
+            return super::watch_mode::decide(request, self.namespace.as_deref(), condition_type);
+        }
         if request["operation"].as_str() != Some("CREATE") {
             return Ok(Decision::Skip(Skip::Operation, Vec::new()));
         }
@@ -350,8 +386,10 @@ fn opt_out_template(job: &Value) -> Option<Value> {
 }
 
 /// What to answer, before it is written.
-enum Decision {
+pub(crate) enum Decision {
     Patch(Vec<Value>, Vec<String>),
+    /// `--mode watch`: the Job rule on the watcher's condition.
+    Rule(Vec<Value>, Vec<String>),
     Skip(Skip, Vec<String>),
     /// An opted-out Job: only its template's annotation, for its pods (the patch).
     OptOutPods(Vec<Value>),

@@ -17,6 +17,7 @@ const BUCKETS: [f64; 12] = [
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     injected: AtomicU64,
+    rule_added: AtomicU64,
     skipped: [AtomicU64; Skip::ALL.len()],
     errors: AtomicU64,
     /// Per bucket (not cumulative), then the overflow.
@@ -30,6 +31,7 @@ impl Metrics {
     pub(crate) fn record(&self, outcome: Outcome, took: Duration) {
         match outcome {
             Outcome::Injected => &self.injected,
+            Outcome::RuleAdded => &self.rule_added,
             Outcome::Skipped(why) => {
                 &self.skipped[Skip::ALL.iter().position(|s| *s == why).unwrap_or(0)]
             }
@@ -57,6 +59,11 @@ impl Metrics {
             out,
             "{name}{{outcome=\"injected\"}} {}",
             get(&self.injected)
+        );
+        let _ = writeln!(
+            out,
+            "{name}{{outcome=\"rule-added\"}} {}",
+            get(&self.rule_added)
         );
         for (skip, count) in Skip::ALL.iter().zip(&self.skipped) {
             let _ = writeln!(

@@ -1,8 +1,10 @@
 //! `pullcheck webhook` (the `webhook` cargo feature): a mutating admission webhook that adds
 //! the init container to Pods and batch/v1 Jobs as they are created, with the code of
-//! `pullcheck inject`.
+//! `pullcheck inject` (`--mode init`, `both`), or only the Job rule on `pullcheck watch`'s
+//! condition (`--mode watch`).
 //!
 //! - [`admit`]: one AdmissionReview in, its answer out (who gets the container, the patch);
+//! - [`watch_mode`]: `--mode watch`'s decision, from a Job or CronJob to its patch;
 //! - [`patch`]: the JSON patch between the object and what `inject` made of it;
 //! - [`server`]: HTTPS, the routes, the bounds on what a client sends;
 //! - [`tls`]: the serving certificate, from a watch channel its sources send into;
@@ -17,8 +19,9 @@ pub(crate) mod metrics;
 pub(crate) mod patch;
 pub(crate) mod server;
 pub(crate) mod tls;
+pub(crate) mod watch_mode;
 
-use crate::cli::webhook::WebhookArgs;
+use crate::cli::webhook::{WebhookArgs, WebhookMode};
 use crate::config::InjectConfig;
 use crate::report::{ExitCode, escape};
 use std::sync::Arc;
@@ -42,11 +45,21 @@ pub(crate) fn run(args: WebhookArgs) -> ExitCode {
 fn start(args: WebhookArgs) -> Result<ExitCode, String> {
     let listen = crate::serve::listen_address(&args.listen, 8443)?;
     let config = InjectConfig::from_args(args.inject).map_err(|e| e.0.join("; "))?;
+    let watching = args.mode == WebhookMode::Watch;
+    if watching && !watch_mode::is_condition_type(&args.condition_type) {
+        return Err(format!(
+            "--condition-type {}: expected a condition type such as ConfigIssue (letters, \
+             digits, `-`, `_`, `.`, an optional DNS prefix and `/`)",
+            args.condition_type
+        ));
+    }
     // `inject` checks its options at each call: check them once now, so that a bad flag is a
-    // usage error at start, not a warning on every pod.
+    // usage error at start, not a warning on every pod. In watch mode they are not used.
     let probe = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"a"}]}}"#;
-    crate::inject::inject(probe, "the webhook's flags", &config.options).map_err(|e| e.0)?;
-    if config.default_image {
+    if !watching {
+        crate::inject::inject(probe, "the webhook's flags", &config.options).map_err(|e| e.0)?;
+    }
+    if config.default_image && !watching {
         // Said at start for the operator, who reads this log; the pods' creators see inject's
         // warning of it on every pod admitted.
         eprintln!(
@@ -55,7 +68,15 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             crate::cli::DEFAULT_INJECT_IMAGE
         );
     }
-    let admitter = admit::Admitter::new(config.options, args.namespace.clone());
+    let mut admitter = admit::Admitter::new(config.options, args.namespace.clone());
+    if watching {
+        eprintln!(
+            "pullcheck: webhook: mode watch: pods admitted unchanged; Jobs and CronJobs get \
+             the podFailurePolicy rule FailJob on {}",
+            escape(&args.condition_type)
+        );
+        admitter = admitter.watching(args.condition_type.clone());
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,6 +1,7 @@
 //! The Helm chart `charts/pullcheck/` with a real `helm` v3.22.0, built from its Go module by
 //! `tests/cluster/build-helm.sh`: `helm lint`; what `helm template` renders with the default
-//! values, with cert-manager's, and with every `inject` option set (each option of
+//! values (`mode: watch`), in each mode, with cert-manager's, and with every `inject` option set
+//! (each option of
 //! `pullcheck inject --help` must have its value); the plain manifests of `deploy/`, which must
 //! be what the chart renders (`PULLCHECK_BLESS=1` writes them); the real API server's
 //! `kubectl apply --dry-run=server` of the render; and `helm install` on the test cluster.
@@ -118,7 +119,12 @@ fn helm_is_the_release_it_is_built_from() {
 #[test]
 fn chart_lints_clean() {
     let chart = chart();
-    for values in [&[][..], &["--set", "certManager.enabled=true"][..]] {
+    for values in [
+        &[][..],
+        &["--set", "certManager.enabled=true"][..],
+        &["--set", "mode=init"][..],
+        &["--set", "mode=both"][..],
+    ] {
         let mut all = vec!["lint", "--strict", &chart];
         all.extend_from_slice(values);
         let out = helm(&all);
@@ -131,8 +137,8 @@ fn chart_lints_clean() {
 
 #[test]
 fn chart_renders_the_webhook_with_its_own_certificate() {
-    // The webhook alone; the watcher's part is chart_renders_the_watcher.
-    let docs = documents(&template("pullcheck", &["--set", "watch.enabled=false"]));
+    // The webhook alone (mode init); the watcher's part is chart_renders_the_watcher.
+    let docs = documents(&template("pullcheck", &["--set", "mode=init"]));
     assert_eq!(
         kinds(&docs),
         [
@@ -172,6 +178,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
             "--self-signed",
             "--service=pullcheck-webhook",
             "--webhook-configuration=pullcheck",
+            "--mode=init",
             "--image=pullcheck:0.1.0",
             "--job-failure-policy",
         ]
@@ -239,48 +246,99 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
     );
 }
 
+/// One webhook of the configuration: `resource` of `group`, CREATE only, never blocking, no
+/// caBundle (the webhook writes it), in the namespaces `selected` selects but the release's.
+fn webhook_entry(resource: &str, group: &str, selected: Value) -> Value {
+    json!({
+        "name": format!("{resource}.pullcheck.dev"),
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": {"service": {"name": "pullcheck-webhook", "namespace": "pullcheck",
+                                     "path": "/mutate", "port": 443}},
+        "rules": [{"apiGroups": [group], "apiVersions": ["v1"], "resources": [resource],
+                   "operations": ["CREATE"], "scope": "Namespaced"}],
+        "failurePolicy": "Ignore",
+        "timeoutSeconds": 2,
+        "sideEffects": "None",
+        "reinvocationPolicy": "IfNeeded",
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": {"matchExpressions": [
+            selected,
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["pullcheck"]},
+        ]},
+    })
+}
+
 #[test]
 fn chart_renders_the_webhook_configuration() {
-    let docs = documents(&template("pullcheck", &[]));
-    let config = one(&docs, "MutatingWebhookConfiguration");
+    let config_of = |values: &[&str]| {
+        let docs = documents(&template("pullcheck", values));
+        one(&docs, "MutatingWebhookConfiguration").clone()
+    };
+    // mode watch (the default): no pod is sent, Jobs and CronJobs are, from the namespaces of
+    // the watcher's own label, so that one label opts a namespace in.
+    let config = config_of(&[]);
     assert_eq!(config["metadata"]["name"], "pullcheck");
     assert!(
         config["metadata"].get("annotations").is_none(),
         "{config:#}"
     );
-    let webhooks = config["webhooks"].as_array().expect("webhooks");
-    assert_eq!(webhooks.len(), 2);
-    for (webhook, (name, group, resource)) in webhooks.iter().zip([
-        ("pods.pullcheck.dev", "", "pods"),
-        ("jobs.pullcheck.dev", "batch", "jobs"),
-    ]) {
+    let watched = json!({"key": "pullcheck.dev/watch", "operator": "In", "values": ["enabled"]});
+    assert_eq!(
+        config["webhooks"],
+        json!([
+            webhook_entry("jobs", "batch", watched.clone()),
+            webhook_entry("cronjobs", "batch", watched),
+        ])
+    );
+    // The watcher's label given as a bare key: any value.
+    let config = config_of(&["--set", "watch.namespaceLabel=example.com/stuck-pods"]);
+    assert_eq!(
+        config["webhooks"][0]["namespaceSelector"]["matchExpressions"][0],
+        json!({"key": "example.com/stuck-pods", "operator": "Exists"})
+    );
+    // init and both: today's injection, Pods and Jobs, from namespaceLabel.
+    let injected = json!({"key": "pullcheck.dev/inject", "operator": "In", "values": ["enabled"]});
+    for mode in ["mode=init", "mode=both"] {
         assert_eq!(
-            *webhook,
-            json!({
-                "name": name,
-                "admissionReviewVersions": ["v1"],
-                "clientConfig": {"service": {"name": "pullcheck-webhook", "namespace": "pullcheck",
-                                             "path": "/mutate", "port": 443}},
-                "rules": [{"apiGroups": [group], "apiVersions": ["v1"], "resources": [resource],
-                           "operations": ["CREATE"], "scope": "Namespaced"}],
-                "failurePolicy": "Ignore",
-                "timeoutSeconds": 2,
-                "sideEffects": "None",
-                "reinvocationPolicy": "IfNeeded",
-                "matchPolicy": "Equivalent",
-                "namespaceSelector": {"matchExpressions": [
-                    {"key": "pullcheck.dev/inject", "operator": "In", "values": ["enabled"]},
-                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                     "values": ["pullcheck"]},
-                ]},
-            }),
-            "{name}: no caBundle (the webhook writes it), CREATE only, never blocking"
+            config_of(&["--set", mode])["webhooks"],
+            json!([
+                webhook_entry("pods", "", injected.clone()),
+                webhook_entry("jobs", "batch", injected.clone()),
+            ]),
+            "{mode}"
         );
     }
 }
 
-/// The watcher (`pullcheck watch`, on by default): a second container of the webhook's pods,
-/// its flags from the values, and RBAC for what it reads and writes and nothing else.
+/// A bad mode, and `watch.enabled` (which `mode` replaced), fail the render with a message
+/// that says what to set.
+#[test]
+fn chart_refuses_a_bad_mode_and_the_old_watch_enabled() {
+    let chart = chart();
+    for (set, want) in [
+        (
+            "mode=sidecar",
+            "mode must be watch, init or both, not sidecar",
+        ),
+        (
+            "watch.enabled=false",
+            "watch.enabled is replaced by mode: mode=init",
+        ),
+        ("watch.enabled=true", "watch.enabled is replaced by mode"),
+    ] {
+        let out = helm_cmd(&["template", RELEASE, &chart, "--set", set])
+            .output()
+            .expect("run helm");
+        assert!(!out.status.success(), "{set}: rendered");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(want), "{set}: {stderr}");
+    }
+}
+
+/// The watcher (`pullcheck watch`, in mode watch, the default, and both): a second container
+/// of the webhook's pods, its flags from the values, and RBAC for what it reads and writes and
+/// nothing else; in mode watch the webhook beside it is given only the mode and the watcher's
+/// condition type.
 #[test]
 fn chart_renders_the_watcher() {
     let docs = documents(&template(
@@ -299,6 +357,18 @@ fn chart_renders_the_watcher() {
         .filter_map(|c| c["name"].as_str())
         .collect();
     assert_eq!(names, ["webhook", "watch"]);
+    assert_eq!(
+        args(&containers[0]),
+        [
+            "--listen=:8443",
+            "--self-signed",
+            "--service=pullcheck-webhook",
+            "--webhook-configuration=pullcheck",
+            "--mode=watch",
+            "--condition-type=ConfigIssue",
+        ],
+        "no inject flag in mode watch"
+    );
     let watch = &containers[1];
     assert_eq!(watch["command"], json!(["/pullcheck", "watch"]));
     assert_eq!(
@@ -363,8 +433,27 @@ fn chart_renders_the_watcher() {
         assert!(!doc["rules"].to_string().contains("secrets"), "{doc:#}");
     }
 
-    // Off: the webhook alone.
-    let off = documents(&template("pullcheck", &["--set", "watch.enabled=false"]));
+    // mode both: the same watcher beside today's injection.
+    let both = documents(&template("pullcheck", &["--set", "mode=both"]));
+    let containers = &one(&both, "Deployment")["spec"]["template"]["spec"]["containers"];
+    assert_eq!(
+        containers[1]["args"],
+        json!(args(
+            &documents(&template("pullcheck", &[]))
+                .iter()
+                .find(|d| d["kind"] == "Deployment")
+                .expect("Deployment")["spec"]["template"]["spec"]["containers"][1]
+        ))
+    );
+    assert!(
+        args(&containers[0]).contains(&"--mode=both".to_string())
+            && args(&containers[0]).contains(&"--job-failure-policy".to_string()),
+        "{containers:#}"
+    );
+    assert!(both.iter().any(|d| d["kind"] == "Role"));
+
+    // mode init: the webhook alone.
+    let off = documents(&template("pullcheck", &["--set", "mode=init"]));
     assert!(!off.iter().any(|d| d["kind"] == "Role"));
     assert_eq!(
         one(&off, "Deployment")["spec"]["template"]["spec"]["containers"]
@@ -378,7 +467,7 @@ fn chart_renders_the_watcher() {
 fn chart_renders_cert_manager_as_the_alternative() {
     let docs = documents(&template(
         "pullcheck",
-        &["--set", "certManager.enabled=true,watch.enabled=false"],
+        &["--set", "certManager.enabled=true,mode=init"],
     ));
     assert_eq!(
         kinds(&docs),
@@ -495,7 +584,7 @@ fn chart_has_a_value_for_every_inject_option() {
         "inject.checkArgs={--timeout,30s}",
     ]
     .join(",");
-    let set = format!("watch.enabled=false,{set}");
+    let set = format!("mode=init,{set}");
     let docs = documents(&template("pullcheck", &["--set", &set]));
     let c = webhook_container(&docs);
     let a = args(c);
@@ -532,11 +621,12 @@ fn chart_has_a_value_for_every_inject_option() {
 fn plain_manifests() -> String {
     let rendered = template(RELEASE, &[]);
     format!(
-        "# pullcheck's admission webhook, for clusters without Helm: charts/pullcheck rendered with\n\
-         # its default values into the namespace {RELEASE}, by\n\
+        "# pullcheck's admission webhook and stuck-pod controller, for clusters without Helm:\n\
+         # charts/pullcheck rendered with its default values (mode watch) into the namespace\n\
+         # {RELEASE}, by\n\
          #   helm template {RELEASE} charts/pullcheck --namespace {RELEASE}\n\
-         # Before `kubectl apply -f deploy/pullcheck.yaml`, set the container's image and its --image=\n\
-         # argument to where you pushed pullcheck's image. Regenerate, never edit:\n\
+         # Before `kubectl apply -f deploy/pullcheck.yaml`, set the containers' image to where you\n\
+         # pushed pullcheck's webhook image. Regenerate, never edit:\n\
          # PULLCHECK_BLESS=1 cargo test --test cluster chart::deploy\n\
          apiVersion: v1\n\
          kind: Namespace\n\
@@ -588,13 +678,13 @@ fn without_cert_manager(docs: Vec<Value>) -> String {
 fn api_server_accepts_what_the_chart_renders() {
     let c = cluster();
     let ns = c.namespace("chart-dry-run");
-    for values in [&[][..], &["--set", "certManager.enabled=true"][..]] {
+    for values in [
+        &[][..],
+        &["--set", "certManager.enabled=true"][..],
+        &["--set", "mode=both"][..],
+    ] {
         let rendered = template(&ns.name, values);
-        let manifest = if values.is_empty() {
-            rendered
-        } else {
-            without_cert_manager(documents(&rendered))
-        };
+        let manifest = without_cert_manager(documents(&rendered));
         let out = c.kubectl_output(
             &["apply", "--dry-run=server", "-n", &ns.name, "-f", "-"],
             Some(&manifest),
@@ -643,8 +733,11 @@ fn chart_installs() {
     // tests, so the release cannot slow down or change any pod but its own.
     let image = c.webhook_image();
     let (repository, tag) = image.rsplit_once(':').unwrap();
+    // The chart's default mode (watch): the webhook and the watcher both select namespaces by
+    // the watcher's label.
     let set = format!(
-        "image.repository={repository},image.tag={tag},namespaceLabel.value=chart-install-only"
+        "image.repository={repository},image.tag={tag},namespaceLabel.value=chart-install-only,\
+         watch.namespaceLabel=pullcheck.dev/watch=chart-install-only"
     );
     let kubeconfig = c.kubeconfig.display().to_string();
     let _release = Release {
@@ -665,8 +758,8 @@ fn chart_installs() {
     ]);
     assert!(out.contains("STATUS: deployed"), "{out}");
     assert!(
-        out.contains("kubectl label namespace NAMESPACE pullcheck.dev/inject=chart-install-only"),
-        "NOTES.txt tells how to opt a namespace in:\n{out}"
+        out.contains("kubectl label namespace NAMESPACE pullcheck.dev/watch=chart-install-only"),
+        "NOTES.txt tells how to opt a namespace in, with one label:\n{out}"
     );
 
     let fullname = "chart-install-pullcheck";

@@ -8,6 +8,8 @@
 //!   pullcheck it waits), and a good Job.
 //! - `kubelet_words`: the kubelet's own words for each cause, against
 //!   `tests/fixtures/kubelet-recorded.tsv`.
+//! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
+//!   watcher): time to `Failed` of a missing tag, a good Job's cost, Jobs left as written.
 //! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
 //!   (needs only the `kube` binary, not the cluster).
 
@@ -27,6 +29,7 @@ mod policy;
 mod stale;
 mod start;
 mod watch;
+mod watch_mode;
 mod webhook;
 #[cfg(feature = "webhook")]
 mod webhook_cert;

@@ -43,10 +43,12 @@ pub struct Installed {
     _namespace: Namespace,
 }
 
-/// Installs release `name` (in a namespace of that name) selecting namespaces labelled
+/// Installs release `name` (in a namespace of that name) in `mode: both` (the injection these
+/// tests prove, and the watcher beside it, as before the modes), selecting namespaces labelled
 /// `pullcheck.dev/inject=LABEL`, the injected container checking the cluster's plain-HTTP
-/// registry; `extra` are more `helm install` arguments. Returns once `helm install --wait` saw
-/// both pods ready, which they are only once their CA is in the `caBundle`.
+/// registry; `extra` are more `helm install` arguments (a later `--set mode=…` wins). Returns
+/// once `helm install --wait` saw both pods ready, which they are only once their CA is in the
+/// `caBundle`.
 pub fn install(name: &str, label: &str, extra: &[&str]) -> Installed {
     let c = cluster();
     let kubeconfig = c.kubeconfig.display().to_string();
@@ -58,7 +60,7 @@ pub fn install(name: &str, label: &str, extra: &[&str]) -> Installed {
     let webhook = c.webhook_image();
     let (repository, tag) = webhook.rsplit_once(':').expect("a tag");
     let set = format!(
-        "image.repository={repository},image.tag={tag},image.pullPolicy=Always,inject.image={},namespaceLabel.value={label}",
+        "mode=both,image.repository={repository},image.tag={tag},image.pullPolicy=Always,inject.image={},namespaceLabel.value={label}",
         c.pullcheck_image()
     );
     let check_args = json!(["--plain-http", c.registry]).to_string();

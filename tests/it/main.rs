@@ -26,7 +26,8 @@
 //! - `platform`: the node's platform and "did you mean", against the real registry.
 //! - `operator`: what the person waiting on a check sees while it runs and after.
 //! - `webhook`: `pullcheck webhook` (the `webhook` feature) over TLS: its patches against
-//!   `inject`'s output, who is left alone, bounds, health, metrics, certificate reload.
+//!   `inject`'s output, who is left alone, bounds, health, metrics, certificate reload, and
+//!   `--mode watch` (the Job rule alone).
 //! - `watch`: `pullcheck watch` (the `watch` feature) without a cluster: flags, environment,
 //!   usage errors, health and metrics.
 //!

@@ -3,8 +3,10 @@
 //!
 //! The patch it answers is applied here by a small RFC 6902 applier of the test's own, and the
 //! result compared with what `pullcheck inject` writes for the same object: the two must never
-//! differ. A build without the feature has no `webhook` subcommand: every test here then fails
-//! at start, saying so (`scripts/test.sh` turns the feature on).
+//! differ. `--mode watch` is answered by another decision (the Job rule on the watcher's
+//! condition, nothing for pods), tested at the end against the patch it must write. A build
+//! without the feature has no `webhook` subcommand: every test here then fails at start, saying
+//! so (`scripts/test.sh` turns the feature on).
 
 use crate::common::fixtures::{fixture_objects, pod_specs};
 use crate::common::pki::TestPki;
@@ -811,4 +813,184 @@ fn after_sigterm_it_serves_a_while_not_ready_then_exits() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(code, Some(0));
+}
+
+/// A CronJob of [`job`]'s spec, as the API server sends it (its job template is not defaulted).
+fn cron_job() -> Value {
+    let mut spec = job(None)["spec"].clone();
+    spec.as_object_mut().unwrap().remove("podReplacementPolicy");
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "team"},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": spec}},
+    })
+}
+
+/// `--mode watch`: the rule `FailJob` on the watcher's condition, the replacement policy the
+/// API server then needs, and nothing else; pods as they came.
+#[test]
+fn watch_mode_adds_only_the_job_rule_and_leaves_pods_alone() {
+    let webhook = Webhook::start(&["--mode", "watch"]);
+    let rule = json!({"rules": [{"action": "FailJob",
+        "onPodConditions": [{"type": "ConfigIssue", "status": "True"}]}]});
+
+    // Pods: unchanged, not a word (in watch mode the chart sends none; one sent is let be).
+    for restart in ["Never", "Always"] {
+        let pod = plain_pod(restart);
+        let (after, warnings) = webhook.admit(&pod);
+        assert_eq!(after, pod, "{restart}");
+        assert!(warnings.is_empty(), "{restart}: {warnings:?}");
+    }
+
+    // A Job as the API server sends it (podReplacementPolicy defaulted).
+    let mut plain = job(None);
+    plain["spec"]["podReplacementPolicy"] = json!("TerminatingOrFailed");
+    let (after, warnings) = webhook.admit(&plain);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut want = plain.clone();
+    want["spec"]["podFailurePolicy"] = rule.clone();
+    want["spec"]["podReplacementPolicy"] = json!("Failed");
+    assert_eq!(
+        after, want,
+        "the rule and the replacement policy, nothing else"
+    );
+    assert_eq!(after["spec"]["template"], plain["spec"]["template"]);
+    // Admitted again (a reinvocation): it has the rule, nothing more is added.
+    let (again, warnings) = webhook.admit(&after);
+    assert_eq!(again, after);
+    assert!(warnings.is_empty(), "{warnings:?}");
+
+    // A CronJob: the rule in its job template.
+    let cron = cron_job();
+    let (after, warnings) = webhook.admit(&cron);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut want = cron.clone();
+    want["spec"]["jobTemplate"]["spec"]["podFailurePolicy"] = rule.clone();
+    assert_eq!(after, want);
+
+    // Its own policy, OnFailure, the opt-out: as written; the first two say what that means.
+    let own = job(Some(json!({"rules": [{"action": "FailJob",
+        "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}}]})));
+    let (after, warnings) = webhook.admit(&own);
+    assert_eq!(after, own);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("pullcheck: the Job has its own podFailurePolicy, left as written")
+            && warnings[0]
+                .ends_with("add first {action: FailJob, onPodConditions: [{type: ConfigIssue}]}"),
+        "{warnings:?}"
+    );
+    let mut on_failure = job(None);
+    on_failure["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+    let (after, warnings) = webhook.admit(&on_failure);
+    assert_eq!(after, on_failure);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("restartPolicy OnFailure, left as written"),
+        "{warnings:?}"
+    );
+    let mut opted_out = job(None);
+    opted_out["metadata"]["annotations"] = json!({"pullcheck.dev/inject": "false"});
+    let (after, warnings) = webhook.admit(&opted_out);
+    assert_eq!(
+        after, opted_out,
+        "an opted-out Job gets nothing, not even the template's annotation"
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+
+    for (series, want) in [
+        (
+            "pullcheck_webhook_admissions_total{outcome=\"rule-added\"}",
+            2.0,
+        ),
+        (
+            "pullcheck_webhook_admissions_total{outcome=\"injected\"}",
+            0.0,
+        ),
+        (
+            "pullcheck_webhook_admissions_total{outcome=\"skipped\",reason=\"pod-in-watch-mode\"}",
+            2.0,
+        ),
+        (
+            "pullcheck_webhook_admissions_total{outcome=\"skipped\",reason=\"has-condition-rule\"}",
+            1.0,
+        ),
+        (
+            "pullcheck_webhook_admissions_total{outcome=\"skipped\",reason=\"own-pod-failure-policy\"}",
+            1.0,
+        ),
+        (
+            "pullcheck_webhook_admissions_total{outcome=\"skipped\",reason=\"restart-policy-not-never\"}",
+            1.0,
+        ),
+        (
+            "pullcheck_webhook_admissions_total{outcome=\"skipped\",reason=\"opted-out\"}",
+            1.0,
+        ),
+    ] {
+        assert_eq!(webhook.metric(series), want, "{series}");
+    }
+}
+
+/// `--condition-type` names the rule's condition; `init`, the binary's default, and `both`
+/// inject as before.
+#[test]
+fn watch_mode_s_condition_type_and_the_other_modes() {
+    let webhook = Webhook::start(&["--mode", "watch", "--condition-type", "example.com/Stuck"]);
+    let (after, _) = webhook.admit(&job(None));
+    assert_eq!(
+        after["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"],
+        json!([{"type": "example.com/Stuck", "status": "True"}])
+    );
+    drop(webhook);
+    let pod = plain_pod("Never");
+    let want = injected(&pod, &[]);
+    for args in [&[][..], &["--mode", "init"][..], &["--mode", "both"][..]] {
+        let webhook = Webhook::start(args);
+        let (after, _) = webhook.admit(&pod);
+        assert_eq!(after, want, "{args:?}: what inject writes");
+    }
+}
+
+/// A bad mode or condition type is a usage error at start (exit 2), from the flags or from
+/// their environment variables.
+#[test]
+fn watch_mode_s_bad_values_are_usage_errors() {
+    /// A case's name, arguments, environment and what stderr says.
+    type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
+        (
+            "a condition type with a space",
+            &["--mode", "watch", "--condition-type", "Config Issue"],
+            &[],
+            "--condition-type Config Issue: expected a condition type",
+        ),
+        (
+            "the same from the environment",
+            &[],
+            &[
+                ("PULLCHECK_WEBHOOK_MODE", "watch"),
+                ("PULLCHECK_WEBHOOK_CONDITION_TYPE", "Config Issue"),
+            ],
+            "--condition-type Config Issue: expected a condition type",
+        ),
+        (
+            "a mode that is none",
+            &["--mode", "sidecar"],
+            &[],
+            "invalid value 'sidecar' for '--mode <MODE>'",
+        ),
+    ];
+    for (name, args, env, want) in cases {
+        let run = pullcheck()
+            .without_machine_env()
+            .envs(env.iter().copied())
+            .arg("webhook")
+            .args(["--listen", "127.0.0.1:0", "--self-signed"])
+            .args(*args)
+            .run();
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(run.stderr.contains(want), "{name}: {}", run.stderr);
+    }
 }
