@@ -18,10 +18,13 @@ AdmissionReview v1 over HTTPS (POST /mutate; GET /healthz, /readyz, /metrics): o
 Pod or a batch/v1 Job, answers with a JSON patch that adds what `pullcheck inject` would add,
 with the same flags. Never refuses an object. Only in a build with `--features webhook`.";
 
-/// `webhook --help`: the inject flag that names a file is hidden, since the webhook reads
-/// objects from its requests, never manifests from a file.
+/// `webhook --help`: the inject flags that name a file are hidden, since the webhook reads
+/// objects from its requests, never manifests from a file, and each namespace's LimitRanges
+/// from the API.
 pub(super) fn explained(command: clap::Command) -> clap::Command {
-    command.mut_arg("file", |a| a.hide(true))
+    command
+        .mut_arg("file", |a| a.hide(true))
+        .mut_arg("limit_range_file", |a| a.hide(true))
 }
 
 const SERVING: &str = "Serving";
