@@ -91,6 +91,29 @@ fn one<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
     found[0]
 }
 
+/// The document of `kind` named `name`.
+fn named<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("{kind} {name} in the render"))
+}
+
+/// The one rule that lets the webhook read the namespaces' LimitRanges (so that the init
+/// container's resources pass them), bound to its account, whatever the other values.
+fn limit_ranges_rule(docs: &[Value]) {
+    let role = named(docs, "ClusterRole", "pullcheck-limitranges");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": [""], "resources": ["limitranges"], "verbs": ["get", "list"]}])
+    );
+    let binding = named(docs, "ClusterRoleBinding", "pullcheck-limitranges");
+    assert_eq!(binding["roleRef"]["name"], "pullcheck-limitranges");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "pullcheck", "namespace": "pullcheck"}])
+    );
+}
+
 fn webhook_container(docs: &[Value]) -> &Value {
     let deployment = one(docs, "Deployment");
     let containers = deployment["spec"]["template"]["spec"]["containers"]
@@ -216,7 +239,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
     assert_eq!(pdb["spec"]["selector"], deployment["spec"]["selector"]);
 
     // Least privilege: get and patch on the one configuration, bound to the webhook's account.
-    let role = one(&docs, "ClusterRole");
+    let role = named(&docs, "ClusterRole", "pullcheck");
     assert_eq!(
         role["rules"],
         json!([{"apiGroups": ["admissionregistration.k8s.io"],
@@ -224,7 +247,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
                 "resourceNames": ["pullcheck"],
                 "verbs": ["get", "patch"]}])
     );
-    let binding = one(&docs, "ClusterRoleBinding");
+    let binding = named(&docs, "ClusterRoleBinding", "pullcheck");
     assert_eq!(
         binding["roleRef"],
         json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pullcheck"})
@@ -233,6 +256,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
         binding["subjects"],
         json!([{"kind": "ServiceAccount", "name": "pullcheck", "namespace": "pullcheck"}])
     );
+    limit_ranges_rule(&docs);
     assert!(
         docs.iter()
             .all(|d| d["kind"] != "Role" && d["kind"] != "RoleBinding")
@@ -384,6 +408,8 @@ fn chart_renders_cert_manager_as_the_alternative() {
         kinds(&docs),
         [
             "Certificate",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "Deployment",
             "Issuer",
             "MutatingWebhookConfiguration",
@@ -394,8 +420,13 @@ fn chart_renders_cert_manager_as_the_alternative() {
         .into_iter()
         .map(String::from)
         .collect(),
-        "no RBAC: the webhook writes nothing through the API"
+        "RBAC for the LimitRanges alone: the webhook writes nothing through the API"
     );
+    assert_eq!(
+        docs.iter().filter(|d| d["kind"] == "ClusterRole").count(),
+        1
+    );
+    limit_ranges_rule(&docs);
     let config = one(&docs, "MutatingWebhookConfiguration");
     assert_eq!(
         config["metadata"]["annotations"],
