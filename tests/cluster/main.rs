@@ -8,6 +8,7 @@
 //!   pullcheck it waits), and a good Job.
 //! - `kubelet_words`: the kubelet's own words for each cause, against
 //!   `tests/fixtures/kubelet-recorded.tsv`.
+//! - `resources`: a LimitRange and a ResourceQuota admit the Job with pullcheck as without.
 //! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
 //!   (needs only the `kube` binary, not the cluster).
 
@@ -24,6 +25,7 @@ mod kubelet_words;
 mod mirror;
 mod node_images;
 mod policy;
+mod resources;
 mod start;
 mod watch;
 mod webhook;
