@@ -504,7 +504,9 @@ fn inject_options() -> BTreeSet<String> {
             let name = l.strip_prefix("--")?.split([' ', ',']).next()?;
             (!name.is_empty()).then(|| format!("--{name}"))
         })
-        .filter(|o| o != "--filename" && o != "--help")
+        // The webhook reads each namespace's LimitRanges from the API: one file would be wrong
+        // for every namespace but one, so the chart has no value for it.
+        .filter(|o| o != "--filename" && o != "--help" && o != "--limit-range-file")
         .collect()
 }
 
