@@ -160,12 +160,15 @@ pub(crate) fn parse_quantity(text: &str) -> Option<Milli> {
     // In thousandths.
     exp10 += 3;
     let scaled = digits.checked_mul(1i128.checked_shl(exp2)?)?;
-    if exp10 >= 0 {
-        scaled.checked_mul(10i128.checked_pow(exp10.unsigned_abs())?)
+    let milli = if exp10 >= 0 {
+        scaled.checked_mul(10i128.checked_pow(exp10.unsigned_abs())?)?
     } else {
         let divisor = 10i128.checked_pow(exp10.unsigned_abs())?;
-        Some((scaled + divisor - 1) / divisor)
-    }
+        (scaled + divisor - 1) / divisor
+    };
+    // At most what an i64 holds (9.2 million terabytes, in thousandths): sums of many such and
+    // the ratio's products of two stay far inside an i128.
+    (milli <= Milli::from(i64::MAX)).then_some(milli)
 }
 
 /// A quantity as written back: CPU in cores or millicores (`200m`, `1`), other resources with
@@ -612,7 +615,18 @@ mod tests {
         ] {
             assert_eq!(parse_quantity(text), Some(milli), "{text}");
         }
-        for bad in ["", "-1", "1x", "m", "1.2.3", "1Qi", ".", "1e99"] {
+        for bad in [
+            "",
+            "-1",
+            "1x",
+            "m",
+            "1.2.3",
+            "1Qi",
+            ".",
+            "1e99",
+            "9Ei",
+            &"9".repeat(30),
+        ] {
             assert_eq!(parse_quantity(bad), None, "{bad}");
         }
         for (name, text, written) in [
