@@ -283,20 +283,7 @@ impl Admitter {
             } else {
                 &self.options
             };
-        let (options, unread) = match ranges {
-            None => (std::borrow::Cow::Borrowed(options), None),
-            Some(read) => {
-                let (limit_ranges, unread) = match read {
-                    Ok(ranges) => (ranges, None),
-                    Err(why) => (LimitRanges::Unknown, Some(why)),
-                };
-                let options = InjectOptions {
-                    limit_ranges,
-                    ..options.clone()
-                };
-                (std::borrow::Cow::Owned(options), unread)
-            }
-        };
+        let (options, unread) = with_limit_ranges(options, ranges);
         let mut before = Value::Object(object.clone());
         // The object as a manifest: the reader finds pod specs by apiVersion and kind.
         let (api_version, kind_name) = match kind {
@@ -323,19 +310,44 @@ impl Admitter {
             .map_err(|e| format!("inject wrote JSON that does not parse back: {e}"))?;
         let mut warnings = as_admission_warnings(&injected.warnings, &source);
         let ops = diff(&before, &after);
-        if let Some(why) = unread
-            && !ops.is_empty()
-        {
-            warnings.push(format!(
-                "pullcheck: cannot read the namespace's LimitRanges ({why}); the init container \
-                 takes the requests and limits of one of the pod's own containers"
-            ));
-        }
+        warnings.extend(
+            unread
+                .filter(|_| !ops.is_empty())
+                .map(|why| unread_warning(&why)),
+        );
         if ops.is_empty() {
             return Ok(Decision::Skip(Skip::NotInjected, warnings));
         }
         Ok(Decision::Patch(ops, warnings))
     }
+}
+
+/// `options` with the namespace's LimitRanges as read (`Err`: unknown, and why, for a
+/// warning); as they are without a read.
+fn with_limit_ranges(
+    options: &InjectOptions,
+    ranges: Option<Result<LimitRanges, String>>,
+) -> (std::borrow::Cow<'_, InjectOptions>, Option<String>) {
+    let Some(read) = ranges else {
+        return (std::borrow::Cow::Borrowed(options), None);
+    };
+    let (limit_ranges, unread) = match read {
+        Ok(ranges) => (ranges, None),
+        Err(why) => (LimitRanges::Unknown, Some(why)),
+    };
+    let options = InjectOptions {
+        limit_ranges,
+        ..options.clone()
+    };
+    (std::borrow::Cow::Owned(options), unread)
+}
+
+/// The warning of a pod admitted without its namespace's LimitRanges, which could not be read.
+fn unread_warning(why: &str) -> String {
+    format!(
+        "pullcheck: cannot read the namespace's LimitRanges ({why}); the init container takes \
+         the requests and limits of one of the pod's own containers"
+    )
 }
 
 /// `inject`'s warnings as the webhook gives them: `inject` names the input and its document,
