@@ -7,15 +7,14 @@ use clap::builder::FalseyValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+mod limit_range;
 pub(crate) mod values;
 #[cfg(feature = "watch")]
 pub mod watch;
 #[cfg(feature = "webhook")]
 pub mod webhook;
-
 pub use values::Checked;
 use values::secret_value;
-
 // The headings `-h` groups the flags under, in the order they are shown.
 const IMAGES: &str = "Images";
 const CREDENTIALS: &str = "Credentials";
@@ -277,7 +276,8 @@ pub struct InjectArgs {
         )
     )]
     pub(crate) credential_provider_config: Option<PathBuf>,
-
+    #[command(flatten)]
+    pub(crate) limit_range: limit_range::LimitRangeArgs,
     /// Arguments for `pullcheck check` in the init container.
     ///
     /// After `--`; checked with `check`'s own parser now, not in every pod: `-- --timout 30s`

@@ -20,10 +20,13 @@ with the same flags. With --mode watch it adds nothing to pods: to a batch/v1 Jo
 CronJob's job template) only the podFailurePolicy rule that lets `pullcheck watch`'s condition
 fail the Job. Never refuses an object. Only in a build with `--features webhook`.";
 
-/// `webhook --help`: the inject flag that names a file is hidden, since the webhook reads
-/// objects from its requests, never manifests from a file.
+/// `webhook --help`: the inject flags that name a file are hidden, since the webhook reads
+/// objects from its requests, never manifests from a file, and each namespace's LimitRanges
+/// from the API.
 pub(super) fn explained(command: clap::Command) -> clap::Command {
-    command.mut_arg("file", |a| a.hide(true))
+    command
+        .mut_arg("file", |a| a.hide(true))
+        .mut_arg("limit_range_file", |a| a.hide(true))
 }
 
 const MODE: &str = "Mode";

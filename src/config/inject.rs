@@ -3,7 +3,7 @@
 use super::ConfigErrors;
 use crate::cli::InjectArgs;
 use crate::credentials::plugin;
-use crate::inject::InjectOptions;
+use crate::inject::{InjectOptions, LimitRanges};
 use crate::input::read_input;
 use std::path::Path;
 
@@ -39,6 +39,16 @@ impl InjectConfig {
                 )
             })?,
         };
+        let limit_ranges = match args
+            .limit_range
+            .limit_range_file
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            None => LimitRanges::Unknown,
+            Some(path) => limit_ranges(&path).map_err(|e| {
+                ConfigErrors(vec![format!("--limit-range-file {}: {e}", path.display())])
+            })?,
+        };
         let default_image = args.image == crate::cli::DEFAULT_INJECT_IMAGE;
         let options = InjectOptions {
             image: args.image,
@@ -55,6 +65,7 @@ impl InjectConfig {
                 registries_configmap: args.registries_configmap.filter(|v| !v.is_empty()),
                 hosts_from_node: args.hosts_from_node.filter(|v| !v.is_empty()),
             },
+            limit_ranges,
         };
         Ok(InjectConfig {
             source,
@@ -84,4 +95,13 @@ fn provider_token_additions(path: &Path) -> Result<Option<plugin::InjectAddition
     let text = read_input(path, &mut std::io::empty()).map_err(|e| vec![e])?;
     let config = plugin::CredentialProviderConfig::parse(&text)?;
     Ok(plugin::inject_additions(&config))
+}
+
+/// What `inject --limit-range-file PATH` holds: the `Container` items of its LimitRanges.
+fn limit_ranges(path: &Path) -> Result<LimitRanges, String> {
+    if path == Path::new("-") {
+        return Err("a file, not stdin (stdin holds the manifests)".to_string());
+    }
+    let text = read_input(path, &mut std::io::empty())?;
+    LimitRanges::parse(&text)
 }

@@ -1,9 +1,9 @@
 //! What `inject` adds to a pod spec: the init container (its arguments, environment, mounts,
 //! security context and resources), the volumes it mounts, and their names.
 
+use super::resources::{Container, Requirements, Role};
 use super::{
-    CA_VOLUME, CONTAINER_NAME, CPU_LIMIT, CPU_REQUEST, MEMORY_LIMIT, MEMORY_REQUEST, ROUTE_VOLUMES,
-    RUN_AS_USER, SERVICE_ACCOUNT_VOLUME, VOLUME_PREFIX,
+    CA_VOLUME, CONTAINER_NAME, ROUTE_VOLUMES, RUN_AS_USER, SERVICE_ACCOUNT_VOLUME, VOLUME_PREFIX,
 };
 use crate::credentials::plugin::TOKEN_VOLUME;
 use crate::manifests::names::is_dns_label;
@@ -13,25 +13,16 @@ use std::collections::HashSet;
 
 /// The init container `inject` adds: `env` its environment (`PULLCHECK_IMAGES` first, see
 /// [`env_value`]), `extra_args` images passed as arguments (those with whitespace), `mounts`
-/// the volume mounts, and `guaranteed` whether every other container of the pod has requests
-/// equal to limits for CPU and memory.
-///
-/// In a Guaranteed pod the requests are raised to the limits: one container with requests below
-/// its limits would make the whole pod Burstable (QoS counts init containers too), losing it
-/// exclusive CPUs under the static CPU manager policy and moving it up the eviction order.
+/// the volume mounts, and `resources` its requests and limits ([`choose`](super::resources::choose); none:
+/// no `resources` key).
 pub fn init_container(
     image: &str,
     check_args: &[String],
     env: &[Y],
     extra_args: &[String],
     mounts: &[Y],
-    guaranteed: bool,
+    resources: &Requirements,
 ) -> Y {
-    let (cpu_request, memory_request) = if guaranteed {
-        (CPU_LIMIT, MEMORY_LIMIT)
-    } else {
-        (CPU_REQUEST, MEMORY_REQUEST)
-    };
     let mut args = vec![Y::s("check")];
     args.extend(check_args.iter().map(|a| Y::s(a)));
     // Images are data: one that starts with '-' goes after a `--` (the user's, or one added),
@@ -53,25 +44,6 @@ pub fn init_container(
         ("args".to_string(), flow(Y::Seq(args))),
         ("env".to_string(), Y::Seq(env.to_vec())),
         (
-            "resources".to_string(),
-            Y::map([
-                (
-                    "requests",
-                    flow(Y::map([
-                        ("cpu", Y::s(cpu_request)),
-                        ("memory", Y::s(memory_request)),
-                    ])),
-                ),
-                (
-                    "limits",
-                    flow(Y::map([
-                        ("cpu", Y::s(CPU_LIMIT)),
-                        ("memory", Y::s(MEMORY_LIMIT)),
-                    ])),
-                ),
-            ]),
-        ),
-        (
             "securityContext".to_string(),
             Y::map([
                 ("allowPrivilegeEscalation", Y::Bool(false)),
@@ -90,6 +62,18 @@ pub fn init_container(
             Y::s("FallbackToLogsOnError"),
         ),
     ];
+    let written = resources.written();
+    if !written.is_empty() {
+        let lists = written
+            .into_iter()
+            .map(|(key, list)| {
+                let list = list.into_iter().map(|(k, v)| (k, Y::s(&v))).collect();
+                (key.to_string(), flow(Y::Map(list)))
+            })
+            .collect();
+        // After `env`, where it always was.
+        c.insert(4, ("resources".to_string(), Y::Map(lists)));
+    }
     if !mounts.is_empty() {
         c.push(("volumeMounts".to_string(), Y::Seq(mounts.to_vec())));
     }
@@ -189,28 +173,32 @@ pub(super) fn service_account_volume() -> Y {
     ])
 }
 
-/// Whether every container of the pod (but ours) has CPU and memory limits, with requests equal
-/// to them or absent (the API server then copies the limits): the pod's QoS class is Guaranteed.
-pub(super) fn is_guaranteed(t: &Tree, containers: &[NodeId]) -> bool {
-    let quantity = |n: NodeId| t.scalar(n).map(|s| s.trim().to_string());
-    let mut any = false;
-    for &c in containers {
-        any = true;
-        let resources = t.get(c, "resources");
-        let limits = resources.and_then(|r| t.get(r, "limits"));
-        let requests = resources.and_then(|r| t.get(r, "requests"));
-        for resource in ["cpu", "memory"] {
-            let Some(limit) = limits.and_then(|l| t.get(l, resource)) else {
-                return false;
+/// The pod's own containers (pullcheck's left out) with their `resources`, as
+/// [`choose`](super::resources::choose) reads them: those of the holder's `initContainers` are init
+/// containers (sidecars with `restartPolicy: Always`), the others app containers.
+pub(super) fn pod_containers(t: &Tree, holder: NodeId, containers: &[NodeId]) -> Vec<Container> {
+    let inits: HashSet<NodeId> = t
+        .get(holder, "initContainers")
+        .map(|l| t.items(l).iter().map(|&n| t.resolve(n)).collect())
+        .unwrap_or_default();
+    containers
+        .iter()
+        .map(|&c| {
+            let role = if !inits.contains(&t.resolve(c)) {
+                Role::App
+            } else if t.str_at(c, "restartPolicy") == Some("Always") {
+                Role::Sidecar
+            } else {
+                Role::Init
             };
-            if let Some(request) = requests.and_then(|r| t.get(r, resource))
-                && quantity(request) != quantity(limit)
-            {
-                return false;
-            }
-        }
-    }
-    any
+            let resources = t
+                .get(c, "resources")
+                .and_then(|r| t.to_json(r))
+                .map(|v| Requirements::from_json(&v))
+                .unwrap_or_default();
+            Container { role, resources }
+        })
+        .collect()
 }
 
 /// The name of the volume for pull secret `secret`, a DNS label (at most 63 characters) not in

@@ -15,7 +15,9 @@
 //! `/var/run/pullcheck/secrets/<name>` from a secret volume marked `optional: true`, each
 //! `--ca-file PATH` of the check arguments mounted from the ConfigMap `--ca-configmap` names, a
 //! restricted security context, small resources and
-//! `terminationMessagePolicy: FallbackToLogsOnError`. See [`init_container`].
+//! `terminationMessagePolicy: FallbackToLogsOnError`. See [`init_container`]. Its resources
+//! never raise the pod's requests or limits and pass the namespace's LimitRanges (the rule:
+//! [`resources`]); a pod that leaves it too little memory is left unchanged, with a warning.
 //!
 //! `PULLCHECK_CONTAINERS` holds the start check's facts of each init, sidecar and app container
 //! that is not `Never` ([`PodContainer::start_facts`](crate::manifests::PodContainer::start_facts),
@@ -63,10 +65,12 @@ mod container;
 mod job;
 mod options;
 mod pod;
+mod resources;
 
 pub use container::{env_value, init_container, volume_name};
 use options::validate_options;
 use pod::Run;
+pub use resources::{LimitRangeItem, LimitRanges, Requirements};
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
 use crate::credentials::plugin::InjectAdditions;
@@ -99,21 +103,6 @@ const ROUTE_VOLUMES: [(&str, &str); 3] = [
 ];
 /// The user the init container runs as (distroless `nonroot`).
 pub(crate) const RUN_AS_USER: u64 = 65532;
-
-// Resources of the init container. A pod's effective request is the larger of its biggest init
-// container's request and the sum of its app containers' requests, so requests this small never
-// change where a pod fits (no node has less than 10m CPU and 16Mi to spare for a pod that fits
-// otherwise). Limits are set too, so that a namespace whose ResourceQuota demands limits still
-// admits the pod; a check measured at 5 MiB peak RSS for 40 images, and the CPU limit only slows
-// the TLS handshakes a little.
-/// CPU request of the init container.
-pub(crate) const CPU_REQUEST: &str = "10m";
-/// Memory request of the init container.
-pub(crate) const MEMORY_REQUEST: &str = "16Mi";
-/// CPU limit of the init container; also its request in a Guaranteed pod.
-pub(crate) const CPU_LIMIT: &str = "200m";
-/// Memory limit of the init container; also its request in a Guaranteed pod.
-pub(crate) const MEMORY_LIMIT: &str = "32Mi";
 
 /// Exit codes of `pullcheck check` after which a Job must fail at once (not found or invalid,
 /// no variant for the platform, access refused, will not start).
@@ -153,6 +142,9 @@ pub struct InjectOptions {
     /// The node's registry configuration to mount (`--hosts-configmap`,
     /// `--registries-configmap`, `--hosts-from-node`).
     pub route: RouteMounts,
+    /// The namespace's LimitRanges (`--limit-range-file`; the webhook reads them), which the
+    /// init container's resources must pass ([`resources`]).
+    pub limit_ranges: LimitRanges,
 }
 
 /// The rewritten manifests and what the user should know about them.
@@ -783,37 +775,55 @@ mod tests {
     }
 
     #[test]
-    fn guaranteed_pods_stay_guaranteed() {
+    fn guaranteed_pods_stay_guaranteed_and_best_effort_pods_get_no_resources() {
         let spec = |resources: &str| {
             format!(
                 "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  restartPolicy: Never\n  \
                  containers:\n  - name: a\n    image: x\n    resources: {resources}\n"
             )
         };
-        let requests = |input: &str| {
-            let v = parse(&run(input).output);
-            v["spec"]["initContainers"][0]["resources"]["requests"].clone()
+        let known = InjectOptions {
+            limit_ranges: LimitRanges::Known(Vec::new()),
+            ..opts("reg.example.com/pullcheck:1")
         };
-        let guaranteed = map([("cpu", CPU_LIMIT), ("memory", MEMORY_LIMIT)]);
-        let burstable = map([("cpu", CPU_REQUEST), ("memory", MEMORY_REQUEST)]);
-        assert_eq!(
-            requests(&spec("{limits: {cpu: 1, memory: 1Gi}}")),
-            guaranteed
+        let resources = |input: &str, options: &InjectOptions| {
+            let out = inject(input, "t", options).unwrap().output;
+            parse(&out)["spec"]["initContainers"][0]["resources"].clone()
+        };
+        let both = |cpu: &str, memory: &str| map([("cpu", cpu), ("memory", memory)]);
+        let guaranteed = both("200m", "32Mi");
+        let burstable = both("10m", "16Mi");
+        for (input, requests) in [
+            ("{limits: {cpu: 1, memory: 1Gi}}", &guaranteed),
+            (
+                "{limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 1, memory: 1Gi}}",
+                &guaranteed,
+            ),
+            (
+                "{limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 500m, memory: 1Gi}}",
+                &burstable,
+            ),
+        ] {
+            let r = resources(&spec(input), &known);
+            assert_eq!(&r["requests"], requests, "{input}");
+            assert_eq!(r["limits"], guaranteed, "{input}");
+        }
+        // No container asks for anything: neither does ours (the pod stays BestEffort).
+        assert!(resources(&spec("{}"), &known).is_null());
+        assert!(resources(&spec("{}"), &opts("p:1")).is_null());
+        // The namespace's LimitRanges unknown: the values of the pod's own container.
+        let r = resources(&spec("{limits: {cpu: 1, memory: 1Gi}}"), &opts("p:1"));
+        assert_eq!(r["requests"], both("1", "1Gi"));
+        assert_eq!(r["limits"], both("1", "1Gi"));
+        // Too little memory for the check: left unchanged, with a warning.
+        let tiny = spec("{limits: {memory: 8Mi}}");
+        let out = inject(&tiny, "t", &known).unwrap();
+        assert_eq!(out.output, tiny);
+        assert!(
+            out.warnings[0].contains("a memory limit of 8Mi, under the 16Mi it needs"),
+            "{:?}",
+            out.warnings
         );
-        assert_eq!(
-            requests(&spec(
-                "{limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 1, memory: 1Gi}}"
-            )),
-            guaranteed
-        );
-        assert_eq!(
-            requests(&spec(
-                "{limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 500m, memory: 1Gi}}"
-            )),
-            burstable
-        );
-        assert_eq!(requests(&spec("{limits: {cpu: 1}}")), burstable);
-        assert_eq!(requests(&spec("{}")), burstable);
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! mounts, and the init container put first.
 
 use super::container::{
-    env_value, from_json, init_container, is_guaranteed, is_our_volume, is_our_volume_name,
+    env_value, from_json, init_container, is_our_volume, is_our_volume_name, pod_containers,
     service_account_volume, volume_name, with_route_args,
 };
+use super::resources::{self, Chosen, MEMORY_FLOOR, format_quantity};
 use super::{
     CA_VOLUME, CONTAINER_NAME, InjectOptions, SECRETS_DIR, SERVICE_ACCOUNT_MOUNT,
     SERVICE_ACCOUNT_VOLUME,
@@ -125,6 +126,20 @@ impl Run<'_> {
         if !policy_set_here {
             self.restart_policy_warning(spot, &at);
         }
+        let containers = pod_containers(t, spot.holder, &spot.container_nodes);
+        let resources = match resources::choose(&containers, &self.options.limit_ranges) {
+            Chosen::Set(resources) => resources,
+            Chosen::TooLittleMemory(limit) => {
+                self.warn(format!(
+                    "{at}: the pod's containers and the namespace's LimitRange allow the init \
+                     container a memory limit of {}, under the {} it needs; left unchanged (more \
+                     would raise what the pod counts against its quota)",
+                    format_quantity("memory", limit),
+                    format_quantity("memory", MEMORY_FLOOR)
+                ));
+                return;
+            }
+        };
         let checked = Checked::of(spec);
         let env = self.env(spot, checked.images, &checked.facts, &at);
         let secrets = self.secrets(spot, &at);
@@ -139,7 +154,7 @@ impl Run<'_> {
             &env,
             &checked.extra_args,
             &mounts,
-            is_guaranteed(t, &spot.container_nodes),
+            &resources,
         );
         if let Some(main) = spot.main_mounts
             && let Err(why) = self.main_mounts(main, &mounts)

@@ -6,7 +6,7 @@
 //! edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
 use super::patch::diff;
-use crate::inject::{CONTAINER_NAME, InjectOptions, inject_owned};
+use crate::inject::{CONTAINER_NAME, InjectOptions, LimitRanges, inject_owned};
 use crate::report::{cut, escape};
 use base64::Engine;
 use serde_json::{Value, json};
@@ -179,8 +179,20 @@ impl Admitter {
         }
     }
 
-    /// Answers one AdmissionReview body.
+    /// Answers one AdmissionReview body, with the LimitRanges of the options.
+    #[cfg(test)]
     pub(crate) fn review(&self, body: &[u8]) -> Result<Answer, Unreadable> {
+        self.review_in(body, None)
+    }
+
+    /// Answers one AdmissionReview body, with the namespace's LimitRanges as read for it
+    /// (`Err`: why they could not be read; the init container's resources are then those of
+    /// one of the pod's containers, and a warning says so).
+    pub(crate) fn review_in(
+        &self,
+        body: &[u8],
+        ranges: Option<Result<LimitRanges, String>>,
+    ) -> Result<Answer, Unreadable> {
         let review: Value = serde_json::from_slice(body)
             .map_err(|e| Unreadable(format!("not an AdmissionReview: {e}")))?;
         let request = &review["request"];
@@ -190,7 +202,7 @@ impl Admitter {
         let api_version = review["apiVersion"]
             .as_str()
             .unwrap_or("admission.k8s.io/v1");
-        let (outcome, patch, warnings) = match self.decide(request) {
+        let (outcome, patch, warnings) = match self.decide(request, ranges) {
             Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
             Ok(Decision::Rule(ops, warnings)) => (Outcome::RuleAdded, Some(ops), warnings),
             Ok(Decision::Skip(why, warnings)) => (Outcome::Skipped(why), None, warnings),
@@ -223,7 +235,11 @@ impl Admitter {
         })
     }
 
-    fn decide(&self, request: &Value) -> Result<Decision, String> {
+    fn decide(
+        &self,
+        request: &Value,
+        ranges: Option<Result<LimitRanges, String>>,
+    ) -> Result<Decision, String> {
         if let Some(condition_type) = &self.watch_condition {
             return super::watch_mode::decide(request, self.namespace.as_deref(), condition_type);
         }
@@ -303,6 +319,7 @@ impl Admitter {
             } else {
                 &self.options
             };
+        let (options, unread) = with_limit_ranges(options, ranges);
         let mut before = Value::Object(object.clone());
         // The object as a manifest: the reader finds pod specs by apiVersion and kind.
         let (api_version, kind_name) = match kind {
@@ -324,16 +341,49 @@ impl Admitter {
             Kind::Pod => controller_kind(metadata),
             Kind::Job => None,
         };
-        let injected = inject_owned(&text, &source, options, owner).map_err(|e| e.0)?;
+        let injected = inject_owned(&text, &source, &options, owner).map_err(|e| e.0)?;
         let after: Value = serde_json::from_str(&injected.output)
             .map_err(|e| format!("inject wrote JSON that does not parse back: {e}"))?;
-        let warnings = as_admission_warnings(&injected.warnings, &source);
+        let mut warnings = as_admission_warnings(&injected.warnings, &source);
         let ops = diff(&before, &after);
+        warnings.extend(
+            unread
+                .filter(|_| !ops.is_empty())
+                .map(|why| unread_warning(&why)),
+        );
         if ops.is_empty() {
             return Ok(Decision::Skip(Skip::NotInjected, warnings));
         }
         Ok(Decision::Patch(ops, warnings))
     }
+}
+
+/// `options` with the namespace's LimitRanges as read (`Err`: unknown, and why, for a
+/// warning); as they are without a read.
+fn with_limit_ranges(
+    options: &InjectOptions,
+    ranges: Option<Result<LimitRanges, String>>,
+) -> (std::borrow::Cow<'_, InjectOptions>, Option<String>) {
+    let Some(read) = ranges else {
+        return (std::borrow::Cow::Borrowed(options), None);
+    };
+    let (limit_ranges, unread) = match read {
+        Ok(ranges) => (ranges, None),
+        Err(why) => (LimitRanges::Unknown, Some(why)),
+    };
+    let options = InjectOptions {
+        limit_ranges,
+        ..options.clone()
+    };
+    (std::borrow::Cow::Owned(options), unread)
+}
+
+/// The warning of a pod admitted without its namespace's LimitRanges, which could not be read.
+fn unread_warning(why: &str) -> String {
+    format!(
+        "pullcheck: cannot read the namespace's LimitRanges ({why}); the init container takes \
+         the requests and limits of one of the pod's own containers"
+    )
 }
 
 /// `inject`'s warnings as the webhook gives them: `inject` names the input and its document,
@@ -626,5 +676,65 @@ mod tests {
         // Metadata that is no object: left as it is.
         let response = response(gvk.clone(), job(json!("odd")));
         assert!(response["patch"].is_null(), "{response}");
+    }
+
+    #[test]
+    fn the_namespace_s_limit_ranges_decide_the_resources_and_a_failed_read_is_a_warning() {
+        let pod = json!({
+            "metadata": {"name": "p", "namespace": "team"},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "a:1",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                    "limits": {"cpu": "150m", "memory": "128Mi"}}}]},
+        });
+        let review = serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {"uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "operation": "CREATE", "namespace": "team", "object": pod},
+        }))
+        .unwrap();
+        let strict = LimitRanges::parse(
+            "kind: LimitRange\nspec:\n  limits:\n  - type: Container\n    min: {cpu: 50m, memory: 32Mi}\n    \
+             max: {cpu: 150m, memory: 256Mi}\n    maxLimitRequestRatio: {cpu: 2}\n",
+        )
+        .unwrap();
+        let admitter = Admitter::new(options(), None);
+        let resources_of = |ranges| {
+            let answer = admitter.review_in(&review, Some(ranges)).unwrap();
+            let response =
+                serde_json::from_slice::<Value>(&answer.body).unwrap()["response"].clone();
+            let patch = base64::engine::general_purpose::STANDARD
+                .decode(response["patch"].as_str().unwrap())
+                .unwrap();
+            let patch: Value = serde_json::from_slice(&patch).unwrap();
+            let container = patch
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|op| op["path"] == "/spec/initContainers")
+                .unwrap()["value"][0]
+                .clone();
+            (container["resources"].clone(), warnings(&response))
+        };
+        let (resources, warnings) = resources_of(Ok(strict));
+        assert_eq!(
+            resources,
+            json!({"requests": {"cpu": "75m", "memory": "32Mi"},
+                "limits": {"cpu": "150m", "memory": "32Mi"}})
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let (resources, warnings) = resources_of(Err("no answer within 750ms".into()));
+        assert_eq!(
+            resources,
+            json!({"requests": {"cpu": "100m", "memory": "64Mi"},
+                "limits": {"cpu": "150m", "memory": "128Mi"}})
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "pullcheck: cannot read the namespace's LimitRanges (no answer within 750ms)"
+            ),
+            "{warnings:?}"
+        );
     }
 }

@@ -9,12 +9,15 @@
 //! - [`server`]: HTTPS, the routes, the bounds on what a client sends;
 //! - [`tls`]: the serving certificate, from a watch channel its sources send into;
 //! - [`metrics`]: the Prometheus text at `/metrics`;
+//! - [`limit_ranges`]: each namespace's LimitRanges, which the init container's resources
+//!   must pass, read within a bound;
 //! - [`cert`]: the webhook's own TLS certificate (`--self-signed`): a CA and a serving
 //!   certificate made in memory, the CA written into the `MutatingWebhookConfiguration`'s
 //!   `caBundle`, renewed before expiry without a restart.
 
 pub(crate) mod admit;
 pub mod cert;
+pub(crate) mod limit_ranges;
 pub(crate) mod metrics;
 pub(crate) mod patch;
 pub(crate) mod server;
@@ -119,7 +122,16 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("pullcheck: webhook: listening on {bound}");
-        let shared = Arc::new(server::Shared::new(admitter, ready));
+        let (limit_ranges, no_client) = limit_ranges::Reader::in_cluster();
+        if let Some(why) = no_client {
+            eprintln!(
+                "pullcheck: webhook: warning: no in-cluster configuration ({}): the namespaces' \
+                 LimitRanges are not read, and the init container takes the requests and limits \
+                 of one of each pod's own containers",
+                escape(&why)
+            );
+        }
+        let shared = Arc::new(server::Shared::new(admitter, limit_ranges, ready));
         let ready = shared.ready.clone();
         let serving = server::serve(listener, tls, shared);
         tokio::pin!(serving);

@@ -42,6 +42,8 @@ const BUDGET_WAIT: Duration = Duration::from_secs(2);
 /// What every connection shares.
 pub(crate) struct Shared {
     pub(crate) admitter: Admitter,
+    /// The namespaces' LimitRanges, read for each review that may inject.
+    pub(crate) limit_ranges: super::limit_ranges::Reader,
     pub(crate) metrics: Metrics,
     pub(crate) ready: Arc<AtomicBool>,
     /// [`BODY_BUDGET_KIB`], taken for each body as it is read.
@@ -49,9 +51,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(admitter: Admitter, ready: Arc<AtomicBool>) -> Shared {
+    pub(crate) fn new(
+        admitter: Admitter,
+        limit_ranges: super::limit_ranges::Reader,
+        ready: Arc<AtomicBool>,
+    ) -> Shared {
         Shared {
             admitter,
+            limit_ranges,
             metrics: Metrics::default(),
             ready,
             bodies: Arc::new(Semaphore::new(BODY_BUDGET_KIB as usize)),
@@ -177,13 +184,21 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     };
     // The server runs on one thread: a large review (up to 3 MiB, most of a second in a debug
     // build) is decided on the blocking pool, so that small reviews and the probes go on meanwhile.
+    // The LimitRanges first (bounded: `limit_ranges::READ_TIME`), so that the decision
+    // itself does no I/O.
+    // In watch mode nothing is injected, so there are no resources to fit: no read.
+    let injects = shared.admitter.watch_condition.is_none();
+    let ranges = match super::limit_ranges::namespace_of(&body).filter(|_| injects) {
+        Some(namespace) => Some(shared.limit_ranges.read(&namespace).await),
+        None => None,
+    };
     let decided = if body.len() as u64 > SMALL_BODY {
         let shared = shared.clone();
-        tokio::task::spawn_blocking(move || shared.admitter.review(&body))
+        tokio::task::spawn_blocking(move || shared.admitter.review_in(&body, ranges))
             .await
             .unwrap_or_else(|_| Err(Unreadable("the review's decision failed".into())))
     } else {
-        shared.admitter.review(&body)
+        shared.admitter.review_in(&body, ranges)
     };
     match decided {
         Ok(answer) => {

@@ -92,6 +92,29 @@ fn one<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
     found[0]
 }
 
+/// The document of `kind` named `name`.
+fn named<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("{kind} {name} in the render"))
+}
+
+/// The one rule that lets the webhook read the namespaces' LimitRanges (so that the init
+/// container's resources pass them), bound to its account, whatever the other values.
+fn limit_ranges_rule(docs: &[Value]) {
+    let role = named(docs, "ClusterRole", "pullcheck-limitranges");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": [""], "resources": ["limitranges"], "verbs": ["get", "list"]}])
+    );
+    let binding = named(docs, "ClusterRoleBinding", "pullcheck-limitranges");
+    assert_eq!(binding["roleRef"]["name"], "pullcheck-limitranges");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "pullcheck", "namespace": "pullcheck"}])
+    );
+}
+
 fn webhook_container(docs: &[Value]) -> &Value {
     let deployment = one(docs, "Deployment");
     let containers = deployment["spec"]["template"]["spec"]["containers"]
@@ -223,7 +246,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
     assert_eq!(pdb["spec"]["selector"], deployment["spec"]["selector"]);
 
     // Least privilege: get and patch on the one configuration, bound to the webhook's account.
-    let role = one(&docs, "ClusterRole");
+    let role = named(&docs, "ClusterRole", "pullcheck");
     assert_eq!(
         role["rules"],
         json!([{"apiGroups": ["admissionregistration.k8s.io"],
@@ -231,7 +254,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
                 "resourceNames": ["pullcheck"],
                 "verbs": ["get", "patch"]}])
     );
-    let binding = one(&docs, "ClusterRoleBinding");
+    let binding = named(&docs, "ClusterRoleBinding", "pullcheck");
     assert_eq!(
         binding["roleRef"],
         json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pullcheck"})
@@ -240,6 +263,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
         binding["subjects"],
         json!([{"kind": "ServiceAccount", "name": "pullcheck", "namespace": "pullcheck"}])
     );
+    limit_ranges_rule(&docs);
     assert!(
         docs.iter()
             .all(|d| d["kind"] != "Role" && d["kind"] != "RoleBinding")
@@ -473,6 +497,8 @@ fn chart_renders_cert_manager_as_the_alternative() {
         kinds(&docs),
         [
             "Certificate",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "Deployment",
             "Issuer",
             "MutatingWebhookConfiguration",
@@ -483,8 +509,13 @@ fn chart_renders_cert_manager_as_the_alternative() {
         .into_iter()
         .map(String::from)
         .collect(),
-        "no RBAC: the webhook writes nothing through the API"
+        "RBAC for the LimitRanges alone: the webhook writes nothing through the API"
     );
+    assert_eq!(
+        docs.iter().filter(|d| d["kind"] == "ClusterRole").count(),
+        1
+    );
+    limit_ranges_rule(&docs);
     let config = one(&docs, "MutatingWebhookConfiguration");
     assert_eq!(
         config["metadata"]["annotations"],
@@ -562,7 +593,9 @@ fn inject_options() -> BTreeSet<String> {
             let name = l.strip_prefix("--")?.split([' ', ',']).next()?;
             (!name.is_empty()).then(|| format!("--{name}"))
         })
-        .filter(|o| o != "--filename" && o != "--help")
+        // The webhook reads each namespace's LimitRanges from the API: one file would be wrong
+        // for every namespace but one, so the chart has no value for it.
+        .filter(|o| o != "--filename" && o != "--help" && o != "--limit-range-file")
         .collect()
 }
 

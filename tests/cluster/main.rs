@@ -10,6 +10,7 @@
 //!   `tests/fixtures/kubelet-recorded.tsv`.
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
 //!   watcher): time to `Failed` of a missing tag, a good Job's cost, Jobs left as written.
+//! - `resources`: a LimitRange and a ResourceQuota admit the Job with pullcheck as without.
 //! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
 //!   (needs only the `kube` binary, not the cluster).
 
@@ -26,6 +27,7 @@ mod kubelet_words;
 mod mirror;
 mod node_images;
 mod policy;
+mod resources;
 mod stale;
 mod start;
 mod watch;

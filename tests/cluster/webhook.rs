@@ -123,7 +123,7 @@ fn shared() -> &'static Installed {
 
 /// A namespace of the test's own, opted in to release `to` once its pods are seen to get the
 /// container (the API server matches the label from its own cache of namespaces).
-fn opted_in(name: &str, to: &Installed) -> Namespace {
+pub fn opted_in(name: &str, to: &Installed) -> Namespace {
     let c = cluster();
     let ns = c.namespace(name);
     c.kubectl(&["label", "namespace", name, &format!("{LABEL}={}", to.label)]);
@@ -487,6 +487,13 @@ fn fixtures_through_the_api_server_equal_inject_and_pods_pass_a_webhook_scaled_t
     let with = opted_in("pc-wh-fixtures", &release);
     let without = c.namespace("pc-wh-fixtures-plain");
     let image = c.pullcheck_image();
+    // The namespace has no LimitRange, which the webhook reads: `inject` is told so.
+    let none = std::env::temp_dir().join(format!(
+        "pullcheck-{}-no-limitranges.yaml",
+        std::process::id()
+    ));
+    std::fs::write(&none, "apiVersion: v1\nkind: List\nitems: []\n").expect("a temporary file");
+    let none = none.display().to_string();
     let base = [
         "--image",
         image.as_str(),
@@ -495,6 +502,8 @@ fn fixtures_through_the_api_server_equal_inject_and_pods_pass_a_webhook_scaled_t
         "--node-images",
         "--hosts-configmap",
         "registry-hosts",
+        "--limit-range-file",
+        none.as_str(),
     ];
     let (mut compared, mut injected, mut refused) = (0, 0, 0);
     for (what, object) in fixture_objects() {
