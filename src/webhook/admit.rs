@@ -202,7 +202,13 @@ impl Admitter {
         let api_version = review["apiVersion"]
             .as_str()
             .unwrap_or("admission.k8s.io/v1");
-        let (outcome, patch, warnings) = match self.decide(request, ranges) {
+        let decided = match &self.watch_condition {
+            Some(condition_type) => {
+                super::watch_mode::decide(request, self.namespace.as_deref(), condition_type)
+            }
+            None => self.decide(request, ranges),
+        };
+        let (outcome, patch, warnings) = match decided {
             Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
             Ok(Decision::Rule(ops, warnings)) => (Outcome::RuleAdded, Some(ops), warnings),
             Ok(Decision::Skip(why, warnings)) => (Outcome::Skipped(why), None, warnings),
@@ -240,9 +246,6 @@ impl Admitter {
         request: &Value,
         ranges: Option<Result<LimitRanges, String>>,
     ) -> Result<Decision, String> {
-        if let Some(condition_type) = &self.watch_condition {
-            return super::watch_mode::decide(request, self.namespace.as_deref(), condition_type);
-        }
         if request["operation"].as_str() != Some("CREATE") {
             return Ok(Decision::Skip(Skip::Operation, Vec::new()));
         }
