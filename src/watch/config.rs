@@ -48,50 +48,19 @@ impl Config {
         if let Err(e) = label_selector(&args.namespace_label) {
             errors.push(format!("--namespace-label {}: {e}", args.namespace_label));
         }
-        let grace = match args.grace.map(|g| (g.value, g.given)) {
-            None => None,
-            Some((Ok(d), _)) => Some(d),
-            Some((Err(e), given)) => {
-                errors.push(format!("--grace {given}: {e}"));
-                None
-            }
-        };
-        let mut by_key = BTreeMap::new();
-        for given in &args.grace_for {
-            match grace_for_value(given) {
-                Ok((key, d)) => {
-                    by_key.insert(key, d);
-                }
-                Err(e) => errors.push(format!("--grace-for {given}: {e}")),
-            }
-        }
-        let report_after = match args.report_after.value {
-            Ok(d) => d,
-            Err(e) => {
-                errors.push(format!("--report-after {}: {e}", args.report_after.given));
-                Duration::ZERO
-            }
-        };
-        let owner_failure_limit = match args.owner_failure_limit.value {
-            Ok(n) => n,
-            Err(e) => {
-                errors.push(format!(
-                    "--owner-failure-limit {}: {e}",
-                    args.owner_failure_limit.given
-                ));
-                1
-            }
-        };
-        let owner_failure_window = match args.owner_failure_window.value {
-            Ok(d) => d,
-            Err(e) => {
-                errors.push(format!(
-                    "--owner-failure-window {}: {e}",
-                    args.owner_failure_window.given
-                ));
-                Duration::ZERO
-            }
-        };
+        let graces = graces(&args, &mut errors);
+        let owner_failure_limit = judged(
+            "--owner-failure-limit",
+            &args.owner_failure_limit,
+            1,
+            &mut errors,
+        );
+        let owner_failure_window = judged(
+            "--owner-failure-window",
+            &args.owner_failure_window,
+            Duration::ZERO,
+            &mut errors,
+        );
         if !is_condition_type(&args.condition_type) {
             errors.push(format!(
                 "--condition-type {}: expected a condition type such as ConfigIssue (letters, digits, `-`, `_`, `.`, an optional DNS prefix and `/`)",
@@ -157,11 +126,7 @@ impl Config {
         Ok(Config {
             namespace_label: args.namespace_label,
             settings: Settings {
-                graces: Graces {
-                    all: grace,
-                    by_key,
-                    report_after,
-                },
+                graces,
                 condition_type: args.condition_type,
             },
             dry_run: args.dry_run,
@@ -174,6 +139,51 @@ impl Config {
             lease_duration,
             identity,
         })
+    }
+}
+
+/// `--grace`, `--grace-for` and `--report-after` judged.
+fn graces(args: &WatchArgs, errors: &mut Vec<String>) -> Graces {
+    let all = match &args.grace {
+        None => None,
+        Some(g) => match &g.value {
+            Ok(d) => Some(*d),
+            Err(e) => {
+                errors.push(format!("--grace {}: {e}", g.given));
+                None
+            }
+        },
+    };
+    let mut by_key = BTreeMap::new();
+    for given in &args.grace_for {
+        match grace_for_value(given) {
+            Ok((key, d)) => {
+                by_key.insert(key, d);
+            }
+            Err(e) => errors.push(format!("--grace-for {given}: {e}")),
+        }
+    }
+    let report_after = judged("--report-after", &args.report_after, Duration::ZERO, errors);
+    Graces {
+        all,
+        by_key,
+        report_after,
+    }
+}
+
+/// A flag's value, or `fallback` with the flag's problem added to `errors`.
+fn judged<T: Clone>(
+    flag: &str,
+    checked: &crate::cli::Checked<T>,
+    fallback: T,
+    errors: &mut Vec<String>,
+) -> T {
+    match &checked.value {
+        Ok(v) => v.clone(),
+        Err(e) => {
+            errors.push(format!("{flag} {}: {e}", checked.given));
+            fallback
+        }
     }
 }
 
