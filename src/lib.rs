@@ -106,6 +106,7 @@ pub mod manifests;
 pub mod node;
 pub mod platform;
 pub mod progress;
+pub mod proof;
 pub mod pull_policy;
 pub mod redact;
 pub mod reference;

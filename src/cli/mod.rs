@@ -334,8 +334,28 @@ pub(crate) enum PlatformCheck {
 pub enum OnUnreachable {
     /// It fails the run (exit 6).
     Fail,
-    /// It is a warning: the pod's network may not reach registries that its node can.
+    /// It is a warning: the kubelet's own back-off waits an outage out, and the pod's network
+    /// may not reach registries that its node can.
     Warn,
+}
+
+/// `--on-unverifiable`: what an image that ends `unverifiable` means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnUnverifiable {
+    /// It fails the run (exit 8).
+    Fail,
+    /// It is a warning: the node may trust a CA, speak plain HTTP or resolve a name that the
+    /// pod cannot.
+    Warn,
+}
+
+/// `--network`: whose loopback the run sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Network {
+    /// The node's or a workstation's (a `hostNetwork` pod): registries on loopback are checked.
+    Host,
+    /// A pod's own network: a registry on loopback is the node's, and is not asked.
+    Pod,
 }
 
 /// Output formats.
@@ -594,10 +614,10 @@ pub struct CheckArgs {
 
     /// Whether an unreachable registry fails the run.
     ///
-    /// What an image that stays `unreachable` (exit 6), or is `unverifiable` from the pod
-    /// (exit 8), means: `fail`, or `warn` for pods whose network, DNS or CAs are not their
-    /// nodes' (egress NetworkPolicy, node-only proxies, node-only names): reported with
-    /// `"fatal": false` and not counted (`not_counted: on_unreachable_warn`).
+    /// What an image that stays `unreachable` (exit 6: refused, timed out, 5xx or 429 until
+    /// the deadline) means: `fail`, or `warn`: reported with `"fatal": false` and not counted
+    /// (`not_counted: on_unreachable_warn`), so that the kubelet's own back-off waits an outage
+    /// out. `pullcheck inject` and the webhook write `warn` (PULLCHECK_ON_UNREACHABLE).
     #[arg(
         long,
         value_enum,
@@ -607,6 +627,39 @@ pub struct CheckArgs {
         help_heading = ROUTING
     )]
     pub(crate) on_unreachable: OnUnreachable,
+
+    /// Whether a registry this pod cannot check fails the run.
+    ///
+    /// What an image that is `unverifiable` from here (exit 8: `tls`, `plain_http`,
+    /// `no_such_host`) means: `warn` (the default): reported with `"fatal": false` and not
+    /// counted (`not_counted: on_unverifiable_warn`), since the node may trust a CA, speak
+    /// plain HTTP to a host or resolve a name that the pod cannot; `fail`: exit 8.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        env = "PULLCHECK_ON_UNVERIFIABLE",
+        default_value = "warn",
+        help_heading = ROUTING
+    )]
+    pub(crate) on_unverifiable: OnUnverifiable,
+
+    /// Whose network this run is in: `host` or `pod`.
+    ///
+    /// `host` (the default: a workstation, a `hostNetwork` pod): registries on loopback are
+    /// checked. `pod`: a pod's own network, whose loopback is not the node's: an image on a
+    /// loopback registry (127.0.0.0/8, ::1, localhost; the kind, k3d and minikube local
+    /// registries) is not asked, and reported (`loopback`, not counted: `pod_loopback`).
+    /// `pullcheck inject` writes it (PULLCHECK_NETWORK) from the pod's `hostNetwork`.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHOSE",
+        env = "PULLCHECK_NETWORK",
+        default_value = "host",
+        help_heading = ROUTING
+    )]
+    pub(crate) network: Network,
 
     /// The node's platform, `OS/ARCH[/VARIANT]` or `any`.
     ///
