@@ -172,11 +172,13 @@ pub struct InjectArgs {
 
     /// Add podFailurePolicy rules for pullcheck's exit codes to Jobs.
     ///
-    /// Also add to each batch/v1 Job (and CronJob job template) the podFailurePolicy rules
-    /// for pullcheck's exit codes (FailJob on 3, 4, 5, 7; on 6, Count against backoffLimit,
-    /// or Ignore when the Job has activeDeadlineSeconds; Count on 8), unless it has rules for
-    /// container `pullcheck` already, and restartPolicy: Never where none is set. Says on
-    /// stderr which rule was written and why.
+    /// Also add to each batch/v1 Job (and CronJob job template) the podFailurePolicy rule
+    /// for pullcheck's proven exit codes, FailJob on 3, 4, 5, 7, unless it has rules for
+    /// container `pullcheck` already, and restartPolicy: Never where none is set. Exits 6 and
+    /// 8 are not written by default (the init container warns on them); with `--
+    /// --on-unreachable fail`, on 6 Count against backoffLimit, or Ignore when the Job has
+    /// activeDeadlineSeconds; with `-- --on-unverifiable fail`, Count on 8. Says on stderr
+    /// which rules were written and why.
     #[arg(
         long,
         env = "PULLCHECK_INJECT_JOB_FAILURE_POLICY",
@@ -187,8 +189,8 @@ pub struct InjectArgs {
 
     /// Ignore exit 6 even in Jobs without a deadline.
     ///
-    /// With --job-failure-policy: write Ignore on exit 6 even for a Job without
-    /// activeDeadlineSeconds. Such a Job recreates a pod every --timeout for as long as the
+    /// With --job-failure-policy and `-- --on-unreachable fail`: write Ignore on exit 6 even
+    /// for a Job without activeDeadlineSeconds. Such a Job recreates a pod every --timeout for as long as the
     /// registry stays unreachable, without end: only for Jobs something else bounds.
     #[arg(
         long,
@@ -199,20 +201,39 @@ pub struct InjectArgs {
     )]
     pub(crate) ignore_unreachable_without_deadline: bool,
 
-    /// Look IfNotPresent images up on the node first.
+    /// Look IfNotPresent images up on the node first (the default).
     ///
-    /// Split the images into `PULLCHECK_IMAGES` (`Always`) and
-    /// `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's name (`PULLCHECK_NODE_NAME` from
-    /// `spec.nodeName`), and where the pod sets `automountServiceAccountToken: false`, mount a
-    /// service-account token for the init container alone. The pod's service account needs
-    /// `get` on `nodes`.
+    /// For a pod with an `IfNotPresent` image: split the images into `PULLCHECK_IMAGES`
+    /// (`Always`) and `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's name
+    /// (`PULLCHECK_NODE_NAME` from `spec.nodeName`), and where the pod sets
+    /// `automountServiceAccountToken: false`, mount a service-account token for the init
+    /// container alone. A registry miss of such an image then counts only when the node's
+    /// list proves the node lacks it: with `get` on `nodes` for the pod's service account
+    /// (examples/node-images-rbac.yaml); without it, the miss is a warning (`may_be_on_node`).
+    /// On by default; this flag is kept for command lines that name it.
     #[arg(
         long,
         env = "PULLCHECK_INJECT_NODE_IMAGES",
         help_heading = NODE,
-        value_parser = FalseyValueParser::new()
+        value_parser = FalseyValueParser::new(),
+        overrides_with = "no_node_images"
     )]
     pub(crate) node_images: bool,
+
+    /// Do not look the node up: IfNotPresent images are checked as Always.
+    ///
+    /// No node name, no token: every image is in `PULLCHECK_IMAGES`, and a registry miss fails
+    /// the pod even where the node holds the image (`kind load`, a pre-pull DaemonSet, an
+    /// air-gapped node): only for clusters whose nodes never hold an image their registry
+    /// lacks.
+    #[arg(
+        long,
+        env = "PULLCHECK_INJECT_NO_NODE_IMAGES",
+        help_heading = NODE,
+        value_parser = FalseyValueParser::new(),
+        overrides_with = "node_images"
+    )]
+    pub(crate) no_node_images: bool,
 
     /// Mount containerd's hosts directory from a ConfigMap.
     ///

@@ -106,13 +106,29 @@ fn pullcheck_of<'a>(doc: &'a Value, path: &str) -> &'a Value {
     &spec["initContainers"][0]
 }
 
+/// The images the init container checks, `Always` first (`PULLCHECK_IMAGES`), then
+/// `IfNotPresent` (`PULLCHECK_IMAGES_IF_NOT_PRESENT`, which inject writes by default for a pod
+/// that has such images), space-separated.
 fn env_images(container: &Value) -> String {
     let env = container["env"].as_sequence().unwrap();
-    let var = env
-        .iter()
-        .find(|e| e["name"] == "PULLCHECK_IMAGES")
-        .expect("PULLCHECK_IMAGES");
-    var["value"].as_str().unwrap().to_string()
+    let value = |name: &str| {
+        env.iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["value"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        env.iter().any(|e| e["name"] == "PULLCHECK_IMAGES"),
+        "PULLCHECK_IMAGES"
+    );
+    let images = value("PULLCHECK_IMAGES");
+    let if_not_present = value("PULLCHECK_IMAGES_IF_NOT_PRESENT");
+    images
+        .split_whitespace()
+        .chain(if_not_present.split(',').filter(|i| !i.is_empty()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 // ---------------------------------------------------------------------------------------------
