@@ -313,7 +313,7 @@ fn jobset_example_gets_the_init_container_in_every_replicated_job() {
 }
 
 #[test]
-fn job_example_fails_at_once_on_permanent_verdicts_and_ignores_unreachable() {
+fn job_example_fails_at_once_on_proven_verdicts_only() {
     let d = &docs(&example("job.yaml"))[0];
     let rules = at(d, "spec.podFailurePolicy.rules").as_sequence().unwrap();
     let rule_for = |code: u64| {
@@ -333,16 +333,19 @@ fn job_example_fails_at_once_on_permanent_verdicts_and_ignores_unreachable() {
         assert_eq!(rule["onExitCodes"]["containerName"], "pullcheck");
         assert_eq!(rule["onExitCodes"]["operator"], "In");
     }
-    let six = rule_for(6).expect("a rule for exit code 6");
-    assert_eq!(six["action"], "Ignore");
+    // The init container only warns on 6 and 8 (what inject writes): no rule is needed.
+    assert!(rule_for(6).is_none());
+    assert!(rule_for(8).is_none());
     assert_eq!(str_at(d, "spec.template.spec.restartPolicy"), "Never");
     assert!(example("job.yaml").contains("backoffLimit counts"));
 }
 
-/// The `podFailurePolicy` rule `inject --job-failure-policy` writes for exit 6, and its note.
+/// The `podFailurePolicy` rule `inject --job-failure-policy` writes for exit 6 when the check
+/// arguments make 6 and 8 count, and its note.
 fn rule_for_unreachable(job: &str, args: &[&str]) -> (String, String) {
     let mut all = vec!["--image", IMAGE, "--job-failure-policy"];
     all.extend(args);
+    all.extend(["--", "--on-unreachable", "fail", "--on-unverifiable=fail"]);
     let out = inject_ok(&all, job);
     let d = &docs(&out.stdout)[0];
     let rules = at(d, "spec.podFailurePolicy.rules").as_sequence().unwrap();
@@ -372,7 +375,7 @@ fn the_job_failure_policy_written_for_exit_6_always_ends() {
     let (action, stderr) = rule_for_unreachable(&job(""), &[]);
     assert_eq!(action, "Count");
     assert!(
-        stderr.contains("pullcheck: note: stdin: document 1: Job/train spec.template.spec: podFailurePolicy rules for container pullcheck: FailJob on 3, 4, 5, 7 (permanent); Count on 6 (unreachable, counted against backoffLimit 6, so the Job fails after its retries): the Job has no activeDeadlineSeconds"),
+        stderr.contains("pullcheck: note: stdin: document 1: Job/train spec.template.spec: podFailurePolicy rules for container pullcheck: FailJob on 3, 4, 5, 7 (proven); Count on 6 (unreachable, counted against backoffLimit 6, so the Job fails after its retries): the Job has no activeDeadlineSeconds"),
         "{stderr}"
     );
     let (action, stderr) = rule_for_unreachable(&job("  backoffLimit: 2\n"), &[]);
@@ -408,9 +411,30 @@ fn the_job_failure_policy_written_for_exit_6_always_ends() {
     );
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stdout.is_empty());
+    // By default only the proven codes have a rule, and the note says why.
+    let out = inject_ok(&["--image", IMAGE, "--job-failure-policy"], &job(""));
+    let d = &docs(&out.stdout)[0];
+    let rules = at(d, "spec.podFailurePolicy.rules").as_sequence().unwrap();
+    assert_eq!(rules.len(), 1, "{}", out.stdout);
+    assert_eq!(rules[0]["action"], "FailJob");
+    assert!(
+        out.stderr.contains("FailJob on 3, 4, 5, 7 (proven); no rule on 6 or 8: the init container only warns on them"),
+        "{}",
+        out.stderr
+    );
     // A CronJob's deadline is its job template's.
     let cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  schedule: \"0 1 * * *\"\n  jobTemplate:\n    spec:\n      activeDeadlineSeconds: 900\n      template:\n        spec:\n          containers:\n          - name: app\n            image: registry.example.com/team/app:v1\n";
-    let out = inject_ok(&["--image", IMAGE, "--job-failure-policy"], cron);
+    let out = inject_ok(
+        &[
+            "--image",
+            IMAGE,
+            "--job-failure-policy",
+            "--",
+            "--on-unreachable",
+            "fail",
+        ],
+        cron,
+    );
     let d = &docs(&out.stdout)[0];
     let rules = at(d, "spec.jobTemplate.spec.podFailurePolicy.rules")
         .as_sequence()
@@ -601,17 +625,28 @@ fn kyverno_policy_adds_what_inject_adds() {
         names(&Value::Sequence(env.clone())),
         [
             "PULLCHECK_IMAGES",
+            "PULLCHECK_ON_UNREACHABLE",
+            "PULLCHECK_NETWORK",
             "PULLCHECK_IMAGES_IF_NOT_PRESENT",
             "PULLCHECK_NODE_NAME"
         ]
     );
     assert_eq!(env[0]["value"], "nginx:latest");
-    assert_eq!(env[1]["value"], "busybox:1,app:1");
+    assert_eq!(env[3]["value"], "busybox:1,app:1");
     assert_eq!(patch[0]["value"]["name"], env[0]["name"]);
     assert_eq!(patch[0]["value"]["value"], "{{ alwaysImages }}");
-    assert_eq!(patch[1]["value"]["name"], env[1]["name"]);
+    assert_eq!(patch[1]["value"]["name"], env[3]["name"]);
     assert_eq!(patch[1]["value"]["value"], "{{ ifNotPresentImages }}");
-    assert_eq!(patch[2]["value"], env[2]);
+    assert_eq!(patch[2]["value"], env[4]);
+    // Rule 2 writes what inject writes for what counts: the same two variables, after the
+    // images.
+    let inserted = &from_policy["env"];
+    assert_eq!(inserted[1], env[1]);
+    assert_eq!(inserted[2]["name"], env[2]["name"]);
+    assert_eq!(
+        inserted[2]["value"],
+        "{{ request.object.spec.hostNetwork && 'host' || 'pod' }}"
+    );
     let variables: Vec<&str> = rules[4]["context"]
         .as_sequence()
         .unwrap()
