@@ -529,9 +529,8 @@ fn on_pod_loopback(
         "a registry on the node's loopback, which this pod does not share (--network pod)",
     );
     if let Some(facts) = containers {
-        let why = NotRead::Failed(
-            "its registry is on the node's loopback and was not asked".to_string(),
-        );
+        let why =
+            NotRead::Failed("its registry is on the node's loopback and was not asked".to_string());
         result.containers = facts.iter().map(|c| c.evaluate(Err(&why))).collect();
         if let Some((reason, message, hint)) = registry::wont_start(reference, &result.containers) {
             result.set_verdict(reason, message, hint);

@@ -252,7 +252,7 @@ impl NodeLookup {
         {
             let words = match self {
                 NodeLookup::Found(images) => format!(
-                    "imagePullPolicy is IfNotPresent and {}, so the node may hold it and the kubelet would then start the pod without pulling",
+                    "imagePullPolicy is IfNotPresent and {}, and the kubelet would then start the pod without pulling",
                     images.why_incomplete().unwrap_or_default()
                 ),
                 NodeLookup::Failed(e) => format!(
@@ -261,7 +261,9 @@ impl NodeLookup {
                 NodeLookup::NotNeeded => String::new(),
             };
             result.not_counted(why, &words);
-            result.hint = "If the image should exist, push it or fix its tag; if the node holds it, nothing to do. To have such a miss proven, give the pod's service account `get` on nodes (examples/node-images-rbac.yaml); the stuck-pod controller (pullcheck watch) ends the pod if its pull fails.".to_string();
+            if let NodeLookup::Failed(_) = self {
+                result.hint = "If the image should exist, push it or fix its tag; if the node holds it, nothing to do. To have such a miss proven, give the pod's service account `get` on nodes (examples/node-images-rbac.yaml); the stuck-pod controller (pullcheck watch) ends the pod if its pull fails.".to_string();
+            }
         }
         // Without a list there is nothing more to say.
         let NodeLookup::Found(images) = self else {

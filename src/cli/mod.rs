@@ -210,11 +210,12 @@ pub struct InjectArgs {
     /// container alone. A registry miss of such an image then counts only when the node's
     /// list proves the node lacks it: with `get` on `nodes` for the pod's service account
     /// (examples/node-images-rbac.yaml); without it, the miss is a warning (`may_be_on_node`).
-    /// On by default; this flag is kept for command lines that name it.
+    /// On by default; this flag is kept (hidden) for command lines that name it.
     #[arg(
         long,
         env = "PULLCHECK_INJECT_NODE_IMAGES",
         help_heading = NODE,
+        hide = true,
         value_parser = FalseyValueParser::new(),
         overrides_with = "no_node_images"
     )]
@@ -222,10 +223,15 @@ pub struct InjectArgs {
 
     /// Do not look the node up: IfNotPresent images are checked as Always.
     ///
-    /// No node name, no token: every image is in `PULLCHECK_IMAGES`, and a registry miss fails
-    /// the pod even where the node holds the image (`kind load`, a pre-pull DaemonSet, an
-    /// air-gapped node): only for clusters whose nodes never hold an image their registry
-    /// lacks.
+    /// By default, for a pod with an `IfNotPresent` image, the images are split by pull policy
+    /// (`PULLCHECK_IMAGES`, `PULLCHECK_IMAGES_IF_NOT_PRESENT`), the node's name is passed
+    /// (`PULLCHECK_NODE_NAME`) and, where the pod sets `automountServiceAccountToken: false`, a
+    /// token is mounted for the init container alone; a registry miss of such an image then
+    /// counts only when the node's list proves the node lacks it (the pod's service account
+    /// needs `get` on `nodes`: examples/node-images-rbac.yaml; without it the miss is a warning,
+    /// `may_be_on_node`). With this flag: no node name, no token, every image in
+    /// `PULLCHECK_IMAGES`, and a miss fails the pod even where the node holds the image (`kind
+    /// load`, a pre-pull DaemonSet, an air-gapped node).
     #[arg(
         long,
         env = "PULLCHECK_INJECT_NO_NODE_IMAGES",

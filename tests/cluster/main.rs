@@ -6,6 +6,8 @@
 //! - `harness`: the cluster, kubectl, namespaces, bounded waits.
 //! - `jobs`: the seed case (a missing tag fails the Job through `podFailurePolicy`; without
 //!   pullcheck it waits), and a good Job.
+//! - `proof`: a pod is failed only on proof: the cases where the pod sees less than its node
+//!   end as without pullcheck, and the seed case still fails fast.
 //! - `kubelet_words`: the kubelet's own words for each cause, against
 //!   `tests/fixtures/kubelet-recorded.tsv`.
 //! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
@@ -24,6 +26,7 @@ mod kubelet_words;
 mod mirror;
 mod node_images;
 mod policy;
+mod proof;
 mod start;
 mod watch;
 mod webhook;

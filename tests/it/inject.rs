@@ -1126,7 +1126,10 @@ fn json_list_in_json_out() {
     let parsed: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON out");
     let job = &parsed["items"][0]["spec"]["template"]["spec"];
     assert_eq!(job["initContainers"][0]["name"], "pullcheck");
-    assert_eq!(job["initContainers"][0]["env"][0]["value"], "img/a:1");
+    let yaml: Value =
+        serde_yaml_ng::from_str(&serde_json::to_string(&job["initContainers"][0]).unwrap())
+            .unwrap();
+    assert_eq!(env_images(&yaml), "img/a:1");
     let deploy = &parsed["items"][1]["spec"]["template"]["spec"];
     assert_eq!(deploy["initContainers"][0]["name"], "pullcheck");
     assert_eq!(parsed["items"][2]["data"]["on"], "yes");
@@ -1327,9 +1330,10 @@ spec:
     let out = inject_ok(&["--image", IMAGE], pod);
     let d = docs(&out.stdout);
     let c = pullcheck_of(&d[0], "spec");
+    // app:1 is also pulled Always (container c): Always wins; migrate:1 only IfNotPresent.
     assert_eq!(
         env_images(c),
-        "reg.example.com/migrate:1 reg.example.com/app:1"
+        "reg.example.com/app:1 reg.example.com/migrate:1"
     );
     kubernetes_validate("never", &out.stdout);
 
@@ -1692,10 +1696,13 @@ fn node_images_split_images_by_policy_and_mount_a_token_where_the_pod_has_none()
     assert_eq!(sources[1]["configMap"]["items"][0]["key"], "ca.crt");
     assert_eq!(sources[1]["configMap"]["items"][0]["path"], "ca.crt");
     kubernetes_validate("node-images", &out.stdout);
-    // Byte for byte the same when injected again; back to today's env without the flag.
+    // Byte for byte the same when injected again, and by default (the flag is inject's default
+    // now); back to every image in PULLCHECK_IMAGES with --no-node-images.
     let twice = inject_ok(&["--image", IMAGE, "--node-images"], &out.stdout);
     assert_eq!(twice.stdout, out.stdout);
-    let without = inject_ok(&["--image", IMAGE], &out.stdout).stdout;
+    let by_default = inject_ok(&["--image", IMAGE], &out.stdout);
+    assert_eq!(by_default.stdout, out.stdout);
+    let without = inject_ok(&["--image", IMAGE, "--no-node-images"], &out.stdout).stdout;
     assert_no_volumes_of_ours(&without);
     let c = pullcheck_of(&docs(&without)[0], "spec").clone();
     assert_eq!(
@@ -1719,6 +1726,32 @@ fn node_images_split_images_by_policy_and_mount_a_token_where_the_pod_has_none()
     assert!(env_var(&c, "PULLCHECK_NODE_NAME").is_some());
     assert!(env_var(&c, "PULLCHECK_SERVICE_ACCOUNT_DIR").is_none());
     assert!(!out.stdout.contains("pullcheck-serviceaccount"));
+
+    // A pod of Always images needs nothing of the node: no name, no token, even where the pod
+    // turns the automatic token off.
+    let always = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                  automountServiceAccountToken: false\n  containers:\n  - {name: a, image: b}\n  \
+                  - {name: c, image: 'c:1', imagePullPolicy: Always}\n";
+    let out = inject_ok(&["--image", IMAGE], always);
+    let c = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    assert_eq!(env_var(&c, "PULLCHECK_IMAGES").unwrap()["value"], "b c:1");
+    for absent in ["PULLCHECK_IMAGES_IF_NOT_PRESENT", "PULLCHECK_NODE_NAME"] {
+        assert!(env_var(&c, absent).is_none(), "{absent}");
+    }
+    assert!(!out.stdout.contains("pullcheck-serviceaccount"));
+    // What counts, for every pod: an outage only warns, and the network is named.
+    assert_eq!(
+        env_var(&c, "PULLCHECK_ON_UNREACHABLE").unwrap()["value"],
+        "warn"
+    );
+    assert_eq!(env_var(&c, "PULLCHECK_NETWORK").unwrap()["value"], "pod");
+    let host = always.replace(
+        "restartPolicy: Never",
+        "restartPolicy: Never\n  hostNetwork: true",
+    );
+    let out = inject_ok(&["--image", IMAGE], &host);
+    let c = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    assert_eq!(env_var(&c, "PULLCHECK_NETWORK").unwrap()["value"], "host");
 }
 
 #[test]

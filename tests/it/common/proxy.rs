@@ -418,6 +418,13 @@ impl Proxy {
         self
     }
 
+    /// Drops every rule: from now on every request is passed through (an outage that ends).
+    #[allow(dead_code)]
+    pub fn clear_rules(&self) -> &Proxy {
+        lock(&self.shared.rules).clear();
+        self
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<Seen> {
         lock(&self.shared.seen).clone()
