@@ -687,6 +687,36 @@ mod tests {
         assert_eq!(report.images[1].status, Status::Unreachable);
     }
 
+    /// From a pod's own network, a registry on loopback is the node's: not asked (nothing
+    /// listens on port 1, and nothing is retried), reported, never counted; from the host's
+    /// network it is asked as any other.
+    #[tokio::test(start_paused = true)]
+    async fn a_loopback_registry_from_a_pods_network_is_not_asked() {
+        let images = vec!["127.0.0.1:1/a:1".to_string(), "[::1]:1/b:1".to_string()];
+        let options = |network| Options {
+            timeout: Duration::from_secs(3),
+            network,
+            client: ClientOptions {
+                plain_http: vec!["127.0.0.1:1".into(), "[::1]:1".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let report = check(&images, &options(Network::Pod)).await;
+        for r in &report.images {
+            assert_eq!(r.reason, Reason::PodLoopback, "{r:#?}");
+            assert_eq!(
+                r.counted,
+                crate::report::Counted::No(crate::report::NotCounted::PodLoopback)
+            );
+            assert_eq!(r.attempts, 0, "{r:#?}");
+        }
+        assert_eq!(report.exit_code, crate::report::ExitCode::Ok);
+        let report = check(&images[..1], &options(Network::Host)).await;
+        assert_eq!(report.images[0].status, Status::Unreachable, "{report:#?}");
+        assert_eq!(report.exit_code, crate::report::ExitCode::Unreachable);
+    }
+
     /// A library caller's concurrency outside 1..=MAX_CONCURRENCY is taken at the nearest
     /// bound: `usize::MAX` permits would panic in the semaphore, 0 would never start a check.
     #[tokio::test(start_paused = true)]
