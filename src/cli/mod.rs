@@ -4,15 +4,18 @@
 use crate::keyring::Secret;
 use crate::report::EXIT_CODES_HELP;
 use clap::builder::FalseyValueParser;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod choices;
 pub(crate) mod values;
 #[cfg(feature = "watch")]
 pub mod watch;
 #[cfg(feature = "webhook")]
 pub mod webhook;
 
+pub(crate) use choices::{CloudCredentials, OutputFormat, PlatformCheck, PlatformMatch};
+pub use choices::{Network, OnUnreachable, OnUnverifiable, StartCheck};
 pub use values::Checked;
 use values::secret_value;
 
@@ -224,14 +227,11 @@ pub struct InjectArgs {
     /// Do not look the node up: IfNotPresent images are checked as Always.
     ///
     /// By default, for a pod with an `IfNotPresent` image, the images are split by pull policy
-    /// (`PULLCHECK_IMAGES`, `PULLCHECK_IMAGES_IF_NOT_PRESENT`), the node's name is passed
-    /// (`PULLCHECK_NODE_NAME`) and, where the pod sets `automountServiceAccountToken: false`, a
-    /// token is mounted for the init container alone; a registry miss of such an image then
-    /// counts only when the node's list proves the node lacks it (the pod's service account
-    /// needs `get` on `nodes`: examples/node-images-rbac.yaml; without it the miss is a warning,
-    /// `may_be_on_node`). With this flag: no node name, no token, every image in
-    /// `PULLCHECK_IMAGES`, and a miss fails the pod even where the node holds the image (`kind
-    /// load`, a pre-pull DaemonSet, an air-gapped node).
+    /// (`PULLCHECK_IMAGES_IF_NOT_PRESENT`), the node's name is passed (`PULLCHECK_NODE_NAME`),
+    /// a token mounted where the pod has none, and a miss counts only when the node's list
+    /// proves the node lacks the image (its service account needs `get` on `nodes`:
+    /// examples/node-images-rbac.yaml; else the miss warns, `may_be_on_node`). With this flag,
+    /// every image is checked as Always: a miss fails the pod even where the node holds it.
     #[arg(
         long,
         env = "PULLCHECK_INJECT_NO_NODE_IMAGES",
@@ -311,87 +311,6 @@ pub struct InjectArgs {
     /// is exit 2 here.
     #[arg(last = true, value_name = "CHECK_ARGS")]
     pub(crate) check_args: Vec<String>,
-}
-
-/// How index entries must match the node's platform.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum PlatformMatch {
-    /// containerd CRI's `platforms.Only`: the platform or an older compatible one.
-    Lenient,
-    /// Equal after normalisation.
-    Strict,
-}
-
-/// `--cloud-credentials`: whether to ask the pod's cloud identity for a registry credential.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum CloudCredentials {
-    /// Ask the cloud for ECR, Artifact Registry / GCR and ACR images.
-    Auto,
-    /// Never.
-    Off,
-    /// As `auto`, and an image a provider serves that gets no credential at all (no pull
-    /// secret, every provider unavailable) fails: for clusters where every pod has an identity.
-    Required,
-}
-
-/// `--start-check`: whether to predict that containers will not start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StartCheck {
-    /// Predict from the pod spec, and read an image's config when a container's spec leaves
-    /// the answer to the image (a manifest and a blob `GET`).
-    Auto,
-    /// No prediction, no extra request.
-    Off,
-}
-
-/// `--platform-check`: how far to go to check that an image has a variant for the node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum PlatformCheck {
-    /// Check indexes (one manifest `GET`), except on Docker Hub, where a manifest `GET` counts
-    /// as a pull against the rate limit.
-    Auto,
-    /// Check indexes everywhere, and single manifests too (a manifest and a config `GET`).
-    Full,
-    /// `HEAD` only.
-    Off,
-}
-
-/// `--on-unreachable`: what an image that ends `unreachable` means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnUnreachable {
-    /// It fails the run (exit 6).
-    Fail,
-    /// It is a warning: the kubelet's own back-off waits an outage out, and the pod's network
-    /// may not reach registries that its node can.
-    Warn,
-}
-
-/// `--on-unverifiable`: what an image that ends `unverifiable` means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnUnverifiable {
-    /// It fails the run (exit 8).
-    Fail,
-    /// It is a warning: the node may trust a CA, speak plain HTTP or resolve a name that the
-    /// pod cannot.
-    Warn,
-}
-
-/// `--network`: whose loopback the run sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Network {
-    /// The node's or a workstation's (a `hostNetwork` pod): registries on loopback are checked.
-    Host,
-    /// A pod's own network: a registry on loopback is the node's, and is not asked.
-    Pod,
-}
-
-/// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum OutputFormat {
-    /// One line per image, problems first, for people.
-    Text,
-    /// The JSON report, for programs.
-    Json,
 }
 
 /// Flags of `pullcheck check`, grouped under the headings `-h` shows.

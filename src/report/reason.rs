@@ -225,6 +225,16 @@ const COMMAND_NOT_FOUND: Row = (
     ),
 );
 
+/// The row of [`Reason::PodLoopback`].
+const POD_LOOPBACK: Row = (
+    "loopback",
+    Status::Unverifiable,
+    "The registry is on loopback (127.0.0.0/8, `::1`, `localhost`) and the pod is not `hostNetwork`: the pod's loopback is its own, while the node's runtime pulls from the node's (the kind, k3d and minikube local-registry pattern). Not asked, never counted.",
+    Some(
+        "Nothing to do if the node serves this registry on its loopback; to have it checked, run the pod with hostNetwork, or name the registry by an address the pod reaches too (a Service, the node's IP).",
+    ),
+);
+
 impl Reason {
     /// The one table: word, status, meaning and hint of every reason.
     pub fn about(self) -> About {
@@ -474,7 +484,7 @@ impl Reason {
                 Status::Unverifiable,
                 "A plain-HTTP registry asked over TLS.",
                 Some(
-                    "Add --plain-http with the registry's host; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
+                    "Add --plain-http with the registry's host, or let pullcheck read the node's configuration (inject --hosts-from-node, or --hosts-dir); the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
                 ),
             ),
             Reason::Tls => (
@@ -482,7 +492,7 @@ impl Reason {
                 Status::Unverifiable,
                 "A certificate this pod does not trust, or a failed TLS handshake.",
                 Some(
-                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d).",
+                    "Trust the registry's CA with --ca-file (inject: --ca-configmap mounts it), check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d: inject --hosts-from-node reads it).",
                 ),
             ),
             Reason::NoSuchHost => (
@@ -493,14 +503,7 @@ impl Reason {
                     "Check the registry's host name for a typo, and the pod's DNS (search domains, CoreDNS); the node may resolve it through its own DNS or /etc/hosts, which this pod does not see.",
                 ),
             ),
-            Reason::PodLoopback => (
-                "loopback",
-                Status::Unverifiable,
-                "The registry is on loopback (127.0.0.0/8, `::1`, `localhost`) and the pod is not `hostNetwork`: the pod's loopback is its own, while the node's runtime pulls from the node's (the kind, k3d and minikube local-registry pattern). Not asked, never counted.",
-                Some(
-                    "Nothing to do if the node serves this registry on its loopback; to have it checked, run the pod with hostNetwork, or name the registry by an address the pod reaches too (a Service, the node's IP).",
-                ),
-            ),
+            Reason::PodLoopback => POD_LOOPBACK,
             Reason::RunsAsRoot => (
                 "runs_as_root",
                 Status::WontStart,
