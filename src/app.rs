@@ -157,6 +157,19 @@ fn run_check(args: CheckArgs) -> ExitCode {
             say!("pullcheck: warning: {}", escape(w));
         }
     }
+    // One line each for the failures that do not count: the pod goes on, and its log says
+    // what was not verified and why (the report and the termination message say it too).
+    for r in &report.images {
+        if let (false, crate::report::Counted::No(why)) = (r.is_ok(), r.counted) {
+            say!(
+                "pullcheck: warning: {} not counted ({}): {} {}",
+                escape(&r.image),
+                why.as_str(),
+                r.status.as_str(),
+                r.reason
+            );
+        }
+    }
     write_outputs(&config, &report);
     report.exit_code
 }

@@ -64,21 +64,18 @@ pub struct Options {
     pub router: Arc<Router>,
     /// Whether `unreachable` fails the run (`--on-unreachable`).
     pub on_unreachable: OnUnreachable,
+    /// Whether `unverifiable` fails the run (`--on-unverifiable`).
+    pub on_unverifiable: OnUnverifiable,
+    /// Whose loopback the run sees (`--network`): from a pod's own network, a registry on
+    /// loopback is the node's and is not asked.
+    pub network: Network,
     /// What the node would pull with (cloud providers, exec plugins), tried after the pull
     /// secrets. None by default; the CLI builds them from `--cloud-credentials` and
     /// `--image-credential-provider-config`.
     pub node_credentials: NodeCredentials,
 }
 
-/// What an image that ends `unreachable` means (`--on-unreachable`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnUnreachable {
-    /// It fails the run (exit 6).
-    #[default]
-    Fail,
-    /// It is a warning: the pod's network may not reach registries that its node can.
-    Warn,
-}
+pub use crate::proof::{Network, OnUnreachable, OnUnverifiable};
 
 impl Default for Options {
     fn default() -> Options {
@@ -95,6 +92,8 @@ impl Default for Options {
             node: NodeOptions::default(),
             router: Arc::new(Router::default()),
             on_unreachable: OnUnreachable::Fail,
+            on_unverifiable: OnUnverifiable::Warn,
+            network: Network::Host,
             started: None,
             node_credentials: NodeCredentials::none(),
         }
@@ -357,6 +356,13 @@ impl Schedule {
                     schedule.done(result, &options.events);
                 }
                 Ok((reference, _))
+                    if crate::proof::loopback_from_pod(reference.api_host(), options.network) =>
+                {
+                    let facts = containers.get(&reference.to_string());
+                    let result = on_pod_loopback(image, &reference, facts);
+                    schedule.done(result, &options.events);
+                }
+                Ok((reference, _))
                     if node.presence(&reference) == Some(true)
                         && policies.of(image, &reference.to_string())
                             == PullPolicy::IfNotPresent =>
@@ -379,7 +385,12 @@ impl Schedule {
                         start_check: options.start_check,
                         route: route_of(options, image, &reference),
                         configured: options.router.configured(),
-                        on_unreachable: options.on_unreachable,
+                        flags: crate::proof::Flags {
+                            on_unreachable: options.on_unreachable,
+                            on_unverifiable: options.on_unverifiable,
+                            network: options.network,
+                            node_named: options.node.name.is_some(),
+                        },
                         allow_unauthenticated: options
                             .allow_unauthenticated
                             .iter()
@@ -491,6 +502,39 @@ fn on_node(
         result.containers = facts.iter().map(|c| c.evaluate(Err(&why))).collect();
         if let Some((reason, message, hint)) = registry::wont_start(reference, &result.containers) {
             result.set_verdict(reason, message, hint);
+        }
+    }
+    result
+}
+
+/// The result of an image whose registry is on loopback, seen from a pod's own network: the
+/// node's runtime pulls it from the node's loopback, which this pod does not share, so it is
+/// not asked, and never counted; what the containers' specs alone decide still holds.
+fn on_pod_loopback(
+    image: &str,
+    reference: &Reference,
+    containers: Option<&Vec<ContainerFacts>>,
+) -> ImageResult {
+    let mut result = ImageResult::new(
+        image,
+        Reason::PodLoopback,
+        format!(
+            "{reference}: not checked: {} is on loopback, and this pod is not hostNetwork, so its loopback is its own while the node's runtime pulls from the node's",
+            reference.api_host()
+        ),
+    )
+    .of_reference(reference);
+    result.not_counted(
+        crate::report::NotCounted::PodLoopback,
+        "a registry on the node's loopback, which this pod does not share (--network pod)",
+    );
+    if let Some(facts) = containers {
+        let why =
+            NotRead::Failed("its registry is on the node's loopback and was not asked".to_string());
+        result.containers = facts.iter().map(|c| c.evaluate(Err(&why))).collect();
+        if let Some((reason, message, hint)) = registry::wont_start(reference, &result.containers) {
+            result.set_verdict(reason, message, hint);
+            result.counted = crate::report::Counted::Yes;
         }
     }
     result
@@ -641,6 +685,36 @@ mod tests {
         assert_eq!(report.images.len(), 2, "{report:#?}");
         assert_eq!(report.images[0].status, Status::InvalidReference);
         assert_eq!(report.images[1].status, Status::Unreachable);
+    }
+
+    /// From a pod's own network, a registry on loopback is the node's: not asked (nothing
+    /// listens on port 1, and nothing is retried), reported, never counted; from the host's
+    /// network it is asked as any other.
+    #[tokio::test(start_paused = true)]
+    async fn a_loopback_registry_from_a_pods_network_is_not_asked() {
+        let images = vec!["127.0.0.1:1/a:1".to_string(), "[::1]:1/b:1".to_string()];
+        let options = |network| Options {
+            timeout: Duration::from_secs(3),
+            network,
+            client: ClientOptions {
+                plain_http: vec!["127.0.0.1:1".into(), "[::1]:1".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let report = check(&images, &options(Network::Pod)).await;
+        for r in &report.images {
+            assert_eq!(r.reason, Reason::PodLoopback, "{r:#?}");
+            assert_eq!(
+                r.counted,
+                crate::report::Counted::No(crate::report::NotCounted::PodLoopback)
+            );
+            assert_eq!(r.attempts, 0, "{r:#?}");
+        }
+        assert_eq!(report.exit_code, crate::report::ExitCode::Ok);
+        let report = check(&images[..1], &options(Network::Host)).await;
+        assert_eq!(report.images[0].status, Status::Unreachable, "{report:#?}");
+        assert_eq!(report.exit_code, crate::report::ExitCode::Unreachable);
     }
 
     /// A library caller's concurrency outside 1..=MAX_CONCURRENCY is taken at the nearest

@@ -68,6 +68,8 @@
 //! - [`deadline`]: the longest `--timeout` and saturating `Instant` arithmetic; [`http`]: what
 //!   every HTTP client shares (user agent, TLS over given roots, `error_chain`). Both are
 //!   leaves: no module of the crate reaches back from them.
+//! - [`proof`]: whether a failure counts (a pod is failed only on proof), as pure decisions,
+//!   and the cases `docs/reference/what-fails.md` is generated from
 //! - [`report`]: results, exit codes, text, JSON and the termination message
 //!   (`report/reason.rs`: the [`Reason`] enum, each reason's word, status, meaning and hint
 //!   in one table); [`redact`]: every secret of the run replaced by `<redacted>` in all of
@@ -107,6 +109,7 @@ pub mod manifests;
 pub mod node;
 pub mod platform;
 pub mod progress;
+pub mod proof;
 pub mod pull_policy;
 pub mod redact;
 pub mod reference;

@@ -18,7 +18,7 @@ use crate::http::error_chain;
 use crate::input::{LimitedReadError, read_limited_file};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
-use crate::report::{ImageResult, NotCounted, Reason, Status};
+use crate::report::{ImageResult, Reason, Status};
 pub use read::{NodeImages, Wanted};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
@@ -222,30 +222,55 @@ impl NodeLookup {
         result
     }
 
+    /// What the node's list proves of an image ([`crate::proof::NodeProof`]): nothing asked
+    /// when no node was named (a run about the registry alone); unknown when the lookup failed
+    /// or the list is truncated.
+    pub(crate) fn proof(&self, reference: &Reference) -> crate::proof::NodeProof {
+        use crate::proof::NodeProof;
+        match (self, self.presence(reference)) {
+            (NodeLookup::NotNeeded | NodeLookup::Failed(NodeError::NoNode), _) => {
+                NodeProof::NotAsked
+            }
+            (_, Some(true)) => NodeProof::Holds,
+            (_, Some(false)) => NodeProof::Lacks,
+            (_, None) => NodeProof::Unknown,
+        }
+    }
+
     /// Completes a registry result with the image's policy and what the node says: an
-    /// `IfNotPresent` image missing at its registry is only a warning when the node's list is
-    /// truncated (the node may hold it beyond the list, and the kubelet would then start the
-    /// pod without pulling).
+    /// `IfNotPresent` image missing at its registry counts only when the node's complete list
+    /// proves the node lacks it (else the node may hold it, and the kubelet would then start
+    /// the pod without pulling).
     pub(crate) fn annotate(&self, result: &mut ImageResult, policy: PullPolicy) {
         result.pull_policy = policy;
-        // Without a list there is nothing to add (and nothing to parse again).
-        let NodeLookup::Found(images) = self else {
+        let Ok(reference) = Reference::parse(&result.reference) else {
             return;
         };
-        let Ok(reference) = Reference::parse(&result.reference) else {
+        let proof = self.proof(&reference);
+        if result.fatal()
+            && let Some(why) = crate::proof::by_node(result.status, policy, proof)
+        {
+            let words = match self {
+                NodeLookup::Found(images) => format!(
+                    "imagePullPolicy is IfNotPresent and {}, and the kubelet would then start the pod without pulling",
+                    images.why_incomplete().unwrap_or_default()
+                ),
+                NodeLookup::Failed(e) => format!(
+                    "imagePullPolicy is IfNotPresent and the node's images could not be read ({e}), so the node may hold it; to make this provable, let the pod's service account get nodes (examples/node-images-rbac.yaml), or run the stuck-pod controller (pullcheck watch) to fail the pod if its pull does"
+                ),
+                NodeLookup::NotNeeded => String::new(),
+            };
+            result.not_counted(why, &words);
+            if let NodeLookup::Failed(_) = self {
+                result.hint = "If the image should exist, push it or fix its tag; if the node holds it, nothing to do. To have such a miss proven, give the pod's service account `get` on nodes (examples/node-images-rbac.yaml); the stuck-pod controller (pullcheck watch) ends the pod if its pull fails.".to_string();
+            }
+        }
+        // Without a list there is nothing more to say.
+        let NodeLookup::Found(images) = self else {
             return;
         };
         result.present_on_node = self.presence(&reference);
         match (policy, result.present_on_node, result.status) {
-            (PullPolicy::IfNotPresent, None, Status::NotFound) if result.fatal() => {
-                let why = images.why_incomplete().unwrap_or_default();
-                result.not_counted(
-                    NotCounted::NodeListTruncated,
-                    &format!(
-                        "imagePullPolicy is IfNotPresent and {why}, and the kubelet would then start the pod without pulling"
-                    ),
-                );
-            }
             (PullPolicy::IfNotPresent, Some(false), Status::NotFound) => {
                 result.message.push_str(&format!(
                     "; node {} does not hold it either (its list of {} images is complete)",
@@ -596,6 +621,7 @@ mod tests {
         let truncated =
             NodeLookup::Found(NodeImages::from_json("n1", KIND_NODE.as_bytes(), Some(6)).unwrap());
         let failed = NodeLookup::Failed(NodeError::Forbidden("n1".into()));
+        let no_node = NodeLookup::Failed(NodeError::NoNode);
         let cases: &[Case<'_>] = &[
             (
                 "missing everywhere",
@@ -648,8 +674,28 @@ mod tests {
                 "imagePullPolicy Always makes the kubelet pull it",
             ),
             (
-                "no list",
+                "no list: the node may hold it",
                 &failed,
+                "app:v9",
+                PullPolicy::IfNotPresent,
+                Status::NotFound,
+                false,
+                None,
+                "let the pod's service account get nodes",
+            ),
+            (
+                "no list, but Always",
+                &failed,
+                "app:v9",
+                PullPolicy::Always,
+                Status::NotFound,
+                true,
+                None,
+                "",
+            ),
+            (
+                "no node named: a run about the registry alone",
+                &no_node,
                 "app:v9",
                 PullPolicy::IfNotPresent,
                 Status::NotFound,

@@ -3,7 +3,7 @@
 //! verdict counts.
 
 use super::walk::Answer;
-use super::{LastSeen, NO_SUCH_HOST_ANSWERS, NoSuchHost, OnUnreachable, backoff};
+use super::{LastSeen, NO_SUCH_HOST_ANSWERS, NoSuchHost, backoff};
 use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
 use crate::keyring::Credential;
@@ -30,8 +30,8 @@ pub(super) struct Job {
     /// Whether the route comes from a node configuration: the endpoint that gave the verdict
     /// is then reported.
     pub(super) configured: bool,
-    /// `--on-unreachable`.
-    pub(super) on_unreachable: OnUnreachable,
+    /// `--on-unreachable`, `--on-unverifiable`, `--network` and whether a node is named.
+    pub(super) flags: crate::proof::Flags,
     /// `--allow-unauthenticated` names this image's registry.
     pub(super) allow_unauthenticated: bool,
     pub(super) client: Arc<Client>,
@@ -459,17 +459,20 @@ impl Job {
         result
     }
 
-    /// `--on-unreachable warn`: an unreachable image is reported, not counted.
+    /// `--on-unreachable warn`, `--on-unverifiable warn`: an image the pod cannot reach or
+    /// check is reported, not counted, since the node may reach, trust or resolve what the
+    /// pod cannot (and the kubelet's own back-off waits an outage out).
     fn maybe_warn(&self, result: &mut ImageResult) {
-        // The pod's network (or its DNS, or its CAs) may not be the node's: both kinds of
-        // "cannot reach from here" are what the flag is for.
-        if matches!(result.status, Status::Unreachable | Status::Unverifiable)
-            && self.on_unreachable == OnUnreachable::Warn
-        {
-            result.not_counted(
+        match crate::proof::by_flags(result.status, self.flags) {
+            Some(NotCounted::OnUnreachableWarn) => result.not_counted(
                 NotCounted::OnUnreachableWarn,
-                "--on-unreachable warn (the node may reach registries that this pod cannot)",
-            );
+                "--on-unreachable warn (the kubelet's own back-off retries the pull; the node may reach registries that this pod cannot)",
+            ),
+            Some(why @ NotCounted::OnUnverifiableWarn) => result.not_counted(
+                why,
+                "--on-unverifiable warn (the node may trust a CA, speak plain HTTP to a host or resolve a name that this pod cannot; --on-unverifiable fail counts it)",
+            ),
+            _ => {}
         }
     }
 

@@ -4,15 +4,19 @@
 use crate::keyring::Secret;
 use crate::report::EXIT_CODES_HELP;
 use clap::builder::FalseyValueParser;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod choices;
 mod limit_range;
 pub(crate) mod values;
 #[cfg(feature = "watch")]
 pub mod watch;
 #[cfg(feature = "webhook")]
 pub mod webhook;
+
+pub(crate) use choices::{CloudCredentials, OutputFormat, PlatformCheck, PlatformMatch};
+pub use choices::{Network, OnUnreachable, OnUnverifiable, StartCheck};
 pub use values::Checked;
 use values::secret_value;
 // The headings `-h` groups the flags under, in the order they are shown.
@@ -171,11 +175,13 @@ pub struct InjectArgs {
 
     /// Add podFailurePolicy rules for pullcheck's exit codes to Jobs.
     ///
-    /// Also add to each batch/v1 Job (and CronJob job template) the podFailurePolicy rules
-    /// for pullcheck's exit codes (FailJob on 3, 4, 5, 7; on 6, Count against backoffLimit,
-    /// or Ignore when the Job has activeDeadlineSeconds; Count on 8), unless it has rules for
-    /// container `pullcheck` already, and restartPolicy: Never where none is set. Says on
-    /// stderr which rule was written and why.
+    /// Also add to each batch/v1 Job (and CronJob job template) the podFailurePolicy rule
+    /// for pullcheck's proven exit codes, FailJob on 3, 4, 5, 7, unless it has rules for
+    /// container `pullcheck` already, and restartPolicy: Never where none is set. Exits 6 and
+    /// 8 are not written by default (the init container warns on them); with `--
+    /// --on-unreachable fail`, on 6 Count against backoffLimit, or Ignore when the Job has
+    /// activeDeadlineSeconds; with `-- --on-unverifiable fail`, Count on 8. Says on stderr
+    /// which rules were written and why.
     #[arg(
         long,
         env = "PULLCHECK_INJECT_JOB_FAILURE_POLICY",
@@ -186,8 +192,8 @@ pub struct InjectArgs {
 
     /// Ignore exit 6 even in Jobs without a deadline.
     ///
-    /// With --job-failure-policy: write Ignore on exit 6 even for a Job without
-    /// activeDeadlineSeconds. Such a Job recreates a pod every --timeout for as long as the
+    /// With --job-failure-policy and `-- --on-unreachable fail`: write Ignore on exit 6 even
+    /// for a Job without activeDeadlineSeconds. Such a Job recreates a pod every --timeout for as long as the
     /// registry stays unreachable, without end: only for Jobs something else bounds.
     #[arg(
         long,
@@ -198,20 +204,42 @@ pub struct InjectArgs {
     )]
     pub(crate) ignore_unreachable_without_deadline: bool,
 
-    /// Look IfNotPresent images up on the node first.
+    /// Look IfNotPresent images up on the node first (the default).
     ///
-    /// Split the images into `PULLCHECK_IMAGES` (`Always`) and
-    /// `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's name (`PULLCHECK_NODE_NAME` from
-    /// `spec.nodeName`), and where the pod sets `automountServiceAccountToken: false`, mount a
-    /// service-account token for the init container alone. The pod's service account needs
-    /// `get` on `nodes`.
+    /// For a pod with an `IfNotPresent` image: split the images into `PULLCHECK_IMAGES`
+    /// (`Always`) and `PULLCHECK_IMAGES_IF_NOT_PRESENT`, pass the node's name
+    /// (`PULLCHECK_NODE_NAME` from `spec.nodeName`), and where the pod sets
+    /// `automountServiceAccountToken: false`, mount a service-account token for the init
+    /// container alone. A registry miss of such an image then counts only when the node's
+    /// list proves the node lacks it: with `get` on `nodes` for the pod's service account
+    /// (examples/node-images-rbac.yaml); without it, the miss is a warning (`may_be_on_node`).
+    /// On by default; this flag is kept (hidden) for command lines that name it.
     #[arg(
         long,
         env = "PULLCHECK_INJECT_NODE_IMAGES",
         help_heading = NODE,
-        value_parser = FalseyValueParser::new()
+        hide = true,
+        value_parser = FalseyValueParser::new(),
+        overrides_with = "no_node_images"
     )]
     pub(crate) node_images: bool,
+
+    /// Do not look the node up: IfNotPresent images are checked as Always.
+    ///
+    /// By default, for a pod with an `IfNotPresent` image, the images are split by pull policy
+    /// (`PULLCHECK_IMAGES_IF_NOT_PRESENT`), the node's name is passed (`PULLCHECK_NODE_NAME`),
+    /// a token mounted where the pod has none, and a miss counts only when the node's list
+    /// proves the node lacks the image (its service account needs `get` on `nodes`:
+    /// examples/node-images-rbac.yaml; else the miss warns, `may_be_on_node`). With this flag,
+    /// every image is checked as Always: a miss fails the pod even where the node holds it.
+    #[arg(
+        long,
+        env = "PULLCHECK_INJECT_NO_NODE_IMAGES",
+        help_heading = NODE,
+        value_parser = FalseyValueParser::new(),
+        overrides_with = "node_images"
+    )]
+    pub(crate) no_node_images: bool,
 
     /// Mount containerd's hosts directory from a ConfigMap.
     ///
@@ -284,67 +312,6 @@ pub struct InjectArgs {
     /// is exit 2 here.
     #[arg(last = true, value_name = "CHECK_ARGS")]
     pub(crate) check_args: Vec<String>,
-}
-
-/// How index entries must match the node's platform.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum PlatformMatch {
-    /// containerd CRI's `platforms.Only`: the platform or an older compatible one.
-    Lenient,
-    /// Equal after normalisation.
-    Strict,
-}
-
-/// `--cloud-credentials`: whether to ask the pod's cloud identity for a registry credential.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum CloudCredentials {
-    /// Ask the cloud for ECR, Artifact Registry / GCR and ACR images.
-    Auto,
-    /// Never.
-    Off,
-    /// As `auto`, and an image a provider serves that gets no credential at all (no pull
-    /// secret, every provider unavailable) fails: for clusters where every pod has an identity.
-    Required,
-}
-
-/// `--start-check`: whether to predict that containers will not start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StartCheck {
-    /// Predict from the pod spec, and read an image's config when a container's spec leaves
-    /// the answer to the image (a manifest and a blob `GET`).
-    Auto,
-    /// No prediction, no extra request.
-    Off,
-}
-
-/// `--platform-check`: how far to go to check that an image has a variant for the node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum PlatformCheck {
-    /// Check indexes (one manifest `GET`), except on Docker Hub, where a manifest `GET` counts
-    /// as a pull against the rate limit.
-    Auto,
-    /// Check indexes everywhere, and single manifests too (a manifest and a config `GET`).
-    Full,
-    /// `HEAD` only.
-    Off,
-}
-
-/// `--on-unreachable`: what an image that ends `unreachable` means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnUnreachable {
-    /// It fails the run (exit 6).
-    Fail,
-    /// It is a warning: the pod's network may not reach registries that its node can.
-    Warn,
-}
-
-/// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum OutputFormat {
-    /// One line per image, problems first, for people.
-    Text,
-    /// The JSON report, for programs.
-    Json,
 }
 
 /// Flags of `pullcheck check`, grouped under the headings `-h` shows.
@@ -594,10 +561,10 @@ pub struct CheckArgs {
 
     /// Whether an unreachable registry fails the run.
     ///
-    /// What an image that stays `unreachable` (exit 6), or is `unverifiable` from the pod
-    /// (exit 8), means: `fail`, or `warn` for pods whose network, DNS or CAs are not their
-    /// nodes' (egress NetworkPolicy, node-only proxies, node-only names): reported with
-    /// `"fatal": false` and not counted (`not_counted: on_unreachable_warn`).
+    /// What an image that stays `unreachable` (exit 6: refused, timed out, 5xx or 429 until
+    /// the deadline) means: `fail`, or `warn`: reported with `"fatal": false` and not counted
+    /// (`not_counted: on_unreachable_warn`), so that the kubelet's own back-off waits an outage
+    /// out. `pullcheck inject` and the webhook write `warn` (PULLCHECK_ON_UNREACHABLE).
     #[arg(
         long,
         value_enum,
@@ -607,6 +574,39 @@ pub struct CheckArgs {
         help_heading = ROUTING
     )]
     pub(crate) on_unreachable: OnUnreachable,
+
+    /// Whether a registry this pod cannot check fails the run.
+    ///
+    /// What an image that is `unverifiable` from here (exit 8: `tls`, `plain_http`,
+    /// `no_such_host`) means: `warn` (the default): reported with `"fatal": false` and not
+    /// counted (`not_counted: on_unverifiable_warn`), since the node may trust a CA, speak
+    /// plain HTTP to a host or resolve a name that the pod cannot; `fail`: exit 8.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        env = "PULLCHECK_ON_UNVERIFIABLE",
+        default_value = "warn",
+        help_heading = ROUTING
+    )]
+    pub(crate) on_unverifiable: OnUnverifiable,
+
+    /// Whose network this run is in: `host` or `pod`.
+    ///
+    /// `host` (the default: a workstation, a `hostNetwork` pod): registries on loopback are
+    /// checked. `pod`: a pod's own network, whose loopback is not the node's: an image on a
+    /// loopback registry (127.0.0.0/8, ::1, localhost; the kind, k3d and minikube local
+    /// registries) is not asked, and reported (`loopback`, not counted: `pod_loopback`).
+    /// `pullcheck inject` writes it (PULLCHECK_NETWORK) from the pod's `hostNetwork`.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHOSE",
+        env = "PULLCHECK_NETWORK",
+        default_value = "host",
+        help_heading = ROUTING
+    )]
+    pub(crate) network: Network,
 
     /// The node's platform, `OS/ARCH[/VARIANT]` or `any`.
     ///

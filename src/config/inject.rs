@@ -57,7 +57,8 @@ impl InjectConfig {
             ca_configmap: args.ca_configmap,
             job_failure_policy: args.job_failure_policy,
             ignore_unreachable_without_deadline: args.ignore_unreachable_without_deadline,
-            node_images: args.node_images,
+            // On by default: `--no-node-images` (the last of the two given wins) turns it off.
+            node_images: args.node_images || !args.no_node_images,
             provider_tokens,
             // An empty value (an environment variable set to nothing) turns a choice off.
             route: crate::route::inject::RouteMounts {

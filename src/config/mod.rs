@@ -157,6 +157,8 @@ impl Config {
                 node,
                 router: std::sync::Arc::new(router),
                 on_unreachable: args.on_unreachable.into(),
+                on_unverifiable: args.on_unverifiable.into(),
+                network: args.network.into(),
                 started: Some(started),
                 node_credentials: credentials.node,
             },

@@ -58,3 +58,21 @@ pub(super) fn images_file_lines(text: &str) -> impl Iterator<Item = String> + '_
         .filter(|l| !l.is_empty())
         .map(str::to_string)
 }
+
+impl From<cli::OnUnverifiable> for crate::check::OnUnverifiable {
+    fn from(c: cli::OnUnverifiable) -> crate::check::OnUnverifiable {
+        match c {
+            cli::OnUnverifiable::Fail => crate::check::OnUnverifiable::Fail,
+            cli::OnUnverifiable::Warn => crate::check::OnUnverifiable::Warn,
+        }
+    }
+}
+
+impl From<cli::Network> for crate::check::Network {
+    fn from(c: cli::Network) -> crate::check::Network {
+        match c {
+            cli::Network::Host => crate::check::Network::Host,
+            cli::Network::Pod => crate::check::Network::Pod,
+        }
+    }
+}

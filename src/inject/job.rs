@@ -37,41 +37,25 @@ impl Run<'_> {
                 ),
             ])
         };
-        // Exit 6 may pass, so the pod is retried; but a rule that does not count it must
-        // have an end, or a registry that stays unreachable recreates pods for ever.
-        let deadline = t
-            .get(job, "activeDeadlineSeconds")
-            .and_then(|v| t.as_i64(v))
-            .filter(|n| *n > 0);
-        // The API server's default backoffLimit is 6.
-        let backoff = t
-            .get(job, "backoffLimit")
-            .and_then(|v| t.as_i64(v))
-            .unwrap_or(6);
-        let (unreachable, why) = match (&deadline, self.options.ignore_unreachable_without_deadline)
-        {
-            (Some(seconds), _) => (
-                "Ignore",
-                format!(
-                    "Ignore on 6 (unreachable, not counted against backoffLimit): the Job's activeDeadlineSeconds: {seconds} ends the retries"
-                ),
-            ),
-            (None, true) => (
-                "Ignore",
-                "Ignore on 6 (unreachable, not counted against backoffLimit), as --ignore-unreachable-without-deadline asks: the Job has no activeDeadlineSeconds, so it recreates a pod for as long as the registry stays unreachable".to_string(),
-            ),
-            (None, false) => (
-                "Count",
-                format!(
-                    "Count on 6 (unreachable, counted against backoffLimit {backoff}, so the Job fails after its retries): the Job has no activeDeadlineSeconds to bound an Ignore rule (set one to retry without counting)"
-                ),
-            ),
+        let mut rules = vec![rule("FailJob", &FAIL_JOB_EXIT_CODES)];
+        let mut whys = Vec::new();
+        // Exits 6 and 8 are written only where the check arguments make them count: by
+        // default the init container warns on them and exits 0, and the kubelet's own
+        // back-off waits an outage out.
+        if check_flag(&self.options.check_args, "--on-unreachable") == Some("fail") {
+            let (action, why) = self.unreachable_rule(job);
+            rules.push(rule(action, &IGNORE_EXIT_CODES));
+            whys.push(why);
+        }
+        if check_flag(&self.options.check_args, "--on-unverifiable") == Some("fail") {
+            rules.push(rule("Count", &COUNT_EXIT_CODES));
+            whys.push("Count on 8, as --on-unverifiable fail asks (cannot be checked from the pod: retrying will not change it, but the node may pull it, so backoffLimit decides)".to_string());
+        }
+        let why = if whys.is_empty() {
+            "no rule on 6 or 8: the init container only warns on them (unreachable, unverifiable from the pod), and the kubelet's own back-off waits an outage out".to_string()
+        } else {
+            whys.join("; ")
         };
-        let rules = vec![
-            rule("FailJob", &FAIL_JOB_EXIT_CODES),
-            rule(unreachable, &IGNORE_EXIT_CODES),
-            rule("Count", &COUNT_EXIT_CODES),
-        ];
         let result = (|| -> Result<Vec<Edit>, &'static str> {
             let mut edits = Vec::new();
             match t.own_entry(job, "podFailurePolicy") {
@@ -120,11 +104,45 @@ impl Run<'_> {
             Ok(edits) => {
                 self.edits.extend(edits);
                 self.notes.push(format!(
-                    "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (permanent); {why}; Count on 8 (cannot be checked from the pod: retrying will not change it, but the node may pull it, so backoffLimit decides)",
+                    "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (proven); {why}",
                     self.source
                 ));
             }
             Err(why) => self.warn(format!("{at}: no podFailurePolicy added ({why})")),
+        }
+    }
+
+    /// The rule on exit 6 when the check arguments make it count (`--on-unreachable fail`):
+    /// exit 6 may pass, so the pod is retried; but a rule that does not count it must have an
+    /// end, or a registry that stays unreachable recreates pods for ever.
+    fn unreachable_rule(&self, job: NodeId) -> (&'static str, String) {
+        let t = self.tree;
+        let deadline = t
+            .get(job, "activeDeadlineSeconds")
+            .and_then(|v| t.as_i64(v))
+            .filter(|n| *n > 0);
+        // The API server's default backoffLimit is 6.
+        let backoff = t
+            .get(job, "backoffLimit")
+            .and_then(|v| t.as_i64(v))
+            .unwrap_or(6);
+        match (&deadline, self.options.ignore_unreachable_without_deadline) {
+            (Some(seconds), _) => (
+                "Ignore",
+                format!(
+                    "Ignore on 6 (unreachable, not counted against backoffLimit): the Job's activeDeadlineSeconds: {seconds} ends the retries"
+                ),
+            ),
+            (None, true) => (
+                "Ignore",
+                "Ignore on 6 (unreachable, not counted against backoffLimit), as --ignore-unreachable-without-deadline asks: the Job has no activeDeadlineSeconds, so it recreates a pod for as long as the registry stays unreachable".to_string(),
+            ),
+            (None, false) => (
+                "Count",
+                format!(
+                    "Count on 6 (unreachable, counted against backoffLimit {backoff}, so the Job fails after its retries): the Job has no activeDeadlineSeconds to bound an Ignore rule (set one to retry without counting)"
+                ),
+            ),
         }
     }
 
@@ -200,4 +218,22 @@ impl Run<'_> {
              is then retried with back-off instead of failing the pod{advice}"
         ));
     }
+}
+
+/// The value the check arguments give `flag` (`--flag V` or `--flag=V`; the last one wins, as
+/// clap reads them), before any `--`.
+fn check_flag<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let mut value = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            break;
+        }
+        if arg == flag {
+            value = args.next().map(String::as_str);
+        } else if let Some(v) = arg.strip_prefix(flag).and_then(|v| v.strip_prefix('=')) {
+            value = Some(v);
+        }
+    }
+    value
 }

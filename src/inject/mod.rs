@@ -22,15 +22,20 @@
 //! `PULLCHECK_CONTAINERS` holds the start check's facts of each init, sidecar and app container
 //! that is not `Never` ([`PodContainer::start_facts`](crate::manifests::PodContainer::start_facts),
 //! the same facts `check --pod-spec` reads), left out with a warning above
-//! [`container_start::MAX_CONTAINERS_JSON`](crate::container_start::MAX_CONTAINERS_JSON). With `--node-images`, the images are split by pull policy
+//! [`container_start::MAX_CONTAINERS_JSON`](crate::container_start::MAX_CONTAINERS_JSON). For a pod with an
+//! `IfNotPresent` image (unless `--no-node-images`), the images are split by pull policy
 //! ([`pull_policy::to_check`](crate::pull_policy::to_check)) into `PULLCHECK_IMAGES` and `PULLCHECK_IMAGES_IF_NOT_PRESENT`,
 //! `PULLCHECK_NODE_NAME` comes from `spec.nodeName`, and a pod with
 //! `automountServiceAccountToken: false` gets a projected token volume mounted by the init
-//! container alone. The route choices ([`RouteMounts`]) add their volumes, read-only mounts and
+//! container alone. Every init container gets what decides what counts ([`crate::proof`]):
+//! `PULLCHECK_ON_UNREACHABLE=warn` (the kubelet's back-off waits an outage out) and
+//! `PULLCHECK_NETWORK` (`host` for a `hostNetwork` pod, else `pod`: the node's loopback is not
+//! the pod's); the arguments after `--` still win, as flags win over variables. The route choices ([`RouteMounts`]) add their volumes, read-only mounts and
 //! check arguments ([`crate::route::inject::additions`]).
 //!
 //! With `--job-failure-policy`, each `batch/v1` Job (and CronJob job template) also gets the
-//! `podFailurePolicy` rules the README recommends, unless it already has rules for container
+//! `podFailurePolicy` rules the README recommends (`FailJob` on the proven codes; on 6 and 8
+//! only when the check arguments make them count), unless it already has rules for container
 //! `pullcheck`, and `restartPolicy: Never` when its pod template sets none.
 //!
 //! # What is kept
@@ -107,14 +112,16 @@ pub(crate) const RUN_AS_USER: u64 = 65532;
 /// Exit codes of `pullcheck check` after which a Job must fail at once (not found or invalid,
 /// no variant for the platform, access refused, will not start).
 pub(crate) const FAIL_JOB_EXIT_CODES: [i64; 4] = [3, 4, 5, 7];
-/// Exit codes of a registry that could not be reached (it may pass): the Job retries the pod,
-/// counted against `backoffLimit` by default, not counted (`Ignore`) only when the Job's
-/// `activeDeadlineSeconds` bounds the retries, or with `--ignore-unreachable-without-deadline`.
+/// Exit codes of a registry that could not be reached (it may pass), written only with `--
+/// --on-unreachable fail` (by default the init container warns and exits 0): the Job retries
+/// the pod, counted against `backoffLimit` by default, not counted (`Ignore`) only when the
+/// Job's `activeDeadlineSeconds` bounds the retries, or with
+/// `--ignore-unreachable-without-deadline`.
 pub(crate) const IGNORE_EXIT_CODES: [i64; 1] = [6];
 /// Exit codes of a registry this pod cannot check (plain HTTP asked over TLS, an untrusted
-/// certificate, a name its resolver does not know): permanent for the pod, so never ignored,
-/// but maybe not for the node, so not `FailJob` at once either: counted against
-/// `backoffLimit`.
+/// certificate, a name its resolver does not know), written only with `-- --on-unverifiable
+/// fail` (by default a warning): permanent for the pod, so never ignored, but maybe not for
+/// the node, so not `FailJob` at once either: counted against `backoffLimit`.
 pub(crate) const COUNT_EXIT_CODES: [i64; 1] = [8];
 
 /// Settings of one `inject` run.
@@ -133,8 +140,10 @@ pub struct InjectOptions {
     /// Write `Ignore` on exit 6 even for a Job without `activeDeadlineSeconds` (unbounded:
     /// only when the user says so).
     pub ignore_unreachable_without_deadline: bool,
-    /// `--node-images`: split the images by pull policy, pass the node's name, and give the
-    /// init container a token where the pod has none.
+    /// Look the node up (inject's default, off with `--no-node-images`): for a pod with an
+    /// `IfNotPresent` image, split the images by pull policy, pass the node's name, and give
+    /// the init container a token where the pod has none. `Default` leaves it off, as a
+    /// library caller's choice; the CLI and the webhook turn it on.
     pub node_images: bool,
     /// `--credential-provider-config`: the projected token volume, its mount and variable for
     /// the credential-provider plugins with `tokenAttributes`.

@@ -289,11 +289,29 @@ impl Run<'_> {
         mounts
     }
 
-    /// Whether the init container gets its own service-account token: with `--node-images`,
-    /// where the pod turns the automatic one off.
+    /// Whether the init container looks the node up: with `--node-images` (the default), for
+    /// a pod with an `IfNotPresent` image (a pod of `Always` images needs nothing of the node).
+    fn looks_up_node(&self, spot: &Spot) -> bool {
+        self.options.node_images
+            && Checked::of(&self.manifests.pod_specs[spot.spec])
+                .images
+                .iter()
+                .any(|(_, p)| *p == PullPolicy::IfNotPresent)
+    }
+
+    /// Whose network the init container is in (`PULLCHECK_NETWORK`): the node's with
+    /// `hostNetwork: true`, else the pod's own, whose loopback is not the node's.
+    fn network(&self, spot: &Spot) -> &'static str {
+        let t = self.tree;
+        let host = t.get(spot.holder, "hostNetwork").and_then(|v| t.as_bool(v)) == Some(true);
+        if host { "host" } else { "pod" }
+    }
+
+    /// Whether the init container gets its own service-account token: when it looks the node
+    /// up, where the pod turns the automatic one off.
     pub(super) fn needs_token(&self, spot: &Spot) -> bool {
         let t = self.tree;
-        self.options.node_images
+        self.looks_up_node(spot)
             && [spot.pod, Some(spot.volumes)]
                 .into_iter()
                 .flatten()
@@ -304,9 +322,11 @@ impl Run<'_> {
                 })
     }
 
-    /// The init container's environment: the images (split by pull policy with
-    /// `--node-images`), the containers' facts for the start check, and with `--node-images`
-    /// the node's name and where the token is.
+    /// The init container's environment: the images (split by pull policy when it looks the
+    /// node up), what counts (`PULLCHECK_ON_UNREACHABLE=warn`: the kubelet's back-off waits an
+    /// outage out; the arguments after `--` still win, as flags over variables), whose
+    /// network it is in, the containers' facts for the start check, and when it looks the
+    /// node up the node's name and where the token is.
     pub(super) fn env(
         &mut self,
         spot: &Spot,
@@ -315,7 +335,8 @@ impl Run<'_> {
         at: &str,
     ) -> Vec<Y> {
         let mut env = Vec::new();
-        if self.options.node_images {
+        let node = self.looks_up_node(spot);
+        if node {
             let to_check = pull_policy::to_check(images);
             let always: Vec<&str> = to_check
                 .images
@@ -324,6 +345,7 @@ impl Run<'_> {
                 .map(String::as_str)
                 .collect();
             env.push(env_value("PULLCHECK_IMAGES", &always.join(" ")));
+            self.counting_env(spot, &mut env);
             if !to_check.if_not_present.is_empty() {
                 env.push(env_value(
                     "PULLCHECK_IMAGES_IF_NOT_PRESENT",
@@ -338,6 +360,7 @@ impl Run<'_> {
                 }
             }
             env.push(env_value("PULLCHECK_IMAGES", &plain.join(" ")));
+            self.counting_env(spot, &mut env);
         }
         if !facts.is_empty() {
             let json = ContainerFacts::to_env(facts);
@@ -353,7 +376,7 @@ impl Run<'_> {
                 env.push(env_value("PULLCHECK_CONTAINERS", &json));
             }
         }
-        if self.options.node_images {
+        if node {
             env.push(Y::map([
                 ("name", Y::s("PULLCHECK_NODE_NAME")),
                 (
@@ -375,6 +398,15 @@ impl Run<'_> {
             env.push(from_json(&tokens.env));
         }
         env
+    }
+
+    /// What decides what counts in the pod, after `PULLCHECK_IMAGES`: an unreachable registry
+    /// is a warning (the kubelet's own back-off waits the outage out, as without pullcheck),
+    /// and the pod's network is named, so that a registry on the node's loopback is not asked
+    /// from the pod's.
+    fn counting_env(&self, spot: &Spot, env: &mut Vec<Y>) {
+        env.push(env_value("PULLCHECK_ON_UNREACHABLE", "warn"));
+        env.push(env_value("PULLCHECK_NETWORK", self.network(spot)));
     }
 
     /// The init container, first in `initContainers`.

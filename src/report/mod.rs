@@ -974,10 +974,22 @@ pub(crate) mod tests {
                 "pullcheck: no image failed; 1 image not verified (node-side credentials refused; not counted: the node's own identity may have access)",
             ),
             (
-                NotCounted::NodeListTruncated,
+                NotCounted::OnUnverifiableWarn,
+                Status::Unverifiable,
+                "on_unverifiable_warn",
+                "pullcheck: no image failed; 1 image not verified (cannot be checked from this pod; not counted: --on-unverifiable warn)",
+            ),
+            (
+                NotCounted::PodLoopback,
+                Status::Unverifiable,
+                "pod_loopback",
+                "pullcheck: no image failed; 1 image not verified (not checked; not counted: a registry on the node's loopback, not the pod's)",
+            ),
+            (
+                NotCounted::MayBeOnNode,
                 Status::NotFound,
-                "node_list_truncated",
-                "pullcheck: no image failed; 1 image not verified (not found at the registry; not counted: the node's image list is truncated)",
+                "may_be_on_node",
+                "pullcheck: no image failed; 1 image not verified (not found at the registry; not counted: IfNotPresent, and nothing proves the node lacks it)",
             ),
         ];
         assert_eq!(cases.len(), NotCounted::ALL.len());

@@ -115,6 +115,8 @@ reasons! {
     Tls,
     /// The resolver says the host does not exist.
     NoSuchHost,
+    /// A registry on loopback, seen from a pod that is not `hostNetwork`: not asked.
+    PodLoopback,
     /// `runAsNonRoot` and an image that runs as root.
     RunsAsRoot,
     /// `runAsNonRoot` and an image whose user is a name.
@@ -220,6 +222,16 @@ const COMMAND_NOT_FOUND: Row = (
     "`pullcheck watch`, from the kubelet's words: the container's command is not in the image (`executable file not found in $PATH`, or no such file).",
     Some(
         "Fix the command (or the image's ENTRYPOINT) to name a program the image holds, with its full path if it is not on the image's PATH.",
+    ),
+);
+
+/// The row of [`Reason::PodLoopback`].
+const POD_LOOPBACK: Row = (
+    "loopback",
+    Status::Unverifiable,
+    "The registry is on loopback (127.0.0.0/8, `::1`, `localhost`) and the pod is not `hostNetwork`: the pod's loopback is its own, while the node's runtime pulls from the node's (the kind, k3d and minikube local-registry pattern). Not asked, never counted.",
+    Some(
+        "Nothing to do if the node serves this registry on its loopback; to have it checked, run the pod with hostNetwork, or name the registry by an address the pod reaches too (a Service, the node's IP).",
     ),
 );
 
@@ -472,7 +484,7 @@ impl Reason {
                 Status::Unverifiable,
                 "A plain-HTTP registry asked over TLS.",
                 Some(
-                    "Add --plain-http with the registry's host; the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
+                    "Add --plain-http with the registry's host, or let pullcheck read the node's configuration (inject --hosts-from-node, or --hosts-dir); the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
                 ),
             ),
             Reason::Tls => (
@@ -480,7 +492,7 @@ impl Reason {
                 Status::Unverifiable,
                 "A certificate this pod does not trust, or a failed TLS handshake.",
                 Some(
-                    "Trust the registry's CA with --ca-file, check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d).",
+                    "Trust the registry's CA with --ca-file (inject: --ca-configmap mounts it), check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d: inject --hosts-from-node reads it).",
                 ),
             ),
             Reason::NoSuchHost => (
@@ -491,6 +503,7 @@ impl Reason {
                     "Check the registry's host name for a typo, and the pod's DNS (search domains, CoreDNS); the node may resolve it through its own DNS or /etc/hosts, which this pod does not see.",
                 ),
             ),
+            Reason::PodLoopback => POD_LOOPBACK,
             Reason::RunsAsRoot => (
                 "runs_as_root",
                 Status::WontStart,
@@ -635,7 +648,10 @@ pub enum Counted {
 }
 
 /// Why a failure does not count: each a flag given or a fact of the node that may let the pod
-/// start although pullcheck could not show that its image can be pulled.
+/// start although pullcheck could not show that its image can be pulled. A verdict counts only
+/// when it is proven (the registry's own answer to the request the node would make, from where
+/// the node would make it, with every credential the kubelet would use); each of these names
+/// what is missing from that proof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NotCounted {
@@ -643,6 +659,10 @@ pub enum NotCounted {
     AllowUnauthenticated,
     /// `--on-unreachable warn`, and the registry could not be reached.
     OnUnreachableWarn,
+    /// `--on-unverifiable warn` (the default), and the registry could not be checked from the
+    /// pod (its CA, plain HTTP, its name): the node may trust, speak or resolve what the pod
+    /// cannot.
+    OnUnverifiableWarn,
     /// The image is served by a built-in cloud provider (ECR, Artifact Registry / GCR, ACR),
     /// no pull secret matched, and the provider gave nothing from the pod's identity: the
     /// kubelet pulls with the node's own.
@@ -653,20 +673,26 @@ pub enum NotCounted {
     /// Only node-side credentials (a cloud identity, a plugin's answer) were tried and the
     /// registry refused them: the node's own identity may have access.
     NodeCredentialsRefused,
-    /// An `IfNotPresent` image missing at its registry, on a node whose image list is cut at
-    /// `nodeStatusMaxImages`: the node may hold it.
-    NodeListTruncated,
+    /// An `IfNotPresent` image missing at its registry, and the node's image list does not
+    /// prove that the node lacks it (the lookup was refused or failed, or the list is cut at
+    /// `nodeStatusMaxImages`): the node may hold it, and the kubelet would then start the pod.
+    MayBeOnNode,
+    /// A registry on loopback seen from a pod that is not `hostNetwork`: the pod's loopback
+    /// is not the node's, so it was not asked.
+    PodLoopback,
 }
 
 impl NotCounted {
     /// Every cause, in the order the summary names them.
-    pub const ALL: [NotCounted; 6] = [
+    pub const ALL: [NotCounted; 8] = [
         NotCounted::AllowUnauthenticated,
         NotCounted::CloudIdentityUnavailable,
         NotCounted::CredentialProviderUnavailable,
         NotCounted::NodeCredentialsRefused,
         NotCounted::OnUnreachableWarn,
-        NotCounted::NodeListTruncated,
+        NotCounted::OnUnverifiableWarn,
+        NotCounted::PodLoopback,
+        NotCounted::MayBeOnNode,
     ];
 
     /// The JSON value of `not_counted`.
@@ -674,10 +700,12 @@ impl NotCounted {
         match self {
             NotCounted::AllowUnauthenticated => "allow_unauthenticated",
             NotCounted::OnUnreachableWarn => "on_unreachable_warn",
+            NotCounted::OnUnverifiableWarn => "on_unverifiable_warn",
             NotCounted::CloudIdentityUnavailable => "cloud_identity_unavailable",
             NotCounted::CredentialProviderUnavailable => "credential_provider_unavailable",
             NotCounted::NodeCredentialsRefused => "node_credentials_refused",
-            NotCounted::NodeListTruncated => "node_list_truncated",
+            NotCounted::MayBeOnNode => "may_be_on_node",
+            NotCounted::PodLoopback => "pod_loopback",
         }
     }
 
@@ -690,22 +718,32 @@ impl NotCounted {
             NotCounted::NodeCredentialsRefused => {
                 matches!(status, Status::Unauthorized | Status::Denied)
             }
-            NotCounted::OnUnreachableWarn => {
-                matches!(status, Status::Unreachable | Status::Unverifiable)
+            NotCounted::OnUnreachableWarn => status == Status::Unreachable,
+            NotCounted::OnUnverifiableWarn | NotCounted::PodLoopback => {
+                status == Status::Unverifiable
             }
-            NotCounted::NodeListTruncated => status == Status::NotFound,
+            NotCounted::MayBeOnNode => status == Status::NotFound,
         }
     }
 
     /// Whether a flag asks for it (else a fact of the node makes it, with the default flags).
     pub fn by_flag(self) -> bool {
         match self {
-            NotCounted::AllowUnauthenticated | NotCounted::OnUnreachableWarn => true,
+            NotCounted::AllowUnauthenticated
+            | NotCounted::OnUnreachableWarn
+            | NotCounted::OnUnverifiableWarn => true,
             NotCounted::CloudIdentityUnavailable
             | NotCounted::CredentialProviderUnavailable
             | NotCounted::NodeCredentialsRefused
-            | NotCounted::NodeListTruncated => false,
+            | NotCounted::MayBeOnNode
+            | NotCounted::PodLoopback => false,
         }
+    }
+
+    /// Whether `check`'s default flags ask for it: a failure of its status then never counts
+    /// unless a flag says otherwise (`--on-unverifiable fail`).
+    pub fn by_default(self) -> bool {
+        self == NotCounted::OnUnverifiableWarn
     }
 
     /// What was not verified, for the summary.
@@ -716,7 +754,9 @@ impl NotCounted {
             | NotCounted::CredentialProviderUnavailable => "no credentials",
             NotCounted::NodeCredentialsRefused => "node-side credentials refused",
             NotCounted::OnUnreachableWarn => "unreachable",
-            NotCounted::NodeListTruncated => "not found at the registry",
+            NotCounted::OnUnverifiableWarn => "cannot be checked from this pod",
+            NotCounted::MayBeOnNode => "not found at the registry",
+            NotCounted::PodLoopback => "not checked",
         }
     }
 
@@ -725,6 +765,7 @@ impl NotCounted {
         match self {
             NotCounted::AllowUnauthenticated => "--allow-unauthenticated",
             NotCounted::OnUnreachableWarn => "--on-unreachable warn",
+            NotCounted::OnUnverifiableWarn => "--on-unverifiable warn",
             NotCounted::CloudIdentityUnavailable => {
                 "no cloud identity in the pod, the node pulls with its own"
             }
@@ -732,7 +773,8 @@ impl NotCounted {
                 "the credential provider gave nothing in the pod, the node runs it with its own identity"
             }
             NotCounted::NodeCredentialsRefused => "the node's own identity may have access",
-            NotCounted::NodeListTruncated => "the node's image list is truncated",
+            NotCounted::MayBeOnNode => "IfNotPresent, and nothing proves the node lacks it",
+            NotCounted::PodLoopback => "a registry on the node's loopback, not the pod's",
         }
     }
 }

@@ -610,7 +610,7 @@ fn chart_has_a_value_for_every_inject_option() {
         "inject.credentialProviderConfig.configMap=providers",
         "inject.jobFailurePolicy=true",
         "inject.ignoreUnreachableWithoutDeadline=true",
-        "inject.nodeImages=true",
+        "inject.nodeImages=false",
         "inject.hostsConfigMap=hosts",
         "inject.registriesConfigMap=registries",
         "inject.hostsFromNode=/etc/containerd/certs.d",

@@ -6,6 +6,8 @@
 //! - `harness`: the cluster, kubectl, namespaces, bounded waits.
 //! - `jobs`: the seed case (a missing tag fails the Job through `podFailurePolicy`; without
 //!   pullcheck it waits), and a good Job.
+//! - `proof`: a pod is failed only on proof: the cases where the pod sees less than its node
+//!   end as without pullcheck, and the seed case still fails fast.
 //! - `kubelet_words`: the kubelet's own words for each cause, against
 //!   `tests/fixtures/kubelet-recorded.tsv`.
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
@@ -27,6 +29,7 @@ mod kubelet_words;
 mod mirror;
 mod node_images;
 mod policy;
+mod proof;
 mod resources;
 mod stale;
 mod start;

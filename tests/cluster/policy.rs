@@ -1,5 +1,6 @@
-//! The policy inject writes ends: a registry that stays unreachable (exit 6) does not make the
-//! Job recreate pods for ever. Without `activeDeadlineSeconds`, exit 6 counts against
+//! The policy inject writes when asked to count exit 6 (`-- --on-unreachable fail`; by default
+//! the init container only warns on it, and no rule is written) ends: a registry that stays
+//! unreachable does not make the Job recreate pods for ever. Without `activeDeadlineSeconds`, exit 6 counts against
 //! `backoffLimit` and the Job fails after its retries; with one, exit 6 is ignored until the
 //! deadline fails the Job. The real Job controller decides both.
 
@@ -14,7 +15,11 @@ fn an_unreachable_registry_ends_the_job_after_its_retries() {
     let image = "127.0.0.1:1/never/there:1";
     c.apply(
         &ns.name,
-        &injected(&job("unreachable", image, 1), &[], &["--timeout", "5s"]),
+        &injected(
+            &job("unreachable", image, 1),
+            &[],
+            &["--timeout", "5s", "--on-unreachable", "fail"],
+        ),
     );
     let failed = wait_job(&ns.name, "unreachable", "Failed");
     let reason = &condition(&failed, "Failed").unwrap()["reason"];
@@ -38,7 +43,11 @@ fn an_unreachable_registry_with_a_deadline_ends_at_the_deadline() {
     );
     c.apply(
         &ns.name,
-        &injected(&with_deadline, &[], &["--timeout", "5s"]),
+        &injected(
+            &with_deadline,
+            &[],
+            &["--timeout", "5s", "--on-unreachable", "fail"],
+        ),
     );
     let failed = wait_job(&ns.name, "unreachable", "Failed");
     let reason = &condition(&failed, "Failed").unwrap()["reason"];

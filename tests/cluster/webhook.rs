@@ -200,7 +200,10 @@ fn an_opted_in_plain_job_with_a_missing_image_fails_on_the_init_containers_exit_
     let c = cluster();
     let ns = opted_in("pc-wh-missing", shared());
     let missing = format!("{}/tools:no-such-tag", c.registry);
-    let manifest = job("missing", &missing, 5);
+    // Always: a miss is proven whatever the node holds (an IfNotPresent one counts only where
+    // the pod may read the node's list).
+    let manifest = job("missing", &missing, 5)
+        .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always");
     assert!(!manifest.contains("pullcheck"), "a plain Job: {manifest}");
     c.apply(&ns.name, &manifest);
 

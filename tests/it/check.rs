@@ -218,8 +218,22 @@ fn tls_needs_the_ca_and_a_certificate_error_is_not_retried() {
     let reg = tls_basic_registry();
     let host = reg.host();
     let image = format!("{host}/private/app:v1");
+    // Permanent for this pod, maybe not for the node (which may trust the CA): a warning by
+    // default, exit 8 with --on-unverifiable fail.
     let run = check(&["-o", "json", "--timeout", "20s", &image]);
-    // Permanent for this pod, maybe not for the node (which may trust the CA): exit 8.
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let r = run.image(&image);
+    assert_eq!(r["fatal"], false, "{r:#}");
+    assert_eq!(r["not_counted"], "on_unverifiable_warn", "{r:#}");
+    let run = check(&[
+        "-o",
+        "json",
+        "--timeout",
+        "20s",
+        "--on-unverifiable",
+        "fail",
+        &image,
+    ]);
     assert_eq!(run.code, 8, "{}", run.stdout);
     let r = run.image(&image);
     assert_eq!(r["status"], "unverifiable");
@@ -244,7 +258,7 @@ fn plain_http_only_when_asked() {
             .pin(name, &host)
             .run()
     };
-    let run = pinned(&["-o", "json", &image]);
+    let run = pinned(&["-o", "json", "--on-unverifiable", "fail", &image]);
     assert_eq!(run.code, 8, "{}", run.stdout);
     let r = run.image(&image);
     assert_eq!(r["status"], "unverifiable", "{r:#}");

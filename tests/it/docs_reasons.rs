@@ -2,11 +2,15 @@
 //! `ExitCode`): this test fails when the committed page differs from what the code generates,
 //! and `PULLCHECK_BLESS=1 cargo test --test it docs_reasons` rewrites it.
 
+use pullcheck::proof::{Flags, Outcome, ROWS};
+use pullcheck::pull_policy::PullPolicy;
 use pullcheck::{ExitCode, NotCounted, Reason, Status};
 use std::path::Path;
 
 /// Where the page lives, from the repository's root.
 const PAGE: &str = "docs/reference/reasons.md";
+/// Where "what fails a pod, what only warns" lives.
+const WHAT_FAILS: &str = "docs/reference/what-fails.md";
 
 /// A table cell: `|` would end the cell, a newline the row.
 fn cell(text: &str) -> String {
@@ -80,8 +84,15 @@ fn generate() -> String {
     );
     for reason in Reason::ALL {
         let about = reason.about();
+        let by_default: Vec<String> = NotCounted::ALL
+            .iter()
+            .filter(|c| c.by_default() && c.applies_to(about.status))
+            .map(|c| format!("`{}`", c.as_str()))
+            .collect();
         let fatal = if about.status == Status::Ok {
             "—".to_string()
+        } else if !by_default.is_empty() {
+            format!("no: {}", by_default.join(", "))
         } else {
             let unless = causes(about.status, false);
             if unless.is_empty() {
@@ -131,6 +142,86 @@ fn generate() -> String {
         ));
     }
     out
+}
+
+/// One cell of the table: what a case ends as.
+fn outcome(o: Outcome) -> String {
+    match o {
+        Outcome::Ok => "starts (`ok`)".to_string(),
+        Outcome::Fails(code) => format!("**fails**: exit {}", code.code()),
+        Outcome::Warns(why) => format!("warns (`{}`), exit 0", why.as_str()),
+    }
+}
+
+/// "What fails a pod, what only warns", as `pullcheck::proof` decides it.
+fn what_fails() -> String {
+    let mut out = String::from(
+        "# What fails a pod, what only warns\n\
+         \n\
+         <!-- Generated from the code (src/proof.rs: the cases and the decisions the check makes)\n     \
+         by tests/it/docs_reasons.rs: do not edit. `PULLCHECK_BLESS=1 cargo test --test it\n     \
+         docs_reasons` rewrites it. -->\n\
+         \n\
+         pullcheck fails a pod only on proof: the registry's own answer to the request the node\n\
+         would make, from where the node would make it, with every credential the kubelet would\n\
+         use; or an invalid reference, a platform absent from an index, a start-check cause.\n\
+         Anything the node may know better than the pod is reported (the text report, JSON\n\
+         `\"fatal\": false` with `not_counted`, the termination message, one line on stderr) and\n\
+         left to the kubelet, whose own back-off then behaves as without pullcheck.\n\
+         \n\
+         The two columns are `pullcheck check` run by hand with its defaults, and the init\n\
+         container as `pullcheck inject` and the webhook write it by default (the node looked up\n\
+         for `IfNotPresent` images, `PULLCHECK_ON_UNREACHABLE=warn`, `PULLCHECK_NETWORK=pod` for a\n\
+         pod that is not `hostNetwork`). `--job-failure-policy` fails a Job at once on exactly\n\
+         the codes that fail here.\n\
+         \n\
+         | case | verdict from the pod | pull policy | `check` by hand | `inject`, webhook |\n\
+         |---|---|---|---|---|\n",
+    );
+    for row in ROWS {
+        let policy = match row.policy {
+            PullPolicy::Always => "`Always`",
+            PullPolicy::IfNotPresent => "`IfNotPresent`",
+            PullPolicy::Never => "`Never`",
+        };
+        out.push_str(&format!(
+            "| {} | `{}` (`{}`) | {} | {} | {} |\n",
+            cell(row.case),
+            row.reason.status().as_str(),
+            row.reason,
+            policy,
+            outcome(row.outcome(Flags::CHECK)),
+            outcome(row.outcome(Flags::INJECT)),
+        ));
+    }
+    out.push_str(
+        "\nEach warning says how to make the case provable: `--ca-file` or `inject --ca-configmap`\n\
+         for a CA, `--plain-http` or `inject --hosts-from-node` for a plain-HTTP host, `get` on\n\
+         nodes for the pod's service account (`examples/node-images-rbac.yaml`) for an image the\n\
+         node may hold; the stuck-pod controller (`pullcheck watch`) ends a pod whose pull then\n\
+         fails after all. `--on-unreachable fail` and `--on-unverifiable fail` (after `--` for\n\
+         `inject`) make exits 6 and 8 count again.\n",
+    );
+    out
+}
+
+/// Compares a generated page with the committed one, or writes it with `PULLCHECK_BLESS=1`.
+fn compare_or_bless(page: &str, want: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(page);
+    if std::env::var_os("PULLCHECK_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, want).unwrap();
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "{page} differs from what the code generates: run `PULLCHECK_BLESS=1 cargo test --test it docs_reasons` and commit the page"
+    );
+}
+
+#[test]
+fn the_what_fails_page_is_what_the_code_says() {
+    compare_or_bless(WHAT_FAILS, &what_fails());
 }
 
 #[test]

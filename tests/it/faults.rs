@@ -654,8 +654,9 @@ fn a_token_realm_on_another_plain_http_host_gets_no_credentials() {
 #[test]
 fn a_name_that_does_not_resolve_is_unreachable_and_says_so() {
     let image = "registry.invalid/x:y";
-    let (run, took) = timed(&["--timeout", "2s", image]);
-    // Permanent for this pod (the node may resolve it through its own DNS): exit 8.
+    // Permanent for this pod (the node may resolve it through its own DNS): exit 8 when asked
+    // to count it (by default a warning, exit 0).
+    let (run, took) = timed(&["--timeout", "2s", "--on-unverifiable", "fail", image]);
     assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
     assert!(took < Duration::from_secs(3), "took {took:?}");
     let r = run.image(image);
@@ -695,7 +696,15 @@ fn a_certificate_for_another_name_is_a_tls_error_tried_once() {
     let endpoint = TlsEndpoint::start(&["wrong.example"]);
     let ca = endpoint.ca_pem_path().to_str().unwrap().to_string();
     let image = format!("{}/faults/tls-name:v1", endpoint.host());
-    let (run, took) = timed(&["--timeout", "5s", "--ca-file", &ca, &image]);
+    let (run, took) = timed(&[
+        "--timeout",
+        "5s",
+        "--on-unverifiable",
+        "fail",
+        "--ca-file",
+        &ca,
+        &image,
+    ]);
     assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
     let r = run.image(&image);
     assert_eq!(r["reason"], "tls", "{r:#}");
@@ -716,7 +725,7 @@ fn a_certificate_for_another_name_is_a_tls_error_tried_once() {
 fn an_untrusted_ca_is_a_tls_error_tried_once() {
     let endpoint = TlsEndpoint::start(&["127.0.0.1", "localhost"]);
     let image = format!("{}/faults/tls-ca:v1", endpoint.host());
-    let (run, took) = timed(&["--timeout", "5s", &image]);
+    let (run, took) = timed(&["--timeout", "5s", "--on-unverifiable", "fail", &image]);
     assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
     let r = run.image(&image);
     assert_eq!(r["status"], "unverifiable", "{r:#}");

@@ -1150,7 +1150,15 @@ fn nxdomain_twice_stops_retrying_and_servfail_is_retried() {
         with_resolver(
             dir.path(),
             &nxdomain,
-            &["-o", "json", "--timeout", "10s", image],
+            &[
+                "-o",
+                "json",
+                "--timeout",
+                "10s",
+                "--on-unverifiable",
+                "fail",
+                image,
+            ],
         ),
         false,
     );

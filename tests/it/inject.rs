@@ -106,13 +106,29 @@ fn pullcheck_of<'a>(doc: &'a Value, path: &str) -> &'a Value {
     &spec["initContainers"][0]
 }
 
+/// The images the init container checks, `Always` first (`PULLCHECK_IMAGES`), then
+/// `IfNotPresent` (`PULLCHECK_IMAGES_IF_NOT_PRESENT`, which inject writes by default for a pod
+/// that has such images), space-separated.
 fn env_images(container: &Value) -> String {
     let env = container["env"].as_sequence().unwrap();
-    let var = env
-        .iter()
-        .find(|e| e["name"] == "PULLCHECK_IMAGES")
-        .expect("PULLCHECK_IMAGES");
-    var["value"].as_str().unwrap().to_string()
+    let value = |name: &str| {
+        env.iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["value"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        env.iter().any(|e| e["name"] == "PULLCHECK_IMAGES"),
+        "PULLCHECK_IMAGES"
+    );
+    let images = value("PULLCHECK_IMAGES");
+    let if_not_present = value("PULLCHECK_IMAGES_IF_NOT_PRESENT");
+    images
+        .split_whitespace()
+        .chain(if_not_present.split(',').filter(|i| !i.is_empty()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,7 +313,7 @@ fn jobset_example_gets_the_init_container_in_every_replicated_job() {
 }
 
 #[test]
-fn job_example_fails_at_once_on_permanent_verdicts_and_ignores_unreachable() {
+fn job_example_fails_at_once_on_proven_verdicts_only() {
     let d = &docs(&example("job.yaml"))[0];
     let rules = at(d, "spec.podFailurePolicy.rules").as_sequence().unwrap();
     let rule_for = |code: u64| {
@@ -317,16 +333,19 @@ fn job_example_fails_at_once_on_permanent_verdicts_and_ignores_unreachable() {
         assert_eq!(rule["onExitCodes"]["containerName"], "pullcheck");
         assert_eq!(rule["onExitCodes"]["operator"], "In");
     }
-    let six = rule_for(6).expect("a rule for exit code 6");
-    assert_eq!(six["action"], "Ignore");
+    // The init container only warns on 6 and 8 (what inject writes): no rule is needed.
+    assert!(rule_for(6).is_none());
+    assert!(rule_for(8).is_none());
     assert_eq!(str_at(d, "spec.template.spec.restartPolicy"), "Never");
     assert!(example("job.yaml").contains("backoffLimit counts"));
 }
 
-/// The `podFailurePolicy` rule `inject --job-failure-policy` writes for exit 6, and its note.
+/// The `podFailurePolicy` rule `inject --job-failure-policy` writes for exit 6 when the check
+/// arguments make 6 and 8 count, and its note.
 fn rule_for_unreachable(job: &str, args: &[&str]) -> (String, String) {
     let mut all = vec!["--image", IMAGE, "--job-failure-policy"];
     all.extend(args);
+    all.extend(["--", "--on-unreachable", "fail", "--on-unverifiable=fail"]);
     let out = inject_ok(&all, job);
     let d = &docs(&out.stdout)[0];
     let rules = at(d, "spec.podFailurePolicy.rules").as_sequence().unwrap();
@@ -356,7 +375,7 @@ fn the_job_failure_policy_written_for_exit_6_always_ends() {
     let (action, stderr) = rule_for_unreachable(&job(""), &[]);
     assert_eq!(action, "Count");
     assert!(
-        stderr.contains("pullcheck: note: stdin: document 1: Job/train spec.template.spec: podFailurePolicy rules for container pullcheck: FailJob on 3, 4, 5, 7 (permanent); Count on 6 (unreachable, counted against backoffLimit 6, so the Job fails after its retries): the Job has no activeDeadlineSeconds"),
+        stderr.contains("pullcheck: note: stdin: document 1: Job/train spec.template.spec: podFailurePolicy rules for container pullcheck: FailJob on 3, 4, 5, 7 (proven); Count on 6 (unreachable, counted against backoffLimit 6, so the Job fails after its retries): the Job has no activeDeadlineSeconds"),
         "{stderr}"
     );
     let (action, stderr) = rule_for_unreachable(&job("  backoffLimit: 2\n"), &[]);
@@ -392,9 +411,30 @@ fn the_job_failure_policy_written_for_exit_6_always_ends() {
     );
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stdout.is_empty());
+    // By default only the proven codes have a rule, and the note says why.
+    let out = inject_ok(&["--image", IMAGE, "--job-failure-policy"], &job(""));
+    let d = &docs(&out.stdout)[0];
+    let rules = at(d, "spec.podFailurePolicy.rules").as_sequence().unwrap();
+    assert_eq!(rules.len(), 1, "{}", out.stdout);
+    assert_eq!(rules[0]["action"], "FailJob");
+    assert!(
+        out.stderr.contains("FailJob on 3, 4, 5, 7 (proven); no rule on 6 or 8: the init container only warns on them"),
+        "{}",
+        out.stderr
+    );
     // A CronJob's deadline is its job template's.
     let cron = "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  schedule: \"0 1 * * *\"\n  jobTemplate:\n    spec:\n      activeDeadlineSeconds: 900\n      template:\n        spec:\n          containers:\n          - name: app\n            image: registry.example.com/team/app:v1\n";
-    let out = inject_ok(&["--image", IMAGE, "--job-failure-policy"], cron);
+    let out = inject_ok(
+        &[
+            "--image",
+            IMAGE,
+            "--job-failure-policy",
+            "--",
+            "--on-unreachable",
+            "fail",
+        ],
+        cron,
+    );
     let d = &docs(&out.stdout)[0];
     let rules = at(d, "spec.jobTemplate.spec.podFailurePolicy.rules")
         .as_sequence()
@@ -598,17 +638,28 @@ fn kyverno_policy_adds_what_inject_adds() {
         names(&Value::Sequence(env.clone())),
         [
             "PULLCHECK_IMAGES",
+            "PULLCHECK_ON_UNREACHABLE",
+            "PULLCHECK_NETWORK",
             "PULLCHECK_IMAGES_IF_NOT_PRESENT",
             "PULLCHECK_NODE_NAME"
         ]
     );
     assert_eq!(env[0]["value"], "nginx:latest");
-    assert_eq!(env[1]["value"], "busybox:1,app:1");
+    assert_eq!(env[3]["value"], "busybox:1,app:1");
     assert_eq!(patch[0]["value"]["name"], env[0]["name"]);
     assert_eq!(patch[0]["value"]["value"], "{{ alwaysImages }}");
-    assert_eq!(patch[1]["value"]["name"], env[1]["name"]);
+    assert_eq!(patch[1]["value"]["name"], env[3]["name"]);
     assert_eq!(patch[1]["value"]["value"], "{{ ifNotPresentImages }}");
-    assert_eq!(patch[2]["value"], env[2]);
+    assert_eq!(patch[2]["value"], env[4]);
+    // Rule 2 writes what inject writes for what counts: the same two variables, after the
+    // images.
+    let inserted = &from_policy["env"];
+    assert_eq!(inserted[1], env[1]);
+    assert_eq!(inserted[2]["name"], env[2]["name"]);
+    assert_eq!(
+        inserted[2]["value"],
+        "{{ request.object.spec.hostNetwork && 'host' || 'pod' }}"
+    );
     let variables: Vec<&str> = rules[4]["context"]
         .as_sequence()
         .unwrap()
@@ -1087,7 +1138,10 @@ fn json_list_in_json_out() {
     let parsed: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON out");
     let job = &parsed["items"][0]["spec"]["template"]["spec"];
     assert_eq!(job["initContainers"][0]["name"], "pullcheck");
-    assert_eq!(job["initContainers"][0]["env"][0]["value"], "img/a:1");
+    let yaml: Value =
+        serde_yaml_ng::from_str(&serde_json::to_string(&job["initContainers"][0]).unwrap())
+            .unwrap();
+    assert_eq!(env_images(&yaml), "img/a:1");
     let deploy = &parsed["items"][1]["spec"]["template"]["spec"];
     assert_eq!(deploy["initContainers"][0]["name"], "pullcheck");
     assert_eq!(parsed["items"][2]["data"]["on"], "yes");
@@ -1288,9 +1342,10 @@ spec:
     let out = inject_ok(&["--image", IMAGE], pod);
     let d = docs(&out.stdout);
     let c = pullcheck_of(&d[0], "spec");
+    // app:1 is also pulled Always (container c): Always wins; migrate:1 only IfNotPresent.
     assert_eq!(
         env_images(c),
-        "reg.example.com/migrate:1 reg.example.com/app:1"
+        "reg.example.com/app:1 reg.example.com/migrate:1"
     );
     kubernetes_validate("never", &out.stdout);
 
@@ -1653,10 +1708,13 @@ fn node_images_split_images_by_policy_and_mount_a_token_where_the_pod_has_none()
     assert_eq!(sources[1]["configMap"]["items"][0]["key"], "ca.crt");
     assert_eq!(sources[1]["configMap"]["items"][0]["path"], "ca.crt");
     kubernetes_validate("node-images", &out.stdout);
-    // Byte for byte the same when injected again; back to today's env without the flag.
+    // Byte for byte the same when injected again, and by default (the flag is inject's default
+    // now); back to every image in PULLCHECK_IMAGES with --no-node-images.
     let twice = inject_ok(&["--image", IMAGE, "--node-images"], &out.stdout);
     assert_eq!(twice.stdout, out.stdout);
-    let without = inject_ok(&["--image", IMAGE], &out.stdout).stdout;
+    let by_default = inject_ok(&["--image", IMAGE], &out.stdout);
+    assert_eq!(by_default.stdout, out.stdout);
+    let without = inject_ok(&["--image", IMAGE, "--no-node-images"], &out.stdout).stdout;
     assert_no_volumes_of_ours(&without);
     let c = pullcheck_of(&docs(&without)[0], "spec").clone();
     assert_eq!(
@@ -1680,6 +1738,32 @@ fn node_images_split_images_by_policy_and_mount_a_token_where_the_pod_has_none()
     assert!(env_var(&c, "PULLCHECK_NODE_NAME").is_some());
     assert!(env_var(&c, "PULLCHECK_SERVICE_ACCOUNT_DIR").is_none());
     assert!(!out.stdout.contains("pullcheck-serviceaccount"));
+
+    // A pod of Always images needs nothing of the node: no name, no token, even where the pod
+    // turns the automatic token off.
+    let always = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                  automountServiceAccountToken: false\n  containers:\n  - {name: a, image: b}\n  \
+                  - {name: c, image: 'c:1', imagePullPolicy: Always}\n";
+    let out = inject_ok(&["--image", IMAGE], always);
+    let c = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    assert_eq!(env_var(&c, "PULLCHECK_IMAGES").unwrap()["value"], "b c:1");
+    for absent in ["PULLCHECK_IMAGES_IF_NOT_PRESENT", "PULLCHECK_NODE_NAME"] {
+        assert!(env_var(&c, absent).is_none(), "{absent}");
+    }
+    assert!(!out.stdout.contains("pullcheck-serviceaccount"));
+    // What counts, for every pod: an outage only warns, and the network is named.
+    assert_eq!(
+        env_var(&c, "PULLCHECK_ON_UNREACHABLE").unwrap()["value"],
+        "warn"
+    );
+    assert_eq!(env_var(&c, "PULLCHECK_NETWORK").unwrap()["value"], "pod");
+    let host = always.replace(
+        "restartPolicy: Never",
+        "restartPolicy: Never\n  hostNetwork: true",
+    );
+    let out = inject_ok(&["--image", IMAGE], &host);
+    let c = pullcheck_of(&docs(&out.stdout)[0], "spec").clone();
+    assert_eq!(env_var(&c, "PULLCHECK_NETWORK").unwrap()["value"], "host");
 }
 
 #[test]

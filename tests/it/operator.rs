@@ -746,6 +746,8 @@ fn insecure_is_plain_http_as_an_alias() {
             "2s",
             "--termination-log",
             "",
+            "--on-unverifiable",
+            "fail",
         ])
         .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
         .arg(pinned)

@@ -951,7 +951,15 @@ fn loopback_registries_are_spoken_to_in_plain_http_as_containerd_does() {
     // A TLS registry on loopback is still asked over HTTPS, its certificate checked.
     let tls = crate::common::tls_basic_registry();
     let image = format!("{}/private/loopback-tls:v1", tls.host());
-    let run = check(&["-o", "json", "--timeout", "10s", &image]);
+    let run = check(&[
+        "-o",
+        "json",
+        "--timeout",
+        "10s",
+        "--on-unverifiable",
+        "fail",
+        &image,
+    ]);
     assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
     assert_eq!(only(&run)["reason"], "tls");
     assert!(only(&run).get("plain_http").is_none(), "{}", run.stdout);

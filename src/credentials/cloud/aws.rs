@@ -131,7 +131,16 @@ pub(crate) async fn identity(env: &Env, http: &Http, region: &str) -> Result<Key
     {
         return Err("no AWS credential source: no AWS_ACCESS_KEY_ID, no AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (IRSA), no AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity), and AWS_EC2_METADATA_DISABLED is set".to_string());
     }
-    imds(env, http).await
+    // One second in all, whatever each step's own limit leaves over (connecting, reading a
+    // body that trickles in): a metadata service answering each step just in time must not
+    // stretch it.
+    match tokio::time::timeout(super::METADATA_TIMEOUT, imds(env, http)).await {
+        Ok(keys) => keys,
+        Err(_) => Err(format!(
+            "instance metadata (session token, role and keys: {}s in all) did not answer in time",
+            super::METADATA_TIMEOUT.as_secs_f64()
+        )),
+    }
 }
 
 /// Only the key ID's last four characters: enough to tell keys apart.

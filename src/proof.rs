@@ -1,0 +1,384 @@
+//! Whether a failure counts: a pod is failed only on proof. The decisions are pure, each of one
+//! fact (the flags, what the node's image list proves, whose loopback the run sees), and used
+//! by the check itself; [`ROWS`] holds the cases a user meets, from which
+//! `docs/reference/what-fails.md` ("what fails a pod, what only warns") is generated for `check`
+//! run by hand ([`Flags::CHECK`]) and for what `inject` and the webhook write ([`Flags::INJECT`]).
+//!
+//! A verdict counts only when it is proven: the registry's own answer to the request the node
+//! would make, from where the node would make it, with every credential the kubelet would use;
+//! or an invalid reference, a platform absent from an index, a start-check cause. Anything else
+//! the node may know better than the pod (a CA, a plain-HTTP host, its own loopback, an image
+//! it holds, a network the pod does not share) is reported and left to the kubelet.
+
+use crate::pull_policy::PullPolicy;
+use crate::report::{ExitCode, NotCounted, Reason, Status};
+
+/// What an image that ends `unreachable` means (`--on-unreachable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnUnreachable {
+    /// It fails the run (exit 6): `check`'s default.
+    #[default]
+    Fail,
+    /// It is a warning: the kubelet's own back-off waits an outage out (what `inject` and the
+    /// webhook write).
+    Warn,
+}
+
+/// What an image that ends `unverifiable` means (`--on-unverifiable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnUnverifiable {
+    /// It fails the run (exit 8).
+    Fail,
+    /// It is a warning: the node may trust a CA, speak plain HTTP to a host or resolve a name
+    /// that the pod cannot. The default.
+    #[default]
+    Warn,
+}
+
+/// Whose network the run sees (`--network`): which loopback `127.0.0.1` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    /// The node's, or a workstation's: a registry on loopback is checked. `check`'s default,
+    /// and what `inject` writes for a `hostNetwork` pod.
+    #[default]
+    Host,
+    /// A pod's own (not `hostNetwork`): a registry on loopback is the node's, which the pod
+    /// cannot reach, so it is not asked.
+    Pod,
+}
+
+/// What the node's image list proves of an `IfNotPresent` image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeProof {
+    /// No node was named (no `--node`): a run about the registry alone (by hand, or
+    /// `inject --no-node-images`), where a miss counts as it would for `Always`.
+    NotAsked,
+    /// The node lists it.
+    Holds,
+    /// The node's complete list does not name it.
+    Lacks,
+    /// Nothing is proven: the lookup was refused or failed, or the list is truncated.
+    Unknown,
+}
+
+/// The flags that decide what counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flags {
+    /// `--on-unreachable`.
+    pub on_unreachable: OnUnreachable,
+    /// `--on-unverifiable`.
+    pub on_unverifiable: OnUnverifiable,
+    /// `--network`.
+    pub network: Network,
+    /// Whether the node's image list is read for `IfNotPresent` images (`--node`).
+    pub node_named: bool,
+}
+
+impl Flags {
+    /// `pullcheck check` run by hand, with its defaults.
+    pub const CHECK: Flags = Flags {
+        on_unreachable: OnUnreachable::Fail,
+        on_unverifiable: OnUnverifiable::Warn,
+        network: Network::Host,
+        node_named: false,
+    };
+
+    /// What `inject` and the webhook write by default, for a pod that is not `hostNetwork`.
+    pub const INJECT: Flags = Flags {
+        on_unreachable: OnUnreachable::Warn,
+        on_unverifiable: OnUnverifiable::Warn,
+        network: Network::Pod,
+        node_named: true,
+    };
+}
+
+/// Why a failure of `status` does not count by the flags alone; `None`: it counts unless a
+/// fact of the node says otherwise.
+pub fn by_flags(status: Status, flags: Flags) -> Option<NotCounted> {
+    match status {
+        Status::Unreachable if flags.on_unreachable == OnUnreachable::Warn => {
+            Some(NotCounted::OnUnreachableWarn)
+        }
+        Status::Unverifiable if flags.on_unverifiable == OnUnverifiable::Warn => {
+            Some(NotCounted::OnUnverifiableWarn)
+        }
+        _ => None,
+    }
+}
+
+/// Why a registry's `not_found` does not count for an image of `policy`: an `IfNotPresent`
+/// image the node may hold, when a node was named and its list does not prove it lacks it.
+/// A missing `Always` image always counts: the kubelet pulls it whatever the node holds.
+pub fn by_node(status: Status, policy: PullPolicy, proof: NodeProof) -> Option<NotCounted> {
+    match (status, policy, proof) {
+        (Status::NotFound, PullPolicy::IfNotPresent, NodeProof::Unknown) => {
+            Some(NotCounted::MayBeOnNode)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `host` (a registry's `host[:port]`) is on loopback: 127.0.0.0/8, `::1` or
+/// `localhost` (and its subdomains, which resolvers answer with loopback, RFC 6761).
+pub fn is_loopback_host(host: &str) -> bool {
+    // `[::1]:5000`, `[::1]`, `127.0.0.1:5000`, `localhost:5000`.
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, _)| h)
+    };
+    if let Ok(ip) = name.parse::<std::net::IpAddr>() {
+        return ip.is_loopback();
+    }
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
+}
+
+/// Whether a registry at `host` is out of the run's reach as the node's: on loopback, seen from
+/// a pod's own network.
+pub fn loopback_from_pod(host: &str, network: Network) -> bool {
+    network == Network::Pod && is_loopback_host(host)
+}
+
+/// What the end of a case is: the pod fails with an exit code, or it is left to the kubelet
+/// with a warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The image can be pulled, or the node holds it.
+    Ok,
+    /// It counts: the run exits with this code.
+    Fails(ExitCode),
+    /// Reported, not counted, for this cause.
+    Warns(NotCounted),
+}
+
+/// One case of the table: what the pod and its node know, and what the registry answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    /// The case, in the user's words.
+    pub case: &'static str,
+    /// The verdict the check reaches from the pod.
+    pub reason: Reason,
+    /// The image's pull policy.
+    pub policy: PullPolicy,
+    /// What the node's list says, when a node is named.
+    pub node: NodeProof,
+    /// The registry is on loopback.
+    pub loopback: bool,
+}
+
+impl Row {
+    /// What the case ends as under `flags`, by the same decisions as the check.
+    pub fn outcome(&self, flags: Flags) -> Outcome {
+        let node = if flags.node_named {
+            self.node
+        } else {
+            NodeProof::NotAsked
+        };
+        if self.policy == PullPolicy::IfNotPresent && node == NodeProof::Holds {
+            return Outcome::Ok;
+        }
+        if self.loopback && loopback_from_pod("127.0.0.1:5001", flags.network) {
+            return Outcome::Warns(NotCounted::PodLoopback);
+        }
+        let status = self.reason.status();
+        if status == Status::Ok {
+            return Outcome::Ok;
+        }
+        match by_flags(status, flags).or_else(|| by_node(status, self.policy, node)) {
+            Some(why) => Outcome::Warns(why),
+            None => Outcome::Fails(status.exit_code()),
+        }
+    }
+}
+
+/// The cases of `docs/reference/what-fails.md`: those of the places where a pod sees less than
+/// its node, and the proven failures beside them.
+pub const ROWS: &[Row] = &[
+    Row {
+        case: "a tag missing at the registry, `imagePullPolicy: Always`",
+        reason: Reason::TagMissing,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "a tag missing at the registry, `IfNotPresent`, the node's complete list lacks it",
+        reason: Reason::TagMissing,
+        policy: PullPolicy::IfNotPresent,
+        node: NodeProof::Lacks,
+        loopback: false,
+    },
+    Row {
+        case: "an image loaded onto the node (`kind load`, a pre-pull DaemonSet, a cached tag since deleted), `IfNotPresent`, the node readable",
+        reason: Reason::RepositoryMissing,
+        policy: PullPolicy::IfNotPresent,
+        node: NodeProof::Holds,
+        loopback: false,
+    },
+    Row {
+        case: "a tag missing at the registry, `IfNotPresent`, the node's list unreadable (no `get` on nodes) or truncated",
+        reason: Reason::TagMissing,
+        policy: PullPolicy::IfNotPresent,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "an invalid reference",
+        reason: Reason::InvalidReference,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "an index without the node's platform",
+        reason: Reason::NoMatchingPlatform,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "a pull secret the registry rejects",
+        reason: Reason::CredentialsRejected,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "`runAsNonRoot` and an image that runs as root",
+        reason: Reason::RunsAsRoot,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "the registry's CA only in the node's trust store or containerd's `certs.d`",
+        reason: Reason::Tls,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "a plain-HTTP registry that containerd's `hosts.toml` names, asked over TLS",
+        reason: Reason::PlainHttp,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "a registry name only the node resolves",
+        reason: Reason::NoSuchHost,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "a registry on the node's loopback (`127.0.0.1:5001`: kind, k3d, minikube), the pod not `hostNetwork`",
+        reason: Reason::Connect,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: true,
+    },
+    Row {
+        case: "a registry that refuses connections from the pod",
+        reason: Reason::Connect,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+    Row {
+        case: "a registry answering 503 longer than `--timeout`",
+        reason: Reason::ServerError,
+        policy: PullPolicy::Always,
+        node: NodeProof::Unknown,
+        loopback: false,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for (host, loopback) in [
+            ("127.0.0.1:5001", true),
+            ("127.1.2.3", true),
+            ("[::1]:5000", true),
+            ("[::1]", true),
+            ("localhost:5000", true),
+            ("LocalHost", true),
+            ("registry.localhost:5000", true),
+            ("10.0.0.1:5000", false),
+            ("registry.example.com", false),
+            ("docker.io", false),
+            ("localhost.example.com", false),
+            ("[2001:db8::1]:5000", false),
+        ] {
+            assert_eq!(is_loopback_host(host), loopback, "{host}");
+        }
+        assert!(loopback_from_pod("127.0.0.1:5001", Network::Pod));
+        assert!(!loopback_from_pod("127.0.0.1:5001", Network::Host));
+    }
+
+    #[test]
+    fn only_proof_fails_what_inject_writes() {
+        // Each case of the table, under inject's defaults: the proven ones fail, the rest warn.
+        let by_case = |case: &str| {
+            ROWS.iter()
+                .find(|r| r.case.starts_with(case))
+                .unwrap()
+                .outcome(Flags::INJECT)
+        };
+        assert_eq!(
+            by_case("a tag missing at the registry, `imagePullPolicy: Always`"),
+            Outcome::Fails(ExitCode::NotFound)
+        );
+        assert_eq!(
+            by_case("a tag missing at the registry, `IfNotPresent`, the node's complete"),
+            Outcome::Fails(ExitCode::NotFound)
+        );
+        assert_eq!(by_case("an image loaded onto the node"), Outcome::Ok);
+        assert_eq!(
+            by_case("a tag missing at the registry, `IfNotPresent`, the node's list unreadable"),
+            Outcome::Warns(NotCounted::MayBeOnNode)
+        );
+        assert_eq!(
+            by_case("the registry's CA"),
+            Outcome::Warns(NotCounted::OnUnverifiableWarn)
+        );
+        assert_eq!(
+            by_case("a registry on the node's loopback"),
+            Outcome::Warns(NotCounted::PodLoopback)
+        );
+        assert_eq!(
+            by_case("a registry answering 503"),
+            Outcome::Warns(NotCounted::OnUnreachableWarn)
+        );
+        // By hand, an outage is exit 6 and a loopback registry is checked.
+        let by_hand = |case: &str| {
+            ROWS.iter()
+                .find(|r| r.case.starts_with(case))
+                .unwrap()
+                .outcome(Flags::CHECK)
+        };
+        assert_eq!(
+            by_hand("a registry answering 503"),
+            Outcome::Fails(ExitCode::Unreachable)
+        );
+        assert_eq!(
+            by_hand("a registry on the node's loopback"),
+            Outcome::Fails(ExitCode::Unreachable)
+        );
+        // Every counted case of inject's is a code its podFailurePolicy fails the Job on.
+        for row in ROWS {
+            if let Outcome::Fails(code) = row.outcome(Flags::INJECT) {
+                assert!(
+                    crate::inject::FAIL_JOB_EXIT_CODES.contains(&i64::from(code.code())),
+                    "{}",
+                    row.case
+                );
+            }
+        }
+    }
+}
