@@ -910,7 +910,14 @@ fn the_injected_init_container_predicts_what_check_pod_spec_predicts() {
     push_wire_images(reg);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("pod.yaml");
-    std::fs::write(&file, wire_pod(&host)).unwrap();
+    // hostNetwork: the registry is on loopback, which only a pod of the node's network shares
+    // (inject then writes PULLCHECK_NETWORK=host, and the init container asks it).
+    let pod = wire_pod(&host).replacen(
+        "spec:\n  restartPolicy: Never\n",
+        "spec:\n  restartPolicy: Never\n  hostNetwork: true\n",
+        1,
+    );
+    std::fs::write(&file, pod).unwrap();
     let common = [
         "-o",
         "json",
