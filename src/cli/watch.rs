@@ -100,6 +100,19 @@ pub struct WatchArgs {
     )]
     pub(crate) no_confirm: bool,
 
+    /// Ask the registry with the pod's own pull secrets (`spec.imagePullSecrets`, the service
+    /// account's among them), read from the API server; by default the look is anonymous.
+    ///
+    /// Needs `get` on Secrets in the watched namespaces (the chart's
+    /// watch.readPullSecrets). The secrets are held for the one look, never logged or kept.
+    #[arg(
+        long,
+        env = "PULLCHECK_WATCH_CONFIRM_WITH_PULL_SECRETS",
+        help_heading = ACTING,
+        value_parser = FalseyValueParser::new()
+    )]
+    pub(crate) confirm_with_pull_secrets: bool,
+
     /// How many pods of one owner the watcher fails for one cause within
     /// --owner-failure-window before it stops (an owner that recreates what fails).
     #[arg(

@@ -24,6 +24,8 @@ pub(crate) struct Config {
     pub(crate) dry_run: bool,
     /// Whether a missing image is asked of its registry before the pod is failed.
     pub(crate) confirm: bool,
+    /// Whether that look uses the pod's pull secrets.
+    pub(crate) confirm_with_pull_secrets: bool,
     /// `--owner-failure-limit` and `--owner-failure-window`.
     pub(crate) owner_failure_limit: usize,
     pub(crate) owner_failure_window: Duration,
@@ -131,6 +133,7 @@ impl Config {
             },
             dry_run: args.dry_run,
             confirm: !args.no_confirm,
+            confirm_with_pull_secrets: args.confirm_with_pull_secrets,
             owner_failure_limit,
             owner_failure_window,
             listen,

@@ -1,6 +1,7 @@
 //! The watcher's own look at the registry before it fails a pod for an image the kubelet said
-//! is not there: one manifest HEAD with pullcheck's own check, anonymous, platform not checked
-//! (the question is only whether the reference resolves now), bounded in time (1 s).
+//! is not there: one manifest HEAD with pullcheck's own check, anonymous or with the pod's own
+//! pull secrets (`--confirm-with-pull-secrets`), matched as the kubelet matches them, platform
+//! not checked (the question is only whether the reference resolves now), bounded in time (1 s).
 //!
 //! Only an image that *resolves* changes anything: then the kubelet's words are stale (the tag
 //! was pushed since, the outage's one 404 is over) and the pod is not failed. Any other answer
@@ -9,6 +10,7 @@
 //! own view: the watcher never fails a pod on its own answer, only spares one.
 
 use crate::check::Options;
+use crate::keyring::Keyring;
 use crate::registry::{ClientOptions, PlatformPolicy};
 use crate::report::Status;
 use std::time::Duration;
@@ -28,10 +30,12 @@ pub(crate) enum Look {
     Inconclusive(Status),
 }
 
-/// Asks the registry whether `image` resolves now.
-pub(crate) async fn look(image: &str) -> Look {
+/// Asks the registry whether `image` resolves now, with the credentials of `keyring` (empty:
+/// anonymous). The keyring lives for this one look.
+pub(crate) async fn look(image: &str, keyring: Keyring) -> Look {
     let options = Options {
         timeout: TIMEOUT,
+        keyring,
         client: ClientOptions {
             platform: PlatformPolicy::none(),
             ..ClientOptions::default()

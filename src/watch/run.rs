@@ -133,7 +133,25 @@ impl Watcher {
     async fn may_fail(&self, h: &mut Held, f: &Finding, now: Timestamp) -> bool {
         let who = who(&h.pod);
         if self.config.confirm && f.confirmable() {
-            let look = confirm::look(&f.image).await;
+            let keyring = if self.config.confirm_with_pull_secrets {
+                let (keyring, unread) = self.actor.pull_secrets(&h.pod).await;
+                for (name, why) in unread {
+                    self.metrics.error("get secrets");
+                    say(
+                        &who,
+                        &format!(
+                            "pull secret {}: {}; the look goes on without it",
+                            crate::report::escape(&name),
+                            crate::report::escape(&why)
+                        ),
+                        self.config.dry_run,
+                    );
+                }
+                keyring
+            } else {
+                crate::keyring::Keyring::default()
+            };
+            let look = confirm::look(&f.image, keyring).await;
             if let Look::Inconclusive(status) = look {
                 say(
                     &who,

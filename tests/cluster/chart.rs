@@ -488,6 +488,102 @@ fn chart_renders_the_watcher() {
 }
 
 #[test]
+fn chart_renders_the_pull_secret_look_only_when_asked() {
+    let kinds = |docs: &[Value]| -> Vec<(String, String)> {
+        docs.iter()
+            .filter(|d| {
+                d["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-watch-pull-secrets"))
+            })
+            .map(|d| {
+                (
+                    d["kind"].as_str().unwrap_or_default().to_string(),
+                    d["metadata"]["namespace"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                )
+            })
+            .collect()
+    };
+    let watch_args = |docs: &[Value]| {
+        let deployment = one(docs, "Deployment");
+        let containers = deployment["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .expect("containers")
+            .clone();
+        args(&containers[1])
+    };
+    // Off by default: no Secret is readable, and the look is anonymous.
+    let docs = documents(&template("pullcheck", &[]));
+    assert!(kinds(&docs).is_empty());
+    assert!(
+        !watch_args(&docs)
+            .iter()
+            .any(|a| a == "--confirm-with-pull-secrets")
+    );
+    // In the namespaces listed: a Role and a RoleBinding in each, `get` on Secrets only.
+    let docs = documents(&template(
+        "pullcheck",
+        &[
+            "--set",
+            "watch.readPullSecrets.enabled=true",
+            "--set-json",
+            "watch.readPullSecrets.namespaces=[\"team-a\",\"team-b\"]",
+        ],
+    ));
+    let mut got = kinds(&docs);
+    got.sort();
+    let want: Vec<(String, String)> = [
+        ("Role", "team-a"),
+        ("Role", "team-b"),
+        ("RoleBinding", "team-a"),
+        ("RoleBinding", "team-b"),
+    ]
+    .iter()
+    .map(|(k, n)| (k.to_string(), n.to_string()))
+    .collect();
+    assert_eq!(got, want);
+    assert!(
+        watch_args(&docs)
+            .iter()
+            .any(|a| a == "--confirm-with-pull-secrets")
+    );
+    for d in docs.iter().filter(|d| d["kind"] == "Role") {
+        if d["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("-watch-pull-secrets"))
+        {
+            assert_eq!(
+                d["rules"],
+                json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}])
+            );
+        }
+    }
+    // None listed: every namespace, by a ClusterRole.
+    let docs = documents(&template(
+        "pullcheck",
+        &["--set", "watch.readPullSecrets.enabled=true"],
+    ));
+    let mut got = kinds(&docs);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("ClusterRole".to_string(), String::new()),
+            ("ClusterRoleBinding".to_string(), String::new())
+        ]
+    );
+    // mode init has no watcher, and so no Secret to read.
+    let docs = documents(&template(
+        "pullcheck",
+        &["--set", "mode=init,watch.readPullSecrets.enabled=true"],
+    ));
+    assert!(kinds(&docs).is_empty());
+}
+
+#[test]
 fn chart_renders_cert_manager_as_the_alternative() {
     let docs = documents(&template(
         "pullcheck",

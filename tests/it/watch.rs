@@ -11,12 +11,16 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Every flag, and the variable it reads.
-const FLAGS: [(&str, &str); 14] = [
+const FLAGS: [(&str, &str); 15] = [
     ("--namespace-label", "PULLCHECK_WATCH_NAMESPACE_LABEL"),
     ("--grace", "PULLCHECK_WATCH_GRACE"),
     ("--grace-for", "PULLCHECK_WATCH_GRACE_FOR"),
     ("--report-after", "PULLCHECK_WATCH_REPORT_AFTER"),
     ("--no-confirm", "PULLCHECK_WATCH_NO_CONFIRM"),
+    (
+        "--confirm-with-pull-secrets",
+        "PULLCHECK_WATCH_CONFIRM_WITH_PULL_SECRETS",
+    ),
     (
         "--owner-failure-limit",
         "PULLCHECK_WATCH_OWNER_FAILURE_LIMIT",
