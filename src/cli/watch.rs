@@ -49,7 +49,7 @@ pub struct WatchArgs {
     )]
     pub(crate) namespace_label: String,
 
-    /// The grace of every permanent verdict, instead of each one's default (1s for a missing
+    /// The grace of every permanent verdict, instead of each one's default (0s for a missing
     /// image, 30s for refused credentials or a missing Secret, 10s for the start causes).
     ///
     /// Unset: each verdict's own default. `0s` acts at the first look.

@@ -280,10 +280,15 @@ mod tests {
         Settings {
             graces: Graces {
                 all: None,
-                by_key: BTreeMap::from([(
-                    "CreateContainerConfigError".to_string(),
-                    Duration::from_secs(10),
-                )]),
+                // A grace for a missing image too (its default is none), so that the tests
+                // see one pass.
+                by_key: BTreeMap::from([
+                    (
+                        "CreateContainerConfigError".to_string(),
+                        Duration::from_secs(10),
+                    ),
+                    ("manifest_missing".to_string(), Duration::from_secs(1)),
+                ]),
                 report_after: Duration::from_secs(120),
             },
             condition_type: "ConfigIssue".into(),
@@ -368,6 +373,19 @@ mod tests {
             f.message(),
             format!("container \"main\" (image \"r/app:v9\") waits with ErrImagePull: {NOT_FOUND}")
         );
+    }
+
+    #[test]
+    fn by_default_a_missing_image_is_acted_on_at_the_first_look() {
+        let p = job_pod(ERR_IMAGE_PULL, NOT_FOUND);
+        let seen = watched(&p);
+        let mut s = settings();
+        s.graces.by_key.clear();
+        assert_eq!(decide(&p, &seen, at(0), &s, false), Action::NeedEvents);
+        assert!(matches!(
+            decide(&p, &seen, at(0), &s, true),
+            Action::Fail(_)
+        ));
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //! (`ErrImagePull` is a definitive 404 or a refused connection alike).
 //!
 //! The defaults, and why:
-//! - **1 s** for what the kubelet reports only after asking every host of the node: a manifest
-//!   or repository the registry says is not there, a reference no parser takes,
-//!   `ErrImageNeverPull`, no variant for the node's platform. Nothing but a push or an edit
-//!   changes them, and the watcher confirms the first with a HEAD of its own where it can.
+//! - **0 s** (the first look) for what the kubelet reports only after asking every host of the
+//!   node: a manifest or repository the registry says is not there, a reference no parser
+//!   takes, `ErrImageNeverPull`, no variant for the node's platform. Nothing but a push or an
+//!   edit changes them, the kubelet tries again only 10 s later at the soonest (so a longer
+//!   grace would only wait, seeing nothing new), and the watcher confirms the first with a HEAD
+//!   of its own where it can.
 //! - **30 s** for refused credentials: a pull secret created or rotated a moment ago reaches the
 //!   kubelet on its next pull.
 //! - **30 s** for a missing Secret, ConfigMap or key: the kubelet tries a pod that cannot start
@@ -27,7 +29,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The grace of the definitive answers.
-const DEFINITIVE: Duration = Duration::from_secs(1);
+const DEFINITIVE: Duration = Duration::ZERO;
 /// The grace of refused credentials.
 const CREDENTIALS: Duration = Duration::from_secs(30);
 /// The grace of a missing Secret, ConfigMap or key: past the kubelet's next retry.
@@ -136,11 +138,11 @@ mod tests {
         let g = graces();
         let p = |r| Verdict::Permanent(r);
         for (verdict, waiting, want) in [
-            (p(Reason::ManifestMissing), ERR_IMAGE_PULL, Some(1)),
-            (p(Reason::ManifestMissing), IMAGE_PULL_BACK_OFF, Some(1)),
-            (p(Reason::InvalidReference), "InvalidImageName", Some(1)),
-            (p(Reason::NotOnNode), "ErrImageNeverPull", Some(1)),
-            (p(Reason::NoMatchingPlatform), ERR_IMAGE_PULL, Some(1)),
+            (p(Reason::ManifestMissing), ERR_IMAGE_PULL, Some(0)),
+            (p(Reason::ManifestMissing), IMAGE_PULL_BACK_OFF, Some(0)),
+            (p(Reason::InvalidReference), "InvalidImageName", Some(0)),
+            (p(Reason::NotOnNode), "ErrImageNeverPull", Some(0)),
+            (p(Reason::NoMatchingPlatform), ERR_IMAGE_PULL, Some(0)),
             (p(Reason::CredentialsRejected), ERR_IMAGE_PULL, Some(30)),
             (p(Reason::PullUnauthorized), ERR_IMAGE_PULL, Some(30)),
             (

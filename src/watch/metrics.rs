@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// The histogram's upper bounds, in seconds: a missing image's grace is 1 s, a missing Secret's
+/// The histogram's upper bounds, in seconds: a missing image is acted on at once, a missing Secret after
 /// 30 s, a long one an hour.
 const BUCKETS: [f64; 13] = [
     1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,

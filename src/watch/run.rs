@@ -331,8 +331,8 @@ fn waited(f: &Finding, now: Timestamp) -> Duration {
 }
 
 /// How often every pod is looked at: a tenth of the shortest grace, between half a second and 5
-/// seconds, so that a pod is acted on within a few seconds of its grace (with the default 1 s
-/// grace of a missing image, twice a second). A look is in memory; the API is called only for a
+/// seconds, so that a pod is acted on within a few seconds of its grace (with the default
+/// graces, twice a second). A look is in memory; the API is called only for a
 /// pod past its grace, and its Events are read once per change of the pod (or every 30 s).
 fn tick_of(config: &Config) -> Duration {
     (config.settings.graces.shortest() / 10)

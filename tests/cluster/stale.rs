@@ -9,8 +9,8 @@
 //! 2. **the image pushed within the grace**: 404 until the test switches the proxy to serve
 //!    the image, right after the kubelet's fourth attempt; past the grace (2 minutes, before
 //!    the kubelet's next attempt) the watcher's own HEAD finds it, and the pod is spared;
-//! 3. **one 404 after an outage**: 503, 503, 503, one 404, then served: with the default grace
-//!    of 1 s the 404 is acted on at once, and the watcher's HEAD finds the image.
+//! 3. **one 404 after an outage**: 503, 503, 503, one 404, then served: with the default grace (none
+//!    for a missing image) the 404 is acted on at once, and the watcher's HEAD finds the image.
 //!
 //! And the bound on owners that recreate what is failed: a test controller that makes a new
 //! pod each time the last one is gone, stopped after `--owner-failure-limit` pods.
@@ -399,6 +399,6 @@ fn a_slow_first_pull_is_not_a_wait_the_watcher_acts_on() {
         &ns.name,
         &pods,
         "slow",
-        "a first pull held 30 s, 30 times the grace",
+        "a first pull held 60 s (two HEADs of 30 s), with no grace for a missing image",
     );
 }
