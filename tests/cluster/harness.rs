@@ -202,6 +202,20 @@ impl Cluster {
         .expect("write hosts.toml");
     }
 
+    /// Writes containerd's `hosts.toml` for a plain-HTTP `host` (a test's fault proxy on
+    /// loopback), naming it as its `[host]` and its `server`, as containerd 1.6 needs.
+    pub fn plain_http_registry(&self, host: &str) {
+        let dir = self.hosts_dir.join(host);
+        std::fs::create_dir_all(&dir).expect("hosts dir");
+        std::fs::write(
+            dir.join("hosts.toml"),
+            format!(
+                "server = \"http://{host}\"\n\n[host.\"http://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+            ),
+        )
+        .expect("write hosts.toml");
+    }
+
     /// `ctr ARGS…` on the cluster's containerd, in the kubelet's `k8s.io` namespace.
     pub fn ctr(&self, args: &[&str]) -> String {
         let out = Command::new("ctr")

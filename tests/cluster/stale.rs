@@ -79,16 +79,7 @@ fn watched(release: &Installed, label: &str, name: &str) -> Namespace {
 fn proxy() -> Proxy {
     let c = cluster();
     let proxy = Proxy::start(&c.registry);
-    let host = proxy.host();
-    let dir = c.hosts_dir.join(&host);
-    std::fs::create_dir_all(&dir).expect("hosts dir");
-    std::fs::write(
-        dir.join("hosts.toml"),
-        format!(
-            "server = \"http://{host}\"\n\n[host.\"http://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
-        ),
-    )
-    .expect("hosts.toml");
+    c.plain_http_registry(&proxy.host());
     proxy
 }
 

@@ -253,15 +253,7 @@ fn a_registry_stopped_for_three_minutes_is_waited_for_and_the_pod_then_starts() 
     let addr = proxy.addr();
     let host = proxy.host();
     drop(proxy);
-    let dir = c.hosts_dir.join(&host);
-    std::fs::create_dir_all(&dir).expect("hosts dir");
-    std::fs::write(
-        dir.join("hosts.toml"),
-        format!(
-            "server = \"http://{host}\"\n\n[host.\"http://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
-        ),
-    )
-    .expect("hosts.toml");
+    c.plain_http_registry(&host);
     let image = format!("{host}/tools:1");
     let job = stuck_job("stopped", &image, "")
         .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always");
