@@ -409,6 +409,13 @@ EOF
   start containerd unshare --mount --propagation slave -- \
     sh -c 'mount --bind "$1" /etc/resolv.conf && exec containerd --config "$2"' sh "$state/resolver/resolv.conf" "$c/config.toml"
   wait_for containerd 30 ctr --address "$c/containerd.sock" version
+  # pullcheck's own images were pushed afresh (images): a copy the node kept from an earlier
+  # `up` of a kept state would be run instead wherever the pull policy is IfNotPresent (the
+  # init container's), so the node forgets them.
+  local tag
+  for tag in ci ci-webhook; do
+    ctr --address "$c/containerd.sock" -n k8s.io images rm "$registry_host/pullcheck:$tag" >/dev/null 2>&1 || true
+  done
 }
 
 kubelet_up() {
