@@ -68,10 +68,10 @@ echo "| with pullcheck    | $(stats "${w[@]}") s |"
 echo "| without           | $(stats "${o[@]}") s |"
 echo "| ratio with/without | $(stats "${r[@]}") |"
 
-# pullcheck's requests in the registry's log (the init container's and the watcher's own look
+# pullcheck's requests in the registry's access log (the init container's and the watcher's own look
 # send pullcheck's user agent; the kubelet's containerd sends its own).
 registry_log=target/cluster/logs/registry.log
-ours() { grep -c 'useragent="pullcheck/' "$registry_log" 2>/dev/null || true; }
+ours() { grep -c '" "pullcheck/' "$registry_log" 2>/dev/null || true; }
 
 echo "== the chart in mode watch (its default), beside the same Jobs with the init container"
 helm=$(tests/cluster/build-helm.sh | tail -n 1)/helm
