@@ -75,13 +75,18 @@
 //!   in one table); [`redact`]: every secret of the run replaced by `<redacted>` in all of
 //!   them, by value.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out (`options`, `pod`: the edit
-//!   of one pod spec, `container`: the init container, `job`: `--job-failure-policy`).
+//!   of one pod spec, `container`: the init container, `resources`: its requests and limits
+//!   within the pod's and the namespace's LimitRanges, `job`: `--job-failure-policy`).
 //! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
-//!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `patch`, `server`, `tls`, `metrics`, and
-//!   `cert`, its own certificate and caBundle).
+//!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `limit_ranges`: the namespace's
+//!   LimitRanges read per review, `patch`, `server`, `tls`, `metrics`, and `cert`, its own
+//!   certificate and caBundle).
 //! - `watch` (cargo feature `watch`): `pullcheck watch`, the stuck-pod controller (`classify`:
-//!   the kubelet's words, permanent or transient; `decide`: one pod's action, without I/O;
-//!   `config`, `run`, `act`, `lease`: leader election, `server`, `metrics`).
+//!   the kubelet's words, permanent or transient; `grace`: each verdict's grace; `seen`: what
+//!   was seen of one pod, the evidence and whether it is fresh; `decide`: one pod's action,
+//!   without I/O; `breaker`: the bound on owners that recreate what is failed; `confirm`: the
+//!   watcher's own manifest HEAD; `config`, `run`, `act`, `lease`: leader election, `server`,
+//!   `metrics`).
 //! - `test_hooks`: the two ways the integration tests reach stand-ins (pinned host names, ACR's
 //!   token exchange), compiled only with the `test-hooks` cargo feature; the release build
 //!   leaves it out.
