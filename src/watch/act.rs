@@ -176,27 +176,7 @@ impl Actor {
             Err(e) => outcome("list events", e),
         }
     }
-}
 
-/// When an Event last happened: the kubelet's recorder sets `lastTimestamp`; an
-/// `events.k8s.io` writer sets `series.lastObservedTime` or `eventTime` instead.
-fn when(e: &Event) -> Option<Timestamp> {
-    let series = e
-        .series
-        .as_ref()
-        .and_then(|s| s.last_observed_time.as_ref());
-    [
-        e.last_timestamp.as_ref().map(|t| t.0),
-        series.map(|t| t.0),
-        e.event_time.as_ref().map(|t| t.0),
-        e.first_timestamp.as_ref().map(|t| t.0),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-}
-
-impl Actor {
     /// The pod's pull secrets (`spec.imagePullSecrets`, the service account's merged in at
     /// admission) as a keyring, and the ones that could not be read with why. At most
     /// [`MAX_PULL_SECRETS`] are read; a Secret that is not a Docker config is skipped.
@@ -242,6 +222,24 @@ impl Actor {
         }
         (keyring, unread)
     }
+}
+
+/// When an Event last happened: the kubelet's recorder sets `lastTimestamp`; an
+/// `events.k8s.io` writer sets `series.lastObservedTime` or `eventTime` instead.
+fn when(e: &Event) -> Option<Timestamp> {
+    let series = e
+        .series
+        .as_ref()
+        .and_then(|s| s.last_observed_time.as_ref());
+    [
+        e.last_timestamp.as_ref().map(|t| t.0),
+        series.map(|t| t.0),
+        e.event_time.as_ref().map(|t| t.0),
+        e.first_timestamp.as_ref().map(|t| t.0),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
 }
 
 /// The most pull secrets read for one look: a pod names a few; a list longer than this is

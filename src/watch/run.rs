@@ -151,29 +151,28 @@ impl Watcher {
             } else {
                 crate::keyring::Keyring::default()
             };
-            let look = confirm::look(&f.image, keyring).await;
-            if let Look::Inconclusive(status) = look {
-                say(
+            match confirm::look(&f.image, keyring).await {
+                Look::Inconclusive(status) => say(
                     &who,
                     &format!(
                         "the registry's own answer to the watcher: {}; the kubelet's words decide",
                         status.as_str()
                     ),
                     self.config.dry_run,
-                );
-            }
-            if let Look::Resolves = look {
-                say(
-                    &who,
-                    &format!(
-                        "{} — not failed: the image resolves now (its registry answered the watcher's HEAD); waiting for the kubelet's next attempt",
-                        f.message()
-                    ),
-                    self.config.dry_run,
-                );
-                self.metrics.spared(f.word());
-                h.seen.resolves_now(&f.container, now);
-                return false;
+                ),
+                Look::Resolves => {
+                    say(
+                        &who,
+                        &format!(
+                            "{} — not failed: the image resolves now (its registry answered the watcher's HEAD); waiting for the kubelet's next attempt",
+                            f.message()
+                        ),
+                        self.config.dry_run,
+                    );
+                    self.metrics.spared(f.word());
+                    h.seen.resolves_now(&f.container, now);
+                    return false;
+                }
             }
         }
         let owner = Owner::of(&h.pod);

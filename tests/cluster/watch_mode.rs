@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use crate::harness::{Namespace, cluster, condition, minutes, status_of, wait_for};
 use crate::jobs::{job, job_with, seconds_to};
-use crate::webhook::{Installed, install};
+use crate::webhook::{Installed, dry_run, install};
 
 /// The namespace label of this file's release: the watcher's, and in watch mode the webhook's.
 const LABEL: &str = "pullcheck.dev/watch=mode-e2e";
@@ -54,21 +54,7 @@ fn watched(name: &str) -> Namespace {
         &format!("Jobs of {name} to get the rule"),
         minutes(1),
         || {
-            let out = c.kubectl_output(
-                &[
-                    "create",
-                    "--dry-run=server",
-                    "-o",
-                    "json",
-                    "-n",
-                    name,
-                    "-f",
-                    "-",
-                ],
-                Some(&probe),
-            );
-            let stored: Value = serde_json::from_slice(&out.stdout)
-                .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&out.stderr)))?;
+            let stored = dry_run(name, &probe).0?;
             if stored["spec"]["podFailurePolicy"] == the_rule() {
                 Ok(())
             } else {

@@ -143,7 +143,7 @@ pub fn opted_in(name: &str, to: &Installed) -> Namespace {
 
 /// `kubectl create --dry-run=server -o json` of `manifest` in `ns`: the object as the API server
 /// would store it (every admission plugin and webhook run), or its refusal; and the warnings.
-fn dry_run(ns: &str, manifest: &str) -> (Result<Value, String>, String) {
+pub fn dry_run(ns: &str, manifest: &str) -> (Result<Value, String>, String) {
     let c = cluster();
     let out = c.kubectl_output(
         &[
