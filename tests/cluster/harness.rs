@@ -25,6 +25,9 @@ pub struct Cluster {
     pub registry: String,
     /// The Node's name.
     pub node: String,
+    /// The Node's address, on the cluster's own bridge: not loopback, reached from the pods'
+    /// network and the host alike.
+    pub node_ip: String,
     /// containerd's socket.
     pub containerd: PathBuf,
     /// containerd's hosts directory (`config_path`): a test may add a host's `hosts.toml`.
@@ -94,6 +97,7 @@ pub fn cluster() -> &'static Cluster {
             kube: get("PULLCHECK_CLUSTER_KUBE").into(),
             registry: get("PULLCHECK_CLUSTER_REGISTRY"),
             node: get("PULLCHECK_CLUSTER_NODE"),
+            node_ip: get("PULLCHECK_CLUSTER_NODE_IP"),
             containerd: get("PULLCHECK_CLUSTER_CONTAINERD").into(),
             hosts_dir: get("PULLCHECK_CLUSTER_HOSTS_DIR").into(),
         }
@@ -202,8 +206,8 @@ impl Cluster {
         .expect("write hosts.toml");
     }
 
-    /// Writes containerd's `hosts.toml` for a plain-HTTP `host` (a test's fault proxy on
-    /// loopback), naming it as its `[host]` and its `server`, as containerd 1.6 needs.
+    /// Writes containerd's `hosts.toml` for a plain-HTTP `host` (a test's fault proxy),
+    /// naming it as its `[host]` and its `server`, as containerd 1.6 needs.
     pub fn plain_http_registry(&self, host: &str) {
         let dir = self.hosts_dir.join(host);
         std::fs::create_dir_all(&dir).expect("hosts dir");

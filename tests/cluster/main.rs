@@ -7,7 +7,8 @@
 //! - `jobs`: the seed case (a missing tag fails the Job through `podFailurePolicy`; without
 //!   pullcheck it waits), and a good Job.
 //! - `proof`: a pod is failed only on proof: the cases where the pod sees less than its node
-//!   end as without pullcheck, and the seed case still fails fast.
+//!   end as without pullcheck, put in by `inject` and by the webhook alike, and the seed case
+//!   still fails fast.
 //! - `kubelet_words`: the kubelet's own words for each cause, against
 //!   `tests/fixtures/kubelet-recorded.tsv`.
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
