@@ -73,7 +73,10 @@ impl Row {
     pub fn create(&self, name: &str, manifest: impl Fn(&str) -> String, check_args: &[&str]) {
         let c = cluster();
         c.apply(&self.plain.name, &manifest(&format!("{name}-without")));
-        c.apply(&self.plain.name, &injected(&manifest(name), &[], check_args));
+        c.apply(
+            &self.plain.name,
+            &injected(&manifest(name), &[], check_args),
+        );
         c.apply(&self.admitted.name, &manifest(name));
     }
 
@@ -93,7 +96,11 @@ impl Row {
         [&self.plain, &self.admitted].map(|ns| {
             let (code, message) = init_message(&ns.name, name);
             assert_eq!(code, 0, "{}/{name}: {message}", ns.name);
-            assert!(message.contains("not counted"), "{}/{name}: {message}", ns.name);
+            assert!(
+                message.contains("not counted"),
+                "{}/{name}: {message}",
+                ns.name
+            );
             message
         })
     }
@@ -259,8 +266,7 @@ fn a_registry_answering_503_for_90_s_is_waited_out_as_without_pullcheck() {
     row.create(
         "outage",
         |name| {
-            job(name, &image, 0)
-                .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
+            job(name, &image, 0).replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
         },
         &plain,
     );
