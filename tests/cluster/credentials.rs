@@ -4,7 +4,7 @@
 
 use crate::common::{ALICE, ALICE_PASSWORD, token_registry};
 use crate::harness::{cluster, condition, minutes, wait_for};
-use crate::jobs::{injected, job_with, wait_job};
+use crate::jobs::{injected, job_with, pulled_always, wait_job};
 
 #[test]
 fn pull_secret_on_the_token_registry_agrees_with_the_kubelet() {
@@ -17,17 +17,7 @@ fn pull_secret_on_the_token_registry_agrees_with_the_kubelet() {
 
     let ns = c.namespace("pc-creds");
     for (name, password) in [("regcred", ALICE_PASSWORD), ("badcred", "not-the-password")] {
-        c.kubectl(&[
-            "create",
-            "secret",
-            "docker-registry",
-            name,
-            "-n",
-            &ns.name,
-            &format!("--docker-server={host}"),
-            &format!("--docker-username={ALICE}"),
-            &format!("--docker-password={password}"),
-        ]);
+        c.pull_secret(&ns.name, name, &host, ALICE, password);
     }
     c.kubectl(&[
         "create",
@@ -50,13 +40,12 @@ fn pull_secret_on_the_token_registry_agrees_with_the_kubelet() {
     // credentials for cached images only with the KubeletEnsureSecretPulledImages gate, off by
     // default in 1.34), which is what `inject --node-images` is for.
     let job = |name: &str, secret: &str| {
-        job_with(
+        pulled_always(job_with(
             name,
             &image,
             0,
             &format!("      imagePullSecrets: [{{name: {secret}}}]\n"),
-        )
-        .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
+        ))
     };
     c.apply(&ns.name, &inject_ca(&job("good", "regcred")));
     c.apply(&ns.name, &inject_ca(&job("bad", "badcred")));

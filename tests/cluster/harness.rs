@@ -220,6 +220,22 @@ impl Cluster {
         .expect("write hosts.toml");
     }
 
+    /// Secret `name` of type `kubernetes.io/dockerconfigjson` in `ns`: `user`'s `password` for
+    /// registry `server`, as `kubectl create secret docker-registry` writes it.
+    pub fn pull_secret(&self, ns: &str, name: &str, server: &str, user: &str, password: &str) {
+        self.kubectl(&[
+            "create",
+            "secret",
+            "docker-registry",
+            name,
+            "-n",
+            ns,
+            &format!("--docker-server={server}"),
+            &format!("--docker-username={user}"),
+            &format!("--docker-password={password}"),
+        ]);
+    }
+
     /// `ctr ARGS…` on the cluster's containerd, in the kubelet's `k8s.io` namespace.
     pub fn ctr(&self, args: &[&str]) -> String {
         let out = Command::new("ctr")

@@ -35,6 +35,11 @@ spec:
     )
 }
 
+/// `manifest` (of [`job`] or [`job_with`]) pulled on every start: `imagePullPolicy: Always`.
+pub fn pulled_always(manifest: String) -> String {
+    manifest.replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
+}
+
 /// `yaml` put through `pullcheck inject --image <the cluster's pullcheck> --job-failure-policy
 /// INJECT_ARGS… -- --plain-http <the cluster's registry> CHECK_ARGS…`.
 pub fn injected(yaml: &str, inject_args: &[&str], check_args: &[&str]) -> String {
@@ -87,9 +92,7 @@ fn seed_case_job_fails_on_pullchecks_exit_code_and_without_it_waits() {
     let missing = format!("{}/tools:no-such-tag", c.registry);
     // Always: the miss is proven whatever the node holds (`proof.rs` has the IfNotPresent
     // twin, with the node readable).
-    let always = |name: &str| {
-        job(name, &missing, 5).replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
-    };
+    let always = |name: &str| pulled_always(job(name, &missing, 5));
     c.apply(&ns.name, &injected(&always("seed"), &[], &[]));
     c.apply(&ns.name, &always("seed-without"));
 

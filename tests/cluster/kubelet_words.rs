@@ -239,17 +239,7 @@ fn private_tools(c: &Cluster, registry: &crate::common::Registry, secret: &str) 
     let ca = registry.ca_pem_path().expect("CA").to_path_buf();
     let image = c.copy_tools_into(registry, "private/words-tools:1");
     c.trust_registry(&host, &ca);
-    c.kubectl(&[
-        "create",
-        "secret",
-        "docker-registry",
-        secret,
-        "-n",
-        NS,
-        &format!("--docker-server={host}"),
-        &format!("--docker-username={ALICE}"),
-        "--docker-password=not-the-password",
-    ]);
+    c.pull_secret(NS, secret, &host, ALICE, "not-the-password");
     image
 }
 

@@ -6,7 +6,7 @@
 
 use crate::common::{ALICE, ALICE_PASSWORD, plain_registry, token_registry};
 use crate::harness::{cluster, condition, minutes, wait_for};
-use crate::jobs::{job_with, wait_job};
+use crate::jobs::{job_with, pulled_always, wait_job};
 
 #[test]
 fn containerd_offers_the_pods_credential_to_a_mirror() {
@@ -34,25 +34,14 @@ fn containerd_offers_the_pods_credential_to_a_mirror() {
 
     let ns = c.namespace("pc-mirror");
     // The pod's secret names the upstream only.
-    c.kubectl(&[
-        "create",
-        "secret",
-        "docker-registry",
-        "upstream-cred",
-        "-n",
-        &ns.name,
-        &format!("--docker-server={upstream}"),
-        &format!("--docker-username={ALICE}"),
-        &format!("--docker-password={ALICE_PASSWORD}"),
-    ]);
+    c.pull_secret(&ns.name, "upstream-cred", &upstream, ALICE, ALICE_PASSWORD);
     let image = format!("{upstream}/{repo}:1");
-    let job = job_with(
+    let job = pulled_always(job_with(
         "mirrored",
         &image,
         0,
         "      imagePullSecrets: [{name: upstream-cred}]\n",
-    )
-    .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always");
+    ));
     c.apply(&ns.name, &job);
     let done = wait_job(&ns.name, "mirrored", "Complete");
     assert!(condition(&done, "Complete").is_some());

@@ -12,8 +12,9 @@
 //! the RBAC example, is `node_images.rs`; the LimitRange and the quotas, `resources.rs`.
 
 use crate::common::proxy::{Fault, Proxy, Rule};
+use crate::common::{ALICE, ALICE_PASSWORD};
 use crate::harness::{Namespace, cluster, condition, minutes, status_of, wait_for};
-use crate::jobs::{injected, job, job_with, seconds_to, wait_job};
+use crate::jobs::{injected, job, job_with, pulled_always, seconds_to, wait_job};
 use crate::webhook::{Installed, install, opted_in};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -151,17 +152,13 @@ fn the_seed_case_still_fails_fast_always_and_if_not_present_with_the_node_readab
     grant_node_read(&row.plain.name);
     grant_node_read(&row.admitted.name);
     let missing = format!("{}/tools:no-such-tag", c.registry);
-    let always = |name: &str| {
-        job(name, &missing, 5).replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
-    };
     // IfNotPresent, the node readable: its complete list lacks the image, so the miss counts.
-    let if_not_present = |name: &str| job(name, &missing, 5);
-    for (name, manifest) in [
-        ("seed-always", &always as &dyn Fn(&str) -> String),
-        ("seed-ifnotpresent", &if_not_present),
+    for manifest in [
+        pulled_always(job("seed-always", &missing, 5)),
+        job("seed-ifnotpresent", &missing, 5),
     ] {
-        c.apply(&row.plain.name, &injected(&manifest(name), &[], &[]));
-        c.apply(&row.admitted.name, &manifest(name));
+        c.apply(&row.plain.name, &injected(&manifest, &[], &[]));
+        c.apply(&row.admitted.name, &manifest);
     }
     for name in ["seed-always", "seed-ifnotpresent"] {
         for (ns, by) in [(&row.plain, "inject"), (&row.admitted, "the webhook")] {
@@ -181,9 +178,7 @@ fn the_seed_case_still_fails_fast_always_and_if_not_present_with_the_node_readab
 
 /// `manifest` with the pod on the pods' network (not `hostNetwork`), pulled `Always`.
 fn pod_network(manifest: String) -> String {
-    manifest
-        .replace("      hostNetwork: true\n", "")
-        .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
+    pulled_always(manifest.replace("      hostNetwork: true\n", ""))
 }
 
 #[test]
@@ -263,13 +258,7 @@ fn a_registry_answering_503_for_90_s_is_waited_out_as_without_pullcheck() {
     let image = format!("{}/tools:1", proxy.host());
     let plain = ["--plain-http", proxy.host().as_str()].map(str::to_string);
     let plain: Vec<&str> = plain.iter().map(String::as_str).collect();
-    row.create(
-        "outage",
-        |name| {
-            job(name, &image, 0).replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
-        },
-        &plain,
-    );
+    row.create("outage", |name| pulled_always(job(name, &image, 0)), &plain);
     c.apply(&row.plain.name, &bare_pod("outage-pod-without", &image));
     c.apply(
         &row.plain.name,
@@ -289,21 +278,6 @@ fn a_registry_answering_503_for_90_s_is_waited_out_as_without_pullcheck() {
     }
 }
 
-/// Secret `regcred` in `ns`: alice's password for `host`.
-fn regcred(ns: &str, host: &str) {
-    cluster().kubectl(&[
-        "create",
-        "secret",
-        "docker-registry",
-        "regcred",
-        "-n",
-        ns,
-        &format!("--docker-server={host}"),
-        &format!("--docker-username={}", crate::common::ALICE),
-        &format!("--docker-password={}", crate::common::ALICE_PASSWORD),
-    ]);
-}
-
 #[test]
 fn unverifiable_from_the_pod_is_a_warning_and_the_node_pulls() {
     // The registry's CA only containerd knows (its hosts.toml `ca`): the pod cannot verify the
@@ -315,18 +289,18 @@ fn unverifiable_from_the_pod_is_a_warning_and_the_node_pulls() {
     let image = c.copy_tools_into(registry, "private/ca-only-node:1");
     c.trust_registry(&host, &ca);
     let row = Row::new("ca");
-    regcred(&row.plain.name, &host);
-    regcred(&row.admitted.name, &host);
+    for ns in [&row.plain, &row.admitted] {
+        c.pull_secret(&ns.name, "regcred", &host, ALICE, ALICE_PASSWORD);
+    }
     row.create(
         "ca",
         |name| {
-            job_with(
+            pulled_always(job_with(
                 name,
                 &image,
                 0,
                 "      imagePullSecrets: [{name: regcred}]\n",
-            )
-            .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
+            ))
         },
         &[],
     );

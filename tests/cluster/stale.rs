@@ -20,7 +20,7 @@
 
 use crate::common::proxy::{Fault, Proxy, Rule};
 use crate::harness::{Namespace, cluster, minutes, wait_for};
-use crate::jobs::{seconds_to, wait_job};
+use crate::jobs::{pulled_always, seconds_to, wait_job};
 use crate::watch::{PodWatch, events, stuck_job};
 use crate::webhook::{Installed, install};
 use std::sync::OnceLock;
@@ -97,7 +97,7 @@ fn kubelet_heads(fault: Fault) -> Rule {
 
 /// The Job of `image` on `proxy`, pulled on every try, failed only through the watcher.
 fn job(name: &str, image: &str) -> String {
-    stuck_job(name, image, "").replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always")
+    pulled_always(stuck_job(name, image, ""))
 }
 
 /// Waits for the Job to complete with one pod from first to last and no condition.

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::proxy::Proxy;
 use crate::harness::{Namespace, cluster, condition, minutes, wait_for};
-use crate::jobs::{job_with, seconds_to, wait_job};
+use crate::jobs::{job_with, pulled_always, seconds_to, wait_job};
 use crate::webhook::{Installed, install};
 
 /// The watcher's grace in these tests.
@@ -255,8 +255,7 @@ fn a_registry_stopped_for_three_minutes_is_waited_for_and_the_pod_then_starts() 
     drop(proxy);
     c.plain_http_registry(&host);
     let image = format!("{host}/tools:1");
-    let job = stuck_job("stopped", &image, "")
-        .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always");
+    let job = pulled_always(stuck_job("stopped", &image, ""));
     c.apply(&ns.name, &job);
 
     let stopped = Instant::now();

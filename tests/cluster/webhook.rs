@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::chart::{Release, chart, helm, helm_cmd};
 use crate::harness::{Namespace, cluster, condition, minutes, wait_for};
-use crate::jobs::{job, seconds_to, wait_job};
+use crate::jobs::{job, pulled_always, seconds_to, wait_job};
 
 /// The namespace label the releases select on (the chart's default key).
 const LABEL: &str = "pullcheck.dev/inject";
@@ -202,8 +202,7 @@ fn an_opted_in_plain_job_with_a_missing_image_fails_on_the_init_containers_exit_
     let missing = format!("{}/tools:no-such-tag", c.registry);
     // Always: a miss is proven whatever the node holds (an IfNotPresent one counts only where
     // the pod may read the node's list).
-    let manifest = job("missing", &missing, 5)
-        .replace("imagePullPolicy: IfNotPresent", "imagePullPolicy: Always");
+    let manifest = pulled_always(job("missing", &missing, 5));
     assert!(!manifest.contains("pullcheck"), "a plain Job: {manifest}");
     c.apply(&ns.name, &manifest);
 
@@ -355,20 +354,7 @@ spec:
 fn a_service_accounts_pull_secrets_are_mounted_as_the_pods_own() {
     let c = cluster();
     let ns = opted_in("pc-wh-sa", shared());
-    c.kubectl(&[
-        "create",
-        "secret",
-        "docker-registry",
-        "regcred",
-        "-n",
-        &ns.name,
-        "--docker-server",
-        &c.registry,
-        "--docker-username",
-        "someone",
-        "--docker-password",
-        "not-used",
-    ]);
+    c.pull_secret(&ns.name, "regcred", &c.registry, "someone", "not-used");
     c.apply(
         &ns.name,
         "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: puller\nimagePullSecrets:\n- name: regcred\n",
