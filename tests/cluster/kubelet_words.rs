@@ -32,6 +32,10 @@
 //!   neither containerd 1.6 nor the kubelet puts a deadline on a pull. So the table has no
 //!   time-out row (a listener that accepted and never answered held a pod so for 6½ minutes,
 //!   until it closed: then `read tcp …: connection reset by peer`).
+//! - The kubelet pulls without a pull secret whose watch has not synced yet (a Warning
+//!   `FailedToRetrieveImagePullSecret`): then a wrong password's first words are the anonymous
+//!   ones. The test keeps the secrets' watch open with a pod of its own ([`hold_pull_secrets`])
+//!   and fails if a case still got that Warning.
 //! - `pull QPS exceeded` (the kubelet's own pull throttle) may stand in a state's message instead
 //!   of the cause: a transient word, left out of the table ([`THROTTLED`]).
 //!
@@ -230,6 +234,72 @@ fn set_up(c: &'static Cluster) -> Setup {
         seed_image,
         normalizer,
     }
+}
+
+/// The pod that holds the cases' pull secrets.
+const HOLDER: &str = "pull-secrets-held";
+
+/// The kubelet reads a pod's pull secrets through a watch it opens when the pod comes to it,
+/// and when that watch has not synced after a short wait it pulls without the secret (a Warning
+/// `FailedToRetrieveImagePullSecret`, then the anonymous words: `insufficient_scope` where the
+/// case is a wrong password). With thirty pods made at once that happened in CI. A pod that
+/// names both pull secrets and runs before the cases are made keeps the kubelet's watch of them
+/// open, so every case's first pull has its secret.
+fn hold_pull_secrets(c: &Cluster) {
+    let holder = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {HOLDER}
+spec:
+  restartPolicy: Never
+  hostNetwork: true
+  terminationGracePeriodSeconds: 0
+  imagePullSecrets: [{{name: words-badcred}}, {{name: words-badcred-basic}}]
+  containers:
+  - name: app
+    image: "{}"
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+"#,
+        c.tools_image()
+    );
+    c.apply(NS, &holder);
+    wait_for(
+        "the pod holding the pull secrets to run",
+        minutes(1),
+        || {
+            let pod = c.get(NS, &format!("pod/{HOLDER}"));
+            let phase = pod.as_ref().map(|p| p["status"]["phase"].clone());
+            match phase {
+                Some(Value::String(p)) if p == "Running" => Ok(()),
+                other => Err(format!("phase {other:?}")),
+            }
+        },
+    );
+}
+
+/// The pods the kubelet pulled for without a pull secret it could not read in time.
+fn unread_pull_secrets(c: &Cluster) -> Vec<String> {
+    let out = c.kubectl(&[
+        "get",
+        "events",
+        "-n",
+        NS,
+        "--field-selector",
+        "reason=FailedToRetrieveImagePullSecret",
+        "-o",
+        "json",
+    ]);
+    let list: Value = serde_json::from_str(&out).expect("event list JSON");
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["involvedObject"]["name"].as_str())
+        .filter(|name| *name != HOLDER)
+        .map(str::to_string)
+        .collect()
 }
 
 /// The tools image in `registry` (TLS, credentials needed), trusted by containerd, and a pull
@@ -739,6 +809,7 @@ fn kubelet_words_for_each_cause() {
     check_resolver_is_local(c);
     let ns = c.namespace(NS);
     let setup = set_up(c);
+    hold_pull_secrets(c);
     let cases = cases(c, &setup);
     let docs: Vec<String> = cases.iter().map(Case::yaml).collect();
     c.apply(&ns.name, &docs.join("---\n"));
@@ -763,6 +834,11 @@ fn kubelet_words_for_each_cause() {
         }
         std::thread::sleep(Duration::from_secs(1));
     };
+    let unread = unread_pull_secrets(c);
+    assert!(
+        unread.is_empty(),
+        "the kubelet pulled without a pull secret it had not read yet, so these words are not the case's: {unread:?}"
+    );
     let text = table(&rows);
     println!(
         "the kubelet's words, {} s after the pods were made:\n{text}",
