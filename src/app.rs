@@ -4,8 +4,9 @@
 use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, DEFAULT_INJECT_IMAGE, InjectArgs, OutputFormat};
 use crate::config::{Config, InjectConfig};
+use crate::escape::escape;
 use crate::inject::inject;
-use crate::report::{ExitCode, Layout, Report, escape, render_text, termination_message};
+use crate::report::{ExitCode, Layout, Report, render_text, termination_message};
 use clap::FromArgMatches;
 use std::ffi::OsString;
 use std::io::Write;

@@ -11,8 +11,8 @@
 //! credential or a token: requests are shown by method, URL (user info removed, control
 //! characters escaped) and status alone.
 
+use crate::escape::escape;
 use crate::report::ImageResult;
-use crate::report::escape;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! error that echoes a token, would otherwise show it. A secret is replaced by `<redacted>`
 //! whole, and so is any prefix of 16 characters or more of it (messages cut long answers).
 //! Each is also matched in the forms the writers give it: escaped for a terminal
-//! ([`crate::report::escape`]), `escape_default`, and as a JSON string's content.
+//! ([`crate::escape::escape`]), `escape_default`, and as a JSON string's content.
 //!
 //! A secret shorter than [`MIN_SECRET`] characters (a short password) would match ordinary
 //! words anywhere, so it is replaced only where it stands as a whole token: not preceded or
@@ -56,7 +56,7 @@ pub(crate) fn register(secret: &str) {
     }
     let forms = [
         secret.to_string(),
-        crate::report::escape(secret).into_owned(),
+        crate::escape::escape(secret).into_owned(),
         secret.escape_default().to_string(),
         serde_json::to_string(secret)
             .map(|s| s.trim_matches('"').to_string())

@@ -2,7 +2,7 @@
 //! while the failure is transient), the start prediction of its containers, and whether the
 //! verdict counts.
 
-use super::walk::Answer;
+use super::walk::{Answer, Walk};
 use super::{LastSeen, NO_SUCH_HOST_ANSWERS, NoSuchHost, backoff};
 use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
@@ -178,13 +178,20 @@ impl Job {
             .iter()
             .chain(node.credentials.iter())
             .collect();
+        let walk = Walk {
+            route: &self.route,
+            reference: &self.reference,
+            configured: self.configured,
+            client: &self.client,
+            deadline: self.deadline,
+        };
         let mut attempts = 0u32;
         loop {
             attempts += 1;
             // attempt_cap <= timeout <= MAX_TIMEOUT: bounded, but saturate all the same.
             let attempt_deadline =
                 crate::deadline::instant_after(Instant::now(), self.attempt_cap).min(self.deadline);
-            let mut answer = self.walk(&credentials, attempt_deadline).await;
+            let mut answer = walk.run(&credentials, attempt_deadline).await;
             self.stop_retrying_a_host_that_does_not_exist(&mut answer.verdict);
             let Some(asked) = answer.verdict.retry else {
                 return self.settle(answer, attempts, start, &node).await;

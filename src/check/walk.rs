@@ -3,9 +3,9 @@
 //! alone), the first that has the image decides, and the verdict names every host asked.
 
 use super::ATTEMPT_MIN;
-use super::job::Job;
 use crate::keyring::Credential;
-use crate::registry::{self, AuthUsed, Fact, Outcome, Progress, Verdict};
+use crate::reference::Reference;
+use crate::registry::{self, AuthUsed, Client, Fact, Outcome, Progress, Verdict};
 use crate::report::{Reason, Status};
 use crate::route::{Endpoint, Route};
 use tokio::time::Instant;
@@ -39,7 +39,19 @@ fn no_request() -> Outcome {
     }
 }
 
-impl Job {
+/// What one image's walk needs of its check: the route, the image, and the client that asks.
+pub(super) struct Walk<'a> {
+    /// The node's route for the image, or why its configuration cannot be used.
+    pub(super) route: &'a Result<Route, String>,
+    pub(super) reference: &'a Reference,
+    /// Whether a node configuration made the route (the report then names the endpoint).
+    pub(super) configured: bool,
+    pub(super) client: &'a Client,
+    /// The check's own deadline: a time-out at it is reported as the deadline's.
+    pub(super) deadline: Instant,
+}
+
+impl Walk<'_> {
     /// One attempt over the route, as the runtime walks it: endpoints in order, the first that
     /// has the image (or has it without the node's platform) decides. Otherwise the verdict is
     /// `unreachable` if any endpoint could not be reached, else a refusal if any refused, else
@@ -47,7 +59,7 @@ impl Job {
     ///
     /// Credentials go only to endpoints that may have them ([`Endpoint::credentials`]): every
     /// host of a hosts.toml, but a registries.conf mirror elsewhere is asked anonymously.
-    pub(super) async fn walk(
+    pub(super) async fn run(
         &self,
         credentials: &[&Credential],
         attempt_deadline: Instant,

@@ -123,7 +123,14 @@ impl Client {
         // What the registry asked of the probe (none when it found the image anonymously).
         let scheme = state.known_scheme();
         let authorization = match self
-            .authorization(&state, &scheme, reference, credential, false, progress)
+            .authorization(
+                state.token_source(),
+                &scheme,
+                reference,
+                credential,
+                false,
+                progress,
+            )
             .await
         {
             Ok(a) => a,

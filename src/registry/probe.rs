@@ -265,7 +265,14 @@ impl Client {
         // An expired token is fetched again once.
         for fresh_token in [false, true] {
             let authorization = match self
-                .authorization(state, scheme, reference, cred, fresh_token, progress)
+                .authorization(
+                    state.token_source(),
+                    scheme,
+                    reference,
+                    cred,
+                    fresh_token,
+                    progress,
+                )
                 .await
             {
                 Ok(a) => a,

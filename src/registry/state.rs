@@ -7,11 +7,11 @@
 //! fall-back to plain HTTP) serves all of them.
 
 use super::auth::AuthScheme;
-use super::token::TokenCell;
+use super::token::{TokenSource, Tokens};
 use super::{Client, ClientError, Fact, TlsFailure, build_http, is_loopback};
 use crate::route::Endpoint;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use tokio::sync::OnceCell;
 
 /// The most repositories one token request asks for (each is a `scope` parameter of the URL).
@@ -27,11 +27,6 @@ pub(super) struct RegistryState {
     /// A plain-HTTP token realm on this host may be sent credentials: the node's
     /// configuration speaks plain HTTP to it.
     pub(super) plain_host: Option<String>,
-    /// The repositories each credential ("" for anonymous) will ask tokens for, in groups of
-    /// at most [`SCOPES_PER_TOKEN`]; see [`Client::plan`].
-    pub(super) scopes: HashMap<String, Vec<Vec<String>>>,
-    /// For each credential, the group of `scopes` each repository is in.
-    pub(super) groups: HashMap<String, HashMap<String, usize>>,
     /// How the registry asked to be authenticated, learnt from the first anonymous manifest
     /// request it challenged (containerd keeps a host's challenge the same way): requests sent
     /// after that carry what it asks for at once, a token from the run's cache or Basic,
@@ -41,7 +36,8 @@ pub(super) struct RegistryState {
     /// nothing explained, and at most once per registry: the runtime never sends it, so it
     /// decides nothing else (see [`Client::not_a_registry`]).
     pub(super) version_404: OnceCell<bool>,
-    pub(super) tokens: Mutex<HashMap<super::token::TokenKey, TokenCell>>,
+    /// Its token plan and the tokens fetched.
+    pub(super) tokens: Tokens,
 }
 
 impl RegistryState {
@@ -52,11 +48,18 @@ impl RegistryState {
             root,
             http,
             plain_host: None,
-            scopes: HashMap::new(),
-            groups: HashMap::new(),
             challenge: OnceLock::new(),
             version_404: OnceCell::new(),
-            tokens: Mutex::new(HashMap::new()),
+            tokens: Tokens::default(),
+        }
+    }
+
+    /// What a token request for this registry needs of it.
+    pub(super) fn token_source(&self) -> TokenSource<'_> {
+        TokenSource {
+            tokens: &self.tokens,
+            http: &self.http,
+            plain_host: self.plain_host.as_deref(),
         }
     }
 
@@ -71,23 +74,6 @@ impl RegistryState {
     pub(super) fn learn(&self, scheme: &AuthScheme) {
         // Another image of the registry may have learnt it first: same registry, same answer.
         let _ = self.challenge.set(scheme.clone());
-    }
-
-    /// The planned token scopes, with the index of each repository's group.
-    fn with_scopes(mut self, scopes: HashMap<String, Vec<Vec<String>>>) -> RegistryState {
-        self.groups = scopes
-            .iter()
-            .map(|(key, groups)| {
-                let by_repo = groups
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, g)| g.iter().map(move |r| (r.clone(), i)))
-                    .collect();
-                (key.clone(), by_repo)
-            })
-            .collect();
-        self.scopes = scopes;
-        self
     }
 }
 
@@ -104,12 +90,13 @@ impl Client {
 
     fn new_state(&self, host: &str, scopes: HashMap<String, Vec<Vec<String>>>) -> RegistryState {
         let scheme = if self.is_plain(host) { "http" } else { "https" };
-        RegistryState::new(
+        let mut state = RegistryState::new(
             format!("{scheme}://{host}"),
             "/v2".to_string(),
             self.http.clone(),
-        )
-        .with_scopes(scopes)
+        );
+        state.tokens = Tokens::planned(scopes);
+        state
     }
 
     /// Plans token scopes before the run: for each image, its API host, repository and the
@@ -212,8 +199,7 @@ impl Client {
         // The node's runtime speaks plain HTTP to it, credentials included; the traffic
         // stays on the host.
         plain.plain_host = Some(host.to_ascii_lowercase());
-        plain.scopes = state.scopes.clone();
-        plain.groups = state.groups.clone();
+        plain.tokens = state.tokens.same_plan();
         let plain = Arc::new(plain);
         map.insert(host.clone(), plain.clone());
         self.fell_back

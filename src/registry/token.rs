@@ -8,23 +8,45 @@
 //! `--plain-http` or the node's configuration speaks plain HTTP to that host.
 
 use super::auth::{self, AuthScheme, Token};
-use super::state::RegistryState;
 use super::{Client, Fact, MAX_BODY, Progress, Step, authorized, instant_after};
 use super::{read_limited, retry_after, transport};
 use crate::keyring::Credential;
 use crate::reference::Reference;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
 /// Tokens are cached per (credential source or "", group of repositories).
-pub(super) type TokenKey = (String, String);
+type TokenKey = (String, String);
 
 /// One token fetch shared by all who wait for it: the token and its renewal time, or the token
 /// server's refusal (kept for the run, so that rejected credentials are sent once, not once per
 /// image: a registry may lock an account that fails too often).
-pub(super) type TokenCell = Arc<OnceCell<Result<(Token, Instant), Refusal>>>;
+type TokenCell = Arc<OnceCell<Result<(Token, Instant), Refusal>>>;
+
+/// One registry's tokens: the plan of the repositories each credential asks for in one
+/// request, and the fetches made from it, one per credential and group.
+#[derive(Default)]
+pub(super) struct Tokens {
+    /// The repositories each credential ("" for anonymous) will ask tokens for, in groups
+    /// (see [`Client::plan`]).
+    scopes: HashMap<String, Vec<Vec<String>>>,
+    /// For each credential, the group of `scopes` each repository is in.
+    groups: HashMap<String, HashMap<String, usize>>,
+    cells: Mutex<HashMap<TokenKey, TokenCell>>,
+}
+
+/// What a token request needs of the registry it is for.
+pub(super) struct TokenSource<'a> {
+    pub(super) tokens: &'a Tokens,
+    /// The registry's HTTP client (its TLS settings and headers), which asks the realm too.
+    pub(super) http: &'a reqwest::Client,
+    /// A plain-HTTP token realm on this host may be sent credentials: the node's configuration
+    /// speaks plain HTTP to it.
+    pub(super) plain_host: Option<&'a str>,
+}
 
 /// A token server's 401 or 403, as remembered for the run.
 #[derive(Debug, Clone)]
@@ -38,7 +60,7 @@ impl Client {
     /// a Bearer token from the run's cache (fetched when missing, expired, or `refresh`).
     pub(super) async fn authorization(
         &self,
-        state: &RegistryState,
+        state: TokenSource<'_>,
         scheme: &AuthScheme,
         reference: &Reference,
         cred: Option<&Credential>,
@@ -52,7 +74,7 @@ impl Client {
                 progress.set(format!("token from {realm}"));
                 let token = self
                     .token(
-                        state,
+                        &state,
                         realm,
                         service.as_deref(),
                         &reference.repository,
@@ -69,7 +91,7 @@ impl Client {
     /// The token for `repository` with `cred`, from the cache or fetched once for its group.
     async fn token(
         &self,
-        state: &RegistryState,
+        state: &TokenSource<'_>,
         realm: &str,
         service: Option<&str>,
         repository: &str,
@@ -77,8 +99,8 @@ impl Client {
         refresh: bool,
     ) -> Result<Token, Fact> {
         let cred_key = cred.map(Credential::cache_key).unwrap_or_default();
-        let (group_key, scopes) = token_group(state, &cred_key, repository);
-        let cell = token_cell(state, (cred_key, group_key), refresh);
+        let (group_key, scopes) = state.tokens.group(&cred_key, repository);
+        let cell = state.tokens.cell((cred_key, group_key), refresh);
         let answer = cell
             .get_or_try_init(|| async {
                 match self.fetch_token(state, realm, service, &scopes, cred).await {
@@ -112,7 +134,7 @@ impl Client {
 
     async fn fetch_token(
         &self,
-        state: &RegistryState,
+        state: &TokenSource<'_>,
         realm: &str,
         service: Option<&str>,
         scopes: &[String],
@@ -131,7 +153,7 @@ impl Client {
             None => url.host_str().unwrap_or_default().to_string(),
         };
         let plain_ok = self.is_plain(&realm_host)
-            || state.plain_host.as_deref() == Some(realm_host.to_ascii_lowercase().as_str());
+            || state.plain_host == Some(realm_host.to_ascii_lowercase().as_str());
         if cred.is_some() && url.scheme() != "https" && !plain_ok {
             return Err(Fact::InsecureRealm {
                 realm: realm.to_string(),
@@ -172,53 +194,83 @@ impl Client {
     }
 }
 
-/// The cache key of `repository`'s token and the scopes it asks for: the group of repositories
-/// planned for this credential, so that a run over many repositories asks the token server
-/// once, not once per repository; a repository nobody planned gets a token of its own.
-fn token_group(state: &RegistryState, cred_key: &str, repository: &str) -> (String, Vec<String>) {
-    let group = state
-        .groups
-        .get(cred_key)
-        .and_then(|by_repo| by_repo.get(repository))
-        .copied();
-    let (group_key, repositories) = match group {
-        Some(i) => (
-            format!("group {i}"),
-            state
-                .scopes
-                .get(cred_key)
-                .and_then(|g| g.get(i))
-                .cloned()
-                .unwrap_or_default(),
-        ),
-        None => (
-            format!("repository {repository}"),
-            vec![repository.to_string()],
-        ),
-    };
-    let scopes = repositories
-        .iter()
-        .map(|r| format!("repository:{r}:pull"))
-        .collect();
-    (group_key, scopes)
-}
-
-/// The one fetch of a token that everyone needing it shares: a new one when the cached token
-/// expired, or when `refresh` (the registry called it invalid) and the server did not refuse.
-fn token_cell(state: &RegistryState, key: TokenKey, refresh: bool) -> TokenCell {
-    let mut tokens = state
-        .tokens
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let cell = tokens.entry(key).or_default();
-    let expired = cell
-        .get()
-        .is_some_and(|t| matches!(t, Ok((_, expires)) if *expires <= Instant::now()));
-    let refused = cell.get().is_some_and(Result::is_err);
-    if (refresh && !refused) || expired {
-        *cell = Arc::new(OnceCell::new());
+impl Tokens {
+    /// The tokens of a registry whose repositories were planned: `scopes` per credential.
+    pub(super) fn planned(scopes: HashMap<String, Vec<Vec<String>>>) -> Tokens {
+        let groups = scopes
+            .iter()
+            .map(|(key, groups)| {
+                let by_repo = groups
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, g)| g.iter().map(move |r| (r.clone(), i)))
+                    .collect();
+                (key.clone(), by_repo)
+            })
+            .collect();
+        Tokens {
+            scopes,
+            groups,
+            cells: Mutex::default(),
+        }
     }
-    cell.clone()
+
+    /// The same plan with no token fetched yet: for the plain-HTTP state that replaces a
+    /// registry's own (a token fetched over HTTPS is not carried over).
+    pub(super) fn same_plan(&self) -> Tokens {
+        Tokens {
+            scopes: self.scopes.clone(),
+            groups: self.groups.clone(),
+            cells: Mutex::default(),
+        }
+    }
+
+    /// The cache key of `repository`'s token and the scopes it asks for: the group of
+    /// repositories planned for this credential, so that a run over many repositories asks the
+    /// token server once, not once per repository; a repository nobody planned gets a token of
+    /// its own.
+    fn group(&self, cred_key: &str, repository: &str) -> (String, Vec<String>) {
+        let group = self
+            .groups
+            .get(cred_key)
+            .and_then(|by_repo| by_repo.get(repository))
+            .copied();
+        let (group_key, repositories) = match group {
+            Some(i) => (
+                format!("group {i}"),
+                self.scopes
+                    .get(cred_key)
+                    .and_then(|g| g.get(i))
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+            None => (
+                format!("repository {repository}"),
+                vec![repository.to_string()],
+            ),
+        };
+        let scopes = repositories
+            .iter()
+            .map(|r| format!("repository:{r}:pull"))
+            .collect();
+        (group_key, scopes)
+    }
+
+    /// The one fetch of a token that everyone needing it shares: a new one when the cached
+    /// token expired, or when `refresh` (the registry called it invalid) and the server did not
+    /// refuse.
+    fn cell(&self, key: TokenKey, refresh: bool) -> TokenCell {
+        let mut cells = self.cells.lock().unwrap_or_else(PoisonError::into_inner);
+        let cell = cells.entry(key).or_default();
+        let expired = cell
+            .get()
+            .is_some_and(|t| matches!(t, Ok((_, expires)) if *expires <= Instant::now()));
+        let refused = cell.get().is_some_and(Result::is_err);
+        if (refresh && !refused) || expired {
+            *cell = Arc::new(OnceCell::new());
+        }
+        cell.clone()
+    }
 }
 
 pub(super) fn basic_auth(c: &Credential) -> String {

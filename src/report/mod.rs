@@ -9,17 +9,11 @@
 //! `docs/reference/pullcheck.schema.json`, and the reasons are listed in
 //! `docs/reference/reasons.md` (both checked by the integration tests).
 
-mod escape;
 mod reason;
 mod termination;
 mod text;
 
-pub use escape::escape;
 pub use reason::{About, Counted, NotCounted, Reason, StartReason};
-// The webhook's warnings and the watcher's condition message are cut as the termination
-// message is.
-#[cfg(any(feature = "webhook", feature = "watch"))]
-pub(crate) use termination::cut;
 pub use termination::{
     KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
     termination_message,
@@ -567,7 +561,7 @@ impl Report {
                 self.exit_code.code()
             )
         });
-        escape::escape_json_text(json)
+        crate::escape::escape_json_text(json)
     }
 
     /// The one-line summary that opens the termination message and ends the text report. True

@@ -2,7 +2,8 @@
 //! is escaped here ([`escape`](fn@escape)): a line of this report is one line, whatever a registry or a
 //! pull secret holds.
 
-use super::{ImageResult, Reason, Report, escape};
+use super::{ImageResult, Reason, Report};
+use crate::escape::escape;
 use std::fmt::Write;
 
 /// How the text report is laid out.

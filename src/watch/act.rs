@@ -123,7 +123,7 @@ impl Actor {
                 field_path: Some(field_path(pod, &finding.container)),
             },
             reason: Some(reason.to_string()),
-            message: Some(crate::report::cut(
+            message: Some(crate::escape::cut(
                 note,
                 crate::report::TERMINATION_MESSAGE_MAX,
             )),

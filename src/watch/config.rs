@@ -113,7 +113,7 @@ impl Config {
             Some(id) => {
                 errors.push(format!(
                     "--identity {}: at most 253 characters, none of them control characters",
-                    crate::report::escape(&id)
+                    crate::escape::escape(&id)
                 ));
                 String::new()
             }

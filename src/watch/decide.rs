@@ -18,7 +18,8 @@
 use super::classify::{IMAGE_PULL_BACK_OFF, Verdict};
 use super::grace::Graces;
 use super::seen::{Seen, group, statuses, waiting};
-use crate::report::{TERMINATION_MESSAGE_MAX, cut, escape};
+use crate::escape::{cut, escape};
+use crate::report::TERMINATION_MESSAGE_MAX;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::jiff::Timestamp;
 use std::time::Duration;

@@ -10,7 +10,9 @@
 //!   grace would only wait, seeing nothing new), and the watcher confirms the first with a HEAD
 //!   of its own where it can.
 //! - **30 s** for refused credentials: a pull secret created or rotated a moment ago reaches the
-//!   kubelet on its next pull.
+//!   kubelet on its next pull, and the kubelet pulls without a pull secret whose watch has not
+//!   synced yet (a Warning `FailedToRetrieveImagePullSecret`), so a pod's first words about
+//!   credentials may be the anonymous ones (`insufficient_scope`) though its secret is right.
 //! - **30 s** for a missing Secret, ConfigMap or key: the kubelet tries a pod that cannot start
 //!   again 10 to 15 s later (its pod worker's back-off), so a Secret made in time is seen by
 //!   then; 30 s is past that retry.

@@ -109,7 +109,7 @@ impl Elector {
                 Err(e) => eprintln!(
                     "pullcheck: watch: lease {}: {}",
                     self.name,
-                    crate::report::escape(&e)
+                    crate::escape::escape(&e)
                 ),
             }
             // A leader that cannot renew stops acting before another may take over.
@@ -117,7 +117,7 @@ impl Elector {
             if *leading.borrow() != leads {
                 eprintln!(
                     "pullcheck: watch: {} {} the lease {}",
-                    crate::report::escape(&self.identity),
+                    crate::escape::escape(&self.identity),
                     if leads { "holds" } else { "does not hold" },
                     self.name
                 );

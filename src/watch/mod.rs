@@ -29,7 +29,8 @@ pub(crate) mod seen;
 pub(crate) mod server;
 
 use crate::cli::watch::WatchArgs;
-use crate::report::{ExitCode, escape};
+use crate::escape::escape;
+use crate::report::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 

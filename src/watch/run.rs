@@ -97,7 +97,7 @@ impl Watcher {
         self.metrics.error(what);
         eprintln!(
             "pullcheck: watch: watching {what}: {} (retrying)",
-            crate::report::escape(&e.to_string())
+            crate::escape::escape(&e.to_string())
         );
     }
 
@@ -141,8 +141,8 @@ impl Watcher {
                         &who,
                         &format!(
                             "pull secret {}: {}; the look goes on without it",
-                            crate::report::escape(&name),
-                            crate::report::escape(&why)
+                            crate::escape::escape(&name),
+                            crate::escape::escape(&why)
                         ),
                         self.config.dry_run,
                     );
@@ -186,8 +186,8 @@ impl Watcher {
                 let note = format!(
                     "{} — not failed: {} {} had {} pods failed for {} within {:?}, so it recreates what is failed; pods of it are left to the kubelet until that window has passed",
                     f.message(),
-                    crate::report::escape(&owner.namespace),
-                    crate::report::escape(&owner.name),
+                    crate::escape::escape(&owner.namespace),
+                    crate::escape::escape(&owner.name),
                     self.config.owner_failure_limit,
                     f.word(),
                     self.config.owner_failure_window,
@@ -286,7 +286,7 @@ impl Watcher {
             "pullcheck: watch: {}/{}: {call}: {}",
             pod.namespace().unwrap_or_default(),
             pod.name_any(),
-            crate::report::escape(e)
+            crate::escape::escape(e)
         );
     }
 }
@@ -317,7 +317,7 @@ fn say(who: &str, what: &str, dry_run: bool) {
     let tag = if dry_run { " (dry run)" } else { "" };
     eprintln!(
         "pullcheck: watch{tag}: {}: {what}",
-        crate::report::escape(who)
+        crate::escape::escape(who)
     );
 }
 

@@ -5,91 +5,15 @@
 //! Every answer allows the object: a review that cannot be read, or an object `inject` cannot
 //! edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
+use super::decision::{Decision, OPT_OUT, Outcome, Skip};
 use super::patch::diff;
+use crate::escape::{cut, escape};
 use crate::inject::{CONTAINER_NAME, InjectOptions, LimitRanges, inject_owned};
-use crate::report::{cut, escape};
 use base64::Engine;
 use serde_json::{Value, json};
 
-/// The annotation that opts a Pod or Job out (`"false"`).
-pub(crate) const OPT_OUT: &str = "pullcheck.dev/inject";
 /// The annotation the kubelet's mirror pods carry (static pods).
 const MIRROR: &str = "kubernetes.io/config.mirror";
-
-/// What became of one review, for the metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// A patch that adds the container.
-    Injected,
-    /// `--mode watch`: a patch that adds the Job rule on the watcher's condition.
-    RuleAdded,
-    /// Admitted unchanged, for this reason.
-    Skipped(Skip),
-    /// The review or its object could not be read or edited: admitted unchanged.
-    Error,
-}
-
-/// Why an object was admitted unchanged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Skip {
-    /// Not a CREATE.
-    Operation,
-    /// Neither a Pod nor a batch/v1 Job.
-    Kind,
-    /// In the webhook's own namespace.
-    OwnNamespace,
-    /// Annotated `pullcheck.dev/inject: "false"`.
-    OptedOut,
-    /// A mirror (static) pod.
-    Mirror,
-    /// Already has the container (a Job's pod, or a second call).
-    AlreadyInjected,
-    /// `inject` left it alone; its warnings say why.
-    NotInjected,
-    /// `--mode watch`: a Pod (watch mode adds nothing to pods).
-    WatchMode,
-    /// `--mode watch`: a Job with a podFailurePolicy of its own, without a rule on the
-    /// watcher's condition.
-    OwnPolicy,
-    /// `--mode watch`: a Job with a rule on the watcher's condition already.
-    HasRule,
-    /// `--mode watch`: a Job whose restartPolicy is not Never (a podFailurePolicy needs it).
-    RestartPolicy,
-}
-
-impl Skip {
-    /// The metric label.
-    pub(crate) const ALL: [Skip; 11] = [
-        Skip::Operation,
-        Skip::Kind,
-        Skip::OwnNamespace,
-        Skip::OptedOut,
-        Skip::Mirror,
-        Skip::AlreadyInjected,
-        Skip::NotInjected,
-        Skip::WatchMode,
-        Skip::OwnPolicy,
-        Skip::HasRule,
-        Skip::RestartPolicy,
-    ];
-
-    /// The `reason` label of the metrics.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Skip::Operation => "not-create",
-            Skip::Kind => "other-kind",
-            Skip::OwnNamespace => "own-namespace",
-            Skip::OptedOut => "opted-out",
-            Skip::Mirror => "mirror-pod",
-            Skip::AlreadyInjected => "already-injected",
-            Skip::NotInjected => "not-injected",
-            Skip::WatchMode => "pod-in-watch-mode",
-            Skip::OwnPolicy => "own-pod-failure-policy",
-            Skip::HasRule => "has-condition-rule",
-            Skip::RestartPolicy => "restart-policy-not-never",
-        }
-    }
-}
 
 /// What the webhook needs to decide and edit.
 #[derive(Debug)]
@@ -436,16 +360,6 @@ fn opt_out_template(job: &Value) -> Option<Value> {
         .as_object_mut()?
         .insert(OPT_OUT.to_string(), json!("false"));
     Some(after)
-}
-
-/// What to answer, before it is written.
-pub(crate) enum Decision {
-    Patch(Vec<Value>, Vec<String>),
-    /// `--mode watch`: the Job rule on the watcher's condition.
-    Rule(Vec<Value>, Vec<String>),
-    Skip(Skip, Vec<String>),
-    /// An opted-out Job: only its template's annotation, for its pods (the patch).
-    OptOutPods(Vec<Value>),
 }
 
 #[cfg(test)]

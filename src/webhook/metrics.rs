@@ -2,7 +2,7 @@
 //! in the text format by hand (two metric families, a dozen lines; a metrics crate would add
 //! a registry and its own types for no more than this).
 
-use super::admit::{Outcome, Skip};
+use super::decision::{Outcome, Skip};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -5,6 +5,8 @@
 //!
 //! - [`admit`]: one AdmissionReview in, its answer out (who gets the container, the patch);
 //! - [`watch_mode`]: `--mode watch`'s decision, from a Job or CronJob to its patch;
+//! - [`decision`]: what a review comes to, which both of those decide, and the outcome the
+//!   metrics count;
 //! - [`patch`]: the JSON patch between the object and what `inject` made of it;
 //! - [`server`]: HTTPS, the routes, the bounds on what a client sends;
 //! - [`tls`]: the serving certificate, from a watch channel its sources send into;
@@ -17,6 +19,7 @@
 
 pub(crate) mod admit;
 pub mod cert;
+pub(crate) mod decision;
 pub(crate) mod limit_ranges;
 pub(crate) mod metrics;
 pub(crate) mod patch;
@@ -26,7 +29,8 @@ pub(crate) mod watch_mode;
 
 use crate::cli::webhook::{WebhookArgs, WebhookMode};
 use crate::config::InjectConfig;
-use crate::report::{ExitCode, escape};
+use crate::escape::escape;
+use crate::report::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 

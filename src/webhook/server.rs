@@ -3,7 +3,8 @@
 //! body's size, the bytes of all the bodies held at once, the connections at once, and the
 //! time of a handshake, a request and its body.
 
-use super::admit::{Admitter, Outcome, Unreadable};
+use super::admit::{Admitter, Unreadable};
+use super::decision::Outcome;
 use super::metrics::Metrics;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};

@@ -8,7 +8,7 @@
 //! `podFailurePolicy`, or a restartPolicy other than `Never`, is admitted as written: its
 //! policy is its author's, and a warning says what the watcher's delete then means for it.
 
-use super::admit::{Decision, OPT_OUT, Skip};
+use super::decision::{Decision, OPT_OUT, Skip};
 use crate::manifests::names::is_dns_subdomain;
 use serde_json::{Value, json};
 

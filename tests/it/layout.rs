@@ -8,8 +8,13 @@
 //! items (test modules may reach anywhere: they are not part of the structure a change has to
 //! respect).
 //!
+//! Nor may the children of one module (each with the files under it) import each other in a
+//! circle: `check/job.rs` and `check/walk.rs` may both lean on `check.rs`, not on each other both
+//! ways.
+//!
 //! `cargo test --test it layout::measure -- --ignored --nocapture` prints the figures: the
-//! longest files and functions, and the cycles (of another tree with
+//! longest files and functions, how their sizes spread below the ceilings, and the cycles (of
+//! another tree with
 //! `PULLCHECK_LAYOUT_SRC=DIR`, e.g. `git archive <commit> src | tar -x -C /tmp/before`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,6 +44,12 @@ fn no_import_cycles() {
         cycles.is_empty(),
         "import cycles between the files of src/:\n{}",
         crate_.describe(&cycles)
+    );
+    let circles = crate_.sibling_circles();
+    assert!(
+        circles.is_empty(),
+        "circles between the children of one module (each child with the files under it):\n{}",
+        crate_.describe_circles(&circles)
     );
 }
 
@@ -123,6 +134,42 @@ fn measure() {
     let cycles = crate_.cycles();
     println!("import cycles: {}", cycles.len());
     print!("{}", crate_.describe(&cycles));
+    let circles = crate_.sibling_circles();
+    println!(
+        "circles between the children of one module: {}",
+        circles.len()
+    );
+    print!("{}", crate_.describe_circles(&circles));
+    let fn_lines: Vec<usize> = fns.iter().map(|f| f.lines).collect();
+    let file_lines: Vec<usize> = files.iter().map(|f| f.0).collect();
+    for (what, lines, ceiling) in [
+        ("functions", &fn_lines, MAX_FN_LINES),
+        ("files", &file_lines, MAX_FILE_LINES),
+    ] {
+        println!("{what}: {}", distribution(lines, ceiling));
+    }
+}
+
+/// How sizes spread below their ceiling: the median, the 90th percentile, the largest, and how
+/// many are within 10 % of the ceiling (a limit met at its edge shapes the code more than the
+/// design does).
+fn distribution(sizes: &[usize], ceiling: usize) -> String {
+    let mut sorted = sizes.to_vec();
+    sorted.sort_unstable();
+    let at = |q: usize| {
+        sorted
+            .get((sorted.len() * q / 100).min(sorted.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    let near = sorted.iter().filter(|&&n| n * 10 >= ceiling * 9).count();
+    format!(
+        "{} in all, median {} lines, p90 {}, largest {}, {near} within 10 % of the ceiling ({ceiling})",
+        sorted.len(),
+        at(50),
+        at(90),
+        sorted.last().copied().unwrap_or(0)
+    )
 }
 
 /// One source file: its module path, and what is left of its tokens once the test items are out.
@@ -364,6 +411,64 @@ impl Crate {
         out
     }
 
+    /// Circles between the children of one module: for each module, its child modules (each
+    /// standing for the files under it) and the arrows between them, the module's own file left
+    /// out (a parent is made of its children, and they may lean on it with `super::`). Each
+    /// circle is its children's module paths.
+    fn sibling_circles(&self) -> Vec<Vec<String>> {
+        let edges = self.edges();
+        let mut out = Vec::new();
+        for parent in self.modules.keys() {
+            let child_of = |file: &str| {
+                let m = &self.files[file].module;
+                (m.len() > parent.len() && m.starts_with(parent))
+                    .then(|| m[..=parent.len()].join("::"))
+            };
+            let mut arrows: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for (from, tos) in &edges {
+                let Some(a) = child_of(from) else { continue };
+                for to in tos.keys() {
+                    match child_of(to) {
+                        Some(b) if b != a => {
+                            arrows.entry(a.clone()).or_default().insert(b);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            out.extend(strongly_connected(&arrows));
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Each circle of [`Crate::sibling_circles`] with the file arrows that make it.
+    fn describe_circles(&self, circles: &[Vec<String>]) -> String {
+        let edges = self.edges();
+        let under = |file: &str, child: &str| {
+            let child: Vec<&str> = child.split("::").collect();
+            let m = &self.files[file].module;
+            m.len() >= child.len() && m.iter().zip(&child).all(|(a, b)| a == b)
+        };
+        let mut s = String::new();
+        for (i, circle) in circles.iter().enumerate() {
+            let _ = writeln!(s, "circle {}: {}", i + 1, circle.join(", "));
+            for (from, tos) in &edges {
+                let Some(a) = circle.iter().find(|c| under(from, c)) else {
+                    continue;
+                };
+                for (to, names) in tos {
+                    if circle.iter().any(|c| c != a && under(to, c)) {
+                        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                        let _ = writeln!(s, "  {from} -> {to}: {}", names.join(", "));
+                    }
+                }
+            }
+        }
+        s
+    }
+
     /// Each cycle with the arrows inside it and the paths that make each arrow.
     fn describe(&self, cycles: &[Vec<String>]) -> String {
         let edges = self.edges();
@@ -438,6 +543,53 @@ impl Crate {
         }
         out
     }
+}
+
+/// The strongly connected components of more than one node of a graph given by its arrows.
+fn strongly_connected(arrows: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let names: Vec<&String> = arrows
+        .iter()
+        .flat_map(|(from, tos)| std::iter::once(from).chain(tos))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let index_of: BTreeMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let succ: Vec<Vec<usize>> = names
+        .iter()
+        .map(|n| {
+            arrows
+                .get(*n)
+                .map(|to| to.iter().map(|t| index_of[t.as_str()]).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut t = Tarjan {
+        succ: &succ,
+        index: vec![None; names.len()],
+        low: vec![0; names.len()],
+        on_stack: vec![false; names.len()],
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in 0..names.len() {
+        if t.index[v].is_none() {
+            t.visit(v);
+        }
+    }
+    t.out
+        .into_iter()
+        .filter(|c| c.len() > 1)
+        .map(|c| {
+            let mut c: Vec<String> = c.into_iter().map(|i| names[i].clone()).collect();
+            c.sort();
+            c
+        })
+        .collect()
 }
 
 struct Tarjan<'a> {

@@ -1,6 +1,8 @@
-//! Escaping of values that came from outside (user names from pull secrets, docker config
-//! keys, server answers, digests, realms) before they reach a terminal, a log or the
-//! termination message.
+//! Text for people, made safe and short: escaping of values that came from outside (user
+//! names from pull secrets, docker config keys, server answers, digests, realms) before they
+//! reach a terminal, a log, an Event or the termination message, and cutting to a byte bound
+//! without breaking a word or an escape. A leaf: it imports nothing of the crate, so that the
+//! report, the redaction, the webhook and the watcher all use it without reaching each other.
 //!
 //! Escaping happens at render time, in the writers of the text report, the termination
 //! message and stderr, not where the values are stored: results keep the exact values (for JSON,
@@ -67,6 +69,58 @@ fn needs_escape_in_json(c: char) -> bool {
     needs_escape(c) && c as u32 >= 0x20
 }
 
+/// Cuts `s` to at most `max` bytes, ending with `…` when cut: at the last word boundary that
+/// fits (separators left dangling at the end, such as ` —` or `,`, go too). A first word
+/// longer than `max` is cut on a character boundary, but never inside an escape ([`escape`](fn@escape)'s
+/// `\n`, `\x1b`, `\u{9b}`).
+pub fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let ellipsis = "…";
+    let room = max.saturating_sub(ellipsis.len());
+    let mut end = room.min(s.len());
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    // The last boundary: a position where a space follows (the word before it is whole).
+    let word_end = s
+        .char_indices()
+        .take_while(|&(i, _)| i <= end)
+        .filter(|&(_, c)| c.is_whitespace())
+        .last()
+        .map(|(i, _)| i);
+    let kept = match word_end {
+        Some(i) if !s[..i].trim().is_empty() => s[..i]
+            .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '—' | ',' | ';' | ':')),
+        _ => &s[..outside_escape(s, end)],
+    };
+    format!("{kept}{ellipsis}")
+}
+
+/// `end`, moved back before an escape that it would cut.
+fn outside_escape(s: &str, end: usize) -> usize {
+    let from = end.saturating_sub(12);
+    let mut from = from;
+    while from > 0 && !s.is_char_boundary(from) {
+        from -= 1;
+    }
+    for (i, _) in s[from..end].match_indices('\\') {
+        let at = from + i;
+        let rest = &s[at..];
+        let len = match rest.as_bytes().get(1) {
+            Some(b'x') => 4,
+            Some(b'u') => rest.find('}').map_or(rest.len(), |j| j + 1),
+            Some(_) => 2,
+            None => 1,
+        };
+        if at + len > end {
+            return at;
+        }
+    }
+    end
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +156,19 @@ mod tests {
         );
         let back: String = serde_json::from_str(&json).unwrap();
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn cuts_fall_on_words_and_never_inside_an_escape() {
+        assert_eq!(cut("one two three", 100), "one two three");
+        assert_eq!(cut("one two three", 12), "one two…");
+        assert_eq!(cut("one, two three", 11), "one, two…");
+        assert_eq!(cut("one, two three", 10), "one…");
+        assert_eq!(cut("alpha — beta", 11), "alpha…");
+        // One word longer than the room: cut on a character, not inside `\x1b`.
+        assert_eq!(cut("abcdef\\x1bghij", 10), "abcdef…");
+        assert_eq!(cut("abcdefg\\u{9b}hij", 14), "abcdefg…");
+        assert_eq!(cut("ééééé", 7), "éé…");
+        assert_eq!(cut("ééééé", 6), "é…");
     }
 }

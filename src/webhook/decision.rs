@@ -1,0 +1,92 @@
+//! What one review comes to: the decision before it is written (a patch, the Job rule of
+//! `--mode watch`, or nothing and why), and the outcome the metrics count. Apart from `admit`
+//! and `watch_mode`, which both decide, so that neither reaches into the other for its words.
+
+use serde_json::Value;
+
+/// The annotation that opts a Pod or Job out (`"false"`).
+pub(crate) const OPT_OUT: &str = "pullcheck.dev/inject";
+/// What became of one review, for the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// A patch that adds the container.
+    Injected,
+    /// `--mode watch`: a patch that adds the Job rule on the watcher's condition.
+    RuleAdded,
+    /// Admitted unchanged, for this reason.
+    Skipped(Skip),
+    /// The review or its object could not be read or edited: admitted unchanged.
+    Error,
+}
+
+/// Why an object was admitted unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// Not a CREATE.
+    Operation,
+    /// Neither a Pod nor a batch/v1 Job.
+    Kind,
+    /// In the webhook's own namespace.
+    OwnNamespace,
+    /// Annotated `pullcheck.dev/inject: "false"`.
+    OptedOut,
+    /// A mirror (static) pod.
+    Mirror,
+    /// Already has the container (a Job's pod, or a second call).
+    AlreadyInjected,
+    /// `inject` left it alone; its warnings say why.
+    NotInjected,
+    /// `--mode watch`: a Pod (watch mode adds nothing to pods).
+    WatchMode,
+    /// `--mode watch`: a Job with a podFailurePolicy of its own, without a rule on the
+    /// watcher's condition.
+    OwnPolicy,
+    /// `--mode watch`: a Job with a rule on the watcher's condition already.
+    HasRule,
+    /// `--mode watch`: a Job whose restartPolicy is not Never (a podFailurePolicy needs it).
+    RestartPolicy,
+}
+
+impl Skip {
+    /// The metric label.
+    pub(crate) const ALL: [Skip; 11] = [
+        Skip::Operation,
+        Skip::Kind,
+        Skip::OwnNamespace,
+        Skip::OptedOut,
+        Skip::Mirror,
+        Skip::AlreadyInjected,
+        Skip::NotInjected,
+        Skip::WatchMode,
+        Skip::OwnPolicy,
+        Skip::HasRule,
+        Skip::RestartPolicy,
+    ];
+
+    /// The `reason` label of the metrics.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Skip::Operation => "not-create",
+            Skip::Kind => "other-kind",
+            Skip::OwnNamespace => "own-namespace",
+            Skip::OptedOut => "opted-out",
+            Skip::Mirror => "mirror-pod",
+            Skip::AlreadyInjected => "already-injected",
+            Skip::NotInjected => "not-injected",
+            Skip::WatchMode => "pod-in-watch-mode",
+            Skip::OwnPolicy => "own-pod-failure-policy",
+            Skip::HasRule => "has-condition-rule",
+            Skip::RestartPolicy => "restart-policy-not-never",
+        }
+    }
+}
+
+/// What to answer, before it is written.
+pub(crate) enum Decision {
+    Patch(Vec<Value>, Vec<String>),
+    /// `--mode watch`: the Job rule on the watcher's condition.
+    Rule(Vec<Value>, Vec<String>),
+    Skip(Skip, Vec<String>),
+    /// An opted-out Job: only its template's annotation, for its pods (the patch).
+    OptOutPods(Vec<Value>),
+}
