@@ -26,8 +26,8 @@
 //! One line per module, saying what it holds (a folder's files in brackets, those of private
 //! modules as plain names); each file opens with its own responsibility.
 //!
-//! - [`cli`]: clap types only, every flag also an environment variable, grouped for `-h`
-//!   ([`cli::values`]: the values of single flags as clap reads them, a leaf that `config`
+//! - [`cli`]: clap types only, every flag also an environment variable, grouped for `-h`, one
+//!   file per subcommand ([`cli::values`]: the values of single flags as clap reads them, a leaf that `config`
 //!   uses too); [`config`]: flags, environment and files into a validated
 //!   [`config::Config`] by small per-concern builders (`config/inject.rs`: `inject`'s
 //!   `InjectConfig`; `config/values.rs`: the command line's choices as the library's types);
@@ -95,7 +95,7 @@
 //!
 //! `tests/it/layout.rs` keeps this shape: no import cycle between the files of `src/` (a
 //! module's own file and its children may reach each other, its children not in a circle), no file over 800 lines (test modules aside) and
-//! no function over 120 (one listed exception: the reasons table, `Reason::about`).
+//! no function over 120, with no exception.
 
 // Most modules are the crate's own (`pub(crate)`): their docs are for contributors, built with
 // `cargo doc --document-private-items`, where links to crate-private items resolve.

@@ -24,10 +24,11 @@ pub struct About {
     pub hint: Option<&'static str>,
 }
 
-/// Declares [`Reason`] and [`Reason::ALL`] from one list, so that the list of all variants is
-/// complete by construction.
+/// Declares [`Reason`], [`Reason::ALL`] and [`Reason::about`] from one table, one row per
+/// reason (its doc, then its word, status, meaning and hint), so that the list of all variants
+/// is complete by construction and a new reason is a compile error until it has all four.
 macro_rules! reasons {
-    ($($(#[$doc:meta])* $variant:ident,)*) => {
+    ($($(#[$doc:meta])* $variant:ident => $row:expr,)*) => {
         /// A finer, machine-readable reason within a [`Status`]: `tag_missing`,
         /// `credentials_rejected`, `timeout`, … Each reason belongs to one status.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -38,111 +39,437 @@ macro_rules! reasons {
         impl Reason {
             /// Every reason, in the order of the reference page.
             pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
+
+            /// The one table: word, status, meaning and hint of every reason.
+            pub fn about(self) -> About {
+                let (word, status, means, hint): Row = match self {
+                    $(Reason::$variant => $row,)*
+                };
+                About {
+                    word,
+                    status,
+                    means,
+                    hint,
+                }
+            }
         }
     };
 }
 
 reasons! {
     /// The manifest was found.
-    Found,
+    Found => (
+        "found",
+        Status::Ok,
+        "The manifest exists and the credentials in use may read it.",
+        None,
+    ),
     /// An `IfNotPresent` image the node holds.
-    PresentOnNode,
+    PresentOnNode => (
+        "present_on_node",
+        Status::Ok,
+        "An `IfNotPresent` image the node holds: the kubelet will not pull it, and its registry was not asked.",
+        None,
+    ),
     /// The tag does not exist in a repository that does.
-    TagMissing,
+    TagMissing => (
+        "tag_missing",
+        Status::NotFound,
+        "The tag does not exist in a repository that does.",
+        Some(CHECK_TAG),
+    ),
     /// The digest does not exist in a repository that does.
-    DigestMissing,
+    DigestMissing => (
+        "digest_missing",
+        Status::NotFound,
+        "The digest does not exist in a repository that does.",
+        Some(CHECK_TAG),
+    ),
     /// The repository does not exist.
-    RepositoryMissing,
+    RepositoryMissing => (
+        "repository_missing",
+        Status::NotFound,
+        "The repository does not exist (its tags list answered `NAME_UNKNOWN`).",
+        Some(
+            "Check the image name and registry; a typo in the repository path is the usual cause.",
+        ),
+    ),
     /// The manifest does not exist; the registry did not say whether the repository does.
-    ManifestMissing,
+    ManifestMissing => (
+        "manifest_missing",
+        Status::NotFound,
+        "The manifest does not exist, and the registry did not say whether the repository does.",
+        Some("Check the image name, tag and digest for a typo, or push the image."),
+    ),
     /// The manifest HEAD answered, its GET 404.
-    IndexMissing,
+    IndexMissing => (
+        "index_missing",
+        Status::NotFound,
+        "The manifest `HEAD` answered, but the `GET` of the same index answered 404: a pull would fail.",
+        Some(
+            "The registry is inconsistent (an interrupted push, or garbage collection): push the image again.",
+        ),
+    ),
     /// The manifest is an OCI artifact, not an image.
-    NotAnImage,
+    NotAnImage => (
+        "not_an_image",
+        Status::NotFound,
+        "The manifest is an OCI artifact (a Helm chart, a signature, an SBOM): its config is not an image config, or it names an `artifactType`; containerd refuses it with `mismatched image rootfs and manifest layers`.",
+        Some(
+            "Point the container at an image: an artifact (a Helm chart, a signature, an SBOM) cannot run as one.",
+        ),
+    ),
     /// The node's configuration leaves no host with the needed capability.
-    NoEndpoint,
+    NoEndpoint => (
+        "no_endpoint",
+        Status::NotFound,
+        "The node's hosts directory leaves no host with the needed capability (a tag needs `pull` and `resolve`).",
+        Some(
+            "Give a host the needed capabilities (a tag needs pull and resolve) in the node's configuration.",
+        ),
+    ),
     /// The reference cannot be parsed.
-    InvalidReference,
+    InvalidReference => (
+        "invalid_reference",
+        Status::InvalidReference,
+        "The reference cannot be parsed (the kubelet's `InvalidImageName`).",
+        Some(
+            "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).",
+        ),
+    ),
     /// No variant for the node's platform.
-    NoMatchingPlatform,
+    NoMatchingPlatform => (
+        "no_matching_platform",
+        Status::WrongPlatform,
+        "The image has no variant for the node's platform.",
+        Some(
+            "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch).",
+        ),
+    ),
     /// A 401 with no credential.
-    NoCredentials,
+    NoCredentials => (
+        "no_credentials",
+        Status::Unauthorized,
+        "The registry (or its token server) asks for credentials, and none matched it.",
+        Some(
+            "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config; if the node pulls with its own credentials, use --allow-unauthenticated.",
+        ),
+    ),
     /// A 401 with a credential.
-    CredentialsRejected,
+    CredentialsRejected => (
+        "credentials_rejected",
+        Status::Unauthorized,
+        "The registry (or its token server) rejected the credentials tried.",
+        Some(
+            "The pull secret's user name or password is wrong or expired: renew the secret.",
+        ),
+    ),
     /// A credential-provider plugin failed.
-    ProviderFailed,
+    ProviderFailed => (
+        "provider_failed",
+        Status::Unauthorized,
+        "A credential-provider plugin failed, hung or printed garbage, and no other credential was had.",
+        Some(
+            "Check the plugin and its configuration (--image-credential-provider-config, --image-credential-provider-bin-dir); its output is not shown, as it may hold secrets.",
+        ),
+    ),
     /// A token without access (`insufficient_scope`).
-    InsufficientScope,
+    InsufficientScope => (
+        "insufficient_scope",
+        Status::Unauthorized,
+        "A token without access: the repository is missing, or private and the credentials have no access (Docker Hub answers the same for both).",
+        Some(
+            "If the image is private, give pullcheck the pod's pull secret for this registry; if it is public, check the name (registries such as Docker Hub answer this way for missing repositories too).",
+        ),
+    ),
     /// An authentication scheme other than Basic and Bearer.
-    UnsupportedAuth,
+    UnsupportedAuth => (
+        "unsupported_auth",
+        Status::Unauthorized,
+        "The registry asks for an authentication scheme other than Basic and Bearer.",
+        Some(
+            "Use --allow-unauthenticated for this registry if the node has its own credentials.",
+        ),
+    ),
     /// A plain-HTTP token server.
-    InsecureRealm,
+    InsecureRealm => (
+        "insecure_realm",
+        Status::Unauthorized,
+        "The registry sends credentials to a plain-HTTP token server; they were not sent.",
+        Some(
+            "Allow plain HTTP to that host with --plain-http only if the network is trusted.",
+        ),
+    ),
     /// A token realm that is not a URL.
-    BadRealm,
+    BadRealm => (
+        "bad_realm",
+        Status::Unauthorized,
+        "The registry names a token server (`realm`) that is not a valid URL.",
+        Some(
+            "The registry's token auth is misconfigured (its WWW-Authenticate realm): report it to the registry's operator.",
+        ),
+    ),
     /// The manifest HEAD answered, its GET 401.
-    IndexUnauthorized,
+    IndexUnauthorized => (
+        "index_unauthorized",
+        Status::Unauthorized,
+        "The manifest `HEAD` answered, but the `GET` that reads the index answered 401: a pull would fail.",
+        Some(
+            "Give the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
+        ),
+    ),
     /// A 403.
-    Denied,
+    Denied => (
+        "denied",
+        Status::Denied,
+        "The registry answered 403: the credentials may not pull this repository.",
+        Some(
+            "The credentials are valid but may not pull this repository: grant them pull access.",
+        ),
+    ),
     /// The manifest HEAD answered, its GET 403.
-    IndexDenied,
+    IndexDenied => (
+        "index_denied",
+        Status::Denied,
+        "The manifest `HEAD` answered, but the `GET` that reads the index answered 403: a pull would fail.",
+        Some(
+            "Grant the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
+        ),
+    ),
     /// A registries.conf `blocked` entry.
-    Blocked,
+    Blocked => (
+        "blocked",
+        Status::Denied,
+        "A registries.conf `blocked = true` prefix: the node's runtime refuses it, and no request is sent.",
+        Some(
+            "Pull from an allowed registry, or change the blocked entry in the node's registries.conf.",
+        ),
+    ),
     /// The connection failed.
-    Connect,
+    Connect => (
+        "connect",
+        Status::Unreachable,
+        "The connection to the registry failed.",
+        Some(
+            "Check the registry host name and that it is reachable from the node (DNS, network policy, proxy).",
+        ),
+    ),
     /// No answer in time.
-    Timeout,
+    Timeout => (
+        "timeout",
+        Status::Unreachable,
+        "The registry did not answer in time.",
+        Some("Check that the registry is reachable from the node, or raise --timeout."),
+    ),
     /// A 5xx.
-    ServerError,
+    ServerError => (
+        "server_error",
+        Status::Unreachable,
+        "The registry answered 5xx until the deadline.",
+        Some("The registry is failing; retry later or check its status."),
+    ),
     /// A 429.
-    RateLimited,
+    RateLimited => (
+        "rate_limited",
+        Status::Unreachable,
+        "The registry answered 429 until the deadline.",
+        Some(
+            "Wait and retry, or pull through a mirror; Docker Hub limits anonymous pulls per IP.",
+        ),
+    ),
     /// A manifest 404 that nothing explained, at a host whose `/v2/` answers 404 too.
-    NotARegistry,
+    NotARegistry => (
+        "not_a_registry",
+        Status::Unreachable,
+        "The manifest request answered 404 with nothing saying what is missing, and `GET /v2/` (sent only then) answers 404 too: the host is no OCI registry (one answers 200 or 401).",
+        Some("Check the registry host and port in the image reference."),
+    ),
     /// A token server answered without a token.
-    BadTokenAnswer,
+    BadTokenAnswer => (
+        "bad_token_answer",
+        Status::Unreachable,
+        "The registry's token server answered without a token.",
+        Some("The registry's token service is misbehaving; retry later."),
+    ),
     /// An answer the registry API does not give.
-    UnexpectedStatus,
+    UnexpectedStatus => (
+        "unexpected_status",
+        Status::Unreachable,
+        "The registry gave an answer the registry API does not give.",
+        Some("Check the image reference; run with -o json for details."),
+    ),
     /// A redirect loop or a downgrade to plain HTTP.
-    Redirect,
+    Redirect => (
+        "redirect",
+        Status::Unreachable,
+        "The registry redirects in a loop, or from HTTPS to plain HTTP.",
+        Some(
+            "The registry redirects in a loop, or from HTTPS to plain HTTP: check its configuration or the proxy in front of it.",
+        ),
+    ),
     /// The node's registry configuration cannot be used.
-    NodeConfiguration,
+    NodeConfiguration => (
+        "node_configuration",
+        Status::Unreachable,
+        "The node's registry configuration could not be used for this image.",
+        Some("Fix the file named; the node's runtime cannot use it either."),
+    ),
     /// The HTTP client could not be built.
-    Client,
+    Client => (
+        "client",
+        Status::Unreachable,
+        "The HTTP client could not be built from the TLS options; nothing was asked.",
+        Some(
+            "Check the TLS options (--ca-file): the HTTP client could not be built with them.",
+        ),
+    ),
     /// The run was stopped before the image was checked.
-    Stopped,
+    Stopped => (
+        "stopped",
+        Status::Unreachable,
+        "A signal (SIGTERM, SIGINT) stopped the run before the image was checked.",
+        Some("Nothing to do: the check was stopped before it finished."),
+    ),
     /// A plain-HTTP registry asked over TLS.
-    PlainHttp,
+    PlainHttp => (
+        "plain_http",
+        Status::Unverifiable,
+        "A plain-HTTP registry asked over TLS.",
+        Some(
+            "Add --plain-http with the registry's host, or let pullcheck read the node's configuration (inject --hosts-from-node, or --hosts-dir); the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
+        ),
+    ),
     /// A TLS failure.
-    Tls,
+    Tls => (
+        "tls",
+        Status::Unverifiable,
+        "A certificate this pod does not trust, or a failed TLS handshake.",
+        Some(
+            "Trust the registry's CA with --ca-file (inject: --ca-configmap mounts it), check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d: inject --hosts-from-node reads it).",
+        ),
+    ),
     /// The resolver says the host does not exist.
-    NoSuchHost,
+    NoSuchHost => (
+        "no_such_host",
+        Status::Unverifiable,
+        "The pod's resolver says the registry's host does not exist (twice for a registry, then its images are not retried).",
+        Some(
+            "Check the registry's host name for a typo, and the pod's DNS (search domains, CoreDNS); the node may resolve it through its own DNS or /etc/hosts, which this pod does not see.",
+        ),
+    ),
     /// A registry on loopback, seen from a pod that is not `hostNetwork`: not asked.
-    PodLoopback,
+    PodLoopback => (
+        "loopback",
+        Status::Unverifiable,
+        "The registry is on loopback (127.0.0.0/8, `::1`, `localhost`) and the pod is not `hostNetwork`: the pod's loopback is its own, while the node's runtime pulls from the node's (the kind, k3d and minikube local-registry pattern). Not asked, never counted.",
+        Some(
+            "Nothing to do if the node serves this registry on its loopback; to have it checked, run the pod with hostNetwork, or name the registry by an address the pod reaches too (a Service, the node's IP).",
+        ),
+    ),
     /// `runAsNonRoot` and an image that runs as root.
-    RunsAsRoot,
+    RunsAsRoot => (
+        "runs_as_root",
+        Status::WontStart,
+        "`runAsNonRoot: true`, no `runAsUser`, and the image runs as root (no user, or uid 0).",
+        Some(SET_NON_ROOT_USER),
+    ),
     /// `runAsNonRoot` and an image whose user is a name.
-    NonNumericUser,
+    NonNumericUser => (
+        "non_numeric_user",
+        Status::WontStart,
+        "`runAsNonRoot: true`, no `runAsUser`, and the image names its user by name.",
+        Some(SET_NON_ROOT_USER),
+    ),
     /// `runAsNonRoot` and an image whose uid is out of range.
-    InvalidUserId,
+    InvalidUserId => (
+        "invalid_user_id",
+        Status::WontStart,
+        "`runAsNonRoot: true`, no `runAsUser`, and the image's uid is negative or above 2147483647.",
+        Some(SET_NON_ROOT_USER),
+    ),
     /// `runAsNonRoot` with `runAsUser: 0`.
-    RunAsUserZero,
+    RunAsUserZero => (
+        "run_as_user_zero",
+        Status::WontStart,
+        "`runAsNonRoot: true` with `runAsUser: 0`.",
+        Some(
+            "Set runAsUser to a non-root uid the image can run as (e.g. `runAsUser: 1000`), or drop `runAsNonRoot: true`.",
+        ),
+    ),
     /// No command in the spec or the image.
-    NoCommand,
+    NoCommand => (
+        "no_command",
+        Status::WontStart,
+        "Neither the pod spec nor the image gives a command (\"no command specified\").",
+        Some(
+            "Add a command (or args) to the container, or an ENTRYPOINT or CMD to the image.",
+        ),
+    ),
     /// `imagePullPolicy: Never` and the node does not hold the image (the kubelet's
     /// `ErrImageNeverPull`).
-    NotOnNode,
+    NotOnNode => (
+        "not_on_node",
+        Status::NotFound,
+        "`pullcheck watch`, from the kubelet's words: `imagePullPolicy: Never`, and the node does not hold the image (the kubelet's `ErrImageNeverPull`): it is never pulled.",
+        Some(
+            "Load the image onto the node, or set imagePullPolicy to IfNotPresent so that the kubelet pulls it.",
+        ),
+    ),
     /// The node's pull answered 401, and the kubelet's words do not say whether a credential
     /// was sent.
-    PullUnauthorized,
+    PullUnauthorized => (
+        "pull_unauthorized",
+        Status::Unauthorized,
+        "`pullcheck watch`, from the kubelet's words: the node's pull answered 401, and the words do not say whether a credential was sent.",
+        Some(
+            "Give the pod an imagePullSecret for this registry, or renew the one it has; run `pullcheck check` in the pod to see which credential is tried.",
+        ),
+    ),
     /// A Secret the container's environment or volumes name does not exist.
-    SecretMissing,
+    SecretMissing => (
+        "secret_missing",
+        Status::WontStart,
+        "`pullcheck watch`, from the kubelet's words: a Secret that the container's environment (`secretKeyRef`, `envFrom`) names does not exist (the kubelet's `CreateContainerConfigError`).",
+        Some(
+            "Create the Secret in the pod's namespace, fix its name in the pod spec, or mark the reference `optional: true`.",
+        ),
+    ),
     /// A ConfigMap the container's environment or volumes name does not exist.
-    ConfigMapMissing,
+    ConfigMapMissing => (
+        "config_map_missing",
+        Status::WontStart,
+        "`pullcheck watch`, from the kubelet's words: a ConfigMap that the container's environment (`configMapKeyRef`, `envFrom`) names does not exist (the kubelet's `CreateContainerConfigError`).",
+        Some(
+            "Create the ConfigMap in the pod's namespace, fix its name in the pod spec, or mark the reference `optional: true`.",
+        ),
+    ),
     /// A key of a Secret or ConfigMap that an environment variable names does not exist.
-    KeyMissing,
+    KeyMissing => (
+        "key_missing",
+        Status::WontStart,
+        "`pullcheck watch`, from the kubelet's words: an environment variable names a key that its Secret or ConfigMap does not hold (the kubelet's `CreateContainerConfigError`).",
+        Some(
+            "Add the key to the Secret or ConfigMap, fix the key's name in the pod spec, or mark the reference `optional: true`.",
+        ),
+    ),
     /// The container's `workingDir` is a file in the image, not a directory.
-    WorkingDirNotADirectory,
+    WorkingDirNotADirectory => (
+        "working_dir_not_a_directory",
+        Status::WontStart,
+        "`pullcheck watch`, from the kubelet's words: the container's `workingDir` is a file in the image, not a directory: the runtime cannot change into it (`chdir to cwd ... not a directory`).",
+        Some(
+            "Point workingDir at a directory of the image (or one a volume mounts), or leave it out to use the image's WORKDIR.",
+        ),
+    ),
     /// The container's command is not in the image.
-    CommandNotFound,
+    CommandNotFound => (
+        "command_not_found",
+        Status::WontStart,
+        "`pullcheck watch`, from the kubelet's words: the container's command is not in the image (`executable file not found in $PATH`, or no such file).",
+        Some(
+            "Fix the command (or the image's ENTRYPOINT) to name a program the image holds, with its full path if it is not on the image's PATH.",
+        ),
+    ),
 }
 
 /// The hint of the `runAsNonRoot` rules that the image's user breaks.
@@ -153,407 +480,7 @@ const CHECK_TAG: &str = "Check the tag or digest for a typo, or push the image; 
 /// One row of the table: word, status, meaning and hint.
 type Row = (&'static str, Status, &'static str, Option<&'static str>);
 
-// The reasons only the kubelet's own words give (`pullcheck watch`), each row a constant so
-// that the table stays one line per reason for them.
-/// The row of [`Reason::NotOnNode`].
-const NOT_ON_NODE: Row = (
-    "not_on_node",
-    Status::NotFound,
-    "`pullcheck watch`, from the kubelet's words: `imagePullPolicy: Never`, and the node does not hold the image (the kubelet's `ErrImageNeverPull`): it is never pulled.",
-    Some(
-        "Load the image onto the node, or set imagePullPolicy to IfNotPresent so that the kubelet pulls it.",
-    ),
-);
-
-/// The row of [`Reason::PullUnauthorized`].
-const PULL_UNAUTHORIZED: Row = (
-    "pull_unauthorized",
-    Status::Unauthorized,
-    "`pullcheck watch`, from the kubelet's words: the node's pull answered 401, and the words do not say whether a credential was sent.",
-    Some(
-        "Give the pod an imagePullSecret for this registry, or renew the one it has; run `pullcheck check` in the pod to see which credential is tried.",
-    ),
-);
-
-/// The row of [`Reason::SecretMissing`].
-const SECRET_MISSING: Row = (
-    "secret_missing",
-    Status::WontStart,
-    "`pullcheck watch`, from the kubelet's words: a Secret that the container's environment (`secretKeyRef`, `envFrom`) names does not exist (the kubelet's `CreateContainerConfigError`).",
-    Some(
-        "Create the Secret in the pod's namespace, fix its name in the pod spec, or mark the reference `optional: true`.",
-    ),
-);
-
-/// The row of [`Reason::ConfigMapMissing`].
-const CONFIG_MAP_MISSING: Row = (
-    "config_map_missing",
-    Status::WontStart,
-    "`pullcheck watch`, from the kubelet's words: a ConfigMap that the container's environment (`configMapKeyRef`, `envFrom`) names does not exist (the kubelet's `CreateContainerConfigError`).",
-    Some(
-        "Create the ConfigMap in the pod's namespace, fix its name in the pod spec, or mark the reference `optional: true`.",
-    ),
-);
-
-/// The row of [`Reason::KeyMissing`].
-const KEY_MISSING: Row = (
-    "key_missing",
-    Status::WontStart,
-    "`pullcheck watch`, from the kubelet's words: an environment variable names a key that its Secret or ConfigMap does not hold (the kubelet's `CreateContainerConfigError`).",
-    Some(
-        "Add the key to the Secret or ConfigMap, fix the key's name in the pod spec, or mark the reference `optional: true`.",
-    ),
-);
-
-/// The row of [`Reason::WorkingDirNotADirectory`].
-const WORKING_DIR_NOT_A_DIRECTORY: Row = (
-    "working_dir_not_a_directory",
-    Status::WontStart,
-    "`pullcheck watch`, from the kubelet's words: the container's `workingDir` is a file in the image, not a directory: the runtime cannot change into it (`chdir to cwd ... not a directory`).",
-    Some(
-        "Point workingDir at a directory of the image (or one a volume mounts), or leave it out to use the image's WORKDIR.",
-    ),
-);
-
-/// The row of [`Reason::CommandNotFound`].
-const COMMAND_NOT_FOUND: Row = (
-    "command_not_found",
-    Status::WontStart,
-    "`pullcheck watch`, from the kubelet's words: the container's command is not in the image (`executable file not found in $PATH`, or no such file).",
-    Some(
-        "Fix the command (or the image's ENTRYPOINT) to name a program the image holds, with its full path if it is not on the image's PATH.",
-    ),
-);
-
-/// The row of [`Reason::PodLoopback`].
-const POD_LOOPBACK: Row = (
-    "loopback",
-    Status::Unverifiable,
-    "The registry is on loopback (127.0.0.0/8, `::1`, `localhost`) and the pod is not `hostNetwork`: the pod's loopback is its own, while the node's runtime pulls from the node's (the kind, k3d and minikube local-registry pattern). Not asked, never counted.",
-    Some(
-        "Nothing to do if the node serves this registry on its loopback; to have it checked, run the pod with hostNetwork, or name the registry by an address the pod reaches too (a Service, the node's IP).",
-    ),
-);
-
 impl Reason {
-    /// The one table: word, status, meaning and hint of every reason.
-    pub fn about(self) -> About {
-        let (word, status, means, hint) = match self {
-            Reason::Found => (
-                "found",
-                Status::Ok,
-                "The manifest exists and the credentials in use may read it.",
-                None,
-            ),
-            Reason::PresentOnNode => (
-                "present_on_node",
-                Status::Ok,
-                "An `IfNotPresent` image the node holds: the kubelet will not pull it, and its registry was not asked.",
-                None,
-            ),
-            Reason::TagMissing => (
-                "tag_missing",
-                Status::NotFound,
-                "The tag does not exist in a repository that does.",
-                Some(CHECK_TAG),
-            ),
-            Reason::DigestMissing => (
-                "digest_missing",
-                Status::NotFound,
-                "The digest does not exist in a repository that does.",
-                Some(CHECK_TAG),
-            ),
-            Reason::RepositoryMissing => (
-                "repository_missing",
-                Status::NotFound,
-                "The repository does not exist (its tags list answered `NAME_UNKNOWN`).",
-                Some(
-                    "Check the image name and registry; a typo in the repository path is the usual cause.",
-                ),
-            ),
-            Reason::ManifestMissing => (
-                "manifest_missing",
-                Status::NotFound,
-                "The manifest does not exist, and the registry did not say whether the repository does.",
-                Some("Check the image name, tag and digest for a typo, or push the image."),
-            ),
-            Reason::IndexMissing => (
-                "index_missing",
-                Status::NotFound,
-                "The manifest `HEAD` answered, but the `GET` of the same index answered 404: a pull would fail.",
-                Some(
-                    "The registry is inconsistent (an interrupted push, or garbage collection): push the image again.",
-                ),
-            ),
-            Reason::NotAnImage => (
-                "not_an_image",
-                Status::NotFound,
-                "The manifest is an OCI artifact (a Helm chart, a signature, an SBOM): its config is not an image config, or it names an `artifactType`; containerd refuses it with `mismatched image rootfs and manifest layers`.",
-                Some(
-                    "Point the container at an image: an artifact (a Helm chart, a signature, an SBOM) cannot run as one.",
-                ),
-            ),
-            Reason::NoEndpoint => (
-                "no_endpoint",
-                Status::NotFound,
-                "The node's hosts directory leaves no host with the needed capability (a tag needs `pull` and `resolve`).",
-                Some(
-                    "Give a host the needed capabilities (a tag needs pull and resolve) in the node's configuration.",
-                ),
-            ),
-            Reason::InvalidReference => (
-                "invalid_reference",
-                Status::InvalidReference,
-                "The reference cannot be parsed (the kubelet's `InvalidImageName`).",
-                Some(
-                    "Fix the image reference: lower-case repository, valid tag (up to 128 characters) or digest (sha256:<64 hex>).",
-                ),
-            ),
-            Reason::NoMatchingPlatform => (
-                "no_matching_platform",
-                Status::WrongPlatform,
-                "The image has no variant for the node's platform.",
-                Some(
-                    "Build and push the image for this platform (e.g. `docker buildx build --platform`), or run the pod on nodes of an available platform (nodeSelector kubernetes.io/arch).",
-                ),
-            ),
-            Reason::NoCredentials => (
-                "no_credentials",
-                Status::Unauthorized,
-                "The registry (or its token server) asks for credentials, and none matched it.",
-                Some(
-                    "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config; if the node pulls with its own credentials, use --allow-unauthenticated.",
-                ),
-            ),
-            Reason::CredentialsRejected => (
-                "credentials_rejected",
-                Status::Unauthorized,
-                "The registry (or its token server) rejected the credentials tried.",
-                Some(
-                    "The pull secret's user name or password is wrong or expired: renew the secret.",
-                ),
-            ),
-            Reason::ProviderFailed => (
-                "provider_failed",
-                Status::Unauthorized,
-                "A credential-provider plugin failed, hung or printed garbage, and no other credential was had.",
-                Some(
-                    "Check the plugin and its configuration (--image-credential-provider-config, --image-credential-provider-bin-dir); its output is not shown, as it may hold secrets.",
-                ),
-            ),
-            Reason::InsufficientScope => (
-                "insufficient_scope",
-                Status::Unauthorized,
-                "A token without access: the repository is missing, or private and the credentials have no access (Docker Hub answers the same for both).",
-                Some(
-                    "If the image is private, give pullcheck the pod's pull secret for this registry; if it is public, check the name (registries such as Docker Hub answer this way for missing repositories too).",
-                ),
-            ),
-            Reason::UnsupportedAuth => (
-                "unsupported_auth",
-                Status::Unauthorized,
-                "The registry asks for an authentication scheme other than Basic and Bearer.",
-                Some(
-                    "Use --allow-unauthenticated for this registry if the node has its own credentials.",
-                ),
-            ),
-            Reason::InsecureRealm => (
-                "insecure_realm",
-                Status::Unauthorized,
-                "The registry sends credentials to a plain-HTTP token server; they were not sent.",
-                Some(
-                    "Allow plain HTTP to that host with --plain-http only if the network is trusted.",
-                ),
-            ),
-            Reason::BadRealm => (
-                "bad_realm",
-                Status::Unauthorized,
-                "The registry names a token server (`realm`) that is not a valid URL.",
-                Some(
-                    "The registry's token auth is misconfigured (its WWW-Authenticate realm): report it to the registry's operator.",
-                ),
-            ),
-            Reason::IndexUnauthorized => (
-                "index_unauthorized",
-                Status::Unauthorized,
-                "The manifest `HEAD` answered, but the `GET` that reads the index answered 401: a pull would fail.",
-                Some(
-                    "Give the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
-                ),
-            ),
-            Reason::Denied => (
-                "denied",
-                Status::Denied,
-                "The registry answered 403: the credentials may not pull this repository.",
-                Some(
-                    "The credentials are valid but may not pull this repository: grant them pull access.",
-                ),
-            ),
-            Reason::IndexDenied => (
-                "index_denied",
-                Status::Denied,
-                "The manifest `HEAD` answered, but the `GET` that reads the index answered 403: a pull would fail.",
-                Some(
-                    "Grant the credentials pull access to the repository (HEAD and GET), or use --platform-check off to skip reading the index.",
-                ),
-            ),
-            Reason::Blocked => (
-                "blocked",
-                Status::Denied,
-                "A registries.conf `blocked = true` prefix: the node's runtime refuses it, and no request is sent.",
-                Some(
-                    "Pull from an allowed registry, or change the blocked entry in the node's registries.conf.",
-                ),
-            ),
-            Reason::Connect => (
-                "connect",
-                Status::Unreachable,
-                "The connection to the registry failed.",
-                Some(
-                    "Check the registry host name and that it is reachable from the node (DNS, network policy, proxy).",
-                ),
-            ),
-            Reason::Timeout => (
-                "timeout",
-                Status::Unreachable,
-                "The registry did not answer in time.",
-                Some("Check that the registry is reachable from the node, or raise --timeout."),
-            ),
-            Reason::ServerError => (
-                "server_error",
-                Status::Unreachable,
-                "The registry answered 5xx until the deadline.",
-                Some("The registry is failing; retry later or check its status."),
-            ),
-            Reason::RateLimited => (
-                "rate_limited",
-                Status::Unreachable,
-                "The registry answered 429 until the deadline.",
-                Some(
-                    "Wait and retry, or pull through a mirror; Docker Hub limits anonymous pulls per IP.",
-                ),
-            ),
-            Reason::NotARegistry => (
-                "not_a_registry",
-                Status::Unreachable,
-                "The manifest request answered 404 with nothing saying what is missing, and `GET /v2/` (sent only then) answers 404 too: the host is no OCI registry (one answers 200 or 401).",
-                Some("Check the registry host and port in the image reference."),
-            ),
-            Reason::BadTokenAnswer => (
-                "bad_token_answer",
-                Status::Unreachable,
-                "The registry's token server answered without a token.",
-                Some("The registry's token service is misbehaving; retry later."),
-            ),
-            Reason::UnexpectedStatus => (
-                "unexpected_status",
-                Status::Unreachable,
-                "The registry gave an answer the registry API does not give.",
-                Some("Check the image reference; run with -o json for details."),
-            ),
-            Reason::Redirect => (
-                "redirect",
-                Status::Unreachable,
-                "The registry redirects in a loop, or from HTTPS to plain HTTP.",
-                Some(
-                    "The registry redirects in a loop, or from HTTPS to plain HTTP: check its configuration or the proxy in front of it.",
-                ),
-            ),
-            Reason::NodeConfiguration => (
-                "node_configuration",
-                Status::Unreachable,
-                "The node's registry configuration could not be used for this image.",
-                Some("Fix the file named; the node's runtime cannot use it either."),
-            ),
-            Reason::Client => (
-                "client",
-                Status::Unreachable,
-                "The HTTP client could not be built from the TLS options; nothing was asked.",
-                Some(
-                    "Check the TLS options (--ca-file): the HTTP client could not be built with them.",
-                ),
-            ),
-            Reason::Stopped => (
-                "stopped",
-                Status::Unreachable,
-                "A signal (SIGTERM, SIGINT) stopped the run before the image was checked.",
-                Some("Nothing to do: the check was stopped before it finished."),
-            ),
-            Reason::PlainHttp => (
-                "plain_http",
-                Status::Unverifiable,
-                "A plain-HTTP registry asked over TLS.",
-                Some(
-                    "Add --plain-http with the registry's host, or let pullcheck read the node's configuration (inject --hosts-from-node, or --hosts-dir); the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
-                ),
-            ),
-            Reason::Tls => (
-                "tls",
-                Status::Unverifiable,
-                "A certificate this pod does not trust, or a failed TLS handshake.",
-                Some(
-                    "Trust the registry's CA with --ca-file (inject: --ca-configmap mounts it), check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d: inject --hosts-from-node reads it).",
-                ),
-            ),
-            Reason::NoSuchHost => (
-                "no_such_host",
-                Status::Unverifiable,
-                "The pod's resolver says the registry's host does not exist (twice for a registry, then its images are not retried).",
-                Some(
-                    "Check the registry's host name for a typo, and the pod's DNS (search domains, CoreDNS); the node may resolve it through its own DNS or /etc/hosts, which this pod does not see.",
-                ),
-            ),
-            Reason::PodLoopback => POD_LOOPBACK,
-            Reason::RunsAsRoot => (
-                "runs_as_root",
-                Status::WontStart,
-                "`runAsNonRoot: true`, no `runAsUser`, and the image runs as root (no user, or uid 0).",
-                Some(SET_NON_ROOT_USER),
-            ),
-            Reason::NonNumericUser => (
-                "non_numeric_user",
-                Status::WontStart,
-                "`runAsNonRoot: true`, no `runAsUser`, and the image names its user by name.",
-                Some(SET_NON_ROOT_USER),
-            ),
-            Reason::InvalidUserId => (
-                "invalid_user_id",
-                Status::WontStart,
-                "`runAsNonRoot: true`, no `runAsUser`, and the image's uid is negative or above 2147483647.",
-                Some(SET_NON_ROOT_USER),
-            ),
-            Reason::RunAsUserZero => (
-                "run_as_user_zero",
-                Status::WontStart,
-                "`runAsNonRoot: true` with `runAsUser: 0`.",
-                Some(
-                    "Set runAsUser to a non-root uid the image can run as (e.g. `runAsUser: 1000`), or drop `runAsNonRoot: true`.",
-                ),
-            ),
-            Reason::NoCommand => (
-                "no_command",
-                Status::WontStart,
-                "Neither the pod spec nor the image gives a command (\"no command specified\").",
-                Some(
-                    "Add a command (or args) to the container, or an ENTRYPOINT or CMD to the image.",
-                ),
-            ),
-            Reason::NotOnNode => NOT_ON_NODE,
-            Reason::PullUnauthorized => PULL_UNAUTHORIZED,
-            Reason::SecretMissing => SECRET_MISSING,
-            Reason::ConfigMapMissing => CONFIG_MAP_MISSING,
-            Reason::KeyMissing => KEY_MISSING,
-            Reason::WorkingDirNotADirectory => WORKING_DIR_NOT_A_DIRECTORY,
-            Reason::CommandNotFound => COMMAND_NOT_FOUND,
-        };
-        About {
-            word,
-            status,
-            means,
-            hint,
-        }
-    }
-
     /// The word in JSON and text (`tag_missing`).
     pub(crate) fn as_str(self) -> &'static str {
         self.about().word
