@@ -1,20 +1,25 @@
 //! The watcher's writes, thin on purpose (what to write is decided in `decide.rs`): the pod's
 //! condition (a strategic-merge patch of `pods/status`, keyed by type, carrying the
-//! resourceVersion seen), a Warning Event, the delete with preconditions on the UID and the
+//! resourceVersion seen), a Warning Event (through kube-runtime's `Recorder`, which folds a
+//! repeat into the first Event's series), the delete with preconditions on the UID and the
 //! resourceVersion, and the one read besides the watches: the pod's `Failed` Events.
 
 use super::decide::Finding;
 use super::seen::Seen;
 use crate::keyring::Keyring;
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod, Secret};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::runtime::events::{self, EventType, Recorder, Reporter};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
-/// The Event's `source.component` and `reportingComponent`.
+/// The Events' `reportingController`.
 const COMPONENT: &str = "pullcheck-watch";
+/// The longest `reportingInstance` the API server takes (events.k8s.io/v1).
+const INSTANCE_MAX: usize = 128;
+/// The Events' `action`: what the watcher did or would do about the pod.
+const ACTION: &str = "FailStuckPod";
 
 /// How a write ended.
 #[derive(Debug)]
@@ -36,11 +41,27 @@ fn outcome(call: &'static str, e: kube::Error) -> Outcome {
 /// The writer, for one replica.
 pub(crate) struct Actor {
     pub(crate) client: Client,
-    /// This replica's name, in the Events it writes.
-    pub(crate) identity: String,
+    /// The Events' writer, this replica's name in each.
+    recorder: Recorder,
 }
 
 impl Actor {
+    /// The writer of the replica `identity`.
+    pub(crate) fn new(client: Client, identity: &str) -> Actor {
+        let mut instance = identity.to_string();
+        while instance.len() > INSTANCE_MAX {
+            instance.pop();
+        }
+        let reporter = Reporter {
+            controller: COMPONENT.to_string(),
+            instance: Some(instance),
+        };
+        Actor {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+        }
+    }
+
     /// Fails the pod: the condition, the Event, then the delete. `Done` once the condition is
     /// given, whatever the delete did.
     pub(crate) async fn fail(&self, pod: &Pod, finding: &Finding, condition_type: &str) -> Outcome {
@@ -105,43 +126,27 @@ impl Actor {
         reason: &str,
         note: &str,
     ) -> Outcome {
-        let ns = pod.namespace().unwrap_or_default();
-        let now = Timestamp::now();
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(format!("{}.{:x}", pod.name_any(), now.as_nanosecond())),
-                namespace: Some(ns.clone()),
-                ..ObjectMeta::default()
-            },
-            involved_object: ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: Some(pod.name_any()),
-                namespace: Some(ns.clone()),
-                uid: pod.uid(),
-                resource_version: pod.resource_version(),
-                field_path: Some(field_path(pod, &finding.container)),
-            },
-            reason: Some(reason.to_string()),
-            message: Some(crate::escape::cut(
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(pod.name_any()),
+            namespace: pod.namespace(),
+            uid: pod.uid(),
+            resource_version: pod.resource_version(),
+            field_path: Some(field_path(pod, &finding.container)),
+        };
+        let event = events::Event {
+            type_: EventType::Warning,
+            reason: reason.to_string(),
+            note: Some(crate::escape::cut(
                 note,
                 crate::report::TERMINATION_MESSAGE_MAX,
             )),
-            type_: Some("Warning".into()),
-            source: Some(EventSource {
-                component: Some(COMPONENT.into()),
-                host: None,
-            }),
-            first_timestamp: Some(Time(now)),
-            last_timestamp: Some(Time(now)),
-            count: Some(1),
-            reporting_component: Some(COMPONENT.into()),
-            reporting_instance: Some(self.identity.clone()),
-            ..Event::default()
+            action: ACTION.to_string(),
+            secondary: None,
         };
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
-        match api.create(&PostParams::default(), &event).await {
-            Ok(_) => Outcome::Done,
+        match self.recorder.publish(&event, &reference).await {
+            Ok(()) => Outcome::Done,
             Err(e) => outcome("create events", e),
         }
     }

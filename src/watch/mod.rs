@@ -101,10 +101,7 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
             config.owner_failure_window,
         ));
         let watcher = run::Watcher {
-            actor: act::Actor {
-                client: client.clone(),
-                identity: config.identity.clone(),
-            },
+            actor: act::Actor::new(client.clone(), &config.identity),
             breaker,
             config,
             metrics,

@@ -437,7 +437,8 @@ fn chart_renders_the_watcher() {
         json!([
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
             {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "create"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list"]},
+            {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
             {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
         ])
     );
