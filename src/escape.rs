@@ -17,7 +17,7 @@ use std::borrow::Cow;
 /// for C0 and DEL, `\u{85}` for C1, and the same `\u{…}` form for the Unicode line separators
 /// and bidirectional overrides that can make a line read as something else. Borrowed when
 /// there is nothing to escape (the common case).
-pub fn escape(s: &str) -> Cow<'_, str> {
+pub(crate) fn escape(s: &str) -> Cow<'_, str> {
     if !s.chars().any(needs_escape) {
         return Cow::Borrowed(s);
     }
@@ -73,7 +73,7 @@ fn needs_escape_in_json(c: char) -> bool {
 /// fits (separators left dangling at the end, such as ` —` or `,`, go too). A first word
 /// longer than `max` is cut on a character boundary, but never inside an escape ([`escape`](fn@escape)'s
 /// `\n`, `\x1b`, `\u{9b}`).
-pub fn cut(s: &str, max: usize) -> String {
+pub(crate) fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }

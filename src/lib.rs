@@ -94,12 +94,15 @@
 //!   leaves it out.
 //!
 //! `tests/it/layout.rs` keeps this shape: no import cycle between the files of `src/` (a
-//! module's own file and its children may reach each other, its children not in a circle), no file over 800 lines (test modules aside) and
-//! no function over 120, with no exception.
+//! module's own file and its children may reach each other, its children not in a circle), no
+//! file over 800 lines (test modules aside) and no function over 120, with no exception.
 
 // Most modules are the crate's own (`pub(crate)`): their docs are for contributors, built with
 // `cargo doc --document-private-items`, where links to crate-private items resolve.
 #![allow(rustdoc::private_intra_doc_links)]
+// `pub` only where the binary, the tests, the benches or the fuzz targets reach it: an item
+// of a crate-private module is `pub(crate)`.
+#![warn(unreachable_pub)]
 
 pub mod app;
 pub mod check;
@@ -107,29 +110,29 @@ pub mod cli;
 pub mod config;
 pub mod container_start;
 pub mod credentials;
-pub mod deadline;
-pub mod escape;
-pub mod http;
+pub(crate) mod deadline;
+pub(crate) mod escape;
+pub(crate) mod http;
 pub mod inject;
-pub mod input;
+pub(crate) mod input;
 pub mod keyring;
 pub mod manifests;
 pub mod node;
 pub mod platform;
-pub mod progress;
+pub(crate) mod progress;
 pub mod proof;
 pub mod pull_policy;
-pub mod redact;
+pub(crate) mod redact;
 pub mod reference;
 pub mod registry;
 pub mod report;
 pub mod route;
 #[cfg(any(feature = "webhook", feature = "watch"))]
 mod serve;
-pub mod suggest;
+pub(crate) mod suggest;
 mod test_hooks;
 #[cfg(feature = "watch")]
-pub mod watch;
+pub(crate) mod watch;
 #[cfg(feature = "webhook")]
 pub mod webhook;
 

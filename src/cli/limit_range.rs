@@ -9,7 +9,7 @@ const RESOURCES: &str = "Resources";
 
 /// `inject`'s LimitRange flag.
 #[derive(Debug, Args)]
-pub struct LimitRangeArgs {
+pub(crate) struct LimitRangeArgs {
     /// The namespace's LimitRanges, as `kubectl get limitrange -n NS -o yaml` writes them.
     ///
     /// The init container's requests and limits then pass their min, max,

@@ -38,7 +38,7 @@ pub fn node_status_max_images_value(s: &str) -> Result<Option<usize>, String> {
 
 #[cfg(feature = "watch")]
 /// The value of `pullcheck watch --owner-failure-limit`: a whole number from 1 to 10000.
-pub fn owner_failure_limit_value(s: &str) -> Result<usize, String> {
+pub(crate) fn owner_failure_limit_value(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=10_000).contains(&n) => Ok(n),
         _ => Err("expected a whole number from 1 to 10000".to_string()),
@@ -61,7 +61,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(feature = "watch")]
 /// Parses a duration as [`parse_duration`] does, zero included: a grace of `0s` acts at the
 /// first look.
-pub fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
     match humantime::parse_duration(s.trim()) {
         Ok(d) if d.is_zero() => Ok(d),
         _ => parse_duration(s),

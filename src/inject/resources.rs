@@ -64,7 +64,7 @@ pub struct Requirements {
 
 /// Where a container of the pod runs, which decides how it counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// In `containers`.
     App,
     /// In `initContainers`, run to completion before the next.
@@ -75,7 +75,7 @@ pub enum Role {
 
 /// One of the pod's own containers (never pullcheck's).
 #[derive(Debug, Clone)]
-pub struct Container {
+pub(crate) struct Container {
     pub role: Role,
     pub resources: Requirements,
 }
@@ -105,7 +105,7 @@ pub enum LimitRanges {
 
 /// What to write as the init container's `resources`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Chosen {
+pub(crate) enum Chosen {
     /// These (empty: no `resources` at all, the only admissible choice for that pod).
     Set(Requirements),
     /// The memory limit the pod allows is under [`MEMORY_FLOOR`]: leave the pod unchanged.
@@ -384,7 +384,7 @@ impl LimitRanges {
 
 /// The init container's resources for a pod of `containers` (pullcheck's own left out) in a
 /// namespace of `ranges`: see the [module](self) for the rule.
-pub fn choose(containers: &[Container], ranges: &LimitRanges) -> Chosen {
+pub(crate) fn choose(containers: &[Container], ranges: &LimitRanges) -> Chosen {
     let (known, items): (bool, &[LimitRangeItem]) = match ranges {
         LimitRanges::Known(items) => (true, items),
         LimitRanges::Unknown => (false, &[]),

@@ -128,7 +128,7 @@ pub(crate) struct Stopped;
 
 /// Why the text could not be read.
 #[derive(Debug, Clone)]
-pub struct ParseError {
+pub(crate) struct ParseError {
     /// 1-based document number.
     pub(crate) document: usize,
     /// 1-based line in the whole input.
@@ -485,7 +485,7 @@ impl Tree {
     }
 
     /// The text of a scalar (any style), `None` for other nodes and plain nulls.
-    pub fn scalar(&self, id: NodeId) -> Option<&str> {
+    pub(crate) fn scalar(&self, id: NodeId) -> Option<&str> {
         match &self.nodes[self.resolve(id)].kind {
             Kind::Scalar { value, plain } if !(*plain && is_null_word(value)) => Some(value),
             _ => None,

@@ -12,7 +12,7 @@ mod write;
 
 #[cfg(test)]
 use write::plain_ok;
-pub use write::scalar;
+pub(crate) use write::scalar;
 use write::{write_item, write_value};
 
 use super::tree::{Kind, NodeId, Tree};

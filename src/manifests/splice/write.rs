@@ -53,7 +53,7 @@ pub(super) fn write_item(out: &mut String, item: &Y, dash: usize, layout: Layout
 }
 
 /// A string as a YAML scalar: plain when safe, else double-quoted (JSON escapes are YAML's).
-pub fn scalar(text: &str) -> String {
+pub(crate) fn scalar(text: &str) -> String {
     if plain_ok(text) {
         text.to_string()
     } else {
