@@ -4,19 +4,12 @@
 use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, DEFAULT_INJECT_IMAGE, InjectArgs, OutputFormat};
 use crate::config::{Config, InjectConfig};
-use crate::escape::escape;
 use crate::inject::inject;
+use crate::log::{self, Component};
 use crate::report::{ExitCode, Layout, Report, render_text, termination_message};
 use clap::FromArgMatches;
 use std::ffi::OsString;
 use std::io::Write;
-
-/// One line to stderr, with every secret of the run redacted ([`crate::redact`]).
-macro_rules! say {
-    ($($arg:tt)*) => {
-        eprintln!("{}", crate::redact::redact(&format!($($arg)*)))
-    };
-}
 
 /// Runs pullcheck with these arguments (the first is the program name).
 pub fn run<I, T>(args: I) -> ExitCode
@@ -58,7 +51,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     let input = match read_manifests(&args.file) {
         Ok(text) => text,
         Err(e) => {
-            say!("pullcheck: error: {}: {}", escape(&source), escape(&e));
+            log::error(Component::Command, &format!("{}: {}", &source, &e));
             return ExitCode::Usage;
         }
     };
@@ -66,7 +59,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
         Ok(c) => c,
         Err(errors) => {
             for e in &errors.0 {
-                say!("pullcheck: error: {}", escape(e));
+                log::error(Component::Command, &e.to_string());
             }
             return ExitCode::Usage;
         }
@@ -80,25 +73,25 @@ fn run_inject(args: InjectArgs) -> ExitCode {
                 .iter()
                 .partition(|w| config.default_image && w.contains(DEFAULT_INJECT_IMAGE));
             for w in others {
-                say!("pullcheck: warning: {}", escape(w));
+                log::warning(Component::Command, &w.to_string());
             }
             for n in &done.notes {
-                eprintln!("pullcheck: note: {}", escape(n));
+                log::info(Component::Command, &format!("note: {n}"));
             }
             for w in loud {
                 let rule = "=".repeat(72);
-                say!("pullcheck: warning: {rule}");
-                say!(
-                    "pullcheck: warning: --image left at its default: {}",
-                    escape(w)
+                log::warning(Component::Command, &rule.to_string());
+                log::warning(
+                    Component::Command,
+                    &format!("--image left at its default: {}", w),
                 );
-                say!("pullcheck: warning: {rule}");
+                log::warning(Component::Command, &rule.to_string());
             }
             let _ = std::io::stdout().lock().write_all(done.output.as_bytes());
             ExitCode::Ok
         }
         Err(e) => {
-            say!("pullcheck: error: {}", escape(&e.to_string()));
+            log::error(Component::Command, &format!("{}", e));
             ExitCode::Usage
         }
     }
@@ -115,7 +108,10 @@ fn run_check(args: CheckArgs) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            say!("pullcheck: error: cannot start the async runtime: {e}");
+            log::error(
+                Component::Command,
+                &format!("cannot start the async runtime: {e}"),
+            );
             return ExitCode::Usage;
         }
     };
@@ -132,14 +128,17 @@ fn run_check(args: CheckArgs) -> ExitCode {
         Ok(c) => c,
         Err(errors) => {
             for e in &errors.0 {
-                say!("pullcheck: error: {}", escape(&e.to_string()));
+                log::error(Component::Command, &e.to_string());
             }
-            say!("pullcheck: nothing was checked (exit 2); see `pullcheck check --help`");
+            log::info(
+                Component::Command,
+                "nothing was checked (exit 2); see `pullcheck check --help`",
+            );
             return ExitCode::Usage;
         }
     };
     for w in &config.warnings {
-        say!("pullcheck: warning: {}", escape(w));
+        log::warning(Component::Command, &w.to_string());
     }
     let report = runtime.block_on(check_until(
         &config.images,
@@ -155,19 +154,22 @@ fn run_check(args: CheckArgs) -> ExitCode {
     // The run's own warnings are about the node's images: news only when a look-up was asked.
     if config.node_lookup_asked {
         for w in &report.warnings {
-            say!("pullcheck: warning: {}", escape(w));
+            log::warning(Component::Command, &w.to_string());
         }
     }
     // One line each for the failures that do not count: the pod goes on, and its log says
     // what was not verified and why (the report and the termination message say it too).
     for r in &report.images {
         if let (false, crate::report::Counted::No(why)) = (r.is_ok(), r.counted) {
-            say!(
-                "pullcheck: warning: {} not counted ({}): {} {}",
-                escape(&r.image),
-                why.as_str(),
-                r.status.as_str(),
-                r.reason
+            log::warning(
+                Component::Command,
+                &format!(
+                    "{} not counted ({}): {} {}",
+                    &r.image,
+                    why.as_str(),
+                    r.status.as_str(),
+                    r.reason
+                ),
             );
         }
     }
@@ -303,9 +305,12 @@ fn write_outputs(config: &Config, report: &Report) {
             message.truncate(end);
         }
         if let Err(e) = std::fs::write(path, message.as_bytes()) {
-            say!(
-                "pullcheck: warning: cannot write the termination message to {}: {e}",
-                escape(&path.display().to_string())
+            log::warning(
+                Component::Command,
+                &format!(
+                    "cannot write the termination message to {}: {e}",
+                    path.display()
+                ),
             );
         }
     }

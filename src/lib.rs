@@ -68,7 +68,8 @@
 //! - [`deadline`]: the longest `--timeout` and saturating `Instant` arithmetic; [`http`]: what
 //!   every HTTP client shares (user agent, TLS over given roots, `error_chain`); [`escape`]:
 //!   text for people made safe and short (`escape`, `cut`). All three are leaves: no module of
-//!   the crate reaches back from them.
+//!   the crate reaches back from them; so is [`log`], the one way every subcommand writes a
+//!   line to stderr (a component, a level, the line escaped and redacted once).
 //! - [`proof`]: whether a failure counts (a pod is failed only on proof), as pure decisions,
 //!   and the cases `docs/reference/what-fails.md` is generated from
 //! - [`report`]: results, exit codes, text, JSON and the termination message
@@ -116,6 +117,7 @@ pub(crate) mod http;
 pub mod inject;
 pub(crate) mod input;
 pub mod keyring;
+pub(crate) mod log;
 pub mod manifests;
 pub mod node;
 pub mod platform;

@@ -90,12 +90,18 @@ impl Actor {
         let note = format!("{message} — failing the pod: condition {condition_type}, then delete");
         if let Outcome::Failed(call, e) = self.event(pod, finding, condition_type, &note).await {
             // The Event is for people; the condition is what fails the Job: go on.
-            eprintln!("pullcheck: watch: {ns}/{name}: {call}: {e}");
+            crate::log::info(
+                crate::log::Component::Watch,
+                &format!("{ns}/{name}: {call}: {e}"),
+            );
         }
         // The condition is given: the pod is failed. A delete that finds the pod changed (the
         // kubelet wrote its status in between) is done again on the next look (`Action::Delete`).
         match self.delete(&patched).await {
-            Outcome::Failed(call, e) => eprintln!("pullcheck: watch: {ns}/{name}: {call}: {e}"),
+            Outcome::Failed(call, e) => crate::log::info(
+                crate::log::Component::Watch,
+                &format!("{ns}/{name}: {call}: {e}"),
+            ),
             Outcome::Done | Outcome::Changed => {}
         }
         Outcome::Done

@@ -106,20 +106,22 @@ impl Elector {
             match held {
                 Ok(true) => renewed = Some(Instant::now()),
                 Ok(false) => renewed = None,
-                Err(e) => eprintln!(
-                    "pullcheck: watch: lease {}: {}",
-                    self.name,
-                    crate::escape::escape(&e)
+                Err(e) => crate::log::info(
+                    crate::log::Component::Watch,
+                    &format!("lease {}: {}", self.name, &e),
                 ),
             }
             // A leader that cannot renew stops acting before another may take over.
             let leads = renewed.is_some_and(|at| at.elapsed() < renew_deadline);
             if *leading.borrow() != leads {
-                eprintln!(
-                    "pullcheck: watch: {} {} the lease {}",
-                    crate::escape::escape(&self.identity),
-                    if leads { "holds" } else { "does not hold" },
-                    self.name
+                crate::log::info(
+                    crate::log::Component::Watch,
+                    &format!(
+                        "{} {} the lease {}",
+                        &self.identity,
+                        if leads { "holds" } else { "does not hold" },
+                        self.name
+                    ),
                 );
             }
             leading.send_replace(leads);

@@ -29,7 +29,6 @@ pub(crate) mod seen;
 pub(crate) mod server;
 
 use crate::cli::watch::WatchArgs;
-use crate::escape::escape;
 use crate::report::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -40,7 +39,7 @@ pub(crate) fn run(args: WatchArgs) -> ExitCode {
         Ok(c) => c,
         Err(errors) => {
             for e in errors {
-                eprintln!("pullcheck: error: {}", escape(&e));
+                crate::log::error(crate::log::Component::Command, &e.to_string());
             }
             return ExitCode::Usage;
         }
@@ -48,7 +47,7 @@ pub(crate) fn run(args: WatchArgs) -> ExitCode {
     match start(config) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("pullcheck: error: {}", escape(&e));
+            crate::log::error(crate::log::Component::Command, &e.to_string());
             ExitCode::Usage
         }
     }
@@ -71,12 +70,11 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
             Some(g) => format!("grace {g:?}"),
             None => "each verdict's own grace".to_string(),
         };
-        eprintln!(
-            "pullcheck: watch: listening on {bound}; namespaces labelled {}; {grace}{}{}",
-            escape(&config.namespace_label),
+        crate::log::info(crate::log::Component::Watch, &format!("listening on {bound}; namespaces labelled {}; {grace}{}{}",
+            &config.namespace_label,
             if config.confirm { "" } else { "; no registry confirmation" },
             if config.dry_run { "; dry run: nothing is written" } else { "" }
-        );
+        ));
         let metrics = Arc::new(metrics::Metrics::default());
         let ready = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(server::Shared {
@@ -126,7 +124,7 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
             why = watcher.run(client) => return Err(why),
             () = elector.run(leading_tx) => return Err("the leader election stopped".into()),
             () = gauge_task => {}
-            signal = crate::serve::stopped() => eprintln!("pullcheck: watch: {signal}: giving the lease up and stopping"),
+            signal = crate::serve::stopped() => crate::log::info(crate::log::Component::Watch, &format!("{signal}: giving the lease up and stopping")),
         }
         // Bounded: an API server that does not answer must not hold the pod past its grace
         // period; the Lease then expires on its own.

@@ -95,9 +95,9 @@ impl Watcher {
 
     fn watch_error(&self, what: &'static str, e: &watcher::Error) {
         self.metrics.error(what);
-        eprintln!(
-            "pullcheck: watch: watching {what}: {} (retrying)",
-            crate::escape::escape(&e.to_string())
+        crate::log::info(
+            crate::log::Component::Watch,
+            &format!("watching {what}: {} (retrying)", e),
         );
     }
 
@@ -139,11 +139,7 @@ impl Watcher {
                     self.metrics.error("get secrets");
                     say(
                         &who,
-                        &format!(
-                            "pull secret {}: {}; the look goes on without it",
-                            crate::escape::escape(&name),
-                            crate::escape::escape(&why)
-                        ),
+                        &format!("pull secret {}: {}; the look goes on without it", name, why),
                         self.config.dry_run,
                     );
                 }
@@ -282,11 +278,14 @@ impl Watcher {
 
     fn failure(&self, pod: &Pod, call: &'static str, e: &str) {
         self.metrics.error(call);
-        eprintln!(
-            "pullcheck: watch: {}/{}: {call}: {}",
-            pod.namespace().unwrap_or_default(),
-            pod.name_any(),
-            crate::escape::escape(e)
+        crate::log::info(
+            crate::log::Component::Watch,
+            &format!(
+                "{}/{}: {call}: {}",
+                pod.namespace().unwrap_or_default(),
+                pod.name_any(),
+                e
+            ),
         );
     }
 }
@@ -312,13 +311,14 @@ fn who(pod: &Pod) -> String {
     format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
 }
 
-/// One line of the watcher's log.
+/// One line of the watcher's log, about the pod `who`.
 fn say(who: &str, what: &str, dry_run: bool) {
-    let tag = if dry_run { " (dry run)" } else { "" };
-    eprintln!(
-        "pullcheck: watch{tag}: {}: {what}",
-        crate::escape::escape(who)
-    );
+    let component = if dry_run {
+        crate::log::Component::WatchDryRun
+    } else {
+        crate::log::Component::Watch
+    };
+    crate::log::info(component, &format!("{who}: {what}"));
 }
 
 /// How long the finding's container had waited.

@@ -297,12 +297,18 @@ async fn ensure_in_bundle(
             Err(Failure::Conflict) if conflicts < CONFLICT_RETRIES => conflicts += 1,
             Err(Failure::Denied(message)) => return Err(message),
             Err(Failure::Conflict) => {
-                eprintln!("webhook --self-signed: {name}: {conflicts} conflicts in a row");
+                crate::log::warning(
+                    crate::log::Component::Webhook,
+                    &format!("--self-signed: {name}: {conflicts} conflicts in a row"),
+                );
                 conflicts = 0;
                 tokio::time::sleep(backoff).await;
             }
             Err(Failure::Retry(message)) => {
-                eprintln!("webhook --self-signed: {message}; retrying in {backoff:?}");
+                crate::log::warning(
+                    crate::log::Component::Webhook,
+                    &format!("--self-signed: {message}; retrying in {backoff:?}"),
+                );
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(RECHECK);
             }

@@ -29,7 +29,6 @@ pub(crate) mod watch_mode;
 
 use crate::cli::webhook::{WebhookArgs, WebhookMode};
 use crate::config::InjectConfig;
-use crate::escape::escape;
 use crate::report::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -43,7 +42,7 @@ pub(crate) fn run(args: WebhookArgs) -> ExitCode {
     match start(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("pullcheck: error: {}", escape(&e));
+            crate::log::error(crate::log::Component::Command, &e.to_string());
             ExitCode::Usage
         }
     }
@@ -69,18 +68,24 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
     if config.default_image && !watching {
         // Said at start for the operator, who reads this log; the pods' creators see inject's
         // warning of it on every pod admitted.
-        eprintln!(
-            "pullcheck: webhook: warning: --image left at its default {}, which no registry \
+        crate::log::warning(
+            crate::log::Component::Webhook,
+            &format!(
+                "--image left at its default {}, which no registry \
              serves: every pod it admits would wait on an init container that cannot be pulled",
-            crate::cli::DEFAULT_INJECT_IMAGE
+                crate::cli::DEFAULT_INJECT_IMAGE
+            ),
         );
     }
     let mut admitter = admit::Admitter::new(config.options, args.namespace.clone());
     if watching {
-        eprintln!(
-            "pullcheck: webhook: mode watch: pods admitted unchanged; Jobs and CronJobs get \
+        crate::log::info(
+            crate::log::Component::Webhook,
+            &format!(
+                "mode watch: pods admitted unchanged; Jobs and CronJobs get \
              the podFailurePolicy rule FailJob on {}",
-            escape(&args.condition_type)
+                &args.condition_type
+            ),
         );
         admitter = admitter.watching(args.condition_type.clone());
     }
@@ -125,15 +130,14 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             .await
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        eprintln!("pullcheck: webhook: listening on {bound}");
+        crate::log::info(crate::log::Component::Webhook, &format!("listening on {bound}"));
         let (limit_ranges, no_client) = limit_ranges::Reader::in_cluster();
         if let Some(why) = no_client {
-            eprintln!(
-                "pullcheck: webhook: warning: no in-cluster configuration ({}): the namespaces' \
+            crate::log::warning(crate::log::Component::Webhook, &format!("no in-cluster configuration ({}): the namespaces' \
                  LimitRanges are not read, and the init container takes the requests and limits \
                  of one of each pod's own containers",
-                escape(&why)
-            );
+                &why
+            ));
         }
         let shared = Arc::new(server::Shared::new(admitter, limit_ranges, ready));
         let ready = shared.ready.clone();
@@ -147,7 +151,7 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
         // The API server may still send reviews here until the endpoints drop this pod, and
         // with failurePolicy Ignore those pods would be created without the container: keep
         // serving a while, not ready, then stop.
-        eprintln!("pullcheck: webhook: {signal}: not ready; serving {DRAIN:?} more, then stopping");
+        crate::log::info(crate::log::Component::Webhook, &format!("{signal}: not ready; serving {DRAIN:?} more, then stopping"));
         ready.store(false, std::sync::atomic::Ordering::SeqCst);
         let _ = tokio::time::timeout(DRAIN, &mut serving).await;
         Ok(ExitCode::Ok)

@@ -90,14 +90,17 @@ impl Files {
             match load(&self.cert, &self.key) {
                 Ok(certified) => {
                     tx.send_replace(Some(Arc::new(certified)));
-                    eprintln!(
-                        "pullcheck: webhook: serving the new certificate of {}",
-                        self.cert.display()
+                    crate::log::info(
+                        crate::log::Component::Webhook,
+                        &format!("serving the new certificate of {}", self.cert.display()),
                     );
                     stamp = now;
                 }
                 // Keep the stamp: the pair is tried again at the next poll.
-                Err(e) => eprintln!("pullcheck: webhook: warning: keeping the certificate: {e}"),
+                Err(e) => crate::log::warning(
+                    crate::log::Component::Webhook,
+                    &format!("keeping the certificate: {e}"),
+                ),
             }
         }
     }
