@@ -281,25 +281,29 @@ spec:
 
 /// The pods the kubelet pulled for without a pull secret it could not read in time.
 fn unread_pull_secrets(c: &Cluster) -> Vec<String> {
+    events_of_reason(c, "FailedToRetrieveImagePullSecret")
+        .iter()
+        .filter_map(|e| e["involvedObject"]["name"].as_str())
+        .filter(|name| *name != HOLDER)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The Events of the cases' namespace with this reason.
+fn events_of_reason(c: &Cluster, reason: &str) -> Vec<Value> {
+    let selector = format!("reason={reason}");
     let out = c.kubectl(&[
         "get",
         "events",
         "-n",
         NS,
         "--field-selector",
-        "reason=FailedToRetrieveImagePullSecret",
+        &selector,
         "-o",
         "json",
     ]);
     let list: Value = serde_json::from_str(&out).expect("event list JSON");
-    list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e["involvedObject"]["name"].as_str())
-        .filter(|name| *name != HOLDER)
-        .map(str::to_string)
-        .collect()
+    list["items"].as_array().cloned().unwrap_or_default()
 }
 
 /// The tools image in `registry` (TLS, credentials needed), trusted by containerd, and a pull
@@ -630,19 +634,8 @@ fn watch_states(c: &Cluster, cases: &[Case]) -> BTreeMap<String, Seen> {
 /// The normalized messages of each pod's `Failed` Events, without the bare `Error: <reason>`
 /// ones (the waiting reason again) and the throttled ones, sorted.
 fn failed_events(c: &Cluster, n: &Normalizer) -> BTreeMap<String, BTreeSet<String>> {
-    let out = c.kubectl(&[
-        "get",
-        "events",
-        "-n",
-        NS,
-        "--field-selector",
-        "reason=Failed",
-        "-o",
-        "json",
-    ]);
-    let list: Value = serde_json::from_str(&out).expect("event list JSON");
     let mut events: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for e in list["items"].as_array().into_iter().flatten() {
+    for e in &events_of_reason(c, "Failed") {
         if e["involvedObject"]["kind"] != "Pod" {
             continue;
         }

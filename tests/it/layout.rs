@@ -354,56 +354,24 @@ impl Crate {
 
     /// The strongly connected components of more than one file (Tarjan's algorithm).
     fn cycles(&self) -> Vec<Vec<String>> {
-        let edges = self.edges();
-        let names: Vec<&String> = self.files.keys().collect();
-        let index_of: BTreeMap<&str, usize> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i))
-            .collect();
-        let succ: Vec<Vec<usize>> = names
-            .iter()
-            .map(|n| {
-                edges
-                    .get(*n)
-                    .map(|to| to.keys().map(|t| index_of[t.as_str()]).collect())
-                    .unwrap_or_default()
-            })
-            .collect();
-        let mut t = Tarjan {
-            succ: &succ,
-            index: vec![None; names.len()],
-            low: vec![0; names.len()],
-            on_stack: vec![false; names.len()],
-            stack: Vec::new(),
-            next: 0,
-            out: Vec::new(),
-        };
-        for v in 0..names.len() {
-            if t.index[v].is_none() {
-                t.visit(v);
-            }
-        }
-        let mut out: Vec<Vec<String>> = t
-            .out
+        let arrows: BTreeMap<String, BTreeSet<String>> = self
+            .edges()
             .into_iter()
-            .filter(|c| c.len() > 1)
+            .map(|(from, to)| (from, to.into_keys().collect()))
+            .collect();
+        let mut out: Vec<Vec<String>> = strongly_connected(&arrows)
+            .into_iter()
             // The files of one module (a `mod.rs` and the files under it) may lean on each
             // other: the parent is made of its children, and they reach back with `super::`.
             .filter(|c| {
-                let first = &self.files[names[c[0]]].module;
+                let first = &self.files[&c[0]].module;
                 let shared = (0..first.len())
                     .take_while(|&d| {
                         c.iter()
-                            .all(|&i| self.files[names[i]].module.get(d) == first.get(d))
+                            .all(|n| self.files[n].module.get(d) == first.get(d))
                     })
                     .count();
                 shared == 0
-            })
-            .map(|c| {
-                let mut c: Vec<String> = c.into_iter().map(|i| names[i].clone()).collect();
-                c.sort();
-                c
             })
             .collect();
         out.sort();
