@@ -90,6 +90,9 @@
 //!   without I/O; `breaker`: the bound on owners that recreate what is failed; `confirm`: the
 //!   watcher's own manifest HEAD; `config`, `run`, `act`, `lease`: leader election, `server`,
 //!   `metrics`).
+//! - `serve` (with either cargo feature): what the two cluster-wide servers share, the
+//!   `--listen` address, the stopping signals, and the `/healthz`, `/readyz` and `/metrics`
+//!   answers.
 //! - `test_hooks`: the two ways the integration tests reach stand-ins (pinned host names, ACR's
 //!   token exchange), compiled only with the `test-hooks` cargo feature; the release build
 //!   leaves it out.

@@ -967,7 +967,12 @@ fn chart_installs() {
         ("watch", "pods".to_string(), "yes"),
         ("patch", "pods --subresource=status".to_string(), "yes"),
         ("patch", "pods".to_string(), "no"),
-        ("create", "events".to_string(), "yes"),
+        // Its own Events go through events.k8s.io (kube-runtime's Recorder); core Events it
+        // only reads (the kubelet's).
+        ("create", "events.events.k8s.io".to_string(), "yes"),
+        ("patch", "events.events.k8s.io".to_string(), "yes"),
+        ("create", "events".to_string(), "no"),
+        ("list", "events".to_string(), "yes"),
         ("watch", "namespaces".to_string(), "yes"),
         ("update", "leases.coordination.k8s.io".to_string(), "no"),
     ] {

@@ -103,6 +103,55 @@ fn no_function_past_its_size() {
     }
 }
 
+/// The two layout lists a newcomer reads, `src/lib.rs`'s "Layout" section and CONTRIBUTING.md's
+/// tree, name every module and file there is: a file added without a word there fails here.
+#[test]
+fn the_layout_lists_name_every_module_and_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let docs: String = lib
+        .lines()
+        .filter(|l| l.starts_with("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut unnamed = Vec::new();
+    for line in lib.lines() {
+        let decl = line
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub ");
+        if let Some(name) = decl.strip_prefix("mod ").and_then(|m| m.strip_suffix(';')) {
+            if !docs.contains(&format!("`{name}`")) {
+                unnamed.push(format!("src/lib.rs's Layout: module {name}"));
+            }
+        }
+    }
+    let contributing = std::fs::read_to_string(root.join("CONTRIBUTING.md")).unwrap();
+    let tree = contributing
+        .split("\n```\n")
+        .nth(1)
+        .expect("CONTRIBUTING.md's first code block: the tree of src/");
+    let mut paths = Vec::new();
+    walk(&root.join("src"), &mut paths);
+    for path in paths {
+        let name = path
+            .strip_prefix(root.join("src"))
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if name == "lib.rs" || name == "main.rs" {
+            continue;
+        }
+        // A file is named by its own name, or (under a folder) by the folder's.
+        let parts: Vec<&str> = name.split('/').collect();
+        let file = parts[parts.len() - 1];
+        let folder = parts.len().checked_sub(2).map(|i| format!("{}/", parts[i]));
+        if !tree.contains(file) && !folder.is_some_and(|f| tree.contains(&f)) {
+            unnamed.push(format!("CONTRIBUTING.md's tree: src/{name}"));
+        }
+    }
+    assert!(unnamed.is_empty(), "not named:\n{}", unnamed.join("\n"));
+}
+
 /// Prints the figures (not a check): the longest files and functions, and every cycle.
 #[test]
 #[ignore = "prints figures; run with --ignored --nocapture"]
