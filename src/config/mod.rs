@@ -467,20 +467,17 @@ impl Credentials {
         timeout: Duration,
         problems: &mut Problems,
     ) -> Credentials {
-        let workstation = keyring::workstation_config();
-        let mut keyring = match Keyring::load(
-            &args.docker_config,
-            Some(&args.secrets_dir),
-            workstation.as_deref(),
-        ) {
-            Ok(k) => k,
-            Err(errs) => {
-                problems
-                    .errors
-                    .extend(errs.into_iter().map(|e| e.to_string()));
-                Keyring::default()
-            }
-        };
+        let workstation = keyring::workstation_configs();
+        let mut keyring =
+            match Keyring::load(&args.docker_config, Some(&args.secrets_dir), &workstation) {
+                Ok(k) => k,
+                Err(errs) => {
+                    problems
+                        .errors
+                        .extend(errs.into_iter().map(|e| e.to_string()));
+                    Keyring::default()
+                }
+            };
         let wanted = || {
             references
                 .iter()

@@ -282,13 +282,49 @@ struct SourceRecord {
     implicit: bool,
 }
 
-/// The Docker CLI's config of a person: `$DOCKER_CONFIG/config.json`, else
-/// `~/.docker/config.json` (None without either variable).
-pub(crate) fn workstation_config() -> Option<PathBuf> {
-    let dir = std::env::var_os("DOCKER_CONFIG")
+/// A person's own credential files, in this order: the Docker CLI's config
+/// (`$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`), then, on a workstation only,
+/// the files podman, skopeo and buildah write (containers-auth.json(5)): `$REGISTRY_AUTH_FILE`,
+/// `$XDG_RUNTIME_DIR/containers/auth.json`, and `$XDG_CONFIG_HOME/containers/auth.json`
+/// (`~/.config/containers/auth.json`). The kubelet reads none of the latter, so in a pod
+/// (`KUBERNETES_SERVICE_HOST` set, as in every container of a pod) they are left out: a pod's
+/// check uses only what the node would. Each with its label for messages.
+pub(crate) fn workstation_configs() -> Vec<(PathBuf, String)> {
+    workstation_configs_from(|name| std::env::var_os(name))
+}
+
+/// [`workstation_configs`] with the environment given.
+fn workstation_configs_from(
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Vec<(PathBuf, String)> {
+    let home = env("HOME").map(PathBuf::from);
+    let mut files = Vec::new();
+    if let Some(dir) = env("DOCKER_CONFIG")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".docker")))?;
-    Some(dir.join("config.json"))
+        .or_else(|| home.as_ref().map(|h| h.join(".docker")))
+    {
+        let file = dir.join("config.json");
+        let label = format!("docker config {}", file.display());
+        files.push((file, label));
+    }
+    if env("KUBERNETES_SERVICE_HOST").is_some() {
+        return files;
+    }
+    let containers = [
+        env("REGISTRY_AUTH_FILE").map(PathBuf::from),
+        env("XDG_RUNTIME_DIR").map(|d| Path::new(&d).join("containers/auth.json")),
+        env("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".config")))
+            .map(|d| d.join("containers/auth.json")),
+    ];
+    for file in containers.into_iter().flatten() {
+        if !files.iter().any(|(f, _)| *f == file) {
+            let label = format!("containers auth {}", file.display());
+            files.push((file, label));
+        }
+    }
+    files
 }
 
 impl Keyring {
@@ -296,13 +332,14 @@ impl Keyring {
     /// folder holding one) in the order given, then each sub-folder of `secrets_dir` in name order.
     /// A missing `secrets_dir` means no mounted secrets.
     ///
-    /// Last, for a person on a workstation, `workstation` (the Docker CLI's `config.json`, see
-    /// [`workstation_config`]): its `auths`, and its `credHelpers` / `credsStore`, which are
-    /// asked only for the registries of the images checked ([`Keyring::resolve_helpers`]).
+    /// Last, for a person on a workstation, `workstation` (the Docker CLI's `config.json` and
+    /// the containers tools' `auth.json`, see [`workstation_configs`]), each that exists: its
+    /// `auths`, and its `credHelpers` / `credsStore`, which are asked only for the registries
+    /// of the images checked ([`Keyring::resolve_helpers`]).
     pub(crate) fn load(
         docker_configs: &[PathBuf],
         secrets_dir: Option<&Path>,
-        workstation: Option<&Path>,
+        workstation: &[(PathBuf, String)],
     ) -> Result<Keyring, Vec<KeyringError>> {
         let mut keyring = Keyring::default();
         let mut errors = Vec::new();
@@ -347,9 +384,8 @@ impl Keyring {
                 Err(e) => errors.push(e),
             }
         }
-        if let Some(file) = workstation.filter(|f| f.is_file()) {
-            let label = format!("docker config {}", file.display());
-            if let Err(e) = keyring.add_source_file(file, &label, true) {
+        for (file, label) in workstation.iter().filter(|(f, _)| f.is_file()) {
+            if let Err(e) = keyring.add_source_file(file, label, true) {
                 errors.push(e);
             }
             if let Some(source) = keyring.sources.last_mut() {
@@ -669,6 +705,52 @@ mod tests {
     use super::matching::glob_match;
     use super::*;
     use base64::Engine;
+
+    #[test]
+    fn the_containers_tools_files_are_read_on_a_workstation_only() {
+        let files = |vars: &[(&str, &str)]| -> Vec<String> {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            workstation_configs_from(|name| {
+                vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
+            })
+            .into_iter()
+            .map(|(_, label)| label)
+            .collect()
+        };
+        assert_eq!(
+            files(&[("HOME", "/home/a"), ("XDG_RUNTIME_DIR", "/run/user/1000")]),
+            [
+                "docker config /home/a/.docker/config.json",
+                "containers auth /run/user/1000/containers/auth.json",
+                "containers auth /home/a/.config/containers/auth.json",
+            ]
+        );
+        assert_eq!(
+            files(&[
+                ("HOME", "/home/a"),
+                ("DOCKER_CONFIG", "/d"),
+                ("REGISTRY_AUTH_FILE", "/d/config.json"),
+                ("XDG_CONFIG_HOME", "/x"),
+            ]),
+            [
+                "docker config /d/config.json",
+                "containers auth /x/containers/auth.json",
+            ]
+        );
+        // In a pod: only what the kubelet's own keyring could hold too.
+        assert_eq!(
+            files(&[
+                ("HOME", "/root"),
+                ("XDG_RUNTIME_DIR", "/run/user/0"),
+                ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ]),
+            ["docker config /root/.docker/config.json"]
+        );
+        assert!(files(&[]).is_empty());
+    }
 
     fn keyring(json: &str) -> Keyring {
         let mut k = Keyring::default();
@@ -1127,7 +1209,7 @@ mod tests {
             entry("index.docker.io"),
         )
         .unwrap();
-        let k = Keyring::load(&[], Some(&secrets), None).unwrap();
+        let k = Keyring::load(&[], Some(&secrets), &[]).unwrap();
         let images = [("docker.io", "library/nginx")];
         let sources = k.sources(images);
         let shown: Vec<_> = sources

@@ -845,3 +845,59 @@ fn creds_is_one_credential_for_one_run_never_shown_never_from_the_environment() 
         .run();
     assert_eq!(out.code, 5, "{}", out.stdout);
 }
+
+#[test]
+fn podman_and_skopeo_logins_are_read_on_a_workstation_and_never_in_a_pod() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("private/podman-login", "v1");
+    let image = format!("{host}/private/podman-login:v1");
+    // What `podman login` writes: `$XDG_RUNTIME_DIR/containers/auth.json`.
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("run");
+    std::fs::create_dir_all(runtime.join("containers")).unwrap();
+    let auth = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("{}:{}", crate::common::ALICE, crate::common::ALICE_PASSWORD),
+    );
+    let file = runtime.join("containers/auth.json");
+    std::fs::write(
+        &file,
+        format!(r#"{{"auths":{{"{host}":{{"auth":"{auth}"}}}}}}"#),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let run = |in_pod: bool| {
+        let cmd = pullcheck()
+            .check(&["-o", "json", "--timeout", "5s", "--ca-file", &ca, &image])
+            .env("HOME", &home)
+            .env("XDG_RUNTIME_DIR", &runtime);
+        if in_pod {
+            cmd.env("KUBERNETES_SERVICE_HOST", "10.96.0.1").run()
+        } else {
+            cmd.env_remove("KUBERNETES_SERVICE_HOST").run()
+        }
+    };
+    let workstation = run(false);
+    assert_eq!(
+        workstation.code, 0,
+        "{}{}",
+        workstation.stdout, workstation.stderr
+    );
+    assert_eq!(
+        workstation.image(&image)["auth"],
+        format!("containers auth {}, key {host}", file.display()),
+        "{}",
+        workstation.stdout
+    );
+    // In a pod the kubelet would not have it: no credentials, as the node would pull.
+    let pod = run(true);
+    assert_eq!(pod.code, 5, "{}{}", pod.stdout, pod.stderr);
+    assert_eq!(
+        pod.image(&image)["reason"],
+        "no_credentials",
+        "{}",
+        pod.stdout
+    );
+}

@@ -109,13 +109,16 @@ pub struct Pullcheck {
 
 /// The environment variables a run takes from the machine unless a test gives them: the
 /// workstation's credentials and every cloud SDK's settings.
-const MACHINE_VARS: [&str; 6] = [
+const MACHINE_VARS: [&str; 9] = [
     "PULLCHECK_",
     "AWS_",
     "GCE_",
     "AZURE_",
     "GOOGLE_",
     "DOCKER_CONFIG",
+    "REGISTRY_AUTH_FILE",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
 ];
 
 impl Pullcheck {
@@ -163,12 +166,16 @@ impl Pullcheck {
     }
 
     /// `pullcheck check` with no credentials from the machine: no mounted pull secrets
-    /// (`--secrets-dir` pointed nowhere), no `DOCKER_CONFIG`; then `args`.
+    /// (`--secrets-dir` pointed nowhere), no `DOCKER_CONFIG` and none of the variables that
+    /// point at the containers tools' `auth.json`; then `args`.
     pub fn check(self, args: &[&str]) -> Pullcheck {
         self.arg("check")
             .args(["--secrets-dir", "/nonexistent/pullcheck-secrets"])
             .args(args)
             .env_remove("DOCKER_CONFIG")
+            .env_remove("REGISTRY_AUTH_FILE")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("XDG_CONFIG_HOME")
     }
 
     /// `pullcheck inject` with no `PULLCHECK_INJECT_*` variable from the test process.
