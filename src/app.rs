@@ -51,7 +51,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     let input = match read_manifests(&args.file) {
         Ok(text) => text,
         Err(e) => {
-            log::error(Component::Command, &format!("{}: {}", &source, &e));
+            log::error(Component::Command, &format!("{source}: {e}"));
             return ExitCode::Usage;
         }
     };
@@ -83,7 +83,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
                 log::warning(Component::Command, &rule.to_string());
                 log::warning(
                     Component::Command,
-                    &format!("--image left at its default: {}", w),
+                    &format!("--image left at its default: {w}"),
                 );
                 log::warning(Component::Command, &rule.to_string());
             }
@@ -91,7 +91,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
             ExitCode::Ok
         }
         Err(e) => {
-            log::error(Component::Command, &format!("{}", e));
+            log::error(Component::Command, &e.to_string());
             ExitCode::Usage
         }
     }
@@ -165,7 +165,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
                 Component::Command,
                 &format!(
                     "{} not counted ({}): {} {}",
-                    &r.image,
+                    r.image,
                     why.as_str(),
                     r.status.as_str(),
                     r.reason

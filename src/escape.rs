@@ -71,8 +71,8 @@ fn needs_escape_in_json(c: char) -> bool {
 
 /// Cuts `s` to at most `max` bytes, ending with `…` when cut: at the last word boundary that
 /// fits (separators left dangling at the end, such as ` —` or `,`, go too). A first word
-/// longer than `max` is cut on a character boundary, but never inside an escape ([`escape`](fn@escape)'s
-/// `\n`, `\x1b`, `\u{9b}`).
+/// longer than `max` is cut on a character boundary, but never inside an escape
+/// ([`escape`](fn@escape)'s `\n`, `\x1b`, `\u{9b}`).
 pub(crate) fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();

@@ -27,8 +27,8 @@
 //! modules as plain names); each file opens with its own responsibility.
 //!
 //! - [`cli`]: clap types only, every flag also an environment variable, grouped for `-h`, one
-//!   file per subcommand ([`cli::values`]: the values of single flags as clap reads them, a leaf that `config`
-//!   uses too); [`config`]: flags, environment and files into a validated
+//!   file per subcommand ([`cli::values`]: the values of single flags as clap reads them, a
+//!   leaf that `config` uses too); [`config`]: flags, environment and files into a validated
 //!   [`config::Config`] by small per-concern builders (`config/inject.rs`: `inject`'s
 //!   `InjectConfig`; `config/values.rs`: the command line's choices as the library's types);
 //!   [`app`]: the program behind `main`; [`input`]: bounded reading of files and stdin, for
@@ -81,9 +81,8 @@
 //!   within the pod's and the namespace's LimitRanges, `job`: `--job-failure-policy`).
 //! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
 //!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `decision`: what a review comes to,
-//!   `limit_ranges`: the namespace's
-//!   LimitRanges read per review, `patch`, `server`, `tls`, `metrics`, and `cert`, its own
-//!   certificate and caBundle).
+//!   `limit_ranges`: the namespace's LimitRanges read per review, `patch`, `server`, `tls`,
+//!   `metrics`, and `cert`, its own certificate and caBundle).
 //! - `watch` (cargo feature `watch`): `pullcheck watch`, the stuck-pod controller (`classify`:
 //!   the kubelet's words, permanent or transient; `grace`: each verdict's grace; `seen`: what
 //!   was seen of one pod, the evidence and whether it is fresh; `decide`: one pod's action,

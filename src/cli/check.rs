@@ -153,8 +153,8 @@ pub struct CheckArgs {
     /// loopback registry (`localhost`, 127.0.0.0/8, `::1`) that answers HTTPS in plain HTTP
     /// (containerd's rule), and to the hosts the node's configuration names so (a hosts.toml
     /// `http://` host, a registries.conf `insecure = true` entry, after HTTPS fails).
-    /// Repeatable; the environment variable takes a comma-separated list. The report says `(plain HTTP)`, JSON `"plain_http":
-    /// true`. `--insecure HOST` (crane's word) is the same: plain HTTP. crane's --insecure also
+    /// Repeatable; the environment variable takes a comma-separated list. The report says
+    /// `(plain HTTP)`, JSON `"plain_http": true`. `--insecure HOST` (crane's word) is the same: plain HTTP. crane's --insecure also
     /// accepts HTTPS without checking the certificate; pullcheck never turns certificate checks
     /// off (trust the registry's CA with --ca-file).
     #[arg(

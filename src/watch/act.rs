@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod, Secret};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{self, EventType, Recorder, Reporter};
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 
 /// The Events' `reportingController`.
@@ -133,13 +133,8 @@ impl Actor {
         note: &str,
     ) -> Outcome {
         let reference = ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            name: Some(pod.name_any()),
-            namespace: pod.namespace(),
-            uid: pod.uid(),
-            resource_version: pod.resource_version(),
             field_path: Some(field_path(pod, &finding.container)),
+            ..pod.object_ref(&())
         };
         let event = events::Event {
             type_: EventType::Warning,

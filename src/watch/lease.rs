@@ -108,7 +108,7 @@ impl Elector {
                 Ok(false) => renewed = None,
                 Err(e) => crate::log::info(
                     crate::log::Component::Watch,
-                    &format!("lease {}: {}", self.name, &e),
+                    &format!("lease {}: {e}", self.name),
                 ),
             }
             // A leader that cannot renew stops acting before another may take over.
@@ -118,7 +118,7 @@ impl Elector {
                     crate::log::Component::Watch,
                     &format!(
                         "{} {} the lease {}",
-                        &self.identity,
+                        self.identity,
                         if leads { "holds" } else { "does not hold" },
                         self.name
                     ),

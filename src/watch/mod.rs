@@ -29,6 +29,7 @@ pub(crate) mod seen;
 pub(crate) mod server;
 
 use crate::cli::watch::WatchArgs;
+use crate::log::{self, Component};
 use crate::report::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -39,7 +40,7 @@ pub(crate) fn run(args: WatchArgs) -> ExitCode {
         Ok(c) => c,
         Err(errors) => {
             for e in errors {
-                crate::log::error(crate::log::Component::Command, &e.to_string());
+                log::error(Component::Command, &e);
             }
             return ExitCode::Usage;
         }
@@ -47,7 +48,7 @@ pub(crate) fn run(args: WatchArgs) -> ExitCode {
     match start(config) {
         Ok(code) => code,
         Err(e) => {
-            crate::log::error(crate::log::Component::Command, &e.to_string());
+            log::error(Component::Command, &e);
             ExitCode::Usage
         }
     }
@@ -63,18 +64,30 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
             .await
             .map_err(|e| format!("--listen {}: {e}", config.listen))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        let client = kube::Client::try_default()
-            .await
-            .map_err(|e| format!("cannot reach the API server (in-cluster config or KUBECONFIG): {e}"))?;
+        let client = kube::Client::try_default().await.map_err(|e| {
+            format!("cannot reach the API server (in-cluster config or KUBECONFIG): {e}")
+        })?;
         let grace = match config.settings.graces.all {
             Some(g) => format!("grace {g:?}"),
             None => "each verdict's own grace".to_string(),
         };
-        crate::log::info(crate::log::Component::Watch, &format!("listening on {bound}; namespaces labelled {}; {grace}{}{}",
-            &config.namespace_label,
-            if config.confirm { "" } else { "; no registry confirmation" },
-            if config.dry_run { "; dry run: nothing is written" } else { "" }
-        ));
+        let confirm = if config.confirm {
+            ""
+        } else {
+            "; no registry confirmation"
+        };
+        let dry_run = if config.dry_run {
+            "; dry run: nothing is written"
+        } else {
+            ""
+        };
+        let label = &config.namespace_label;
+        log::info(
+            Component::Watch,
+            &format!(
+                "listening on {bound}; namespaces labelled {label}; {grace}{confirm}{dry_run}"
+            ),
+        );
         let metrics = Arc::new(metrics::Metrics::default());
         let ready = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(server::Shared {
@@ -115,7 +128,9 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
         let gauge_task = async move {
             while leading_gauge.changed().await.is_ok() {
                 let leads = *leading_gauge.borrow();
-                gauge.leader.store(u64::from(leads), std::sync::atomic::Ordering::Relaxed);
+                gauge
+                    .leader
+                    .store(u64::from(leads), std::sync::atomic::Ordering::Relaxed);
             }
             std::future::pending::<()>().await;
         };
@@ -124,7 +139,9 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
             why = watcher.run(client) => return Err(why),
             () = elector.run(leading_tx) => return Err("the leader election stopped".into()),
             () = gauge_task => {}
-            signal = crate::serve::stopped() => crate::log::info(crate::log::Component::Watch, &format!("{signal}: giving the lease up and stopping")),
+            signal = crate::serve::stopped() => {
+                log::info(Component::Watch, &format!("{signal}: giving the lease up and stopping"));
+            }
         }
         // Bounded: an API server that does not answer must not hold the pod past its grace
         // period; the Lease then expires on its own.

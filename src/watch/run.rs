@@ -97,7 +97,7 @@ impl Watcher {
         self.metrics.error(what);
         crate::log::info(
             crate::log::Component::Watch,
-            &format!("watching {what}: {} (retrying)", e),
+            &format!("watching {what}: {e} (retrying)"),
         );
     }
 
@@ -139,7 +139,7 @@ impl Watcher {
                     self.metrics.error("get secrets");
                     say(
                         &who,
-                        &format!("pull secret {}: {}; the look goes on without it", name, why),
+                        &format!("pull secret {name}: {why}; the look goes on without it"),
                         self.config.dry_run,
                     );
                 }

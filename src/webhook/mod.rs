@@ -29,6 +29,7 @@ pub(crate) mod watch_mode;
 
 use crate::cli::webhook::{WebhookArgs, WebhookMode};
 use crate::config::InjectConfig;
+use crate::log::{self, Component};
 use crate::report::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -42,7 +43,7 @@ pub(crate) fn run(args: WebhookArgs) -> ExitCode {
     match start(args) {
         Ok(code) => code,
         Err(e) => {
-            crate::log::error(crate::log::Component::Command, &e.to_string());
+            log::error(Component::Command, &e);
             ExitCode::Usage
         }
     }
@@ -68,8 +69,8 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
     if config.default_image && !watching {
         // Said at start for the operator, who reads this log; the pods' creators see inject's
         // warning of it on every pod admitted.
-        crate::log::warning(
-            crate::log::Component::Webhook,
+        log::warning(
+            Component::Webhook,
             &format!(
                 "--image left at its default {}, which no registry \
              serves: every pod it admits would wait on an init container that cannot be pulled",
@@ -79,8 +80,8 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
     }
     let mut admitter = admit::Admitter::new(config.options, args.namespace.clone());
     if watching {
-        crate::log::info(
-            crate::log::Component::Webhook,
+        log::info(
+            Component::Webhook,
             &format!(
                 "mode watch: pods admitted unchanged; Jobs and CronJobs get \
              the podFailurePolicy rule FailJob on {}",
@@ -130,14 +131,17 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             .await
             .map_err(|e| format!("--listen {listen}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        crate::log::info(crate::log::Component::Webhook, &format!("listening on {bound}"));
+        log::info(Component::Webhook, &format!("listening on {bound}"));
         let (limit_ranges, no_client) = limit_ranges::Reader::in_cluster();
         if let Some(why) = no_client {
-            crate::log::warning(crate::log::Component::Webhook, &format!("no in-cluster configuration ({}): the namespaces' \
-                 LimitRanges are not read, and the init container takes the requests and limits \
-                 of one of each pod's own containers",
-                &why
-            ));
+            log::warning(
+                Component::Webhook,
+                &format!(
+                    "no in-cluster configuration ({why}): the namespaces' LimitRanges are not \
+                     read, and the init container takes the requests and limits of one of each \
+                     pod's own containers"
+                ),
+            );
         }
         let shared = Arc::new(server::Shared::new(admitter, limit_ranges, ready));
         let ready = shared.ready.clone();
@@ -151,7 +155,10 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
         // The API server may still send reviews here until the endpoints drop this pod, and
         // with failurePolicy Ignore those pods would be created without the container: keep
         // serving a while, not ready, then stop.
-        crate::log::info(crate::log::Component::Webhook, &format!("{signal}: not ready; serving {DRAIN:?} more, then stopping"));
+        log::info(
+            Component::Webhook,
+            &format!("{signal}: not ready; serving {DRAIN:?} more, then stopping"),
+        );
         ready.store(false, std::sync::atomic::Ordering::SeqCst);
         let _ = tokio::time::timeout(DRAIN, &mut serving).await;
         Ok(ExitCode::Ok)
