@@ -68,21 +68,26 @@
 
 mod container;
 mod job;
+#[cfg(feature = "webhook")]
+mod object;
 mod options;
 mod pod;
 mod resources;
+mod wants;
 
 pub use container::{env_value, init_container, volume_name};
-use options::validate_options;
+#[cfg(feature = "webhook")]
+pub(crate) use object::inject_object;
+pub(crate) use options::{ValidOptions, validate};
 use pod::Run;
 pub use resources::{LimitRangeItem, LimitRanges, Requirements};
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
 use crate::credentials::plugin::InjectAdditions;
-use crate::manifests::splice::{Edit, Output, Splicer, apply};
+use crate::manifests::splice::{Edit, Output, Splicer, Writer, apply};
 use crate::manifests::tree::Tree;
 use crate::manifests::{self, Manifests};
-use crate::route::inject::{Additions, RouteMounts};
+use crate::route::inject::RouteMounts;
 use std::collections::{HashMap, HashSet};
 
 pub use crate::manifests::Format;
@@ -183,27 +188,20 @@ pub struct InjectError(pub String);
 /// [`InjectError`] for bad options, check arguments that `pullcheck check` would refuse, and
 /// input that cannot be read (naming the document and line, never its content).
 pub fn inject(input: &str, source: &str, options: &InjectOptions) -> Result<Injected, InjectError> {
-    inject_owned(input, source, options, None)
+    let valid = validate(options.clone())?;
+    inject_valid(input, source, &valid)
 }
 
-/// [`inject`] of one Pod at its admission (`pullcheck webhook`), whose controller is a `owner`
-/// (the kind of its `ownerReferences` entry with `controller: true`): that decides what its
-/// restart-policy warning can advise, where a manifest says it by its own kind.
-pub(crate) fn inject_owned(
+/// [`inject`] with options already checked: the text writer ([`Splicer`]) over each document.
+pub(crate) fn inject_valid(
     input: &str,
     source: &str,
-    options: &InjectOptions,
-    owner: Option<&str>,
+    valid: &ValidOptions,
 ) -> Result<Injected, InjectError> {
-    let (ca_files, mut route) = validate_options(options)?;
-    let route_warnings = std::mem::take(&mut route.warnings);
     let mut each = EachDocument {
         input,
         source,
-        options,
-        owner,
-        ca_files: &ca_files,
-        route: &route,
+        valid,
         crlf: input.contains("\r\n"),
         format: Format::Yaml,
         notes: Vec::new(),
@@ -238,25 +236,11 @@ pub(crate) fn inject_owned(
         // Inputs whose documents cannot be read one at a time (anchors shared across them).
         None => {
             drop(each);
-            whole(input, source, options, owner, &ca_files, &route)?
+            whole(input, source, valid)?
         }
     };
     let mut warnings = done.warnings;
-    if done.spots == 0 {
-        warnings.push(format!(
-            "{source}: no pod spec found; the output is the input unchanged"
-        ));
-    } else if options.image == DEFAULT_INJECT_IMAGE {
-        warnings.push(format!(
-            "the init container runs the default image {DEFAULT_INJECT_IMAGE}, which no \
-             registry serves: push pullcheck's image to a registry every node can pull from \
-             and pass --image REF (a pod whose own pullcheck image cannot be pulled is stuck \
-             like any other)"
-        ));
-    }
-    if done.spots != 0 {
-        warnings.extend(route_warnings);
-    }
+    closing_warnings(source, done.spots, valid, &mut warnings);
     Ok(Injected {
         output: done.output,
         warnings,
@@ -264,6 +248,31 @@ pub(crate) fn inject_owned(
         pod_specs: done.pod_specs,
         format: done.format,
     })
+}
+
+/// The warnings of a whole run, after those of its pod specs: nothing found, the default
+/// image, and the route choices' (said once, where a pod spec was found).
+pub(super) fn closing_warnings(
+    source: &str,
+    spots: usize,
+    valid: &ValidOptions,
+    warnings: &mut Vec<String>,
+) {
+    if spots == 0 {
+        warnings.push(format!(
+            "{source}: no pod spec found; the output is the input unchanged"
+        ));
+        return;
+    }
+    if valid.options.image == DEFAULT_INJECT_IMAGE {
+        warnings.push(format!(
+            "the init container runs the default image {DEFAULT_INJECT_IMAGE}, which no \
+             registry serves: push pullcheck's image to a registry every node can pull from \
+             and pass --image REF (a pod whose own pullcheck image cannot be pulled is stuck \
+             like any other)"
+        ));
+    }
+    warnings.extend(valid.route.warnings.iter().cloned());
 }
 
 /// What reading and editing all documents gave, before the closing warnings.
@@ -286,10 +295,7 @@ struct Done {
 struct EachDocument<'a> {
     input: &'a str,
     source: &'a str,
-    options: &'a InjectOptions,
-    owner: Option<&'a str>,
-    ca_files: &'a [String],
-    route: &'a Additions,
+    valid: &'a ValidOptions,
     crlf: bool,
     format: Format,
     notes: Vec<String>,
@@ -328,15 +334,14 @@ impl manifests::EachDocument for EachDocument<'_> {
     fn document(&mut self, tree: &Tree, found: Manifests) {
         self.output
             .apply(self.input, &std::mem::take(&mut self.pending));
-        let edits = edit(
-            self.input,
+        let splicer = Splicer::new(self.input, tree, found.format == Format::Json);
+        let edits = plan(
+            &splicer,
             self.source,
-            self.options,
-            self.owner,
+            self.valid,
+            None,
             tree,
             &found,
-            self.ca_files,
-            self.route,
             &mut self.warnings,
             &mut self.written,
             &mut self.pod_specs,
@@ -347,32 +352,32 @@ impl manifests::EachDocument for EachDocument<'_> {
     }
 }
 
-/// The edits of the pod specs `found` in `tree`, their warnings added to `warnings`, what was
-/// written and why (a Job's failure policy) to `notes`, and the pod specs edited counted in
-/// `pod_specs`.
+/// The inject core: the edits of the pod specs `found` in `tree`, as `writer` writes them,
+/// their warnings added to `warnings`, what was written and why (a Job's failure policy) to
+/// `notes`, and the pod specs edited counted in `pod_specs`. `owner`: the kind of a Pod's
+/// controller, at admission (it decides what the restart-policy warning can advise, where a
+/// manifest says it by its own kind).
 #[allow(clippy::too_many_arguments)]
-fn edit(
-    input: &str,
+pub(super) fn plan<W: Writer>(
+    writer: &W,
     source: &str,
-    options: &InjectOptions,
+    valid: &ValidOptions,
     owner: Option<&str>,
     tree: &Tree,
     found: &Manifests,
-    ca_files: &[String],
-    route: &Additions,
     warnings: &mut Vec<String>,
     notes: &mut Vec<String>,
     pod_specs: &mut usize,
-) -> Vec<Edit> {
+) -> Vec<W::Edit> {
     let mut run = Run {
-        options,
+        options: &valid.options,
         owner,
         source,
         manifests: found,
         tree,
-        splicer: Splicer::new(input, tree, found.format == Format::Json),
-        ca_files,
-        route,
+        writer,
+        ca_files: &valid.ca_files,
+        route: &valid.route,
         warnings: std::mem::take(warnings),
         notes: std::mem::take(notes),
         edits: Vec::new(),
@@ -409,27 +414,19 @@ fn crlf(mut edits: Vec<Edit>, crlf: bool) -> Vec<Edit> {
 
 /// The input read whole, then edited: for inputs [`manifests::read_each`] cannot read one
 /// document at a time.
-fn whole(
-    input: &str,
-    source: &str,
-    options: &InjectOptions,
-    owner: Option<&str>,
-    ca_files: &[String],
-    route: &Additions,
-) -> Result<Done, InjectError> {
+fn whole(input: &str, source: &str, valid: &ValidOptions) -> Result<Done, InjectError> {
     let found = manifests::read(input, source).map_err(|e| InjectError(e.to_string()))?;
     let mut warnings = found.notes.clone();
     let mut notes = Vec::new();
     let mut pod_specs = 0;
-    let edits = edit(
-        input,
+    let splicer = Splicer::new(input, &found.tree, found.format == Format::Json);
+    let edits = plan(
+        &splicer,
         source,
-        options,
-        owner,
+        valid,
+        None,
         &found.tree,
         &found,
-        ca_files,
-        route,
         &mut warnings,
         &mut notes,
         &mut pod_specs,
@@ -449,12 +446,6 @@ fn whole(
         output: apply(input, &edits),
     })
 }
-
-// ---------------------------------------------------------------------------------------------
-// Options
-
-// ---------------------------------------------------------------------------------------------
-// Editing
 
 #[cfg(test)]
 mod tests {
@@ -852,8 +843,8 @@ mod tests {
 
     /// `inject` as it was: the whole input read, then edited.
     fn read_whole(input: &str, options: &InjectOptions) -> Result<(String, Vec<String>), String> {
-        let (ca_files, route) = validate_options(options).map_err(|e| e.0)?;
-        let done = whole(input, "t", options, None, &ca_files, &route).map_err(|e| e.0)?;
+        let valid = validate(options.clone()).map_err(|e| e.0)?;
+        let done = whole(input, "t", &valid).map_err(|e| e.0)?;
         Ok((done.output, done.warnings))
     }
 

@@ -1,17 +1,48 @@
-//! `inject`'s options, checked before any manifest is read, with `check`'s own parser for the
-//! check arguments.
+//! `inject`'s options, checked once before any manifest is read (with `check`'s own parser for
+//! the check arguments) into [`ValidOptions`], which the inject core reads: `pullcheck inject`
+//! checks them per run, the webhook once at start, never per admission.
 
 use super::container::with_route_args;
 use super::{InjectError, InjectOptions};
 use crate::manifests::names::is_dns_subdomain;
 use crate::route::inject::Additions;
 
+/// Options that passed [`validate`]: made only there, so that the core never reads options
+/// that `inject` would refuse.
+#[derive(Debug, Clone)]
+pub(crate) struct ValidOptions {
+    /// The options as given.
+    pub(super) options: InjectOptions,
+    /// The `--ca-file` paths of the check arguments (mounted from `--ca-configmap`).
+    pub(super) ca_files: Vec<String>,
+    /// What the route choices add (their warnings said once per run that edits a pod spec).
+    pub(super) route: Additions,
+}
+
+impl ValidOptions {
+    /// The same with `--job-failure-policy` off: for a Job with its own `podFailurePolicy`
+    /// (turning a rule off keeps the options valid).
+    #[cfg(feature = "webhook")]
+    pub(crate) fn without_job_policy(&self) -> ValidOptions {
+        let mut out = self.clone();
+        out.options.job_failure_policy = false;
+        out.options.ignore_unreachable_without_deadline = false;
+        out
+    }
+
+    /// The same with the namespace's LimitRanges (any value is valid).
+    #[cfg(feature = "webhook")]
+    pub(crate) fn with_limit_ranges(&self, limit_ranges: super::LimitRanges) -> ValidOptions {
+        let mut out = self.clone();
+        out.options.limit_ranges = limit_ranges;
+        out
+    }
+}
+
 /// Checks the options, and the check arguments (with those the route choices add) with
-/// `check`'s own parser; returns the `--ca-file` paths of the check arguments and what the
-/// route choices add.
-pub(super) fn validate_options(
-    options: &InjectOptions,
-) -> Result<(Vec<String>, Additions), InjectError> {
+/// `check`'s own parser; with the `--ca-file` paths of the check arguments and what the route
+/// choices add.
+pub(crate) fn validate(options: InjectOptions) -> Result<ValidOptions, InjectError> {
     let image = options.image.trim();
     if image.is_empty() {
         return Err(InjectError("--image is empty".to_string()));
@@ -120,5 +151,9 @@ pub(super) fn validate_options(
             }
         }
     }
-    Ok((ca_files, additions))
+    Ok(ValidOptions {
+        options,
+        ca_files,
+        route: additions,
+    })
 }

@@ -1,35 +1,33 @@
-//! The edit of one pod spec ([`Spot`]): what is checked, the pull secrets, the volumes and
-//! mounts, and the init container put first.
+//! The edit of one pod spec ([`Spot`]), written by a [`Writer`]: whether it can take the init
+//! container, the volumes and mounts, the init container put first, and a Job's failure
+//! policy. What they hold is decided in [`super::wants`] and [`super::job`].
 
 use super::container::{
-    env_value, from_json, init_container, is_our_volume, is_our_volume_name, pod_containers,
-    service_account_volume, volume_name, with_route_args,
+    init_container, is_our_volume, is_our_volume_name, pod_containers, with_route_args,
 };
+use super::job;
 use super::resources::{self, Chosen, MEMORY_FLOOR, format_quantity};
-use super::{
-    CA_VOLUME, CONTAINER_NAME, InjectOptions, SECRETS_DIR, SERVICE_ACCOUNT_MOUNT,
-    SERVICE_ACCOUNT_VOLUME,
-};
-use crate::container_start::{self, ContainerFacts};
-use crate::manifests::splice::{Edit, Splicer, Y};
+use super::wants::{Checked, Wants};
+use super::{CONTAINER_NAME, InjectOptions};
+use crate::manifests::splice::{Writer, Y};
 use crate::manifests::tree::{NodeId, Tree};
-use crate::manifests::{Manifests, PodSpec, Spot};
-use crate::pull_policy::{self, PullPolicy};
+use crate::manifests::{Manifests, Spot};
 use crate::route::inject::Additions;
 use std::collections::{HashMap, HashSet};
 
-pub(super) struct Run<'a> {
+pub(super) struct Run<'a, W: Writer> {
     pub(super) options: &'a InjectOptions,
-    /// The kind of a Pod's controller, at admission ([`super::inject_owned`]).
+    /// The kind of a Pod's controller, at admission ([`super::plan`]).
     pub(super) owner: Option<&'a str>,
     pub(super) source: &'a str,
     pub(super) manifests: &'a Manifests,
     pub(super) tree: &'a Tree,
-    pub(super) splicer: Splicer<'a>,
+    /// How the edits are written (text or object).
+    pub(super) writer: &'a W,
     pub(super) ca_files: &'a [String],
     pub(super) route: &'a Additions,
     pub(super) warnings: Vec<String>,
-    pub(super) edits: Vec<Edit>,
+    pub(super) edits: Vec<W::Edit>,
     /// Volume holders already edited (shared by a workflow's templates, a Spark app's driver
     /// and executor), with the volume names chosen there.
     pub(super) volumes_done: HashMap<NodeId, Vec<(String, String)>>,
@@ -51,59 +49,18 @@ struct Existing {
     user: HashSet<String>,
 }
 
-/// What a pod spec's init container checks: images, in order, without duplicates; those with
-/// whitespace or a comma as arguments; and the containers' facts for the start check, from the
-/// same containers.
-struct Checked {
-    images: Vec<(String, PullPolicy)>,
-    extra_args: Vec<String>,
-    facts: Vec<ContainerFacts>,
-}
-
-impl Checked {
-    fn of(spec: &PodSpec) -> Checked {
-        let mut images: Vec<(String, PullPolicy)> = Vec::new();
-        let mut extra_args: Vec<String> = Vec::new();
-        let mut facts: Vec<ContainerFacts> = Vec::new();
-        for c in &spec.containers {
-            if c.image_pull_policy.as_deref() == Some("Never") {
-                continue;
-            }
-            // The reader trimmed it and left out what cannot be checked.
-            let image = c.image.as_str();
-            if let Some(f) = c.start_facts() {
-                facts.push(f);
-            }
-            // PULLCHECK_IMAGES is split at whitespace and commas: an image holding either
-            // would become other images there, so it is an argument, never dropped (the check
-            // then says it is an invalid reference, as the kubelet would).
-            if image.contains(|c: char| c.is_whitespace() || c == ',') {
-                if !extra_args.iter().any(|i| i == &c.image) {
-                    extra_args.push(c.image.clone());
-                }
-            } else {
-                let policy = PullPolicy::resolve(image, c.image_pull_policy.as_deref());
-                images.push((image.to_string(), policy));
-            }
-        }
-        Checked {
-            images,
-            extra_args,
-            facts,
+impl<'a, W: Writer> Run<'a, W> {
+    /// What decides the init container, from this run's options and document.
+    fn wants(&self) -> Wants<'a> {
+        Wants {
+            options: self.options,
+            tree: self.tree,
+            manifests: self.manifests,
+            ca_files: self.ca_files,
+            route: self.route,
         }
     }
-}
 
-/// The workload kinds whose pods may only restart `Always`.
-pub(super) const ALWAYS_ONLY_KINDS: [&str; 5] = [
-    "Deployment",
-    "StatefulSet",
-    "DaemonSet",
-    "ReplicaSet",
-    "ReplicationController",
-];
-
-impl Run<'_> {
     pub(super) fn warn(&mut self, message: String) {
         self.warnings.push(format!("{}: {message}", self.source));
     }
@@ -124,7 +81,11 @@ impl Run<'_> {
                 .pod
                 .is_some_and(|p| t.str_at(p, "restartPolicy").is_none());
         if !policy_set_here {
-            self.restart_policy_warning(spot, &at);
+            let said =
+                job::restart_policy_warning(self.tree, self.manifests, self.owner, spot, &at);
+            if let Some(message) = said {
+                self.warn(message);
+            }
         }
         let containers = pod_containers(t, spot.holder, &spot.container_nodes);
         let resources = match resources::choose(&containers, &self.options.limit_ranges) {
@@ -141,12 +102,18 @@ impl Run<'_> {
             }
         };
         let checked = Checked::of(spec);
-        let env = self.env(spot, checked.images, &checked.facts, &at);
-        let secrets = self.secrets(spot, &at);
+        let mut said = Vec::new();
+        let env = self
+            .wants()
+            .env(spot, checked.images, &checked.facts, &at, &mut said);
+        let secrets = self.wants().secrets(spot, &at, &mut said);
+        for message in said {
+            self.warn(message);
+        }
         let Some(volume_names) = self.volumes(spot, &secrets, &at) else {
             return;
         };
-        let mounts = self.mounts(spot, &volume_names);
+        let mounts = self.wants().mounts(spot, &volume_names);
         let check_args = with_route_args(&self.options.check_args, &self.route.args);
         let container = init_container(
             &self.options.image,
@@ -234,181 +201,6 @@ impl Run<'_> {
         true
     }
 
-    /// The pull secrets to mount: the pod's, then `--secret`; a pod's entry that is not a
-    /// Secret name is warned about and left out.
-    fn secrets(&mut self, spot: &Spot, at: &str) -> Vec<String> {
-        let mut secrets = spot.secrets.clone();
-        for name in &self.options.secrets {
-            if !name.is_empty() && !secrets.iter().any(|s| s == name) {
-                secrets.push(name.clone());
-            }
-        }
-        for name in &spot.bad_secrets {
-            self.warn(format!(
-                "{at}: imagePullSecrets name {name:?} is not a Secret name; not mounted"
-            ));
-        }
-        secrets
-    }
-
-    /// The init container's mounts: each secret's volume (`volume_names`: secret, volume),
-    /// the CA files, the route's, the provider tokens' and the service-account token's.
-    fn mounts(&self, spot: &Spot, volume_names: &[(String, String)]) -> Vec<Y> {
-        let mut mounts: Vec<Y> = volume_names
-            .iter()
-            .map(|(secret, volume)| {
-                Y::map([
-                    ("name", Y::s(volume)),
-                    ("mountPath", Y::s(&format!("{SECRETS_DIR}/{secret}"))),
-                    ("readOnly", Y::Bool(true)),
-                ])
-            })
-            .collect();
-        if self.options.ca_configmap.is_some() {
-            for path in self.ca_files {
-                let file = path.rsplit('/').next().unwrap_or(path);
-                mounts.push(Y::map([
-                    ("name", Y::s(CA_VOLUME)),
-                    ("mountPath", Y::s(path)),
-                    ("subPath", Y::s(file)),
-                    ("readOnly", Y::Bool(true)),
-                ]));
-            }
-        }
-        mounts.extend(self.route.mounts.iter().map(from_json));
-        if let Some(tokens) = &self.options.provider_tokens {
-            mounts.push(from_json(&tokens.mount));
-        }
-        if self.needs_token(spot) {
-            mounts.push(Y::map([
-                ("name", Y::s(SERVICE_ACCOUNT_VOLUME)),
-                ("mountPath", Y::s(SERVICE_ACCOUNT_MOUNT)),
-                ("readOnly", Y::Bool(true)),
-            ]));
-        }
-        mounts
-    }
-
-    /// Whether the init container looks the node up: with `--node-images` (the default), for
-    /// a pod with an `IfNotPresent` image (a pod of `Always` images needs nothing of the node).
-    fn looks_up_node(&self, spot: &Spot) -> bool {
-        self.options.node_images
-            && Checked::of(&self.manifests.pod_specs[spot.spec])
-                .images
-                .iter()
-                .any(|(_, p)| *p == PullPolicy::IfNotPresent)
-    }
-
-    /// Whose network the init container is in (`PULLCHECK_NETWORK`): the node's with
-    /// `hostNetwork: true`, else the pod's own, whose loopback is not the node's.
-    fn network(&self, spot: &Spot) -> &'static str {
-        let t = self.tree;
-        let host = t.get(spot.holder, "hostNetwork").and_then(|v| t.as_bool(v)) == Some(true);
-        if host { "host" } else { "pod" }
-    }
-
-    /// Whether the init container gets its own service-account token: when it looks the node
-    /// up, where the pod turns the automatic one off.
-    pub(super) fn needs_token(&self, spot: &Spot) -> bool {
-        let t = self.tree;
-        self.looks_up_node(spot)
-            && [spot.pod, Some(spot.volumes)]
-                .into_iter()
-                .flatten()
-                .any(|n| {
-                    t.get(n, "automountServiceAccountToken")
-                        .and_then(|v| t.as_bool(v))
-                        == Some(false)
-                })
-    }
-
-    /// The init container's environment: the images (split by pull policy when it looks the
-    /// node up), what counts (`PULLCHECK_ON_UNREACHABLE=warn`: the kubelet's back-off waits an
-    /// outage out; the arguments after `--` still win, as flags over variables), whose
-    /// network it is in, the containers' facts for the start check, and when it looks the
-    /// node up the node's name and where the token is.
-    pub(super) fn env(
-        &mut self,
-        spot: &Spot,
-        images: Vec<(String, PullPolicy)>,
-        facts: &[ContainerFacts],
-        at: &str,
-    ) -> Vec<Y> {
-        let mut env = Vec::new();
-        let node = self.looks_up_node(spot);
-        if node {
-            let to_check = pull_policy::to_check(images);
-            let always: Vec<&str> = to_check
-                .images
-                .iter()
-                .filter(|i| !to_check.if_not_present.contains(i))
-                .map(String::as_str)
-                .collect();
-            env.push(env_value("PULLCHECK_IMAGES", &always.join(" ")));
-            self.counting_env(spot, &mut env);
-            if !to_check.if_not_present.is_empty() {
-                env.push(env_value(
-                    "PULLCHECK_IMAGES_IF_NOT_PRESENT",
-                    &to_check.if_not_present.join(","),
-                ));
-            }
-        } else {
-            let mut plain: Vec<String> = Vec::new();
-            for (image, _) in images {
-                if !plain.contains(&image) {
-                    plain.push(image);
-                }
-            }
-            env.push(env_value("PULLCHECK_IMAGES", &plain.join(" ")));
-            self.counting_env(spot, &mut env);
-        }
-        if !facts.is_empty() {
-            let json = ContainerFacts::to_env(facts);
-            if json.len() > container_start::MAX_CONTAINERS_JSON {
-                self.warn(format!(
-                    "{at}: the containers' facts take {} bytes, more than the {} KiB \
-                     PULLCHECK_CONTAINERS may hold; left out, so the init container does not \
-                     predict whether the containers start",
-                    json.len(),
-                    container_start::MAX_CONTAINERS_JSON / 1024
-                ));
-            } else {
-                env.push(env_value("PULLCHECK_CONTAINERS", &json));
-            }
-        }
-        if node {
-            env.push(Y::map([
-                ("name", Y::s("PULLCHECK_NODE_NAME")),
-                (
-                    "valueFrom",
-                    Y::map([(
-                        "fieldRef",
-                        Y::Flow(Box::new(Y::map([("fieldPath", Y::s("spec.nodeName"))]))),
-                    )]),
-                ),
-            ]));
-            if self.needs_token(spot) {
-                env.push(env_value(
-                    "PULLCHECK_SERVICE_ACCOUNT_DIR",
-                    SERVICE_ACCOUNT_MOUNT,
-                ));
-            }
-        }
-        if let Some(tokens) = &self.options.provider_tokens {
-            env.push(from_json(&tokens.env));
-        }
-        env
-    }
-
-    /// What decides what counts in the pod, after `PULLCHECK_IMAGES`: an unreachable registry
-    /// is a warning (the kubelet's own back-off waits the outage out, as without pullcheck),
-    /// and the pod's network is named, so that a registry on the node's loopback is not asked
-    /// from the pod's.
-    fn counting_env(&self, spot: &Spot, env: &mut Vec<Y>) {
-        env.push(env_value("PULLCHECK_ON_UNREACHABLE", "warn"));
-        env.push(env_value("PULLCHECK_NETWORK", self.network(spot)));
-    }
-
     /// The init container, first in `initContainers`.
     pub(super) fn init_containers(
         &mut self,
@@ -419,14 +211,14 @@ impl Run<'_> {
         let Some((key, list)) = t.own_entry(spot.holder, "initContainers") else {
             let value = Y::Seq(vec![container.clone()]);
             let e = self
-                .splicer
+                .writer
                 .insert_key(spot.holder, spot.before, "initContainers", &value)?;
             self.edits.push(e);
             return Ok(());
         };
         if t.is_null(list) {
             let e = self
-                .splicer
+                .writer
                 .set_null(key, list, &Y::Seq(vec![container.clone()]))?;
             self.edits.push(e);
             return Ok(());
@@ -442,19 +234,16 @@ impl Run<'_> {
             Some(0) if t.to_json(t.items(list)[0]) == Some(container.to_json()) => {}
             Some(0) => self
                 .edits
-                .push(self.splicer.replace_item(list, 0, container)?),
+                .push(self.writer.replace_item(list, 0, container)?),
             Some(i) => {
-                let remove = self.splicer.remove_item(list, i)?;
-                let add = self
-                    .splicer
-                    .prepend(list, std::slice::from_ref(container))?;
+                let remove = self.writer.remove_item(list, i)?;
+                let add = self.writer.prepend(list, std::slice::from_ref(container))?;
                 self.edits.push(add);
                 self.edits.push(remove);
             }
-            None => self.edits.push(
-                self.splicer
-                    .prepend(list, std::slice::from_ref(container))?,
-            ),
+            None => self
+                .edits
+                .push(self.writer.prepend(list, std::slice::from_ref(container))?),
         }
         Ok(())
     }
@@ -478,7 +267,7 @@ impl Run<'_> {
         let Some((key, list)) = t.own_entry(main, "volumeMounts") else {
             if !wanted.is_empty() {
                 let value = Y::Seq(wanted.iter().map(|(_, y)| (*y).clone()).collect());
-                let e = self.splicer.insert_key(main, &[], "volumeMounts", &value)?;
+                let e = self.writer.insert_key(main, &[], "volumeMounts", &value)?;
                 self.edits.push(e);
             }
             return Ok(());
@@ -486,7 +275,7 @@ impl Run<'_> {
         if t.is_null(list) {
             if !wanted.is_empty() {
                 let value = Y::Seq(wanted.iter().map(|(_, y)| (*y).clone()).collect());
-                self.edits.push(self.splicer.set_null(key, list, &value)?);
+                self.edits.push(self.writer.set_null(key, list, &value)?);
             }
             return Ok(());
         }
@@ -505,11 +294,11 @@ impl Run<'_> {
             .map(|(_, y)| (*y).clone())
             .collect();
         if !missing.is_empty() {
-            self.edits.push(self.splicer.prepend(list, &missing)?);
+            self.edits.push(self.writer.prepend(list, &missing)?);
         }
         for (i, name) in present {
             if ours(&name) && !wanted.iter().any(|(n, _)| *n == name) {
-                self.edits.push(self.splicer.remove_item(list, i)?);
+                self.edits.push(self.writer.remove_item(list, i)?);
             }
         }
         Ok(())
@@ -529,7 +318,7 @@ impl Run<'_> {
         let t = self.tree;
         let existing = self.existing_volumes(spot);
         let mut taken = existing.user.clone();
-        let (wanted, names) = self.wanted_volumes(spot, secrets, &mut taken);
+        let (wanted, names) = self.wants().wanted_volumes(spot, secrets, &mut taken);
         // A volume of the pod's own with the name of one added here would make the pod
         // invalid (volume names are unique): leave the pod alone and say so.
         if let Some(clash) = wanted.iter().find_map(|v| {
@@ -599,50 +388,6 @@ impl Run<'_> {
         Existing { items, ours, user }
     }
 
-    /// The volumes the init container mounts, in order: each secret's (named clear of
-    /// `taken`), the CA ConfigMap, the route's, the provider tokens', the service-account
-    /// token's; with the (secret, volume) names.
-    fn wanted_volumes(
-        &self,
-        spot: &Spot,
-        secrets: &[String],
-        taken: &mut HashSet<String>,
-    ) -> (Vec<Y>, Vec<(String, String)>) {
-        let mut names = Vec::new();
-        let mut wanted = Vec::new();
-        for secret in secrets {
-            let volume = volume_name(secret, taken);
-            taken.insert(volume.clone());
-            wanted.push(Y::map([
-                ("name", Y::s(&volume)),
-                (
-                    "secret",
-                    Y::Flow(Box::new(Y::map([
-                        ("secretName", Y::s(secret)),
-                        ("optional", Y::Bool(true)),
-                    ]))),
-                ),
-            ]));
-            names.push((secret.clone(), volume));
-        }
-        if let Some(cm) = &self.options.ca_configmap {
-            wanted.push(Y::map([
-                ("name", Y::s(CA_VOLUME)),
-                ("configMap", Y::Flow(Box::new(Y::map([("name", Y::s(cm))])))),
-            ]));
-        }
-        for volume in &self.route.volumes {
-            wanted.push(from_json(volume));
-        }
-        if let Some(tokens) = &self.options.provider_tokens {
-            wanted.push(from_json(&tokens.volume));
-        }
-        if self.needs_token(spot) {
-            wanted.push(service_account_volume());
-        }
-        (wanted, names)
-    }
-
     /// The edits that make `volumes` hold `wanted` first and none of ours besides: a new key,
     /// a filled `null`, ours replaced in place when they lead the list, else prepended anew.
     fn volume_edits(
@@ -651,7 +396,7 @@ impl Run<'_> {
         entry: Option<(NodeId, NodeId)>,
         existing: &Existing,
         wanted: Vec<Y>,
-    ) -> Result<Vec<Edit>, &'static str> {
+    ) -> Result<Vec<W::Edit>, &'static str> {
         let t = self.tree;
         let (items, ours) = (&existing.items, &existing.ours);
         let mut edits = Vec::new();
@@ -662,7 +407,7 @@ impl Run<'_> {
                 } else {
                     &[]
                 };
-                edits.push(self.splicer.insert_key(
+                edits.push(self.writer.insert_key(
                     spot.volumes,
                     before,
                     "volumes",
@@ -673,7 +418,7 @@ impl Run<'_> {
         };
         if t.is_null(list) {
             if !wanted.is_empty() {
-                edits.push(self.splicer.set_null(key, list, &Y::Seq(wanted))?);
+                edits.push(self.writer.set_null(key, list, &Y::Seq(wanted))?);
             }
             return Ok(edits);
         }
@@ -690,21 +435,113 @@ impl Run<'_> {
         if leading {
             for (n, &i) in ours.iter().enumerate() {
                 match wanted.get(n) {
-                    Some(y) => edits.push(self.splicer.replace_item(list, i, y)?),
-                    None => edits.push(self.splicer.remove_item(list, i)?),
+                    Some(y) => edits.push(self.writer.replace_item(list, i, y)?),
+                    None => edits.push(self.writer.remove_item(list, i)?),
                 }
             }
             if wanted.len() > ours.len() {
-                edits.insert(0, self.splicer.prepend(list, &wanted[ours.len()..])?);
+                edits.insert(0, self.writer.prepend(list, &wanted[ours.len()..])?);
             }
         } else {
             if !wanted.is_empty() {
-                edits.push(self.splicer.prepend(list, &wanted)?);
+                edits.push(self.writer.prepend(list, &wanted)?);
             }
             for &i in ours {
-                edits.push(self.splicer.remove_item(list, i)?);
+                edits.push(self.writer.remove_item(list, i)?);
             }
         }
         Ok(edits)
+    }
+
+    /// `podFailurePolicy` for a `batch/v1` Job, and `restartPolicy: Never` when unset.
+    pub(super) fn failure_policy(&mut self, job: NodeId, pod: NodeId, at: &str) {
+        let t = self.tree;
+        let restart = t.str_at(pod, "restartPolicy");
+        if restart.is_some_and(|p| p != "Never") {
+            self.warn(format!(
+                "{at}: no podFailurePolicy added: it needs restartPolicy Never, and the pod \
+                 template says {}",
+                restart.unwrap_or_default()
+            ));
+            return;
+        }
+        let (rules, why) = job::rules(self.options, t, job);
+        let result = (|| -> Result<Vec<W::Edit>, &'static str> {
+            let mut edits = Vec::new();
+            match t.own_entry(job, "podFailurePolicy") {
+                None => {
+                    edits.push(self.writer.insert_key(
+                        job,
+                        &["template"],
+                        "podFailurePolicy",
+                        &Y::map([("rules", Y::Seq(rules))]),
+                    )?);
+                    edits.extend(self.replacement_policy(job)?);
+                }
+                Some((_, policy)) => {
+                    let existing = t
+                        .get(policy, "rules")
+                        .ok_or("podFailurePolicy has no rules")?;
+                    let ours = t.items(existing).iter().any(|&r| {
+                        t.get(r, "onExitCodes")
+                            .and_then(|o| t.str_at(o, "containerName"))
+                            == Some(CONTAINER_NAME)
+                    });
+                    if ours {
+                        return Ok(edits);
+                    }
+                    if t.resolve(existing) != existing || t.items(existing).is_empty() {
+                        return Err("its rules are not a plain list");
+                    }
+                    edits.push(self.writer.prepend(existing, &rules)?);
+                }
+            }
+            if restart.is_none() {
+                edits.push(self.writer.insert_key(
+                    pod,
+                    &["containers"],
+                    "restartPolicy",
+                    &Y::s("Never"),
+                )?);
+            }
+            Ok(edits)
+        })();
+        match result {
+            Ok(edits) if edits.is_empty() => self.notes.push(format!(
+                "{}: {at}: podFailurePolicy kept: it has rules for container {CONTAINER_NAME} already",
+                self.source
+            )),
+            Ok(edits) => {
+                self.edits.extend(edits);
+                self.notes.push(format!(
+                    "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (proven); {why}",
+                    self.source
+                ));
+            }
+            Err(why) => self.warn(format!("{at}: no podFailurePolicy added ({why})")),
+        }
+    }
+
+    /// A Job with a `podFailurePolicy` may replace a pod only once it has failed: the API server
+    /// refuses any `podReplacementPolicy` but `Failed` beside one. At admission the API server
+    /// has already defaulted it to `TerminatingOrFailed` (a Job without a `podFailurePolicy`
+    /// gets that), so adding the rules without this change would have the Job refused; a file
+    /// that sets it gets the same change, and a note says so.
+    fn replacement_policy(&mut self, job: NodeId) -> Result<Option<W::Edit>, &'static str> {
+        let t = self.tree;
+        let Some((key, value)) = t.own_entry(job, "podReplacementPolicy") else {
+            return Ok(None);
+        };
+        let was = t.str_at(job, "podReplacementPolicy");
+        if was == Some("Failed") {
+            return Ok(None);
+        }
+        let edit = self.writer.set_null(key, value, &Y::s("Failed"))?;
+        self.notes.push(format!(
+            "{}: podReplacementPolicy {} -> Failed: the podFailurePolicy added needs it",
+            self.source,
+            was.unwrap_or("(not a string)")
+        ));
+        Ok(Some(edit))
     }
 }

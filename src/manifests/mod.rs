@@ -281,6 +281,18 @@ pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
     let (tree, format) = parse(text, source)?;
     // What kubectl would read otherwise, first: it is about the input as a whole.
     let notes = kubectl_notes(text, source, &tree, format);
+    read_tree(text, source, tree, format, notes)
+}
+
+/// The pod specs of every document of `tree`, read from `text` (empty: an object that was
+/// never text), after the `notes` already said of the input.
+fn read_tree(
+    text: &str,
+    source: &str,
+    tree: Tree,
+    format: Format,
+    notes: Vec<String>,
+) -> Result<Manifests, ManifestError> {
     let mut reader = Reader {
         text,
         source,
@@ -304,6 +316,29 @@ pub fn read(text: &str, source: &str) -> Result<Manifests, ManifestError> {
         tree,
         spots,
     })
+}
+
+/// Reads the pod specs of one object that was never text (an admission's, as the API server
+/// sent it) as [`read`] reads the same object written as JSON: the tree is built from the value
+/// ([`Tree::from_json`]), and there is nothing of kubectl's reading to note.
+///
+/// # Errors
+///
+/// [`ManifestError`] when a pod spec cannot be read, or the object nests too deep.
+#[cfg(feature = "webhook")]
+pub(crate) fn read_object(
+    object: &serde_json::Value,
+    source: &str,
+) -> Result<Manifests, ManifestError> {
+    let tree = Tree::from_json(object).ok_or_else(|| ManifestError::Syntax {
+        input: source.to_string(),
+        format: "JSON",
+        document: 1,
+        line: 1,
+        column: 1,
+        message: format!("nested more than {} levels deep", tree::MAX_DEPTH),
+    })?;
+    read_tree("", source, tree, Format::Json, Vec::new())
 }
 
 /// What [`read_each`] hands over, in order.

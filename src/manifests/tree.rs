@@ -360,6 +360,63 @@ impl Tree {
         next
     }
 
+    /// The tree of one JSON value as [`Tree::parse_yaml`] reads its text (strings quoted, the
+    /// other scalars plain, collections in flow style), without spans: for an object that was
+    /// never text (the webhook's), edited as an object and never spliced. `None` when it nests
+    /// deeper than [`MAX_DEPTH`], which the parser refuses too.
+    #[cfg(feature = "webhook")]
+    pub(crate) fn from_json(value: &serde_json::Value) -> Option<Tree> {
+        let mut tree = Tree::default();
+        let root = tree.push_json(value, 0)?;
+        tree.docs.push(Doc {
+            root,
+            start: 0,
+            end: 0,
+        });
+        tree.count = 1;
+        Some(tree)
+    }
+
+    /// Pushes `value`'s node, parents before children as the parser does.
+    #[cfg(feature = "webhook")]
+    fn push_json(&mut self, value: &serde_json::Value, depth: usize) -> Option<NodeId> {
+        use serde_json::Value;
+        let scalar = |value: String, plain: bool| Node::scalar(value, plain, 0, 0, 0);
+        let id = match value {
+            Value::Null => return Some(self.push(scalar("null".into(), true))),
+            Value::Bool(b) => return Some(self.push(scalar(b.to_string(), true))),
+            Value::Number(n) => return Some(self.push(scalar(n.to_string(), true))),
+            Value::String(s) => return Some(self.push(scalar(s.clone(), false))),
+            Value::Array(_) => self.open(true, true, 0, 0, 0),
+            Value::Object(_) => self.open(false, true, 0, 0, 0),
+        };
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        match value {
+            Value::Array(list) => {
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    items.push(self.push_json(item, depth + 1)?);
+                }
+                self.nodes[id].kind = Kind::Seq { items, flow: true };
+            }
+            Value::Object(map) => {
+                let mut entries = Vec::with_capacity(map.len());
+                for (key, item) in map {
+                    let key = self.push(scalar(key.clone(), false));
+                    entries.push((key, self.push_json(item, depth + 1)?));
+                }
+                self.nodes[id].kind = Kind::Map {
+                    entries,
+                    flow: true,
+                };
+            }
+            _ => {}
+        }
+        Some(id)
+    }
+
     fn push(&mut self, node: Node) -> NodeId {
         if node.anchor != 0 {
             self.anchors.insert(node.anchor, self.nodes.len());

@@ -1,6 +1,7 @@
 //! One AdmissionReview in, its answer out: whether the object gets the init container, and
-//! the JSON patch that adds it, made by [`crate::inject::inject`] itself on the object as JSON,
-//! so that the webhook and `pullcheck inject` cannot write different pods.
+//! the JSON patch that adds it, planned by the inject core that `pullcheck inject` uses, on the
+//! object as sent, and written by its object writer ([`crate::inject::inject_object`]), so that
+//! the webhook and `pullcheck inject` cannot write different pods.
 //!
 //! Every answer allows the object: a review that cannot be read, or an object `inject` cannot
 //! edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
@@ -8,7 +9,7 @@
 use super::decision::{Decision, OPT_OUT, Outcome, Skip};
 use super::patch::diff;
 use crate::escape::{cut, escape};
-use crate::inject::{CONTAINER_NAME, InjectOptions, LimitRanges, inject_owned};
+use crate::inject::{CONTAINER_NAME, LimitRanges, ValidOptions, inject_object};
 use base64::Engine;
 use serde_json::{Value, json};
 
@@ -18,15 +19,24 @@ const MIRROR: &str = "kubernetes.io/config.mirror";
 /// What the webhook needs to decide and edit.
 #[derive(Debug)]
 pub(crate) struct Admitter {
-    /// `inject`'s options, from the webhook's own flags.
-    pub(crate) options: InjectOptions,
-    /// The same with `--job-failure-policy` off: for a Job with its own podFailurePolicy.
-    pub(crate) without_policy: InjectOptions,
+    mode: Mode,
     /// The webhook's own namespace, whose objects are never edited.
-    pub(crate) namespace: Option<String>,
-    /// `--mode watch`: the watcher's condition type, for the Job rule that is then all the
-    /// webhook adds ([`super::watch_mode`]); `None` in `init` and `both`.
-    pub(crate) watch_condition: Option<String>,
+    namespace: Option<String>,
+}
+
+/// What the webhook adds.
+#[derive(Debug)]
+enum Mode {
+    /// The init container (`--mode init` and `both`), with `inject`'s options from the
+    /// webhook's own flags, checked once at start.
+    Inject {
+        options: ValidOptions,
+        /// The same with `--job-failure-policy` off: for a Job with its own podFailurePolicy.
+        without_policy: ValidOptions,
+    },
+    /// `--mode watch`: only the Job rule on the watcher's condition type
+    /// ([`super::watch_mode`]).
+    Watch { condition_type: String },
 }
 
 /// A review whose `request.uid` cannot be read: no answer can name it (HTTP 400).
@@ -80,27 +90,31 @@ enum Kind {
 }
 
 impl Admitter {
-    pub(crate) fn new(options: InjectOptions, namespace: Option<String>) -> Admitter {
-        let without_policy = InjectOptions {
-            job_failure_policy: false,
-            ignore_unreachable_without_deadline: false,
-            ..options.clone()
-        };
+    /// The admitter of `--mode init` and `both`, adding the init container as `inject` would
+    /// with `options`.
+    pub(crate) fn injecting(options: ValidOptions, namespace: Option<String>) -> Admitter {
+        let without_policy = options.without_job_policy();
         Admitter {
-            options,
-            without_policy,
+            mode: Mode::Inject {
+                options,
+                without_policy,
+            },
             namespace: namespace.filter(|n| !n.is_empty()),
-            watch_condition: None,
         }
     }
 
-    /// The same in `--mode watch`, adding the rule on `condition_type` to Jobs and nothing to
-    /// pods.
-    pub(crate) fn watching(self, condition_type: String) -> Admitter {
+    /// The admitter of `--mode watch`, adding the rule on `condition_type` to Jobs and nothing
+    /// to pods.
+    pub(crate) fn watching(condition_type: String, namespace: Option<String>) -> Admitter {
         Admitter {
-            watch_condition: Some(condition_type),
-            ..self
+            mode: Mode::Watch { condition_type },
+            namespace: namespace.filter(|n| !n.is_empty()),
         }
+    }
+
+    /// Whether it adds the init container (and so needs the namespaces' LimitRanges).
+    pub(crate) fn injects(&self) -> bool {
+        matches!(self.mode, Mode::Inject { .. })
     }
 
     /// Answers one AdmissionReview body, with the LimitRanges of the options.
@@ -126,11 +140,14 @@ impl Admitter {
         let api_version = review["apiVersion"]
             .as_str()
             .unwrap_or("admission.k8s.io/v1");
-        let decided = match &self.watch_condition {
-            Some(condition_type) => {
+        let decided = match &self.mode {
+            Mode::Watch { condition_type } => {
                 super::watch_mode::decide(request, self.namespace.as_deref(), condition_type)
             }
-            None => self.decide(request, ranges),
+            Mode::Inject {
+                options,
+                without_policy,
+            } => self.decide(request, options, without_policy, ranges),
         };
         let (outcome, patch, warnings) = match decided {
             Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
@@ -168,6 +185,8 @@ impl Admitter {
     fn decide(
         &self,
         request: &Value,
+        options: &ValidOptions,
+        without_policy: &ValidOptions,
         ranges: Option<Result<LimitRanges, String>>,
     ) -> Result<Decision, String> {
         if request["operation"].as_str() != Some("CREATE") {
@@ -242,9 +261,9 @@ impl Admitter {
         }
         let options =
             if kind == Kind::Job && !request["object"]["spec"]["podFailurePolicy"].is_null() {
-                &self.without_policy
+                without_policy
             } else {
-                &self.options
+                options
             };
         let (options, unread) = with_limit_ranges(options, ranges);
         let mut before = Value::Object(object.clone());
@@ -261,18 +280,15 @@ impl Admitter {
             .or(metadata["generateName"].as_str())
             .unwrap_or("");
         let source = format!("{}/{name}", namespace.unwrap_or(""));
-        let text = serde_json::to_string_pretty(&before).map_err(|e| e.to_string())?;
         // A Pod's controller (a ReplicaSet's, a StatefulSet's) decides which restart-policy
         // advice is true for it.
         let owner = match kind {
             Kind::Pod => controller_kind(metadata),
             Kind::Job => None,
         };
-        let injected = inject_owned(&text, &source, &options, owner).map_err(|e| e.0)?;
-        let after: Value = serde_json::from_str(&injected.output)
-            .map_err(|e| format!("inject wrote JSON that does not parse back: {e}"))?;
+        let injected = inject_object(&before, &source, &options, owner).map_err(|e| e.0)?;
         let mut warnings = as_admission_warnings(&injected.warnings, &source);
-        let ops = diff(&before, &after);
+        let ops = diff(&before, &injected.after);
         warnings.extend(
             unread
                 .filter(|_| !ops.is_empty())
@@ -288,9 +304,9 @@ impl Admitter {
 /// `options` with the namespace's LimitRanges as read (`Err`: unknown, and why, for a
 /// warning); as they are without a read.
 fn with_limit_ranges(
-    options: &InjectOptions,
+    options: &ValidOptions,
     ranges: Option<Result<LimitRanges, String>>,
-) -> (std::borrow::Cow<'_, InjectOptions>, Option<String>) {
+) -> (std::borrow::Cow<'_, ValidOptions>, Option<String>) {
     let Some(read) = ranges else {
         return (std::borrow::Cow::Borrowed(options), None);
     };
@@ -298,11 +314,10 @@ fn with_limit_ranges(
         Ok(ranges) => (ranges, None),
         Err(why) => (LimitRanges::Unknown, Some(why)),
     };
-    let options = InjectOptions {
-        limit_ranges,
-        ..options.clone()
-    };
-    (std::borrow::Cow::Owned(options), unread)
+    (
+        std::borrow::Cow::Owned(options.with_limit_ranges(limit_ranges)),
+        unread,
+    )
 }
 
 /// The warning of a pod admitted without its namespace's LimitRanges, which could not be read.
@@ -365,13 +380,17 @@ fn opt_out_template(job: &Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inject::inject;
+    use crate::inject::{InjectOptions, inject};
 
     fn options() -> InjectOptions {
         InjectOptions {
             image: "registry.example/pullcheck:1".into(),
             ..InjectOptions::default()
         }
+    }
+
+    fn valid() -> ValidOptions {
+        crate::inject::validate(options()).unwrap()
     }
 
     /// The response of one CREATE review of `object`, of the kind `gvk`, by an admitter with
@@ -388,7 +407,7 @@ mod tests {
                 "object": object,
             },
         });
-        let admitter = Admitter::new(options(), Some("pullcheck-system".into()));
+        let admitter = Admitter::injecting(valid(), Some("pullcheck-system".into()));
         let answer = admitter
             .review(&serde_json::to_vec(&review).unwrap())
             .unwrap();
@@ -615,7 +634,7 @@ mod tests {
              max: {cpu: 150m, memory: 256Mi}\n    maxLimitRequestRatio: {cpu: 2}\n",
         )
         .unwrap();
-        let admitter = Admitter::new(options(), None);
+        let admitter = Admitter::injecting(valid(), None);
         let resources_of = |ranges| {
             let answer = admitter.review_in(&review, Some(ranges)).unwrap();
             let response =

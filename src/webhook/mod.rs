@@ -60,12 +60,6 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             args.condition_type
         ));
     }
-    // `inject` checks its options at each call: check them once now, so that a bad flag is a
-    // usage error at start, not a warning on every pod. In watch mode they are not used.
-    let probe = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"a"}]}}"#;
-    if !watching {
-        crate::inject::inject(probe, "the webhook's flags", &config.options).map_err(|e| e.0)?;
-    }
     if config.default_image && !watching {
         // Said at start for the operator, who reads this log; the pods' creators see inject's
         // warning of it on every pod admitted.
@@ -78,8 +72,7 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
             ),
         );
     }
-    let mut admitter = admit::Admitter::new(config.options, args.namespace.clone());
-    if watching {
+    let admitter = if watching {
         log::info(
             Component::Webhook,
             &format!(
@@ -88,8 +81,13 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
                 &args.condition_type
             ),
         );
-        admitter = admitter.watching(args.condition_type.clone());
-    }
+        admit::Admitter::watching(args.condition_type.clone(), args.namespace.clone())
+    } else {
+        // Checked once now, so that a bad flag is a usage error at start, not a warning on
+        // every pod. In watch mode they are not used.
+        let options = crate::inject::validate(config.options).map_err(|e| e.0)?;
+        admit::Admitter::injecting(options, args.namespace.clone())
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -188,7 +188,7 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     // The LimitRanges first (bounded: `limit_ranges::READ_TIME`), so that the decision
     // itself does no I/O.
     // In watch mode nothing is injected, so there are no resources to fit: no read.
-    let injects = shared.admitter.watch_condition.is_none();
+    let injects = shared.admitter.injects();
     let ranges = match super::limit_ranges::namespace_of(&body).filter(|_| injects) {
         Some(namespace) => Some(shared.limit_ranges.read(&namespace).await),
         None => None,

@@ -174,6 +174,33 @@ struct Layout {
 /// Why an edit cannot be made (the pod spec is then left as it is, with a warning).
 pub(crate) type Refusal = &'static str;
 
+/// The five edits the inject core makes to a document's tree, as one output writes them: the
+/// text splice here (`pullcheck inject`, byte-exact), or the object with the edits made, from
+/// which the webhook's JSON patch is taken
+/// (the object writer of [`crate::inject`]). The core decides; a writer only writes,
+/// so that the two outputs cannot make different pods.
+pub(crate) trait Writer {
+    /// One written edit.
+    type Edit;
+    /// Adds `key: value` to the mapping `map` (before the first of `before` it has, where key
+    /// order shows).
+    fn insert_key(
+        &self,
+        map: NodeId,
+        before: &[&str],
+        key: &str,
+        value: &Y,
+    ) -> Result<Self::Edit, Refusal>;
+    /// Sets the null value `value_node` of the key `key` to `value`.
+    fn set_null(&self, key: NodeId, value_node: NodeId, value: &Y) -> Result<Self::Edit, Refusal>;
+    /// Puts `items` at the front of the sequence `seq`.
+    fn prepend(&self, seq: NodeId, items: &[Y]) -> Result<Self::Edit, Refusal>;
+    /// Removes item `index` (of the sequence as read) of `seq`.
+    fn remove_item(&self, seq: NodeId, index: usize) -> Result<Self::Edit, Refusal>;
+    /// Replaces item `index` (of the sequence as read) of `seq` with `item`.
+    fn replace_item(&self, seq: NodeId, index: usize, item: &Y) -> Result<Self::Edit, Refusal>;
+}
+
 /// Edits one input.
 pub(crate) struct Splicer<'a> {
     text: &'a str,
@@ -271,9 +298,92 @@ impl<'a> Splicer<'a> {
         }
     }
 
+    /// Where to insert before the key at `at` (column `col`): above the comment lines at the
+    /// same column right over it, which belong to that key. Only for a key alone on its line
+    /// but for indentation.
+    fn before_comments(&self, at: usize, col: usize) -> usize {
+        let Some(prefix) = self.blank_prefix(at) else {
+            return at;
+        };
+        let mut best = at;
+        let mut line_start = at - prefix.len();
+        while line_start > 0 {
+            let prev_start = self.text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
+            let line = self.text[prev_start..line_start - 1].trim_end_matches('\r');
+            let indent = line.len() - line.trim_start_matches(' ').len();
+            if indent != col || !line[indent..].starts_with('#') {
+                break;
+            }
+            best = prev_start + indent;
+            line_start = prev_start;
+        }
+        best
+    }
+
+    fn flow_entry(&self, key: &str, value: &Y) -> String {
+        if self.json {
+            format!(
+                "{}: {}",
+                serde_json::Value::String(key.to_string()),
+                value.json()
+            )
+        } else {
+            format!("{}: {}", scalar(key), value.flow())
+        }
+    }
+
+    fn flow_value(&self, value: &Y) -> String {
+        if self.json {
+            value.json()
+        } else {
+            value.flow()
+        }
+    }
+
+    /// The layout for items of a sequence: that of the mapping in its first item.
+    fn layout_around(&self, seq: NodeId) -> Layout {
+        match self.tree.items(seq).first() {
+            Some(&first) if self.tree.is_map(first) => self.layout(first),
+            _ => Layout { step: 2, seq: 0 },
+        }
+    }
+
+    /// The text of item `index` and the span it occupies, including what separates it from the
+    /// next item (so that removing the span removes the item cleanly).
+    fn item_span(&self, seq: NodeId, index: usize) -> Result<(usize, usize), Refusal> {
+        let Kind::Seq { items, flow } = &self.node(seq).kind else {
+            return Err("not a sequence");
+        };
+        let item = *items.get(index).ok_or("no such item")?;
+        if *flow || self.json {
+            let start = self.node(item).start;
+            return Ok(match items.get(index + 1) {
+                Some(&next) => (start, self.node(next).start),
+                None if index > 0 => (self.node(items[index - 1]).end, self.node(item).end),
+                None => (start, self.node(item).end),
+            });
+        }
+        let dash = self.dash(item).ok_or("a sequence item without its `-`")?;
+        Ok(match items.get(index + 1) {
+            Some(&next) => (
+                dash,
+                self.dash(next).ok_or("a sequence item without its `-`")?,
+            ),
+            None if index > 0 => {
+                let prev_end = self.line_end(self.node(items[index - 1]).end);
+                (prev_end, self.line_end(self.node(item).end))
+            }
+            None => (dash, self.node(item).end),
+        })
+    }
+}
+
+impl Writer for Splicer<'_> {
+    type Edit = Edit;
+
     /// Inserts `key: value` into a mapping, before the first of `before` it has (else before
     /// its first key).
-    pub(crate) fn insert_key(
+    fn insert_key(
         &self,
         map: NodeId,
         before: &[&str],
@@ -334,55 +444,8 @@ impl<'a> Splicer<'a> {
         })
     }
 
-    /// Where to insert before the key at `at` (column `col`): above the comment lines at the
-    /// same column right over it, which belong to that key. Only for a key alone on its line
-    /// but for indentation.
-    fn before_comments(&self, at: usize, col: usize) -> usize {
-        let Some(prefix) = self.blank_prefix(at) else {
-            return at;
-        };
-        let mut best = at;
-        let mut line_start = at - prefix.len();
-        while line_start > 0 {
-            let prev_start = self.text[..line_start - 1].rfind('\n').map_or(0, |i| i + 1);
-            let line = self.text[prev_start..line_start - 1].trim_end_matches('\r');
-            let indent = line.len() - line.trim_start_matches(' ').len();
-            if indent != col || !line[indent..].starts_with('#') {
-                break;
-            }
-            best = prev_start + indent;
-            line_start = prev_start;
-        }
-        best
-    }
-
-    fn flow_entry(&self, key: &str, value: &Y) -> String {
-        if self.json {
-            format!(
-                "{}: {}",
-                serde_json::Value::String(key.to_string()),
-                value.json()
-            )
-        } else {
-            format!("{}: {}", scalar(key), value.flow())
-        }
-    }
-
-    fn flow_value(&self, value: &Y) -> String {
-        if self.json {
-            value.json()
-        } else {
-            value.flow()
-        }
-    }
-
     /// Sets a null value (`key:`, `key: ~`) of `key` to `value`, in flow style.
-    pub(crate) fn set_null(
-        &self,
-        key: NodeId,
-        value_node: NodeId,
-        value: &Y,
-    ) -> Result<Edit, Refusal> {
+    fn set_null(&self, key: NodeId, value_node: NodeId, value: &Y) -> Result<Edit, Refusal> {
         let v = self.node(value_node);
         if v.end > v.start {
             return Ok(Edit {
@@ -405,7 +468,7 @@ impl<'a> Splicer<'a> {
     }
 
     /// Inserts items at the front of a sequence.
-    pub(crate) fn prepend(&self, seq: NodeId, items: &[Y]) -> Result<Edit, Refusal> {
+    fn prepend(&self, seq: NodeId, items: &[Y]) -> Result<Edit, Refusal> {
         let Kind::Seq {
             items: existing,
             flow,
@@ -457,46 +520,9 @@ impl<'a> Splicer<'a> {
         })
     }
 
-    /// The layout for items of a sequence: that of the mapping in its first item.
-    fn layout_around(&self, seq: NodeId) -> Layout {
-        match self.tree.items(seq).first() {
-            Some(&first) if self.tree.is_map(first) => self.layout(first),
-            _ => Layout { step: 2, seq: 0 },
-        }
-    }
-
-    /// The text of item `index` and the span it occupies, including what separates it from the
-    /// next item (so that removing the span removes the item cleanly).
-    fn item_span(&self, seq: NodeId, index: usize) -> Result<(usize, usize), Refusal> {
-        let Kind::Seq { items, flow } = &self.node(seq).kind else {
-            return Err("not a sequence");
-        };
-        let item = *items.get(index).ok_or("no such item")?;
-        if *flow || self.json {
-            let start = self.node(item).start;
-            return Ok(match items.get(index + 1) {
-                Some(&next) => (start, self.node(next).start),
-                None if index > 0 => (self.node(items[index - 1]).end, self.node(item).end),
-                None => (start, self.node(item).end),
-            });
-        }
-        let dash = self.dash(item).ok_or("a sequence item without its `-`")?;
-        Ok(match items.get(index + 1) {
-            Some(&next) => (
-                dash,
-                self.dash(next).ok_or("a sequence item without its `-`")?,
-            ),
-            None if index > 0 => {
-                let prev_end = self.line_end(self.node(items[index - 1]).end);
-                (prev_end, self.line_end(self.node(item).end))
-            }
-            None => (dash, self.node(item).end),
-        })
-    }
-
     /// Removes item `index`; the only item of a block sequence becomes `[]`, two columns
     /// right of its dash (a block sequence may start at its key's column, a flow one may not).
-    pub(crate) fn remove_item(&self, seq: NodeId, index: usize) -> Result<Edit, Refusal> {
+    fn remove_item(&self, seq: NodeId, index: usize) -> Result<Edit, Refusal> {
         let (start, end) = self.item_span(seq, index)?;
         let only = self.tree.items(seq).len() == 1;
         let insert = if only && !(self.is_flow(seq) || self.json) {
@@ -512,12 +538,7 @@ impl<'a> Splicer<'a> {
     }
 
     /// Replaces item `index` with `item`.
-    pub(crate) fn replace_item(
-        &self,
-        seq: NodeId,
-        index: usize,
-        item: &Y,
-    ) -> Result<Edit, Refusal> {
+    fn replace_item(&self, seq: NodeId, index: usize, item: &Y) -> Result<Edit, Refusal> {
         let items = self.tree.items(seq);
         let node = *items.get(index).ok_or("no such item")?;
         if self.is_flow(seq) || self.json {

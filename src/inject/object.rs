@@ -1,0 +1,308 @@
+//! The inject core's second writer, the webhook's: the edits made to the object itself, from
+//! which its JSON patch is taken. No text is written or read on the way: the object the API
+//! server sent is read into a tree ([`manifests::read_object`]), the core plans on that tree
+//! ([`super::plan`], as for `pullcheck inject`), and each edit names what it changes by JSON
+//! pointer (RFC 6901) into the object as sent.
+
+use super::{InjectError, ValidOptions, closing_warnings, plan};
+use crate::manifests::splice::{Refusal, Writer, Y};
+use crate::manifests::tree::{Kind, NodeId, Tree};
+use crate::manifests::{self};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One edit of the object, by JSON pointer into the object as sent.
+#[derive(Debug, Clone)]
+pub(crate) enum Change {
+    /// A key added to the mapping at `map`.
+    Insert {
+        map: String,
+        key: String,
+        value: Value,
+    },
+    /// The value at `at` replaced (a null filled in).
+    Put { at: String, value: Value },
+    /// Items put at the front of the list at `list`.
+    Prepend { list: String, items: Vec<Value> },
+    /// Item `index` (as sent) of the list at `list` removed.
+    Remove { list: String, index: usize },
+    /// Item `index` (as sent) of the list at `list` replaced.
+    Replace {
+        list: String,
+        index: usize,
+        value: Value,
+    },
+}
+
+/// Writes the core's edits as [`Change`]s: the JSON pointer of every node of the tree, found
+/// once.
+pub(crate) struct ObjectWriter<'a> {
+    tree: &'a Tree,
+    /// Each node's pointer (a mapping key's own node has none).
+    pointers: Vec<String>,
+}
+
+impl<'a> ObjectWriter<'a> {
+    /// The writer of the edits of `tree` (one document, as [`manifests::read_object`] builds).
+    pub(crate) fn new(tree: &'a Tree) -> ObjectWriter<'a> {
+        let mut pointers = vec![String::new(); tree.nodes.len()];
+        // Parents before children, each pointer its parent's and one token.
+        let mut stack: Vec<NodeId> = tree.docs.iter().map(|d| d.root).collect();
+        while let Some(id) = stack.pop() {
+            match &tree.nodes[id].kind {
+                Kind::Map { entries, .. } => {
+                    for &(k, v) in entries {
+                        let key = tree.scalar(k).unwrap_or_default();
+                        pointers[v] = format!("{}/{}", pointers[id], token(key));
+                        stack.push(v);
+                    }
+                }
+                Kind::Seq { items, .. } => {
+                    for (i, &item) in items.iter().enumerate() {
+                        pointers[item] = format!("{}/{i}", pointers[id]);
+                        stack.push(item);
+                    }
+                }
+                _ => {}
+            }
+        }
+        ObjectWriter { tree, pointers }
+    }
+
+    fn list(&self, seq: NodeId) -> Result<&str, Refusal> {
+        match self.tree.nodes[seq].kind {
+            Kind::Seq { .. } => Ok(&self.pointers[seq]),
+            _ => Err("not a sequence"),
+        }
+    }
+}
+
+impl Writer for ObjectWriter<'_> {
+    type Edit = Change;
+
+    fn insert_key(
+        &self,
+        map: NodeId,
+        _before: &[&str],
+        key: &str,
+        value: &Y,
+    ) -> Result<Change, Refusal> {
+        if !self.tree.is_map(map) {
+            return Err("not a mapping");
+        }
+        Ok(Change::Insert {
+            map: self.pointers[map].clone(),
+            key: key.to_string(),
+            value: value.to_json(),
+        })
+    }
+
+    fn set_null(&self, _key: NodeId, value_node: NodeId, value: &Y) -> Result<Change, Refusal> {
+        Ok(Change::Put {
+            at: self.pointers[value_node].clone(),
+            value: value.to_json(),
+        })
+    }
+
+    fn prepend(&self, seq: NodeId, items: &[Y]) -> Result<Change, Refusal> {
+        Ok(Change::Prepend {
+            list: self.list(seq)?.to_string(),
+            items: items.iter().map(Y::to_json).collect(),
+        })
+    }
+
+    fn remove_item(&self, seq: NodeId, index: usize) -> Result<Change, Refusal> {
+        if index >= self.tree.items(seq).len() {
+            return Err("no such item");
+        }
+        Ok(Change::Remove {
+            list: self.list(seq)?.to_string(),
+            index,
+        })
+    }
+
+    fn replace_item(&self, seq: NodeId, index: usize, item: &Y) -> Result<Change, Refusal> {
+        if index >= self.tree.items(seq).len() {
+            return Err("no such item");
+        }
+        Ok(Change::Replace {
+            list: self.list(seq)?.to_string(),
+            index,
+            value: item.to_json(),
+        })
+    }
+}
+
+/// One RFC 6901 reference token: `~` and `/` escaped.
+fn token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// What one list becomes: its items as sent, some replaced or removed, after the prepended.
+#[derive(Default)]
+struct ListChanges {
+    front: Vec<Value>,
+    removed: Vec<usize>,
+    replaced: BTreeMap<usize, Value>,
+}
+
+/// The object with `changes` made. Every pointer is into the object as sent, so the keys are
+/// set first (no list has moved yet), then each list is rebuilt once, the deepest first (a
+/// list inside an item of another is done before that item may move).
+fn apply(object: &Value, changes: Vec<Change>) -> Result<Value, InjectError> {
+    let missing =
+        |at: &str| InjectError(format!("the edit of {at:?} names no place in the object"));
+    let mut after = object.clone();
+    let mut lists: BTreeMap<String, ListChanges> = BTreeMap::new();
+    for change in changes {
+        match change {
+            Change::Insert { map, key, value } => {
+                let target = after
+                    .pointer_mut(&map)
+                    .and_then(Value::as_object_mut)
+                    .ok_or_else(|| missing(&map))?;
+                target.insert(key, value);
+            }
+            Change::Put { at, value } => {
+                *after.pointer_mut(&at).ok_or_else(|| missing(&at))? = value;
+            }
+            Change::Prepend { list, mut items } => {
+                lists.entry(list).or_default().front.append(&mut items);
+            }
+            Change::Remove { list, index } => lists.entry(list).or_default().removed.push(index),
+            Change::Replace { list, index, value } => {
+                lists.entry(list).or_default().replaced.insert(index, value);
+            }
+        }
+    }
+    let mut order: Vec<(String, ListChanges)> = lists.into_iter().collect();
+    order.sort_by_key(|(at, _)| std::cmp::Reverse(at.matches('/').count()));
+    for (at, mut edits) in order {
+        let list = after
+            .pointer_mut(&at)
+            .and_then(Value::as_array_mut)
+            .ok_or_else(|| missing(&at))?;
+        let mut rebuilt = std::mem::take(&mut edits.front);
+        for (i, item) in std::mem::take(list).into_iter().enumerate() {
+            if edits.removed.contains(&i) {
+                continue;
+            }
+            rebuilt.push(edits.replaced.remove(&i).unwrap_or(item));
+        }
+        *list = rebuilt;
+    }
+    Ok(after)
+}
+
+/// What the core made of one object at its admission.
+#[derive(Debug)]
+pub(crate) struct ObjectInjected {
+    /// The object with the edits made (the object as sent when nothing changed).
+    pub(crate) after: Value,
+    /// The same warnings `pullcheck inject` gives of the object written as JSON.
+    pub(crate) warnings: Vec<String>,
+}
+
+/// [`super::inject`] of one object at its admission (`pullcheck webhook`), `source` naming it
+/// in warnings, whose controller is of kind `owner` (a Pod's `ownerReferences` entry with
+/// `controller: true`: that decides what its restart-policy warning can advise, where a
+/// manifest says it by its own kind).
+///
+/// # Errors
+///
+/// [`InjectError`] when its pod spec cannot be read (as `inject` would refuse the object as a
+/// file).
+pub(crate) fn inject_object(
+    object: &Value,
+    source: &str,
+    valid: &ValidOptions,
+    owner: Option<&str>,
+) -> Result<ObjectInjected, InjectError> {
+    let found = manifests::read_object(object, source).map_err(|e| InjectError(e.to_string()))?;
+    let writer = ObjectWriter::new(&found.tree);
+    let mut warnings = found.notes.clone();
+    let (mut notes, mut pod_specs) = (Vec::new(), 0);
+    let changes = plan(
+        &writer,
+        source,
+        valid,
+        owner,
+        &found.tree,
+        &found,
+        &mut warnings,
+        &mut notes,
+        &mut pod_specs,
+    );
+    closing_warnings(source, found.spots.len(), valid, &mut warnings);
+    Ok(ObjectInjected {
+        after: apply(object, changes)?,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lists_are_rebuilt_deepest_first_with_indices_as_sent() {
+        let object = json!({"a": [{"b": [1, 2, 3]}, {"c": null}], "m": {}});
+        let changes = vec![
+            Change::Remove {
+                list: "/a".into(),
+                index: 0,
+            },
+            Change::Prepend {
+                list: "/a".into(),
+                items: vec![json!("new")],
+            },
+            Change::Replace {
+                list: "/a/0/b".into(),
+                index: 2,
+                value: json!(9),
+            },
+            Change::Remove {
+                list: "/a/0/b".into(),
+                index: 0,
+            },
+            Change::Put {
+                at: "/a/1/c".into(),
+                value: json!([]),
+            },
+            Change::Insert {
+                map: "/m".into(),
+                key: "k/~".into(),
+                value: json!(true),
+            },
+        ];
+        assert_eq!(
+            apply(&object, changes).unwrap(),
+            json!({"a": ["new", {"c": []}], "m": {"k/~": true}})
+        );
+        let bad = vec![Change::Put {
+            at: "/nowhere/0".into(),
+            value: json!(1),
+        }];
+        assert!(apply(&object, bad).is_err());
+    }
+
+    #[test]
+    fn pointers_escape_their_keys() {
+        let tree = Tree::from_json(&json!({"a/b": {"c~d": [0, {"e": 1}]}})).unwrap();
+        let writer = ObjectWriter::new(&tree);
+        let mut all: Vec<&str> = writer.pointers.iter().map(String::as_str).collect();
+        all.retain(|p| !p.is_empty());
+        all.sort_unstable();
+        assert_eq!(
+            all,
+            [
+                "/a~1b",
+                "/a~1b/c~0d",
+                "/a~1b/c~0d/0",
+                "/a~1b/c~0d/1",
+                "/a~1b/c~0d/1/e"
+            ]
+        );
+    }
+}
