@@ -38,7 +38,8 @@
 //! - [`manifests`]: the one reader of pod specs (every kind, job frameworks included), for
 //!   `check --pod-spec` and `inject` (`parse`, `tree`, `reader`, `kinds`: the table of (group,
 //!   kind) to where the pod specs are, `frameworks`, `kubectl`), the text splice `inject`
-//!   writes with ([`manifests::splice`]), and Kubernetes' name rules
+//!   writes with and the `Writer` trait of the inject core's edits ([`manifests::splice`]),
+//!   and Kubernetes' name rules
 //!   ([`manifests::names`]).
 //! - [`keyring`]: pull-secret files and the kubelet's credential matching (`files`,
 //!   `matching`, `helper`: the Docker CLI's credential helpers); [`credentials`]: what the
@@ -76,9 +77,12 @@
 //!   (`report/reason.rs`: the [`Reason`] enum, each reason's word, status, meaning and hint
 //!   in one table); [`redact`]: every secret of the run replaced by `<redacted>` in all of
 //!   them, by value.
-//! - [`inject`]: `pullcheck inject`, manifests in, manifests out (`options`, `pod`: the edit
-//!   of one pod spec, `container`: the init container, `resources`: its requests and limits
-//!   within the pod's and the namespace's LimitRanges, `job`: `--job-failure-policy`).
+//! - [`inject`]: `pullcheck inject`, manifests in, manifests out, and the one inject core the
+//!   webhook shares (`options`: validated once, `pod`: the edit of one pod spec through a
+//!   writer, `wants`: what its init container holds, `container`: the init container,
+//!   `resources`: its requests and limits within the pod's and the namespace's LimitRanges,
+//!   `job`: `--job-failure-policy`'s rules, `object`: the webhook's writer, edits made to the
+//!   object as sent).
 //! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
 //!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `decision`: what a review comes to,
 //!   `limit_ranges`: the namespace's LimitRanges read per review, `patch`, `server`, `tls`,

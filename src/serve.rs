@@ -1,11 +1,150 @@
 //! What the two cluster-wide servers share (`pullcheck webhook`, `pullcheck watch`): the
-//! `--listen` address, the signals that stop them, and the `/healthz`, `/readyz` and `/metrics`
-//! answers. A leaf that knows neither feature, so that sharing it ties neither to the other.
+//! `--listen` address, the runtime, the accept loop (TLS or not) with its bounds, the signals
+//! that stop them, the `/healthz`, `/readyz` and
+//! `/metrics` answers, and the one histogram type both metrics write in Prometheus' text
+//! format. A leaf that knows neither feature, so that sharing it ties neither to the other.
 
 use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper::{Method, Response, StatusCode};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::fmt::Write;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// What bounds one server's connections.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    /// Connections served at once; the next waits to be accepted.
+    pub(crate) connections: usize,
+    /// The handshake (`handshake`'s own bound) and a request's head must each come within
+    /// this.
+    pub(crate) client_time: Duration,
+}
+
+/// Accepts connections for ever (the error: why it stopped): each is opened by `handshake`
+/// (TLS, or the stream as it is; `None`: dropped) and then served HTTP/1.1 by `answer`.
+pub(crate) async fn accept<Io, Hs, HsFut, An, AnFut>(
+    listener: TcpListener,
+    bounds: Bounds,
+    handshake: Hs,
+    answer: An,
+) -> std::io::Error
+where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    Hs: Fn(TcpStream) -> HsFut + Clone + Send + 'static,
+    HsFut: Future<Output = Option<Io>> + Send,
+    An: Fn(Request<Incoming>) -> AnFut + Clone + Send + Sync + 'static,
+    AnFut: Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    let permits = Arc::new(Semaphore::new(bounds.connections));
+    loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return std::io::Error::other("the connection semaphore closed");
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors and the like: wait a little rather than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (handshake, answer) = (handshake.clone(), answer.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let Some(io) = handshake(stream).await else {
+                return;
+            };
+            let service = hyper::service::service_fn(move |req| {
+                let answer = answer.clone();
+                async move { Ok::<_, std::convert::Infallible>(answer(req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(bounds.client_time)
+                .serve_connection(TokioIo::new(io), service)
+                .await;
+        });
+    }
+}
+
+/// The single-threaded runtime each server runs on (a server's work is I/O: one thread
+/// answers in well under a millisecond, and the pod asks for a fraction of a core).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// A Prometheus histogram of durations, in seconds, written in the text format by hand (a
+/// dozen lines; a metrics crate would bring a registry and its own types for no more).
+#[derive(Debug)]
+pub(crate) struct Histogram {
+    /// The upper bounds, in seconds, ascending.
+    bounds: &'static [f64],
+    /// Per bucket (not cumulative), then the overflow.
+    buckets: Vec<AtomicU64>,
+    /// The sum of the durations, in nanoseconds (saturating: 584 years).
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    /// An empty histogram with these upper bounds (seconds, ascending).
+    pub(crate) fn new(bounds: &'static [f64]) -> Histogram {
+        Histogram {
+            bounds,
+            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_nanos: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one duration.
+    pub(crate) fn observe(&self, took: Duration) {
+        let seconds = took.as_secs_f64();
+        let bucket = self
+            .bounds
+            .iter()
+            .position(|b| seconds <= *b)
+            .unwrap_or(self.bounds.len());
+        if let Some(count) = self.buckets.get(bucket) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .sum_nanos
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |sum| {
+                Some(sum.saturating_add(nanos))
+            });
+    }
+
+    /// Writes the family `name` with its `help` line: the cumulative buckets, `+Inf`, the sum
+    /// in seconds and the count.
+    pub(crate) fn write(&self, out: &mut String, name: &str, help: &str) {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        let mut cumulative = 0u64;
+        for (bound, count) in self.bounds.iter().zip(&self.buckets) {
+            cumulative = cumulative.saturating_add(get(count));
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+        }
+        if let Some(overflow) = self.buckets.last() {
+            cumulative = cumulative.saturating_add(get(overflow));
+        }
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(out, "{name}_sum {}", get(&self.sum_nanos) as f64 / 1e9);
+        let _ = writeln!(out, "{name}_count {cumulative}");
+    }
+}
 
 /// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address; `example` is the port the error
 /// shows (the command's default).

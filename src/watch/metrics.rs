@@ -1,7 +1,9 @@
 //! The watcher's Prometheus metrics, in the text format by hand as the webhook's are: stuck
 //! pods seen by cause, pods failed by reason, the time from the first waiting state to the
-//! action, whether this replica leads, and the pending pods it holds.
+//! action ([`crate::serve::Histogram`]), whether this replica leads, and the pending pods it
+//! holds.
 
+use crate::serve::Histogram;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
@@ -10,20 +12,19 @@ use std::time::Duration;
 
 /// The histogram's upper bounds, in seconds: a missing image is acted on at once, a missing Secret after
 /// 30 s, a long one an hour.
-const BUCKETS: [f64; 13] = [
+const BUCKETS: &[f64] = &[
     1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,
 ];
 
 /// Counters and gauges, shared by the loop and the server.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Metrics {
     /// By (kind, word): `permanent` or `transient`, and the reason's or the cause's word.
     stuck: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     /// By (reason word, dry run).
     failed: Mutex<BTreeMap<(&'static str, bool), u64>>,
-    /// Per bucket (not cumulative), then the overflow.
-    buckets: [AtomicU64; BUCKETS.len() + 1],
-    sum_millis: AtomicU64,
+    /// From the first waiting state seen to the failure.
+    delay: Histogram,
     /// Pods not failed because their image resolved when the watcher asked, by reason word.
     spared: Mutex<BTreeMap<&'static str, u64>>,
     /// Pods not failed because their owner reached `--owner-failure-limit`, by reason word.
@@ -34,6 +35,21 @@ pub(crate) struct Metrics {
     pub(crate) leader: AtomicU64,
     /// The pending pods held in memory.
     pub(crate) pending: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            stuck: Mutex::default(),
+            failed: Mutex::default(),
+            delay: Histogram::new(BUCKETS),
+            spared: Mutex::default(),
+            owner_limited: Mutex::default(),
+            errors: Mutex::default(),
+            leader: AtomicU64::default(),
+            pending: AtomicU64::default(),
+        }
+    }
 }
 
 impl Metrics {
@@ -51,14 +67,7 @@ impl Metrics {
         if let Ok(mut m) = self.failed.lock() {
             *m.entry((word, dry_run)).or_default() += 1;
         }
-        let seconds = waited.as_secs_f64();
-        let bucket = BUCKETS
-            .iter()
-            .position(|b| seconds <= *b)
-            .unwrap_or(BUCKETS.len());
-        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        let millis = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
-        self.sum_millis.fetch_add(millis, Ordering::Relaxed);
+        self.delay.observe(waited);
     }
 
     /// One pod spared: its image resolved when the watcher asked.
@@ -107,22 +116,11 @@ impl Metrics {
                 let _ = writeln!(out, "{name}{{reason=\"{word}\",dry_run=\"{dry}\"}} {n}");
             }
         }
-        let name = "pullcheck_watch_action_delay_seconds";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Time from a container's first waiting state seen to the pod's failure."
+        self.delay.write(
+            &mut out,
+            "pullcheck_watch_action_delay_seconds",
+            "Time from a container's first waiting state seen to the pod's failure.",
         );
-        let _ = writeln!(out, "# TYPE {name} histogram");
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let mut cumulative = 0;
-        for (bound, count) in BUCKETS.iter().zip(&self.buckets) {
-            cumulative += get(count);
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
-        }
-        cumulative += get(&self.buckets[BUCKETS.len()]);
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
-        let _ = writeln!(out, "{name}_sum {}", get(&self.sum_millis) as f64 / 1e3);
-        let _ = writeln!(out, "{name}_count {cumulative}");
         for (name, help, family) in [
             (
                 "pullcheck_watch_spared_pods_total",
@@ -168,7 +166,7 @@ impl Metrics {
         ] {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} gauge");
-            let _ = writeln!(out, "{name} {}", get(value));
+            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
         }
         out
     }

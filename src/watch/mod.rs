@@ -55,10 +55,7 @@ pub(crate) fn run(args: WatchArgs) -> ExitCode {
 }
 
 fn start(config: config::Config) -> Result<ExitCode, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let runtime = crate::serve::runtime()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.listen)
             .await

@@ -3,15 +3,14 @@
 //! answers both give are in `crate::serve`, a leaf that ties neither feature to the other.
 
 use super::metrics::Metrics;
+use crate::serve::Bounds;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
 
 /// Connections at once: probes and a scraper use a few.
 const MAX_CONNECTIONS: usize = 64;
@@ -27,32 +26,16 @@ pub(crate) struct Shared {
 
 /// Accepts connections for ever.
 pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) -> std::io::Error {
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return std::io::Error::other("the connection semaphore closed");
-        };
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    let bounds = Bounds {
+        connections: MAX_CONNECTIONS,
+        client_time: CLIENT_TIME,
+    };
+    let plain = |stream: TcpStream| async move { Some(stream) };
+    let answer = move |req: Request<Incoming>| {
         let shared = shared.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let service = hyper::service::service_fn(move |req| {
-                let shared = shared.clone();
-                async move { Ok::<_, std::convert::Infallible>(route(&req, &shared)) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(CLIENT_TIME)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+        async move { route(&req, &shared) }
+    };
+    crate::serve::accept(listener, bounds, plain, answer).await
 }
 
 fn route(req: &Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {

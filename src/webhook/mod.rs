@@ -88,10 +88,7 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
         let options = crate::inject::validate(config.options).map_err(|e| e.0)?;
         admit::Admitter::injecting(options, args.namespace.clone())
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let runtime = crate::serve::runtime()?;
     let (tx, rx) = tokio::sync::watch::channel(None);
     let ready = Arc::new(AtomicBool::new(false));
     let tls = tls::server_config(rx)?;

@@ -6,14 +6,14 @@
 use super::admit::{Admitter, Unreadable};
 use super::decision::Outcome;
 use super::metrics::Metrics;
+use crate::serve::Bounds;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The largest body read: the API server's own limit on a request (3 MiB), so any object it
@@ -90,39 +90,24 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
 ) -> std::io::Error {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return std::io::Error::other("the connection semaphore closed");
-        };
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            // Out of file descriptors and the like: wait a little rather than spin.
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+    let bounds = Bounds {
+        connections: MAX_CONNECTIONS,
+        client_time: CLIENT_TIME,
+    };
+    let handshake = move |stream: TcpStream| {
         let acceptor = acceptor.clone();
+        async move {
+            tokio::time::timeout(CLIENT_TIME, acceptor.accept(stream))
+                .await
+                .ok()?
+                .ok()
+        }
+    };
+    let answer = move |req: Request<Incoming>| {
         let shared = shared.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let Ok(Ok(tls)) = tokio::time::timeout(CLIENT_TIME, acceptor.accept(stream)).await
-            else {
-                return;
-            };
-            let service = hyper::service::service_fn(move |req| {
-                let shared = shared.clone();
-                async move { Ok::<_, std::convert::Infallible>(route(req, &shared).await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(CLIENT_TIME)
-                .serve_connection(TokioIo::new(tls), service)
-                .await;
-        });
-    }
+        async move { route(req, &shared).await }
+    };
+    crate::serve::accept(listener, bounds, handshake, answer).await
 }
 
 async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<Bytes>> {
