@@ -6,11 +6,14 @@
 //! Every answer allows the object: a review that cannot be read, or an object `inject` cannot
 //! edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
-use super::decision::{Decision, OPT_OUT, Outcome, Skip};
+use super::decision::{Asked, Decision, OPT_OUT, Outcome, Skip};
 use super::patch::diff;
 use crate::escape::{cut, escape};
 use crate::inject::{CONTAINER_NAME, LimitRanges, ValidOptions, inject_object};
 use base64::Engine;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionReview, Operation};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// The annotation the kubelet's mirror pods carry (static pods).
@@ -37,6 +40,34 @@ enum Mode {
     /// `--mode watch`: only the Job rule on the watcher's condition type
     /// ([`super::watch_mode`]).
     Watch { condition_type: String },
+}
+
+/// The answer: an AdmissionReview with its response. Typed here rather than kube's
+/// `AdmissionResponse`, which writes the patch as an array of numbers: the API server reads
+/// that too, but every other reader of a review (and Kubernetes' own clients) expects the
+/// base64 string Go writes for `[]byte`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Reviewed<'a> {
+    api_version: &'a str,
+    kind: &'static str,
+    response: Response<'a>,
+}
+
+/// One AdmissionResponse: always allowed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Response<'a> {
+    uid: &'a str,
+    allowed: bool,
+    /// `JSONPatch` with a patch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    /// The JSON patch, base64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warnings: Option<Vec<String>>,
 }
 
 /// A review whose `request.uid` cannot be read: no answer can name it (HTTP 400).
@@ -131,23 +162,31 @@ impl Admitter {
         body: &[u8],
         ranges: Option<Result<LimitRanges, String>>,
     ) -> Result<Answer, Unreadable> {
-        let review: Value = serde_json::from_slice(body)
-            .map_err(|e| Unreadable(format!("not an AdmissionReview: {e}")))?;
-        let request = &review["request"];
-        let Some(uid) = request["uid"].as_str() else {
-            return Err(Unreadable("an AdmissionReview without request.uid".into()));
+        let typed = serde_json::from_slice::<AdmissionReview<DynamicObject>>(body)
+            .map_err(|e| e.to_string())
+            .and_then(|review| {
+                TryInto::<AdmissionRequest<DynamicObject>>::try_into(review)
+                    .map_err(|_| "no request".to_string())
+            });
+        let request = match typed {
+            Ok(request) => request,
+            Err(why) => return unreadable_but_answerable(body, &why),
         };
-        let api_version = review["apiVersion"]
-            .as_str()
-            .unwrap_or("admission.k8s.io/v1");
+        // The deciders read the object as JSON: what `inject` reads, and what the patch is
+        // a diff of.
+        let object = match &request.object {
+            Some(object) => serde_json::to_value(object).unwrap_or(Value::Null),
+            None => Value::Null,
+        };
+        let asked = Asked::of(&request, &object);
         let decided = match &self.mode {
             Mode::Watch { condition_type } => {
-                super::watch_mode::decide(request, self.namespace.as_deref(), condition_type)
+                super::watch_mode::decide(&asked, self.namespace.as_deref(), condition_type)
             }
             Mode::Inject {
                 options,
                 without_policy,
-            } => self.decide(request, options, without_policy, ranges),
+            } => self.decide(&asked, options, without_policy, ranges),
         };
         let (outcome, patch, warnings) = match decided {
             Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
@@ -162,77 +201,58 @@ impl Admitter {
                 vec![format!("pullcheck: {why}; admitted unchanged")],
             ),
         };
-        let mut response = json!({"uid": uid, "allowed": true});
-        if let Some(ops) = patch {
+        let patch = patch.map(|ops| {
             let text = serde_json::to_vec(&ops).unwrap_or_default();
-            response["patchType"] = json!("JSONPatch");
-            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(text));
-        }
-        if !warnings.is_empty() {
-            response["warnings"] = json!(bounded(&warnings));
-        }
-        let answer = json!({
-            "apiVersion": api_version,
-            "kind": "AdmissionReview",
-            "response": response,
+            base64::engine::general_purpose::STANDARD.encode(text)
         });
-        Ok(Answer {
-            body: serde_json::to_vec(&answer).unwrap_or_default(),
+        Ok(answer(
+            &request.types.api_version,
+            &request.uid,
+            patch,
+            &warnings,
             outcome,
-        })
+        ))
     }
 
     fn decide(
         &self,
-        request: &Value,
+        request: &Asked<'_>,
         options: &ValidOptions,
         without_policy: &ValidOptions,
         ranges: Option<Result<LimitRanges, String>>,
     ) -> Result<Decision, String> {
-        if request["operation"].as_str() != Some("CREATE") {
+        if !matches!(request.operation, Operation::Create) {
             return Ok(Decision::Skip(Skip::Operation, Vec::new()));
         }
-        let gvk = &request["kind"];
-        let kind = match (
-            gvk["group"].as_str().unwrap_or(""),
-            gvk["version"].as_str(),
-            gvk["kind"].as_str(),
-        ) {
-            ("", Some("v1"), Some("Pod")) => Kind::Pod,
-            ("batch", Some("v1"), Some("Job")) => Kind::Job,
+        let kind = match (request.group, request.version, request.kind) {
+            ("", "v1", "Pod") => Kind::Pod,
+            ("batch", "v1", "Job") => Kind::Job,
             (group, version, kind) => {
                 return Ok(Decision::Skip(
                     Skip::Kind,
                     vec![format!(
-                        "pullcheck: acts on Pods and batch/v1 Jobs, not {}/{} {}; admitted \
-                         unchanged",
-                        group,
-                        version.unwrap_or("?"),
-                        kind.unwrap_or("?")
+                        "pullcheck: acts on Pods and batch/v1 Jobs, not {group}/{version} \
+                         {kind}; admitted unchanged"
                     )],
                 ));
             }
         };
         // A sub-resource (pods/ephemeralcontainers, pods/binding) is not a new pod.
-        if request["subResource"]
-            .as_str()
-            .is_some_and(|s| !s.is_empty())
-        {
+        if request.sub_resource.is_some() {
             return Ok(Decision::Skip(Skip::Operation, Vec::new()));
         }
-        let object = request["object"]
+        let object = request
+            .object
             .as_object()
             .ok_or("the review's object is not a JSON object")?;
-        let metadata = &request["object"]["metadata"];
-        let namespace = request["namespace"]
-            .as_str()
-            .or(metadata["namespace"].as_str());
+        let metadata = &request.object["metadata"];
+        let namespace = request.namespace.or(metadata["namespace"].as_str());
         if namespace.is_some() && namespace == self.namespace.as_deref() {
             return Ok(Decision::Skip(Skip::OwnNamespace, Vec::new()));
         }
         let template = match kind {
-            Kind::Pod => &request["object"],
-            Kind::Job => &request["object"]["spec"]["template"],
+            Kind::Pod => request.object,
+            Kind::Job => &request.object["spec"]["template"],
         };
         let opted_out = |m: &Value| m["annotations"][OPT_OUT].as_str() == Some("false");
         if opted_out(&template["metadata"]) {
@@ -243,9 +263,9 @@ impl Admitter {
             // not its own, and would get the container as Pods. The template is annotated too,
             // so that they are left alone as well.
             if kind == Kind::Job
-                && let Some(after) = opt_out_template(&request["object"])
+                && let Some(after) = opt_out_template(request.object)
             {
-                let ops = diff(&request["object"], &after);
+                let ops = diff(request.object, &after);
                 return Ok(Decision::OptOutPods(ops));
             }
             return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
@@ -259,12 +279,12 @@ impl Admitter {
         if has_ours {
             return Ok(Decision::Skip(Skip::AlreadyInjected, Vec::new()));
         }
-        let options =
-            if kind == Kind::Job && !request["object"]["spec"]["podFailurePolicy"].is_null() {
-                without_policy
-            } else {
-                options
-            };
+        let options = if kind == Kind::Job && !request.object["spec"]["podFailurePolicy"].is_null()
+        {
+            without_policy
+        } else {
+            options
+        };
         let (options, unread) = with_limit_ranges(options, ranges);
         let mut before = Value::Object(object.clone());
         // The object as a manifest: the reader finds pod specs by apiVersion and kind.
@@ -298,6 +318,47 @@ impl Admitter {
             return Ok(Decision::Skip(Skip::NotInjected, warnings));
         }
         Ok(Decision::Patch(ops, warnings))
+    }
+}
+
+/// The answer to a review kube's types cannot read (the API server sends none such): allowed
+/// unchanged with a warning when it still has a `request.uid` to answer to, else HTTP 400
+/// (which `failurePolicy: Ignore` admits too).
+fn unreadable_but_answerable(body: &[u8], why: &str) -> Result<Answer, Unreadable> {
+    let review: Value = serde_json::from_slice(body)
+        .map_err(|e| Unreadable(format!("not an AdmissionReview: {e}")))?;
+    let Some(uid) = review["request"]["uid"].as_str() else {
+        return Err(Unreadable("an AdmissionReview without request.uid".into()));
+    };
+    let api_version = review["apiVersion"]
+        .as_str()
+        .unwrap_or("admission.k8s.io/v1");
+    let warning = format!("pullcheck: the review cannot be read ({why}); admitted unchanged");
+    Ok(answer(api_version, uid, None, &[warning], Outcome::Error))
+}
+
+/// The answer's body: allowed, with the patch (base64) and the warnings (bounded).
+fn answer(
+    api_version: &str,
+    uid: &str,
+    patch: Option<String>,
+    warnings: &[String],
+    outcome: Outcome,
+) -> Answer {
+    let answer = Reviewed {
+        api_version,
+        kind: "AdmissionReview",
+        response: Response {
+            uid,
+            allowed: true,
+            patch_type: patch.as_ref().map(|_| "JSONPatch"),
+            patch,
+            warnings: (!warnings.is_empty()).then(|| bounded(warnings)),
+        },
+    };
+    Answer {
+        body: serde_json::to_vec(&answer).unwrap_or_default(),
+        outcome,
     }
 }
 
@@ -402,8 +463,10 @@ mod tests {
             "request": {
                 "uid": "u1",
                 "kind": gvk,
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
                 "operation": "CREATE",
                 "namespace": "team",
+                "userInfo": {"username": "system:serviceaccount:team:default"},
                 "object": object,
             },
         });
@@ -626,6 +689,8 @@ mod tests {
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
             "request": {"uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "userInfo": {"username": "system:serviceaccount:team:default"},
                 "operation": "CREATE", "namespace": "team", "object": pod},
         }))
         .unwrap();

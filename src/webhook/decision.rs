@@ -2,7 +2,46 @@
 //! `--mode watch`, or nothing and why), and the outcome the metrics count. Apart from `admit`
 //! and `watch_mode`, which both decide, so that neither reaches into the other for its words.
 
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, Operation};
 use serde_json::Value;
+
+/// What a review asks, from kube's typed [`AdmissionRequest`]: what both deciders read.
+#[derive(Debug)]
+pub(crate) struct Asked<'a> {
+    /// CREATE, UPDATE, DELETE or CONNECT.
+    pub(crate) operation: &'a Operation,
+    /// The object's group (`""` for the core group), version and kind.
+    pub(crate) group: &'a str,
+    pub(crate) version: &'a str,
+    pub(crate) kind: &'a str,
+    /// `pods/ephemeralcontainers`, `pods/binding` and the like: not a new object.
+    pub(crate) sub_resource: Option<&'a str>,
+    /// The request's namespace.
+    pub(crate) namespace: Option<&'a str>,
+    /// The object as sent, as JSON (`Null` when the review has none).
+    pub(crate) object: &'a Value,
+}
+
+impl<'a> Asked<'a> {
+    /// The view of `request`, whose object is `object` as JSON.
+    pub(crate) fn of(request: &'a AdmissionRequest<DynamicObject>, object: &'a Value) -> Asked<'a> {
+        Asked {
+            operation: &request.operation,
+            group: &request.kind.group,
+            version: &request.kind.version,
+            kind: &request.kind.kind,
+            sub_resource: request.sub_resource.as_deref().filter(|s| !s.is_empty()),
+            namespace: request.namespace.as_deref().filter(|s| !s.is_empty()),
+            object,
+        }
+    }
+
+    /// A CREATE of the object itself (not of a sub-resource): the only review acted on.
+    pub(crate) fn is_create(&self) -> bool {
+        matches!(self.operation, Operation::Create) && self.sub_resource.is_none()
+    }
+}
 
 /// The annotation that opts a Pod or Job out (`"false"`).
 pub(crate) const OPT_OUT: &str = "pullcheck.dev/inject";

@@ -8,7 +8,7 @@
 //! `podFailurePolicy`, or a restartPolicy other than `Never`, is admitted as written: its
 //! policy is its author's, and a warning says what the watcher's delete then means for it.
 
-use super::decision::{Decision, OPT_OUT, Skip};
+use super::decision::{Asked, Decision, OPT_OUT, Skip};
 use crate::manifests::names::is_dns_subdomain;
 use serde_json::{Value, json};
 
@@ -78,47 +78,35 @@ pub(crate) fn is_condition_type(s: &str) -> bool {
 /// Answers one CREATE review in watch mode: the common checks of [`super::admit`] (operation,
 /// kind, sub-resource, own namespace), then [`rule_patch`].
 pub(crate) fn decide(
-    request: &Value,
+    request: &Asked<'_>,
     own_namespace: Option<&str>,
     condition_type: &str,
 ) -> Result<Decision, String> {
-    if request["operation"].as_str() != Some("CREATE")
-        || request["subResource"]
-            .as_str()
-            .is_some_and(|s| !s.is_empty())
-    {
+    if !request.is_create() {
         return Ok(Decision::Skip(Skip::Operation, Vec::new()));
     }
-    let gvk = &request["kind"];
-    let workload = match (
-        gvk["group"].as_str().unwrap_or(""),
-        gvk["version"].as_str(),
-        gvk["kind"].as_str(),
-    ) {
-        ("batch", Some("v1"), Some("Job")) => Workload::Job,
-        ("batch", Some("v1"), Some("CronJob")) => Workload::CronJob,
+    let workload = match (request.group, request.version, request.kind) {
+        ("batch", "v1", "Job") => Workload::Job,
+        ("batch", "v1", "CronJob") => Workload::CronJob,
         // Pods are not sent in watch mode (the chart's rules name none); one sent all the same
         // (a configuration of an earlier mode) is admitted unchanged, without a word.
-        ("", Some("v1"), Some("Pod")) => return Ok(Decision::Skip(Skip::WatchMode, Vec::new())),
+        ("", "v1", "Pod") => return Ok(Decision::Skip(Skip::WatchMode, Vec::new())),
         (group, version, kind) => {
             return Ok(Decision::Skip(
                 Skip::Kind,
                 vec![format!(
-                    "pullcheck: in watch mode acts on batch/v1 Jobs and CronJobs, not {}/{} {}; \
-                     admitted unchanged",
-                    group,
-                    version.unwrap_or("?"),
-                    kind.unwrap_or("?")
+                    "pullcheck: in watch mode acts on batch/v1 Jobs and CronJobs, not \
+                     {group}/{version} {kind}; admitted unchanged"
                 )],
             ));
         }
     };
-    let object = &request["object"];
+    let object = request.object;
     if !object.is_object() {
         return Err("the review's object is not a JSON object".into());
     }
-    let namespace = request["namespace"]
-        .as_str()
+    let namespace = request
+        .namespace
         .or(object["metadata"]["namespace"].as_str());
     if namespace.is_some() && namespace == own_namespace {
         return Ok(Decision::Skip(Skip::OwnNamespace, Vec::new()));
@@ -248,6 +236,7 @@ pub(crate) fn rule_patch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::core::admission::Operation;
 
     const T: &str = "ConfigIssue";
 
@@ -644,19 +633,29 @@ mod tests {
     /// The decision around it: the review's kind, operation and namespace.
     #[test]
     fn reviews_in_watch_mode() {
+        // The deciding on what a review asks (the typed request itself is read in `admit`).
         let review = |kind: Value, operation: &str, namespace: &str, object: Value| {
-            json!({"uid": "u", "kind": kind, "operation": operation, "namespace": namespace,
-                "object": object})
+            let operation: Operation = serde_json::from_value(json!(operation)).unwrap();
+            let asked = Asked {
+                operation: &operation,
+                group: kind["group"].as_str().unwrap(),
+                version: kind["version"].as_str().unwrap(),
+                kind: kind["kind"].as_str().unwrap(),
+                sub_resource: None,
+                namespace: Some(namespace),
+                object: &object,
+            };
+            super::decide(&asked, Some("pullcheck-system"), T)
         };
         let job_kind = json!({"group": "batch", "version": "v1", "kind": "Job"});
         let pod_kind = json!({"group": "", "version": "v1", "kind": "Pod"});
-        let decide = |r: &Value| decide(r, Some("pullcheck-system"), T).unwrap();
+        let decide = |r: Result<Decision, String>| r.unwrap();
         assert!(matches!(
-            decide(&review(job_kind.clone(), "CREATE", "team", job(|_| {}))),
+            decide(review(job_kind.clone(), "CREATE", "team", job(|_| {}))),
             Decision::Rule(ops, _) if ops.len() == 2
         ));
         assert!(matches!(
-            decide(&review(
+            decide(review(
                 json!({"group": "batch", "version": "v1", "kind": "CronJob"}),
                 "CREATE", "team", cron_job(|_| {})
             )),
@@ -664,15 +663,15 @@ mod tests {
         ));
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": []}});
         assert!(matches!(
-            decide(&review(pod_kind, "CREATE", "team", pod)),
+            decide(review(pod_kind, "CREATE", "team", pod)),
             Decision::Skip(Skip::WatchMode, w) if w.is_empty()
         ));
         assert!(matches!(
-            decide(&review(job_kind.clone(), "UPDATE", "team", job(|_| {}))),
+            decide(review(job_kind.clone(), "UPDATE", "team", job(|_| {}))),
             Decision::Skip(Skip::Operation, _)
         ));
         assert!(matches!(
-            decide(&review(
+            decide(review(
                 job_kind.clone(),
                 "CREATE",
                 "pullcheck-system",
@@ -681,12 +680,12 @@ mod tests {
             Decision::Skip(Skip::OwnNamespace, _)
         ));
         assert!(matches!(
-            decide(&review(
+            decide(review(
                 json!({"group": "apps", "version": "v1", "kind": "Deployment"}),
                 "CREATE", "team", json!({})
             )),
             Decision::Skip(Skip::Kind, w) if w.len() == 1
         ));
-        assert!(super::decide(&review(job_kind, "CREATE", "team", json!("x")), None, T).is_err());
+        assert!(review(job_kind, "CREATE", "team", json!("x")).is_err());
     }
 }
