@@ -4,7 +4,7 @@
 use super::decide::Settings;
 use super::grace::Graces;
 use crate::cli::watch::WatchArgs;
-use crate::manifests::names::is_dns_subdomain;
+use crate::manifests::names::{is_dns_subdomain, is_qualified_name};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -63,7 +63,7 @@ impl Config {
             Duration::ZERO,
             &mut errors,
         );
-        if !is_condition_type(&args.condition_type) {
+        if !is_qualified_name(&args.condition_type) {
             errors.push(format!(
                 "--condition-type {}: expected a condition type such as ConfigIssue (letters, digits, `-`, `_`, `.`, an optional DNS prefix and `/`)",
                 args.condition_type
@@ -225,11 +225,6 @@ fn is_label_value(s: &str) -> bool {
             && s.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric()))
 }
 
-/// A condition type, as the API server takes one: a label key.
-fn is_condition_type(s: &str) -> bool {
-    !s.contains('=') && label_selector(s).is_ok()
-}
-
 /// `KEY=DURATION`, for one of the watched waiting reasons or one of the reason words the
 /// kubelet's words can give.
 fn grace_for_value(s: &str) -> Result<(String, Duration), String> {
@@ -281,9 +276,9 @@ mod tests {
         assert!(grace_for_value("connect=2m").is_err());
         assert!(grace_for_value("ErrImagePull=-1s").is_err());
         assert!(grace_for_value("ErrImagePull").is_err());
-        assert!(is_condition_type("ConfigIssue"));
-        assert!(is_condition_type("example.com/Stuck"));
-        assert!(!is_condition_type("Config Issue"));
+        assert!(is_qualified_name("ConfigIssue"));
+        assert!(is_qualified_name("example.com/Stuck"));
+        assert!(!is_qualified_name("Config Issue"));
         assert_eq!(
             crate::serve::listen_address(":8081", 8081)
                 .unwrap()

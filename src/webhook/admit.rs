@@ -33,9 +33,10 @@ enum Mode {
     /// The init container (`--mode init` and `both`), with `inject`'s options from the
     /// webhook's own flags, checked once at start.
     Inject {
-        options: ValidOptions,
+        /// Boxed: two sets of options are large beside the other mode's one string.
+        options: Box<ValidOptions>,
         /// The same with `--job-failure-policy` off: for a Job with its own podFailurePolicy.
-        without_policy: ValidOptions,
+        without_policy: Box<ValidOptions>,
     },
     /// `--mode watch`: only the Job rule on the watcher's condition type
     /// ([`super::watch_mode`]).
@@ -124,10 +125,10 @@ impl Admitter {
     /// The admitter of `--mode init` and `both`, adding the init container as `inject` would
     /// with `options`.
     pub(crate) fn injecting(options: ValidOptions, namespace: Option<String>) -> Admitter {
-        let without_policy = options.without_job_policy();
+        let without_policy = Box::new(options.without_job_policy());
         Admitter {
             mode: Mode::Inject {
-                options,
+                options: Box::new(options),
                 without_policy,
             },
             namespace: namespace.filter(|n| !n.is_empty()),

@@ -27,8 +27,8 @@ pub(crate) mod server;
 pub(crate) mod tls;
 pub(crate) mod watch_mode;
 
-use crate::cli::webhook::{WebhookArgs, WebhookMode};
-use crate::config::InjectConfig;
+use crate::cli::webhook::WebhookArgs;
+use crate::config::{Adds, Certificates, WebhookConfig};
 use crate::log::{self, Component};
 use crate::report::ExitCode;
 use std::sync::Arc;
@@ -40,7 +40,16 @@ const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs the webhook until SIGTERM or SIGINT.
 pub(crate) fn run(args: WebhookArgs) -> ExitCode {
-    match start(args) {
+    let config = match WebhookConfig::from_args(args) {
+        Ok(config) => config,
+        Err(problems) => {
+            for problem in &problems.0 {
+                log::error(Component::Command, problem);
+            }
+            return ExitCode::Usage;
+        }
+    };
+    match start(config) {
         Ok(code) => code,
         Err(e) => {
             log::error(Component::Command, &e);
@@ -49,44 +58,40 @@ pub(crate) fn run(args: WebhookArgs) -> ExitCode {
     }
 }
 
-fn start(args: WebhookArgs) -> Result<ExitCode, String> {
-    let listen = crate::serve::listen_address(&args.listen, 8443)?;
-    let config = InjectConfig::from_args(args.inject).map_err(|e| e.0.join("; "))?;
-    let watching = args.mode == WebhookMode::Watch;
-    if watching && !watch_mode::is_condition_type(&args.condition_type) {
-        return Err(format!(
-            "--condition-type {}: expected a condition type such as ConfigIssue (letters, \
-             digits, `-`, `_`, `.`, an optional DNS prefix and `/`)",
-            args.condition_type
-        ));
-    }
-    if config.default_image && !watching {
-        // Said at start for the operator, who reads this log; the pods' creators see inject's
-        // warning of it on every pod admitted.
-        log::warning(
-            Component::Webhook,
-            &format!(
-                "--image left at its default {}, which no registry \
-             serves: every pod it admits would wait on an init container that cannot be pulled",
-                crate::cli::DEFAULT_INJECT_IMAGE
-            ),
-        );
-    }
-    let admitter = if watching {
-        log::info(
-            Component::Webhook,
-            &format!(
-                "mode watch: pods admitted unchanged; Jobs and CronJobs get \
-             the podFailurePolicy rule FailJob on {}",
-                &args.condition_type
-            ),
-        );
-        admit::Admitter::watching(args.condition_type.clone(), args.namespace.clone())
-    } else {
-        // Checked once now, so that a bad flag is a usage error at start, not a warning on
-        // every pod. In watch mode they are not used.
-        let options = crate::inject::validate(config.options).map_err(|e| e.0)?;
-        admit::Admitter::injecting(options, args.namespace.clone())
+fn start(config: WebhookConfig) -> Result<ExitCode, String> {
+    let WebhookConfig {
+        listen,
+        adds,
+        default_image,
+        certificates,
+        namespace,
+    } = config;
+    let admitter = match adds {
+        Adds::Inject(options) => {
+            if default_image {
+                // Said at start for the operator, who reads this log; the pods' creators see
+                // inject's warning of it on every pod admitted.
+                log::warning(
+                    Component::Webhook,
+                    &format!(
+                        "--image left at its default {}, which no registry serves: every pod \
+                         it admits would wait on an init container that cannot be pulled",
+                        crate::cli::DEFAULT_INJECT_IMAGE
+                    ),
+                );
+            }
+            admit::Admitter::injecting(*options, namespace)
+        }
+        Adds::Rule { condition_type } => {
+            log::info(
+                Component::Webhook,
+                &format!(
+                    "mode watch: pods admitted unchanged; Jobs and CronJobs get the \
+                     podFailurePolicy rule FailJob on {condition_type}"
+                ),
+            );
+            admit::Admitter::watching(condition_type, namespace)
+        }
     };
     let runtime = crate::serve::runtime()?;
     let (tx, rx) = tokio::sync::watch::channel(None);
@@ -94,32 +99,22 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
     let tls = tls::server_config(rx)?;
     runtime.block_on(async move {
         let source: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>>>> =
-            match (&args.tls_cert_file, &args.tls_key_file, args.self_signed) {
-                (Some(cert), Some(key), false) => {
-                    let files = tls::Files {
-                        cert: cert.clone(),
-                        key: key.clone(),
-                    };
+            match certificates {
+                Certificates::Files { cert, key } => {
+                    let files = tls::Files { cert, key };
                     let stamp = files.first(&tx, &ready)?;
                     Box::pin(async move {
                         files.watch(stamp, tx).await;
                         Ok(())
                     })
                 }
-                (None, None, true) => {
-                    let namespace = args.namespace.as_deref().filter(|n| !n.is_empty());
-                    let Some(namespace) = namespace else {
-                        return Err(NO_NAMESPACE.into());
-                    };
-                    let settings = cert::SelfSigned::new(
-                        &args.service,
-                        namespace,
-                        &args.webhook_configuration,
-                    );
+                Certificates::SelfSigned {
+                    service,
+                    namespace,
+                    configuration,
+                } => {
+                    let settings = cert::SelfSigned::new(&service, &namespace, &configuration);
                     Box::pin(cert::run(settings, tx, ready.clone()))
-                }
-                _ => {
-                    return Err("give --tls-cert-file and --tls-key-file, or --self-signed".into());
                 }
             };
         let listener = tokio::net::TcpListener::bind(listen)
@@ -159,7 +154,3 @@ fn start(args: WebhookArgs) -> Result<ExitCode, String> {
         Ok(ExitCode::Ok)
     })
 }
-
-/// `--self-signed` without the namespace its certificate is made for.
-const NO_NAMESPACE: &str = "--self-signed needs the webhook's namespace: --namespace or \
-    PULLCHECK_WEBHOOK_NAMESPACE (the chart sets it from the downward API)";

@@ -9,7 +9,6 @@
 //! policy is its author's, and a warning says what the watcher's delete then means for it.
 
 use super::decision::{Asked, Decision, OPT_OUT, Skip};
-use crate::manifests::names::is_dns_subdomain;
 use serde_json::{Value, json};
 
 /// What a review in watch mode is about.
@@ -54,25 +53,6 @@ pub(crate) enum Rule {
     Add(Vec<Value>, Vec<String>),
     /// Admitted as written, for this reason, with these warnings.
     Leave(Skip, Vec<String>),
-}
-
-/// Whether `s` is a condition type the API server takes: a qualified name (an optional DNS
-/// subdomain and `/`, then 1 to 63 letters, digits, `-`, `_` or `.`, starting and ending with
-/// a letter or digit). Checked at start, so that the rule added can never have a Job refused.
-pub(crate) fn is_condition_type(s: &str) -> bool {
-    let (prefix, name) = match s.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, s),
-    };
-    let alnum = |b: Option<u8>| b.is_some_and(|b| b.is_ascii_alphanumeric());
-    prefix.is_none_or(|p| !p.is_empty() && is_dns_subdomain(p))
-        && !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && alnum(name.bytes().next())
-        && alnum(name.bytes().last())
 }
 
 /// Answers one CREATE review in watch mode: the common checks of [`super::admit`] (operation,
@@ -531,7 +511,7 @@ mod tests {
             "d".repeat(61),
             "n".repeat(63)
         );
-        assert!(is_condition_type(&longest));
+        assert!(crate::manifests::names::is_qualified_name(&longest));
         let own = json!({"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [1]}}]});
         let count = json!({"rules": [{"action": "Count", "onPodConditions": [{"type": T}]}]});
         let mut all = Vec::new();
@@ -608,26 +588,6 @@ mod tests {
             ops[0]["value"]["rules"][0]["onPodConditions"],
             json!([{"type": "example.com/Stuck", "status": "True"}])
         );
-    }
-
-    #[test]
-    fn condition_types_are_qualified_names() {
-        for good in ["ConfigIssue", "example.com/Stuck", "a", "A-b_c.9"] {
-            assert!(is_condition_type(good), "{good}");
-        }
-        for bad in [
-            "",
-            "Config Issue",
-            "-a",
-            "a-",
-            "/a",
-            "Example.com/a",
-            "a/b/c",
-            "a=b",
-            &"a".repeat(64),
-        ] {
-            assert!(!is_condition_type(bad), "{bad:?}");
-        }
     }
 
     /// The decision around it: the review's kind, operation and namespace.

@@ -177,6 +177,15 @@ fn measure() {
         circles.len()
     );
     print!("{}", crate_.describe_circles(&circles));
+    let spread = crate_.spread_types();
+    println!(
+        "types with impl blocks outside the file that defines them: {}",
+        spread.len()
+    );
+    for (ty, files) in &spread {
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        println!("  src/{ty}: also {}", files.join(", "));
+    }
     let fn_lines: Vec<usize> = fns.iter().map(|f| f.lines).collect();
     let file_lines: Vec<usize> = files.iter().map(|f| f.0).collect();
     for (what, lines, ceiling) in [
@@ -496,6 +505,55 @@ impl Crate {
             }
         }
         s
+    }
+
+    /// The types whose `impl` blocks (inherent or of a trait) are not all in the file that
+    /// defines them: the type, as `file:Type` of its definition, and the other files with its
+    /// `impl` blocks. A name defined in several files (`Metrics`) is taken to be the one whose
+    /// module is nearest the `impl`'s.
+    fn spread_types(&self) -> BTreeMap<String, BTreeSet<String>> {
+        let mut defined: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, file) in &self.files {
+            for pair in file.tokens.windows(2) {
+                if let (Tok::Ident(kw), Tok::Ident(ty)) = (&pair[0].tok, &pair[1].tok)
+                    && matches!(kw.as_str(), "struct" | "enum" | "union" | "trait")
+                {
+                    defined.entry(ty.clone()).or_default().push(name.clone());
+                }
+            }
+        }
+        let mut spread: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (name, file) in &self.files {
+            let toks = &file.tokens;
+            for i in 0..toks.len() {
+                if ident(toks.get(i)) != Some("impl") || !prev_is_item_start(toks, i) {
+                    continue;
+                }
+                let Some((ty, _)) = impl_type(toks, i) else {
+                    continue;
+                };
+                let Some(homes) = defined.get(&ty) else {
+                    continue;
+                };
+                if homes.contains(name) {
+                    continue;
+                }
+                let shared = |home: &String| {
+                    let m = &self.files[home].module;
+                    m.iter()
+                        .zip(&file.module)
+                        .take_while(|(a, b)| a == b)
+                        .count()
+                };
+                if let Some(home) = homes.iter().max_by_key(|h| shared(h)) {
+                    spread
+                        .entry(format!("{home}:{ty}"))
+                        .or_default()
+                        .insert(name.clone());
+                }
+            }
+        }
+        spread
     }
 
     /// Every function with a body, outside the test items, with its length in lines.
