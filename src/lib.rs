@@ -48,11 +48,12 @@
 //! - [`pull_policy`]: when the kubelet pulls, and so what is checked; [`node`]: the images the
 //!   node already holds (`node/read.rs`: the Node object read in one pass, keeping only the
 //!   names).
-//! - [`registry`]: all HTTP to registries: `probe` (the request flow of one image: the
-//!   manifest `HEAD` first, the challenge answered once), `state` (what the run knows of each
-//!   registry), `token` (the `Authorization` a request carries, the shared token cache),
-//!   `http` (one request on the wire), `inspect` (follow-ups after a 404), [`registry::auth`],
-//!   [`registry::index`], `image_config`, [`registry::dns`];
+//! - [`registry`]: all HTTP to registries, through a client made of parts, each in its own
+//!   file: `http` (one request on the wire), `token` (the `Authorization` a request carries,
+//!   the shared token cache), `state` (what the run knows of each registry), `probe` (the
+//!   request flow of one image: the manifest `HEAD` first, the challenge answered once),
+//!   [`registry::index`] (the index walk), `image_config` (the image's config), `inspect`
+//!   (follow-ups: the platform check, and after a 404); [`registry::auth`], [`registry::dns`];
 //!   [`registry::classify`](fn@registry::classify) turns what it found into a verdict, in one
 //!   place.
 //! - [`platform`]: the node's platform and index matching, as containerd does it;

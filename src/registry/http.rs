@@ -1,13 +1,36 @@
-//! One request on the wire: sent and reported (`--verbose`), redirects to another origin
-//! followed without the endpoint's own headers or credentials, bodies read within a bound,
-//! and a failed request turned into a [`Fact::Transport`] that says what went wrong (a
+//! One request on the wire ([`Wire`]): sent and reported (`--verbose`), redirects to another
+//! origin followed without the endpoint's own headers or credentials, bodies read within a
+//! bound, and a failed request turned into a [`Fact::Transport`] that says what went wrong (a
 //! plain-HTTP answer, a certificate, a time-out, a refused redirect, no such host).
 
-use super::{Client, Fact, MAX_SERVER_WAIT, Step, TlsFailure, dns, error_chain};
+use super::{Fact, MAX_SERVER_WAIT, Step, TlsFailure, dns, error_chain};
+use crate::progress::Events;
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use std::time::Duration;
 
-impl Client {
+/// The wire of a run: every request of every part goes out through it, and is reported there.
+pub(super) struct Wire {
+    /// The run's plain client (no endpoint's own headers or TLS settings): it follows a
+    /// redirect that an endpoint's client hands back.
+    http: reqwest::Client,
+    /// Where each request is reported (`--verbose`).
+    events: Events,
+}
+
+impl Wire {
+    /// The wire over the run's plain client, reporting nowhere until [`Wire::set_events`].
+    pub(super) fn new(http: reqwest::Client) -> Wire {
+        Wire {
+            http,
+            events: Events::default(),
+        }
+    }
+
+    /// Reports every request to `events` (shown with `--verbose`).
+    pub(super) fn set_events(&mut self, events: Events) {
+        self.events = events;
+    }
+
     /// Sends a request and reports its method, URL and status (never its headers).
     pub(super) async fn send(
         &self,
@@ -36,7 +59,7 @@ impl Client {
     /// send the configured headers along (it strips only `Authorization` and cookies). The
     /// redirect is then followed here with the run's plain client, without them and without
     /// `Authorization`, as a registry's redirect to its storage is followed.
-    pub(crate) async fn execute(
+    pub(super) async fn execute(
         &self,
         req: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, reqwest::Error> {

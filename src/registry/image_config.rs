@@ -8,10 +8,13 @@
 //! 2. the config blob the manifest names.
 //!
 //! Manifests are read up to 4 MiB and configs up to 1 MiB, incrementally, never more. A config
-//! already read by the platform check of a single manifest is not read again. Nothing here is a
-//! verdict: what could not be read makes the prediction `unknown`, never the image a failure.
+//! already read by the platform check of a single manifest is not read again ([`ImageConfigs`]
+//! keeps what each manifest's config said for the run). Nothing here is a verdict: what could
+//! not be read makes the prediction `unknown`, never the image a failure.
 
-use super::{Client, Fact, MANIFEST_ACCEPT, Progress, RegistryState, authorized, read_limited};
+use super::http::Wire;
+use super::state::{Registries, RegistryState};
+use super::{Fact, MANIFEST_ACCEPT, PlatformPolicy, Progress, authorized, read_limited};
 use crate::container_start::RunConfig;
 use crate::http::error_chain;
 use crate::keyring::Credential;
@@ -20,6 +23,8 @@ use crate::reference::Reference;
 use crate::route::Endpoint;
 use reqwest::header;
 use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// The most of a manifest or index read.
 const MAX_MANIFEST: usize = 4 * 1024 * 1024;
@@ -92,11 +97,32 @@ pub(super) fn parse_config(body: &[u8]) -> ConfigRead {
     ))
 }
 
-impl Client {
+/// The image configs of a run: how to read one, and those already read.
+pub(super) struct ImageConfigs {
+    /// The node's platform, which picks an index's entry.
+    platform: PlatformPolicy,
+    /// Image configs already read in this run, by manifest digest: the platform check of a
+    /// single manifest reads the same config the start check needs.
+    read: Mutex<HashMap<String, ConfigRead>>,
+}
+
+impl ImageConfigs {
+    /// None read yet; an index's entry is picked for `platform`.
+    pub(super) fn new(platform: PlatformPolicy) -> ImageConfigs {
+        ImageConfigs {
+            platform,
+            read: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// Reads the config of an image the probe found (`found` is its [`Fact::Found`]), with the
-    /// credential the probe used (`None`: anonymous).
-    pub(crate) async fn image_config(
+    /// credential the probe used (`None`: anonymous), at the registry or endpoint
+    /// `registries` knows it by, over `wire`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn image_config(
         &self,
+        wire: &Wire,
+        registries: &Registries,
         reference: &Reference,
         found: &Fact,
         credential: Option<&Credential>,
@@ -113,24 +139,15 @@ impl Client {
         };
         // Where the probe found it: the image's registry, or the endpoint of the node's route
         // (a mirror, a rewritten location) that answered, with its own root and client.
-        let (state, reference) = match endpoint {
-            Some(e) => match self.endpoint_state(e) {
-                Ok(state) => (state, &e.reference),
-                Err(e) => return ConfigRead::Failed(e.to_string()),
-            },
-            None => (self.state(reference.api_host()), reference),
+        let (state, reference) = match registries.found_at(reference, endpoint) {
+            Ok(found) => found,
+            Err(e) => return ConfigRead::Failed(e.to_string()),
         };
         // What the registry asked of the probe (none when it found the image anonymously).
         let scheme = state.known_scheme();
-        let authorization = match self
-            .authorization(
-                state.token_source(),
-                &scheme,
-                reference,
-                credential,
-                false,
-                progress,
-            )
+        let authorization = match registries
+            .token_source(&state, wire)
+            .authorization(&scheme, reference, credential, false, progress)
             .await
         {
             Ok(a) => a,
@@ -142,7 +159,14 @@ impl Client {
             .or_else(|| digest.clone())
             .unwrap_or_else(|| reference.manifest_ref().to_string());
         let (manifest_ref, manifest) = match self
-            .manifest_for_config(&state, reference, manifest_ref, authorization, progress)
+            .manifest_for_config(
+                wire,
+                &state,
+                reference,
+                manifest_ref,
+                authorization,
+                progress,
+            )
             .await
         {
             Ok(found) => found,
@@ -155,16 +179,16 @@ impl Client {
             "{}{}/{}/blobs/{}",
             state.base, state.root, reference.repository, config.digest
         );
-        let read = match self
-            .get_limited(
-                &state.http,
-                &url,
-                "*/*",
-                authorization,
-                MAX_CONFIG,
-                progress,
-            )
-            .await
+        let read = match Self::get_limited(
+            wire,
+            &state.http,
+            &url,
+            "*/*",
+            authorization,
+            MAX_CONFIG,
+            progress,
+        )
+        .await
         {
             Ok(b) => parse_config(&b),
             Err(e) => ConfigRead::Failed(e),
@@ -181,6 +205,7 @@ impl Client {
     /// the run, or why none can be.
     async fn manifest_for_config(
         &self,
+        wire: &Wire,
         state: &RegistryState,
         reference: &Reference,
         mut manifest_ref: String,
@@ -196,17 +221,17 @@ impl Client {
                 "{}{}/{}/manifests/{manifest_ref}",
                 state.base, state.root, reference.repository
             );
-            let body = self
-                .get_limited(
-                    &state.http,
-                    &url,
-                    MANIFEST_ACCEPT,
-                    authorization,
-                    MAX_MANIFEST,
-                    progress,
-                )
-                .await
-                .map_err(ConfigRead::Failed)?;
+            let body = Self::get_limited(
+                wire,
+                &state.http,
+                &url,
+                MANIFEST_ACCEPT,
+                authorization,
+                MAX_MANIFEST,
+                progress,
+            )
+            .await
+            .map_err(ConfigRead::Failed)?;
             let manifest = serde_json::from_slice::<Manifest>(&body)
                 .map_err(|e| ConfigRead::Failed(format!("the manifest is not JSON: {e}")))?;
             if manifest.manifests.is_none() || descended {
@@ -243,7 +268,7 @@ impl Client {
             return;
         }
         let mut configs = self
-            .configs
+            .read
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Bounded like the run's images: one entry per image at most.
@@ -253,7 +278,7 @@ impl Client {
     }
 
     fn known_config(&self, manifest_ref: &str) -> Option<ConfigRead> {
-        self.configs
+        self.read
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(manifest_ref)
@@ -262,7 +287,7 @@ impl Client {
 
     /// `GET` with a size limit: the body, or what stopped it (naming the request).
     async fn get_limited(
-        &self,
+        wire: &Wire,
         http: &reqwest::Client,
         url: &str,
         accept: &str,
@@ -273,7 +298,7 @@ impl Client {
         progress.set(format!("GET {url}"));
         let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
         let too_large = || format!("GET {url}: larger than {} KiB", max / 1024);
-        let resp = self.execute(req).await.map_err(|e| {
+        let resp = wire.execute(req).await.map_err(|e| {
             let cause = std::error::Error::source(&e).map_or_else(|| error_chain(&e), error_chain);
             format!("GET {url}: {cause}")
         })?;

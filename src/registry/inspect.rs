@@ -8,10 +8,16 @@
 //! Suggestions are best effort: bounded in pages, bytes and time, and no failure here changes a
 //! verdict. The platform check is not best effort: an image without a variant for the node will
 //! not start, so that is a verdict of its own.
+//!
+//! [`FollowUps`] sends them, over the wire, within the run's budget of bodies in memory at once
+//! ([`Bodies`]), and leaves what a single manifest's config said to [`ImageConfigs`].
 
+use super::http::Wire;
+use super::image_config::{self, ImageConfigs};
+use super::state::RegistryState;
 use super::{
-    Client, Fact, MANIFEST_ACCEPT, PlatformCheck, PlatformSeen, Progress, RegistryState, Step,
-    authorized, index, read_limited, transport,
+    Fact, MANIFEST_ACCEPT, PlatformCheck, PlatformPolicy, PlatformSeen, Progress, Step, authorized,
+    index, read_limited, transport,
 };
 use crate::platform::{self, Platform};
 use crate::reference::{DOCKER_HUB, Reference};
@@ -37,6 +43,40 @@ const TAGS_MAX_BYTES: usize = 1024 * 1024;
 const MAX_SUGGESTIONS: usize = 3;
 /// Tags listed when none is close to the one asked for.
 const MAX_SOME_TAGS: usize = 5;
+/// Manifest and config `GET`s in flight at once, whatever `--concurrency`.
+const BODY_GETS: usize = 2;
+/// KiB of manifest and config bodies read and parsed at once: one 4 MiB index and small ones.
+const BODY_BUDGET_KIB: u32 = 5 * 1024;
+
+/// The run's bounds on manifest and config bodies, shared by every probe.
+pub(super) struct Bodies {
+    /// The budget for manifest and config bodies in memory at once, one permit per KiB (an
+    /// index may be 4 MiB): peak memory is bounded by it, not by `--concurrency`.
+    budget: tokio::sync::Semaphore,
+    /// Manifest and config `GET`s in flight at once (see [`BODY_GETS`]).
+    gets: tokio::sync::Semaphore,
+}
+
+impl Default for Bodies {
+    fn default() -> Bodies {
+        Bodies {
+            budget: tokio::sync::Semaphore::new(BODY_BUDGET_KIB as usize),
+            gets: tokio::sync::Semaphore::new(BODY_GETS),
+        }
+    }
+}
+
+/// The follow-ups of a probe, with the parts of the client they need.
+pub(super) struct FollowUps<'a> {
+    /// Where every request goes out.
+    pub(super) wire: &'a Wire,
+    /// The run's bounds on bodies.
+    pub(super) bodies: &'a Bodies,
+    /// Where a single manifest's config is kept for the start check.
+    pub(super) configs: &'a ImageConfigs,
+    /// The node's platform, and how it is checked.
+    pub(super) platform: &'a PlatformPolicy,
+}
 
 #[derive(Deserialize)]
 struct Manifest {
@@ -91,7 +131,7 @@ impl Head {
 /// The platform to check the image against, or why it is not checked: the user turned the
 /// check off, or it would cost a `GET` that `--platform-check auto` does not spend.
 fn platform_to_check<'a>(
-    policy: &'a super::PlatformPolicy,
+    policy: &'a PlatformPolicy,
     reference: &Reference,
     is_index: bool,
 ) -> Result<&'a Platform, PlatformSeen> {
@@ -117,10 +157,10 @@ fn platform_to_check<'a>(
     })
 }
 
-impl Client {
+impl FollowUps<'_> {
     /// After a `HEAD` found the manifest: does it have a variant for the node? Decides what
     /// to read ([`platform_to_check`]), reads the manifest, then matches an index's entries
-    /// ([`Client::match_index`]) or a single manifest's config ([`Client::match_config`]).
+    /// ([`FollowUps::match_index`]) or a single manifest's config ([`FollowUps::match_config`]).
     pub(super) async fn check_platform(
         &self,
         state: &RegistryState,
@@ -146,7 +186,7 @@ impl Client {
             .as_deref()
             .and_then(|t| t.split(';').next())
             .is_some_and(|t| INDEX_TYPES.contains(&t.trim()));
-        let want = match platform_to_check(&self.platform, reference, is_index) {
+        let want = match platform_to_check(self.platform, reference, is_index) {
             Ok(want) => want,
             Err(seen) => return head.found(None, seen),
         };
@@ -260,7 +300,8 @@ impl Client {
         };
         // The start check needs this same config: keep what it says for the run.
         if let Some(d) = &head.digest {
-            self.remember_config(d, super::image_config::parse_config(&body));
+            self.configs
+                .remember_config(d, image_config::parse_config(&body));
         }
         let Ok(config) = serde_json::from_slice::<ImageConfig>(&body) else {
             return head.found(None, PlatformSeen::Skipped("the config could not be read"));
@@ -293,8 +334,9 @@ impl Client {
         let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
         // Few of these GETs at once: each open answer holds connection buffers until its body
         // is read.
-        let sending = self.body_gets.acquire().await.ok();
+        let sending = self.bodies.gets.acquire().await.ok();
         let resp = self
+            .wire
             .send(req, "GET", url)
             .await
             .map_err(|e| transport(Step::Platform, "GET", url, &e))?;
@@ -316,8 +358,8 @@ impl Client {
             .map_or(MAX_MANIFEST, |n| n.min(MAX_MANIFEST));
         let kib = u32::try_from(size.div_ceil(1024))
             .unwrap_or(u32::MAX)
-            .clamp(1, super::BODY_BUDGET_KIB);
-        let permit = self.bodies.acquire_many(kib).await.ok();
+            .clamp(1, BODY_BUDGET_KIB);
+        let permit = self.bodies.budget.acquire_many(kib).await.ok();
         let body = super::read_body(resp, MAX_MANIFEST, size)
             .await
             .map_err(|e| transport(Step::Platform, "GET", url, &e))?;
@@ -450,7 +492,7 @@ impl Client {
         authorization: Option<&str>,
     ) -> Option<(StatusCode, HeaderMap, Vec<u8>)> {
         let req = authorized(http.get(url), authorization);
-        let resp = self.send(req, "GET", url).await.ok()?;
+        let resp = self.wire.send(req, "GET", url).await.ok()?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let body = read_limited(resp, TAGS_MAX_BYTES).await.ok()?;

@@ -14,9 +14,15 @@
 //! verdict in one place. [`dns`] resolves names within the deadline; [`index`] reads an index
 //! entry by entry.
 //!
-//! Layout: `probe` is the request flow of one probe, `state` what is known of each registry
-//! for the run, `token` the `Authorization` a request carries and the token cache, `http` one
-//! request on the wire (redirects, bounded bodies, transport failures).
+//! Layout: [`Client`] is made of parts, each a type in its own file that owns one concern:
+//! `http` one request on the wire (`Wire`: redirects, bounded bodies, transport failures),
+//! `token` the `Authorization` a request carries and the token cache (`TokenSource`,
+//! `Tokens`), `state` what is known of each registry for the run (`Registries`,
+//! `RegistryState`), [`index`] the index walk, `image_config` the image's config
+//! (`ImageConfigs`), `inspect` the follow-ups after the `HEAD` (`FollowUps`, within the run's
+//! `Bodies`), and `probe` the request flow of one probe (`Probe`). A part that needs another
+//! is lent it, never the whole client: each file leans only on those before it in that list,
+//! and `mod.rs` holds only the client's own methods, which make the parts and lend them.
 //!
 //! Everything a server sends is bounded here: bodies by size (and, for manifests and configs,
 //! by a budget of bodies in memory at once), numbers by [`MAX_SERVER_WAIT`], digests by
@@ -52,8 +58,6 @@ use crate::progress::Events;
 use http::{authorized, read_body, read_limited, retry_after, transport, www_authenticate};
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use rustls_pki_types::CertificateDer;
-use state::RegistryState;
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -325,39 +329,20 @@ impl Default for PlatformPolicy {
 }
 
 /// A client for all registries of a run: one connection pool, and one learnt challenge and one
-/// token cache per registry.
+/// token cache per registry. Each concern is a part of its own, in its own file; the client
+/// only makes them and lends each request flow the parts it needs.
 pub(crate) struct Client {
-    http: reqwest::Client,
-    /// Where each request is reported (`--verbose`).
-    events: Events,
-    /// The run's trusted roots, for endpoints with TLS settings of their own.
-    roots: rustls::RootCertStore,
-    plain_http: HashSet<String>,
+    /// One request on the wire, reported (`--verbose`).
+    wire: http::Wire,
+    /// What the run knows of each registry and endpoint, their tokens included.
+    registries: state::Registries,
+    /// The node's platform, and how the follow-ups check it.
     platform: PlatformPolicy,
-    registries: Mutex<HashMap<String, Arc<RegistryState>>>,
-    /// Image configs already read in this run, by manifest digest: the platform check of a
-    /// single manifest reads the same config the start check needs.
-    configs: Mutex<HashMap<String, ConfigRead>>,
-    /// The budget for manifest and config bodies in memory at once, one permit per KiB (an
-    /// index may be 4 MiB): peak memory is bounded by it, not by `--concurrency`.
-    bodies: tokio::sync::Semaphore,
-    /// Manifest and config `GET`s in flight at once (see [`BODY_GETS`]).
-    body_gets: tokio::sync::Semaphore,
-    /// One resolver for every client of the run (the registries' and each endpoint's): one
-    /// lookup per name in flight, each bounded by the deadline (see [`dns`]).
-    resolver: Arc<dns::Resolver>,
-    /// Host names pinned to addresses (tests only: `test_hooks`, a build feature).
-    pinned: Vec<(String, std::net::SocketAddr)>,
-    /// Loopback registries that answered HTTPS in plain HTTP and are asked in plain HTTP
-    /// since, as containerd asks loopback registries (see [`Client::loopback_fallback`]).
-    fell_back: Mutex<HashSet<String>>,
+    /// The run's bounds on manifest and config bodies.
+    bodies: inspect::Bodies,
+    /// Image configs, and those already read in this run.
+    configs: image_config::ImageConfigs,
 }
-
-/// Manifest and config `GET`s in flight at once, whatever `--concurrency`.
-const BODY_GETS: usize = 2;
-
-/// KiB of manifest and config bodies read and parsed at once: one 4 MiB index and small ones.
-const BODY_BUDGET_KIB: u32 = 5 * 1024;
 
 /// The client could not be built (bad TLS settings): the run cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -378,28 +363,86 @@ impl Client {
         let resolver = Arc::new(dns::Resolver::default());
         let http = build_http(roots.clone(), None, &[], resolver.clone(), &options.resolve)?;
         Ok(Client {
-            http,
-            roots,
+            wire: http::Wire::new(http.clone()),
+            registries: state::Registries::new(
+                http,
+                roots,
+                resolver,
+                options.resolve.clone(),
+                &options.plain_http,
+            ),
             platform: options.platform.clone(),
-            plain_http: options
-                .plain_http
-                .iter()
-                .map(|h| h.to_ascii_lowercase())
-                .collect(),
-            registries: Mutex::new(HashMap::new()),
-            configs: Mutex::new(HashMap::new()),
-            events: Events::default(),
-            bodies: tokio::sync::Semaphore::new(BODY_BUDGET_KIB as usize),
-            body_gets: tokio::sync::Semaphore::new(BODY_GETS),
-            resolver,
-            pinned: options.resolve.clone(),
-            fell_back: Mutex::new(HashSet::new()),
+            bodies: inspect::Bodies::default(),
+            configs: image_config::ImageConfigs::new(options.platform.clone()),
         })
     }
 
     /// Reports every request to `events` (shown with `--verbose`).
     pub(crate) fn set_events(&mut self, events: Events) {
-        self.events = events;
+        self.wire.set_events(events);
+    }
+
+    /// Plans token scopes before the run (see [`state::Registries::plan`]): for each image, its
+    /// API host, repository and the sources of the credentials it may try ("" for anonymous).
+    pub(crate) fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
+        self.registries.plan(images);
+    }
+
+    /// Whether the registry `host` was asked in plain HTTP because it is on loopback and
+    /// answered HTTPS in plain HTTP.
+    pub(crate) fn fell_back_to_plain_http(&self, host: &str) -> bool {
+        self.registries.fell_back_to_plain_http(host)
+    }
+
+    /// Probes one image at one endpoint of its route (see [`probe::Probe::probe_at`]).
+    pub(crate) async fn probe_at(
+        &self,
+        endpoint: &crate::route::Endpoint,
+        credentials: &[&Credential],
+        progress: &Progress,
+        deadline: tokio::time::Instant,
+        explain: bool,
+    ) -> Outcome {
+        self.probe()
+            .probe_at(endpoint, credentials, progress, deadline, explain)
+            .await
+    }
+
+    /// Reads the config of an image the probe found (see
+    /// [`image_config::ImageConfigs::image_config`]).
+    pub(crate) async fn image_config(
+        &self,
+        reference: &crate::reference::Reference,
+        found: &Fact,
+        credential: Option<&Credential>,
+        endpoint: Option<&crate::route::Endpoint>,
+        progress: &Progress,
+    ) -> ConfigRead {
+        self.configs
+            .image_config(
+                &self.wire,
+                &self.registries,
+                reference,
+                found,
+                credential,
+                endpoint,
+                progress,
+            )
+            .await
+    }
+
+    /// The probe's flow over this client's parts.
+    fn probe(&self) -> probe::Probe<'_> {
+        probe::Probe {
+            wire: &self.wire,
+            registries: &self.registries,
+            follow_ups: inspect::FollowUps {
+                wire: &self.wire,
+                bodies: &self.bodies,
+                configs: &self.configs,
+                platform: &self.platform,
+            },
+        }
     }
 }
 
@@ -553,7 +596,8 @@ pub(crate) fn is_digest(s: &str) -> bool {
 /// `Authorization` header when a redirect leaves the host, port or scheme.
 /// Redirects: never from HTTPS to plain HTTP, at most 5. With `same_origin_only` (a client
 /// with an endpoint's own headers or TLS settings), a redirect to another origin is not
-/// followed by the client but handed back ([`Client::send`] follows it without them).
+/// followed by the client but handed back ([`Wire::execute`](http::Wire::execute) follows it
+/// without them).
 fn redirect_policy(same_origin_only: bool) -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(move |attempt| {
         let downgrade = attempt.url().scheme() == "http"

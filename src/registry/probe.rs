@@ -1,25 +1,30 @@
 //! The request flow of one probe, as containerd's resolver sends it: the manifest `HEAD`
 //! first, with no version check (`GET /v2/`) before it.
 //!
-//! 1. **Ask for the manifest** ([`Client::ask_manifest`]): with what the registry already asked
+//! 1. **Ask for the manifest** ([`Probe::ask_manifest`]): with what the registry already asked
 //!    of this run (a token from the cache, Basic), else anonymously. An anonymous request that
 //!    is challenged (`401` with `WWW-Authenticate`) teaches the registry's state how to
 //!    authenticate, and the request is sent again once, with each matching credential in turn
 //!    as the kubelet tries them (or an anonymous token). An anonymous public registry costs one
 //!    `HEAD`; a token registry `HEAD`, token, `HEAD`, and only the `HEAD` for every image after
 //!    the first.
-//! 2. **Follow up** what was found ([`Client::follow_up`]): the node's platform for an index,
+//! 2. **Follow up** what was found ([`Probe::follow_up`]): the node's platform for an index,
 //!    and after a 404 what is missing and what is close (see `inspect`).
-//! 3. **Not a registry?** ([`Client::not_a_registry`]): only after a 404 that nothing explained
+//! 3. **Not a registry?** ([`Probe::not_a_registry`]): only after a 404 that nothing explained
 //!    is `GET /v2/` sent, once per registry, to tell a web server from a missing image.
 //!
 //! A loopback registry that answers HTTPS in plain HTTP is asked again in plain HTTP, as
-//! containerd asks it (see [`Client::loopback_fallback`]).
+//! containerd asks it (see [`Registries::loopback_fallback`]).
+//!
+//! [`Probe`] is that flow, over the parts of the client it needs: the wire, the registries'
+//! states (with their tokens) and the follow-ups.
 
 use super::auth::{self, AuthScheme};
-use super::state::RegistryState;
+use super::http::Wire;
+use super::inspect::FollowUps;
+use super::state::{Registries, RegistryState};
 use super::{
-    AuthUsed, Client, Fact, MANIFEST_ACCEPT, PlatformSeen, Progress, SUGGESTION_MARGIN, Step,
+    AuthUsed, Fact, MANIFEST_ACCEPT, Outcome, PlatformSeen, Progress, SUGGESTION_MARGIN, Step,
     TlsFailure, authorized, is_digest, retry_after, transport, www_authenticate,
 };
 use crate::keyring::Credential;
@@ -41,7 +46,17 @@ struct Asked {
     tried: Vec<AuthUsed>,
 }
 
-impl Client {
+/// The request flow of one image, over the parts of the client it needs.
+pub(super) struct Probe<'a> {
+    /// Where every request goes out.
+    pub(super) wire: &'a Wire,
+    /// What the run knows of each registry and endpoint, their tokens included.
+    pub(super) registries: &'a Registries,
+    /// The requests that follow what the manifest request found.
+    pub(super) follow_ups: FollowUps<'a>,
+}
+
+impl Probe<'_> {
     /// Probes one image at one endpoint of its route (a run without a node configuration has
     /// a one-endpoint route of the image's own registry), with the credentials the keyring
     /// chose (empty: anonymous), tried in order until one is not refused, as the kubelet does.
@@ -51,20 +66,20 @@ impl Client {
     ///
     /// `deadline` is when this attempt will be cut short: best-effort follow-ups (suggestions)
     /// stop a little before it, so that they never cost the verdict.
-    pub(crate) async fn probe_at(
+    pub(super) async fn probe_at(
         &self,
         endpoint: &Endpoint,
         credentials: &[&Credential],
         progress: &Progress,
         deadline: Instant,
         explain: bool,
-    ) -> super::Outcome {
-        let state = match self.endpoint_state(endpoint) {
+    ) -> Outcome {
+        let state = match self.registries.endpoint_state(endpoint) {
             Ok(s) => s,
             Err(e) => {
                 // The manifest request could not be sent: its client could not be built.
                 let r = &endpoint.reference;
-                return super::Outcome {
+                return Outcome {
                     fact: Fact::Transport {
                         step: Step::Manifest,
                         method: "HEAD",
@@ -104,7 +119,7 @@ impl Client {
         progress: &Progress,
         deadline: Instant,
         explain: bool,
-    ) -> super::Outcome {
+    ) -> Outcome {
         let mut state = state.clone();
         let asked = loop {
             let asked = self
@@ -113,7 +128,7 @@ impl Client {
             let plain = asked
                 .last
                 .as_ref()
-                .and_then(|(fact, _, _)| self.loopback_fallback(&state, fact));
+                .and_then(|(fact, _, _)| self.registries.loopback_fallback(&state, fact));
             match plain {
                 Some(plain) if !Arc::ptr_eq(&plain, &state) => state = plain,
                 _ => break asked,
@@ -124,7 +139,7 @@ impl Client {
             let fact = Fact::UnsupportedAuth {
                 scheme: "(no credential to try)".to_string(),
             };
-            return super::Outcome {
+            return Outcome {
                 fact,
                 auth: AuthUsed::Anonymous,
                 tried,
@@ -143,7 +158,7 @@ impl Client {
             )
             .await;
         let fact = self.not_a_registry(&state, fact, progress).await;
-        super::Outcome { fact, auth, tried }
+        Outcome { fact, auth, tried }
     }
 
     /// Phase 1: the manifest requests, answering the registry's challenge once.
@@ -265,14 +280,9 @@ impl Client {
         // An expired token is fetched again once.
         for fresh_token in [false, true] {
             let authorization = match self
-                .authorization(
-                    state.token_source(),
-                    scheme,
-                    reference,
-                    cred,
-                    fresh_token,
-                    progress,
-                )
+                .registries
+                .token_source(state, self.wire)
+                .authorization(scheme, reference, cred, fresh_token, progress)
                 .await
             {
                 Ok(a) => a,
@@ -286,7 +296,7 @@ impl Client {
                     .header(header::ACCEPT, MANIFEST_ACCEPT),
                 authorization.as_deref(),
             );
-            let resp = match self.send(req, "HEAD", &url).await {
+            let resp = match self.wire.send(req, "HEAD", &url).await {
                 Ok(r) => r,
                 Err(e) => return (transport(Step::Manifest, "HEAD", &url, &e), authorization),
             };
@@ -360,6 +370,7 @@ impl Client {
                 ..
             } => {
                 let mut fact = self
+                    .follow_ups
                     .check_platform(
                         state,
                         reference,
@@ -390,7 +401,8 @@ impl Client {
                 let suggest_by = deadline
                     .checked_sub(SUGGESTION_MARGIN)
                     .unwrap_or_else(Instant::now);
-                self.explain_missing(state, reference, url, authorization, progress, suggest_by)
+                self.follow_ups
+                    .explain_missing(state, reference, url, authorization, progress, suggest_by)
                     .await
             }
             other => other,
@@ -419,7 +431,8 @@ impl Client {
             .get_or_init(|| async {
                 progress.set(format!("GET {url}"));
                 // No answer says nothing either way: the 404 stands.
-                self.send(state.http.get(&url), "GET", &url)
+                self.wire
+                    .send(state.http.get(&url), "GET", &url)
                     .await
                     .is_ok_and(|r| r.status() == StatusCode::NOT_FOUND)
             })

@@ -4,14 +4,17 @@
 //!
 //! One [`RegistryState`] per registry (by API host) or per distinct endpoint, shared by every
 //! image of the run that goes there, so that what one image learns (a challenge, a token, a
-//! fall-back to plain HTTP) serves all of them.
+//! fall-back to plain HTTP) serves all of them. [`Registries`] holds them all, and what it
+//! takes to make one (the run's client, roots, resolver, `--plain-http`).
 
 use super::auth::AuthScheme;
+use super::http::Wire;
 use super::token::{TokenSource, Tokens};
-use super::{Client, ClientError, Fact, TlsFailure, build_http, is_loopback};
+use super::{ClientError, Fact, TlsFailure, build_http, dns, is_loopback};
+use crate::reference::Reference;
 use crate::route::Endpoint;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::OnceCell;
 
 /// The most repositories one token request asks for (each is a `scope` parameter of the URL).
@@ -34,7 +37,7 @@ pub(super) struct RegistryState {
     pub(super) challenge: OnceLock<AuthScheme>,
     /// Whether the version check (`GET /v2/`) answers 404. Sent only after a manifest 404 that
     /// nothing explained, and at most once per registry: the runtime never sends it, so it
-    /// decides nothing else (see [`Client::not_a_registry`]).
+    /// decides nothing else (see [`Probe::not_a_registry`](super::probe::Probe::not_a_registry)).
     pub(super) version_404: OnceCell<bool>,
     /// Its token plan and the tokens fetched.
     pub(super) tokens: Tokens,
@@ -54,15 +57,6 @@ impl RegistryState {
         }
     }
 
-    /// What a token request for this registry needs of it.
-    pub(super) fn token_source(&self) -> TokenSource<'_> {
-        TokenSource {
-            tokens: &self.tokens,
-            http: &self.http,
-            plain_host: self.plain_host.as_deref(),
-        }
-    }
-
     /// How to authenticate a request sent now: what the registry asked for, or nothing yet
     /// (ask anonymously and answer the challenge, if one comes).
     pub(super) fn known_scheme(&self) -> AuthScheme {
@@ -77,7 +71,76 @@ impl RegistryState {
     }
 }
 
-impl Client {
+/// Every registry and endpoint the run has spoken to, by API host or endpoint key.
+pub(super) struct Registries {
+    /// The run's plain client, which a registry without TLS settings or headers of its own uses.
+    http: reqwest::Client,
+    /// The run's trusted roots, for endpoints with TLS settings of their own.
+    roots: rustls::RootCertStore,
+    /// One resolver for every client of the run (the registries' and each endpoint's): one
+    /// lookup per name in flight, each bounded by the deadline (see [`dns`]).
+    resolver: Arc<dns::Resolver>,
+    /// Host names pinned to addresses (tests only: `test_hooks`, a build feature).
+    pinned: Vec<(String, std::net::SocketAddr)>,
+    /// Registries (lower-case `host[:port]`) spoken to over plain HTTP (`--plain-http`).
+    plain_http: HashSet<String>,
+    registries: Mutex<HashMap<String, Arc<RegistryState>>>,
+    /// Loopback registries that answered HTTPS in plain HTTP and are asked in plain HTTP
+    /// since, as containerd asks loopback registries (see [`Registries::loopback_fallback`]).
+    fell_back: Mutex<HashSet<String>>,
+}
+
+impl Registries {
+    /// No registry known yet: states are made over `http` (or, for an endpoint with TLS
+    /// settings or headers of its own, a client of its own over `roots`, `resolver` and
+    /// `pinned`), in plain HTTP for the `plain_http` hosts.
+    pub(super) fn new(
+        http: reqwest::Client,
+        roots: rustls::RootCertStore,
+        resolver: Arc<dns::Resolver>,
+        pinned: Vec<(String, std::net::SocketAddr)>,
+        plain_http: &[String],
+    ) -> Registries {
+        Registries {
+            http,
+            roots,
+            resolver,
+            pinned,
+            plain_http: plain_http.iter().map(|h| h.to_ascii_lowercase()).collect(),
+            registries: Mutex::new(HashMap::new()),
+            fell_back: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// What a token request for `state`'s registry needs of it, going out on `wire`.
+    pub(super) fn token_source<'a>(
+        &'a self,
+        state: &'a RegistryState,
+        wire: &'a Wire,
+    ) -> TokenSource<'a> {
+        TokenSource {
+            wire,
+            plain_http: &self.plain_http,
+            tokens: &state.tokens,
+            http: &state.http,
+            plain_host: state.plain_host.as_deref(),
+        }
+    }
+
+    /// Where an image was found: the endpoint of the node's route that answered (a mirror, a
+    /// rewritten location, with its own root and client) and the reference as asked there, or
+    /// else the image's own registry.
+    pub(super) fn found_at<'r>(
+        &self,
+        reference: &'r Reference,
+        endpoint: Option<&'r Endpoint>,
+    ) -> Result<(Arc<RegistryState>, &'r Reference), ClientError> {
+        match endpoint {
+            Some(e) => Ok((self.endpoint_state(e)?, &e.reference)),
+            None => Ok((self.state(reference.api_host()), reference)),
+        }
+    }
+
     pub(super) fn state(&self, host: &str) -> Arc<RegistryState> {
         let mut map = self
             .registries
@@ -102,7 +165,7 @@ impl Client {
     /// Plans token scopes before the run: for each image, its API host, repository and the
     /// sources of the credentials it may try ("" for anonymous). Images of one registry and
     /// credential then share one token request (several `scope`s in one request).
-    pub(crate) fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
+    pub(super) fn plan(&mut self, images: impl IntoIterator<Item = (String, String, Vec<String>)>) {
         // Repositories in first-seen order per (host, credential); the set keeps this linear
         // for 10,000 images.
         let mut plan: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
@@ -138,13 +201,13 @@ impl Client {
         }
     }
 
-    pub(super) fn is_plain(&self, host: &str) -> bool {
+    fn is_plain(&self, host: &str) -> bool {
         self.plain_http.contains(&host.to_ascii_lowercase())
     }
 
     /// Whether the registry `host` was asked in plain HTTP because it is on loopback and
     /// answered HTTPS in plain HTTP.
-    pub(crate) fn fell_back_to_plain_http(&self, host: &str) -> bool {
+    pub(super) fn fell_back_to_plain_http(&self, host: &str) -> bool {
         self.fell_back
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -1,18 +1,23 @@
 //! The `Authorization` a request carries: none, Basic, or a Bearer token from the run's cache.
 //!
 //! Tokens are shared: one per registry, credential and group of repositories (see
-//! [`Client::plan`]), fetched once by whoever needs it first while every other image of the
-//! group waits for that same fetch, and renewed only when it expires or the registry calls it
-//! invalid. A token server's refusal is kept for the run, so that rejected credentials are
-//! sent once, not once per image. Credentials go to a token realm only over HTTPS, unless
-//! `--plain-http` or the node's configuration speaks plain HTTP to that host.
+//! [`Registries::plan`](super::state::Registries::plan)), fetched once by whoever needs it
+//! first while every other image of the group waits for that same fetch, and renewed only when
+//! it expires or the registry calls it invalid. A token server's refusal is kept for the run,
+//! so that rejected credentials are sent once, not once per image. Credentials go to a token
+//! realm only over HTTPS, unless `--plain-http` or the node's configuration speaks plain HTTP
+//! to that host.
+//!
+//! [`Tokens`] is one registry's cache (kept in its state); [`TokenSource`] is what a request
+//! for that registry asks tokens through: the cache, the registry's client and the wire.
 
 use super::auth::{self, AuthScheme, Token};
-use super::{Client, Fact, MAX_BODY, Progress, Step, authorized, instant_after};
+use super::http::Wire;
+use super::{Fact, MAX_BODY, Progress, Step, authorized, instant_after};
 use super::{read_limited, retry_after, transport};
 use crate::keyring::Credential;
 use crate::reference::Reference;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::OnceCell;
@@ -31,15 +36,19 @@ type TokenCell = Arc<OnceCell<Result<(Token, Instant), Refusal>>>;
 #[derive(Default)]
 pub(super) struct Tokens {
     /// The repositories each credential ("" for anonymous) will ask tokens for, in groups
-    /// (see [`Client::plan`]).
+    /// (see [`Registries::plan`](super::state::Registries::plan)).
     scopes: HashMap<String, Vec<Vec<String>>>,
     /// For each credential, the group of `scopes` each repository is in.
     groups: HashMap<String, HashMap<String, usize>>,
     cells: Mutex<HashMap<TokenKey, TokenCell>>,
 }
 
-/// What a token request needs of the registry it is for.
+/// What a token request needs of the registry it is for, and the wire it goes out on.
 pub(super) struct TokenSource<'a> {
+    pub(super) wire: &'a Wire,
+    /// The run's `--plain-http` registries (lower-case `host[:port]`): a plain-HTTP token realm
+    /// on one of them may be sent credentials.
+    pub(super) plain_http: &'a HashSet<String>,
     pub(super) tokens: &'a Tokens,
     /// The registry's HTTP client (its TLS settings and headers), which asks the realm too.
     pub(super) http: &'a reqwest::Client,
@@ -55,12 +64,11 @@ pub(super) struct Refusal {
     status: u16,
 }
 
-impl Client {
+impl TokenSource<'_> {
     /// The `Authorization` header for a request about `reference` with `cred`: none, Basic, or
     /// a Bearer token from the run's cache (fetched when missing, expired, or `refresh`).
     pub(super) async fn authorization(
         &self,
-        state: TokenSource<'_>,
         scheme: &AuthScheme,
         reference: &Reference,
         cred: Option<&Credential>,
@@ -74,7 +82,6 @@ impl Client {
                 progress.set(format!("token from {realm}"));
                 let token = self
                     .token(
-                        &state,
                         realm,
                         service.as_deref(),
                         &reference.repository,
@@ -91,7 +98,6 @@ impl Client {
     /// The token for `repository` with `cred`, from the cache or fetched once for its group.
     async fn token(
         &self,
-        state: &TokenSource<'_>,
         realm: &str,
         service: Option<&str>,
         repository: &str,
@@ -99,11 +105,11 @@ impl Client {
         refresh: bool,
     ) -> Result<Token, Fact> {
         let cred_key = cred.map(Credential::cache_key).unwrap_or_default();
-        let (group_key, scopes) = state.tokens.group(&cred_key, repository);
-        let cell = state.tokens.cell((cred_key, group_key), refresh);
+        let (group_key, scopes) = self.tokens.group(&cred_key, repository);
+        let cell = self.tokens.cell((cred_key, group_key), refresh);
         let answer = cell
             .get_or_try_init(|| async {
-                match self.fetch_token(state, realm, service, &scopes, cred).await {
+                match self.fetch_token(realm, service, &scopes, cred).await {
                     Ok(token) => {
                         // Renew a little early so a token does not expire between cache and use.
                         let life = token.lifetime.saturating_sub(Duration::from_secs(5));
@@ -134,7 +140,6 @@ impl Client {
 
     async fn fetch_token(
         &self,
-        state: &TokenSource<'_>,
         realm: &str,
         service: Option<&str>,
         scopes: &[String],
@@ -152,8 +157,8 @@ impl Client {
             Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
             None => url.host_str().unwrap_or_default().to_string(),
         };
-        let plain_ok = self.is_plain(&realm_host)
-            || state.plain_host == Some(realm_host.to_ascii_lowercase().as_str());
+        let plain_ok = self.plain_http.contains(&realm_host.to_ascii_lowercase())
+            || self.plain_host == Some(realm_host.to_ascii_lowercase().as_str());
         if cred.is_some() && url.scheme() != "https" && !plain_ok {
             return Err(Fact::InsecureRealm {
                 realm: realm.to_string(),
@@ -169,8 +174,9 @@ impl Client {
             }
         }
         let shown = url.to_string();
-        let req = authorized(state.http.get(url), cred.map(basic_auth).as_deref());
+        let req = authorized(self.http.get(url), cred.map(basic_auth).as_deref());
         let resp = self
+            .wire
             .send(req, "GET", &shown)
             .await
             .map_err(|e| transport(Step::Token, "GET", &shown, &e))?;
