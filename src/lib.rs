@@ -28,9 +28,11 @@
 //!
 //! - [`cli`]: clap types only, every flag also an environment variable, grouped for `-h`, one
 //!   file per subcommand ([`cli::values`]: the values of single flags as clap reads them, a
-//!   leaf that `config` uses too); [`config`]: flags, environment and files into a validated
-//!   [`config::Config`] by small per-concern builders (`config/inject.rs`: `inject`'s
-//!   `InjectConfig`; `config/values.rs`: the command line's choices as the library's types);
+//!   leaf that `config` uses too); [`config`]: each subcommand's flags, environment and files
+//!   into one validated configuration, every problem at once (`config/check.rs`: `check`'s
+//!   [`config::Config`] by small per-concern builders; `config/inject.rs`: `inject`'s
+//!   `InjectConfig`; `config/webhook.rs`: `webhook`'s; `config/values.rs`: the command line's
+//!   choices as the library's types; `watch`'s stays beside the settings it judges);
 //!   [`app`]: the program behind `main`; [`input`]: bounded reading of files and stdin, for
 //!   `config` and `keyring` alike.
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the
@@ -95,8 +97,9 @@
 //!   watcher's own manifest HEAD; `config`, `run`, `act`, `lease`: leader election, `server`,
 //!   `metrics`).
 //! - `serve` (with either cargo feature): what the two cluster-wide servers share, the
-//!   `--listen` address, the stopping signals, and the `/healthz`, `/readyz` and `/metrics`
-//!   answers.
+//!   `--listen` address, the runtime, the one accept loop (TLS or not) with its bounds, the
+//!   stopping signals, the `/healthz`, `/readyz` and `/metrics` answers, and the one histogram
+//!   type of their metrics.
 //! - `test_hooks`: the two ways the integration tests reach stand-ins (pinned host names, ACR's
 //!   token exchange), compiled only with the `test-hooks` cargo feature; the release build
 //!   leaves it out.

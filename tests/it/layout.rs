@@ -35,6 +35,18 @@ const LONG_FILES: &[(&str, usize)] = &[];
 /// macro's input, which declares the enum and its `about` in one form.
 const LONG_FNS: &[(&str, usize)] = &[];
 
+/// Types allowed `impl` blocks outside the file that defines them (`file:Type`), with the files
+/// those are in. It may only shrink: `Reader` (the manifests' reader, whose kinds table and
+/// job frameworks read through it) and `Keyring` (whose file loading is in `files.rs`) are the
+/// two left.
+const SPREAD_TYPES: &[(&str, &[&str])] = &[
+    ("keyring/mod.rs:Keyring", &["keyring/files.rs"]),
+    (
+        "manifests/reader.rs:Reader",
+        &["manifests/frameworks.rs", "manifests/kinds.rs"],
+    ),
+];
+
 #[test]
 fn no_import_cycles() {
     let crate_ = Crate::read();
@@ -100,6 +112,40 @@ fn no_function_past_its_size() {
             functions.contains(*name),
             "LONG_FNS names {name}, which is no longer a function: take it off the list"
         );
+    }
+}
+
+/// One type, one room: a type's `impl` blocks (inherent or of a trait) live in the file that
+/// defines it, but for [`SPREAD_TYPES`], which may not spread further.
+#[test]
+fn every_type_s_impl_blocks_are_in_the_file_that_defines_it() {
+    let spread = Crate::read().spread_types();
+    let mut wrong = Vec::new();
+    for (ty, files) in &spread {
+        let allowed: BTreeSet<&str> = SPREAD_TYPES
+            .iter()
+            .find(|(t, _)| t == ty)
+            .map(|(_, f)| f.iter().copied().collect())
+            .unwrap_or_default();
+        for file in files {
+            if !allowed.contains(file.as_str()) {
+                wrong.push(format!("src/{ty}: impl in src/{file}"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "impl blocks outside the file that defines their type:\n{}",
+        wrong.join("\n")
+    );
+    for (ty, files) in SPREAD_TYPES {
+        for file in *files {
+            assert!(
+                spread.get(*ty).is_some_and(|f| f.contains(*file)),
+                "SPREAD_TYPES lets {ty} have impl blocks in {file}, which has none now: take it \
+                 off the list"
+            );
+        }
     }
 }
 
