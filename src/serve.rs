@@ -8,11 +8,12 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -73,6 +74,50 @@ where
                 .serve_connection(TokioIo::new(io), service)
                 .await;
         });
+    }
+}
+
+/// A Prometheus counter family: one counter per set of label values seen (`N` labels),
+/// written in the text format in the order of the values.
+#[derive(Debug)]
+pub(crate) struct Counters<const N: usize> {
+    labels: [&'static str; N],
+    counts: Mutex<BTreeMap<[&'static str; N], u64>>,
+}
+
+impl<const N: usize> Counters<N> {
+    /// An empty family with these label names.
+    pub(crate) fn new(labels: [&'static str; N]) -> Counters<N> {
+        Counters {
+            labels,
+            counts: Mutex::default(),
+        }
+    }
+
+    /// Counts one, for these label values.
+    pub(crate) fn add(&self, values: [&'static str; N]) {
+        if let Ok(mut counts) = self.counts.lock() {
+            let count = counts.entry(values).or_default();
+            *count = count.saturating_add(1);
+        }
+    }
+
+    /// Writes the family `name` with its `help` line: one line per set of values seen.
+    pub(crate) fn write(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let Ok(counts) = self.counts.lock() else {
+            return;
+        };
+        for (values, n) in counts.iter() {
+            let labels: Vec<String> = self
+                .labels
+                .iter()
+                .zip(values)
+                .map(|(label, value)| format!("{label}=\"{value}\""))
+                .collect();
+            let _ = writeln!(out, "{name}{{{}}} {n}", labels.join(","));
+        }
     }
 }
 

@@ -1,12 +1,10 @@
 //! The watcher's Prometheus metrics, in the text format by hand as the webhook's are: stuck
 //! pods seen by cause, pods failed by reason, the time from the first waiting state to the
-//! action ([`crate::serve::Histogram`]), whether this replica leads, and the pending pods it
-//! holds.
+//! action, whether this replica leads, and the pending pods it holds; with the metric types
+//! of [`crate::serve`].
 
-use crate::serve::Histogram;
-use std::collections::BTreeMap;
+use crate::serve::{Counters, Histogram};
 use std::fmt::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -19,18 +17,18 @@ const BUCKETS: &[f64] = &[
 /// Counters and gauges, shared by the loop and the server.
 #[derive(Debug)]
 pub(crate) struct Metrics {
-    /// By (kind, word): `permanent` or `transient`, and the reason's or the cause's word.
-    stuck: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
-    /// By (reason word, dry run).
-    failed: Mutex<BTreeMap<(&'static str, bool), u64>>,
+    /// By verdict (`permanent` or `transient`) and the reason's or the cause's word.
+    stuck: Counters<2>,
+    /// By reason word and dry run.
+    failed: Counters<2>,
     /// From the first waiting state seen to the failure.
     delay: Histogram,
     /// Pods not failed because their image resolved when the watcher asked, by reason word.
-    spared: Mutex<BTreeMap<&'static str, u64>>,
+    spared: Counters<1>,
     /// Pods not failed because their owner reached `--owner-failure-limit`, by reason word.
-    owner_limited: Mutex<BTreeMap<&'static str, u64>>,
+    owner_limited: Counters<1>,
     /// API calls that failed, by what they were.
-    errors: Mutex<BTreeMap<&'static str, u64>>,
+    errors: Counters<1>,
     /// 1 while this replica holds the Lease.
     pub(crate) leader: AtomicU64,
     /// The pending pods held in memory.
@@ -40,12 +38,12 @@ pub(crate) struct Metrics {
 impl Default for Metrics {
     fn default() -> Metrics {
         Metrics {
-            stuck: Mutex::default(),
-            failed: Mutex::default(),
+            stuck: Counters::new(["verdict", "reason"]),
+            failed: Counters::new(["reason", "dry_run"]),
             delay: Histogram::new(BUCKETS),
-            spared: Mutex::default(),
-            owner_limited: Mutex::default(),
-            errors: Mutex::default(),
+            spared: Counters::new(["reason"]),
+            owner_limited: Counters::new(["reason"]),
+            errors: Counters::new(["call"]),
             leader: AtomicU64::default(),
             pending: AtomicU64::default(),
         }
@@ -55,103 +53,66 @@ impl Default for Metrics {
 impl Metrics {
     /// One stuck pod's cause, reported or acted on.
     pub(crate) fn stuck(&self, permanent: bool, word: &'static str) {
-        let kind = if permanent { "permanent" } else { "transient" };
-        if let Ok(mut m) = self.stuck.lock() {
-            *m.entry((kind, word)).or_default() += 1;
-        }
+        let verdict = if permanent { "permanent" } else { "transient" };
+        self.stuck.add([verdict, word]);
     }
 
     /// One pod failed (or, in a dry run, that would have been), `waited` after its container
     /// was first seen waiting.
     pub(crate) fn failed(&self, word: &'static str, dry_run: bool, waited: Duration) {
-        if let Ok(mut m) = self.failed.lock() {
-            *m.entry((word, dry_run)).or_default() += 1;
-        }
+        self.failed
+            .add([word, if dry_run { "true" } else { "false" }]);
         self.delay.observe(waited);
     }
 
     /// One pod spared: its image resolved when the watcher asked.
     pub(crate) fn spared(&self, word: &'static str) {
-        if let Ok(mut m) = self.spared.lock() {
-            *m.entry(word).or_default() += 1;
-        }
+        self.spared.add([word]);
     }
 
     /// One pod not failed: its owner reached the limit.
     pub(crate) fn owner_limited(&self, word: &'static str) {
-        if let Ok(mut m) = self.owner_limited.lock() {
-            *m.entry(word).or_default() += 1;
-        }
+        self.owner_limited.add([word]);
     }
 
     /// One API call that failed.
     pub(crate) fn error(&self, what: &'static str) {
-        if let Ok(mut m) = self.errors.lock() {
-            *m.entry(what).or_default() += 1;
-        }
+        self.errors.add([what]);
     }
 
     /// The text exposition format (version 0.0.4).
     pub(crate) fn render(&self) -> String {
         let mut out = String::new();
-        let name = "pullcheck_watch_stuck_pods_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Stuck containers seen past their grace, by cause."
+        self.stuck.write(
+            &mut out,
+            "pullcheck_watch_stuck_pods_total",
+            "Stuck containers seen past their grace, by cause.",
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        if let Ok(m) = self.stuck.lock() {
-            for ((kind, word), n) in m.iter() {
-                let _ = writeln!(out, "{name}{{verdict=\"{kind}\",reason=\"{word}\"}} {n}");
-            }
-        }
-        let name = "pullcheck_watch_pods_failed_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Pods failed (condition, Event, delete), by reason."
+        self.failed.write(
+            &mut out,
+            "pullcheck_watch_pods_failed_total",
+            "Pods failed (condition, Event, delete), by reason.",
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        if let Ok(m) = self.failed.lock() {
-            for ((word, dry), n) in m.iter() {
-                let _ = writeln!(out, "{name}{{reason=\"{word}\",dry_run=\"{dry}\"}} {n}");
-            }
-        }
         self.delay.write(
             &mut out,
             "pullcheck_watch_action_delay_seconds",
             "Time from a container's first waiting state seen to the pod's failure.",
         );
-        for (name, help, family) in [
-            (
-                "pullcheck_watch_spared_pods_total",
-                "Pods not failed because their image resolved when the watcher asked the registry, by reason.",
-                &self.spared,
-            ),
-            (
-                "pullcheck_watch_owner_limited_pods_total",
-                "Pods not failed because their owner had reached --owner-failure-limit, by reason.",
-                &self.owner_limited,
-            ),
-        ] {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} counter");
-            if let Ok(m) = family.lock() {
-                for (word, n) in m.iter() {
-                    let _ = writeln!(out, "{name}{{reason=\"{word}\"}} {n}");
-                }
-            }
-        }
-        let name = "pullcheck_watch_api_errors_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Calls to the API server that failed, by call."
+        self.spared.write(
+            &mut out,
+            "pullcheck_watch_spared_pods_total",
+            "Pods not failed because their image resolved when the watcher asked the registry, by reason.",
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        if let Ok(m) = self.errors.lock() {
-            for (what, n) in m.iter() {
-                let _ = writeln!(out, "{name}{{call=\"{what}\"}} {n}");
-            }
-        }
+        self.owner_limited.write(
+            &mut out,
+            "pullcheck_watch_owner_limited_pods_total",
+            "Pods not failed because their owner had reached --owner-failure-limit, by reason.",
+        );
+        self.errors.write(
+            &mut out,
+            "pullcheck_watch_api_errors_total",
+            "Calls to the API server that failed, by call.",
+        );
         for (name, help, value) in [
             (
                 "pullcheck_watch_leader",
