@@ -286,11 +286,7 @@ async fn read_node<S: Future<Output = String>>(
 
 /// Where `image` is asked: the node's route for it, or without a node configuration its own
 /// registry alone, as the run's client asks it (the same scheme, the same state).
-fn route_of(
-    options: &Options,
-    image: &str,
-    reference: &Reference,
-) -> Result<Route, HostsError> {
+fn route_of(options: &Options, image: &str, reference: &Reference) -> Result<Route, HostsError> {
     if options.router.configured() {
         return options.router.route(image, reference);
     }

@@ -32,7 +32,7 @@ mod inject;
 mod values;
 
 pub use crate::cli::values::{
-    concurrency_value, node_status_max_images_value, parse_duration, timeout_value,
+    ValueError, concurrency_value, node_status_max_images_value, parse_duration, timeout_value,
 };
 pub use inject::{InjectConfig, inject_source};
 use values::{images_file_lines, split_list};

@@ -143,9 +143,7 @@ pub enum FileError {
     #[error("{0}")]
     Toml(String),
     /// More than [`MAX_REGISTRIES`] `[[registry]]` tables.
-    #[error(
-        "{0} [[registry]] entries, more than the {MAX_REGISTRIES} pullcheck reads in one file"
-    )]
+    #[error("{0} [[registry]] entries, more than the {MAX_REGISTRIES} pullcheck reads in one file")]
     TooManyRegistries(usize),
     /// A `[[registry]]` (its prefix, cut short) with more than [`MAX_MIRRORS`] mirrors.
     #[error(

@@ -13,9 +13,7 @@
 //! `AWS_ENDPOINT_URL` (both), `AWS_EC2_METADATA_SERVICE_ENDPOINT`; `AWS_EC2_METADATA_DISABLED`
 //! turns IMDS off.
 
-use super::{
-    Answer, Answered, Env, Http, form_encode, json_str, read_token_file, timed_out, uri_encode,
-};
+use super::{Answer, Answered, Env, Http, form_encode, json_str, read_token_file, uri_encode};
 use crate::keyring::{Credential, Secret};
 use base64::Engine;
 use ring::{digest, hmac};
@@ -308,7 +306,7 @@ async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
         }
         // 404/405: an IMDS without v2; the v1 request below says more.
         Ok(_) => None,
-        Err(e) if timed_out(&e) => {
+        Err(e) if e.is_timeout() => {
             hop_limit = true;
             None
         }
