@@ -134,7 +134,118 @@ impl Env {
 }
 
 /// A registry credential, or why there is none (shown to the user: never a secret).
-type Answer = Result<Credential, String>;
+type Answer = Result<Credential, CloudError>;
+
+/// Why a cloud provider gives no credential (shown to the user: never a secret). Cloned, as
+/// one answer serves every image of a registry: the causes are shared.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum CloudError {
+    /// None of the provider's sources is configured, and the last one tried (the sources
+    /// looked at say which) did not answer.
+    #[error("{sources}: {why}")]
+    NoSource {
+        sources: &'static str,
+        why: Arc<TransportError>,
+    },
+    /// AWS: no source configured, and the instance metadata service turned off.
+    #[error(
+        "no AWS credential source: no AWS_ACCESS_KEY_ID, no AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (IRSA), no AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity), and AWS_EC2_METADATA_DISABLED is set"
+    )]
+    AwsDisabled,
+    /// AWS: the instance metadata service's three steps took longer than their limit in all.
+    #[error(
+        "instance metadata (session token, role and keys: {}s in all) did not answer in time",
+        .0.as_secs_f64()
+    )]
+    MetadataTimeout(Duration),
+    /// AWS: the instance metadata service gives no role to ask.
+    #[error(transparent)]
+    Imds(#[from] aws::ImdsError),
+    /// AWS: the container credentials variables name no endpoint.
+    #[error("no container credentials endpoint")]
+    NoContainerEndpoint,
+    /// AWS: ECR's API endpoint (escaped) is not a URL.
+    #[error("ECR endpoint {0} is not a URL")]
+    EcrEndpoint(String),
+    /// One step of an identity (`aws web identity arn:…`, `azure managed identity`) failed.
+    #[error("{identity}: {why}")]
+    Identity { identity: String, why: Step },
+}
+
+/// The step of an identity that failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum Step {
+    /// Its token file gives no token.
+    #[error(transparent)]
+    TokenFile(Arc<TokenFileError>),
+    /// The endpoint, unnamed (the identity names it), did not answer.
+    #[error(transparent)]
+    Transport(Arc<TransportError>),
+    /// The endpoint (`STS`, `Entra ID`) did not answer.
+    #[error("{endpoint}: {why}")]
+    Unanswered {
+        endpoint: String,
+        why: Arc<TransportError>,
+    },
+    /// The endpoint (with its URL or region) answered with an error status, and what the
+    /// answer says (` (Code: Message)`, or nothing).
+    #[error("{endpoint} answered {status}{detail}")]
+    Refused {
+        endpoint: String,
+        status: u16,
+        detail: String,
+    },
+    /// A 200 answer that gives nothing usable, in the provider's words (`STS answered 200
+    /// without credentials`, `ECR's token is not base64 text`).
+    #[error("{0}")]
+    Empty(String),
+    /// The endpoint's URL (`AWS_CONTAINER_CREDENTIALS_FULL_URI`) is not a URL.
+    #[error("AWS_CONTAINER_CREDENTIALS_FULL_URI is not a URL")]
+    NotUrl,
+    /// A credentials endpoint (escaped) over plain HTTP to a host that may not have a token.
+    #[error(
+        "{0} is plain HTTP to a host other than the EKS Pod Identity agent or loopback; refused"
+    )]
+    PlainHttp(String),
+}
+
+impl Step {
+    /// The transport error of an endpoint the identity names.
+    pub(crate) fn transport(e: TransportError) -> Step {
+        Step::Transport(Arc::new(e))
+    }
+
+    /// The transport error of a named endpoint.
+    pub(crate) fn unanswered(endpoint: impl Into<String>, e: TransportError) -> Step {
+        Step::Unanswered {
+            endpoint: endpoint.into(),
+            why: Arc::new(e),
+        }
+    }
+
+    /// An error status of a named endpoint, with what the answer says.
+    pub(crate) fn refused(endpoint: impl Into<String>, status: u16, detail: String) -> Step {
+        Step::Refused {
+            endpoint: endpoint.into(),
+            status,
+            detail,
+        }
+    }
+
+    /// This step, failed for `identity`.
+    pub(crate) fn of(self, identity: &str) -> CloudError {
+        CloudError::Identity {
+            identity: identity.to_string(),
+            why: self,
+        }
+    }
+}
+
+impl From<TokenFileError> for Step {
+    fn from(e: TokenFileError) -> Step {
+        Step::TokenFile(Arc::new(e))
+    }
+}
 type Cell<T> = Arc<OnceCell<T>>;
 
 /// The built-in providers of a run.
@@ -143,10 +254,10 @@ pub(crate) struct Cloud {
     /// Built on first use: a run without cloud images pays nothing for it.
     http: std::sync::OnceLock<Result<Http, SetupError>>,
     extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
-    aws_identity: OnceCell<Result<aws::Keys, String>>,
+    aws_identity: OnceCell<Result<aws::Keys, CloudError>>,
     ecr: Mutex<HashMap<String, Cell<Answer>>>,
     google: OnceCell<Answer>,
-    azure_token: OnceCell<Result<azure::EntraToken, String>>,
+    azure_token: OnceCell<Result<azure::EntraToken, CloudError>>,
     acr: Mutex<HashMap<String, Cell<Answer>>>,
 }
 
@@ -210,7 +321,7 @@ impl Cloud {
                 unavailable: vec![super::ProviderTried {
                     provider: name.to_string(),
                     kind: super::ProviderKind::Cloud,
-                    why,
+                    why: why.to_string(),
                 }],
                 ..Lookup::default()
             },
