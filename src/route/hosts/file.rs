@@ -17,8 +17,8 @@ pub enum ParseError {
     #[error("{0}")]
     Syntax(String),
     /// A `ca` or `client` file cannot be read or used: containerd fails the pull.
-    #[error("{0}")]
-    Files(String),
+    #[error(transparent)]
+    Files(#[from] TlsError),
     /// Larger than any node's file: more values, hosts or header bytes than pullcheck reads
     /// ([`crate::route::MAX_TOML_VALUES`], [`MAX_HOSTS`], [`crate::route::MAX_HEADERS`],
     /// [`crate::route::MAX_HEADER_BYTES`]).
@@ -118,9 +118,7 @@ pub(super) fn host_entry(
     let tls = if ca.is_empty() && client.is_empty() && skip_verify.is_none() {
         None
     } else {
-        Some(Arc::new(
-            load_tls(&ca, &client, skip_verify).map_err(|e| ParseError::Files(e.to_string()))?,
-        ))
+        Some(Arc::new(load_tls(&ca, &client, skip_verify)?))
     };
     Ok(HostEntry {
         scheme,

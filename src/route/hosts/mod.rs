@@ -477,7 +477,7 @@ server = "https://registry-1.docker.io"
         let ParseError::Files(m) = e else {
             panic!("{e:?}")
         };
-        assert!(m.contains("/nonexistent/dir/ca.pem"), "{m}");
+        assert!(m.to_string().contains("/nonexistent/dir/ca.pem"), "{m}");
     }
 
     #[test]
