@@ -97,7 +97,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
     }
 }
 
-fn read_manifests(path: &std::path::Path) -> Result<String, String> {
+fn read_manifests(path: &std::path::Path) -> Result<String, crate::input::InputError> {
     crate::input::read_input(path, &mut std::io::stdin().lock())
 }
 

@@ -17,6 +17,7 @@ use crate::pull_policy::{Policies, PullPolicy};
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, Client, ClientOptions};
 use crate::report::{ImageResult, Reason, Report};
+use crate::route::hosts::HostsError;
 use crate::route::{Endpoint, Route, Router};
 use job::Job;
 use std::collections::{HashMap, HashSet};
@@ -285,7 +286,7 @@ async fn read_node<S: Future<Output = String>>(
 
 /// Where `image` is asked: the node's route for it, or without a node configuration its own
 /// registry alone, as the run's client asks it (the same scheme, the same state).
-fn route_of(options: &Options, image: &str, reference: &Reference) -> Result<Route, String> {
+fn route_of(options: &Options, image: &str, reference: &Reference) -> Result<Route, HostsError> {
     if options.router.configured() {
         return options.router.route(image, reference);
     }

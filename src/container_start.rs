@@ -446,38 +446,46 @@ impl ContainerFacts {
     /// Reads `PULLCHECK_CONTAINERS` / `--containers`: a JSON list of objects, at most
     /// [`MAX_CONTAINERS_JSON`] bytes and [`MAX_CONTAINERS`] entries, each with a non-empty
     /// `name` and `image`.
-    pub fn parse_list(text: &str) -> Result<Vec<ContainerFacts>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<ContainerFacts>, ListError> {
         if text.len() > MAX_CONTAINERS_JSON {
-            return Err(format!(
-                "{} bytes; at most {} KiB are read",
-                text.len(),
-                MAX_CONTAINERS_JSON / 1024
-            ));
+            return Err(ListError::TooLarge(text.len()));
         }
-        let list: Vec<ContainerFacts> = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "not a valid JSON list of containers ({e}); expected e.g. [{{\"name\":\"app\",\"image\":\"nginx:1.27\",\"command\":false,\"args\":false,\"runAsNonRoot\":true}}]"
-            )
-        })?;
+        let list: Vec<ContainerFacts> = serde_json::from_str(text).map_err(ListError::Json)?;
         if list.len() > MAX_CONTAINERS {
-            return Err(format!(
-                "{} containers; at most {MAX_CONTAINERS} are read",
-                list.len()
-            ));
+            return Err(ListError::TooMany(list.len()));
         }
         for (i, c) in list.iter().enumerate() {
             if c.name.trim().is_empty() {
-                return Err(format!("entry {i}: \"name\" is empty"));
+                return Err(ListError::NoName(i));
             }
             if c.image.trim().is_empty() {
-                return Err(format!(
-                    "entry {i} ({}): \"image\" is empty",
-                    printable(&c.name)
-                ));
+                return Err(ListError::NoImage(i, printable(&c.name)));
             }
         }
         Ok(list)
     }
+}
+
+/// Why [`ContainerFacts::parse_list`] refuses a list.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    /// Longer than [`MAX_CONTAINERS_JSON`] (its length in bytes).
+    #[error("{} bytes; at most {} KiB are read", .0, MAX_CONTAINERS_JSON / 1024)]
+    TooLarge(usize),
+    /// Not a JSON list of container objects.
+    #[error(
+        "not a valid JSON list of containers ({0}); expected e.g. [{{\"name\":\"app\",\"image\":\"nginx:1.27\",\"command\":false,\"args\":false,\"runAsNonRoot\":true}}]"
+    )]
+    Json(serde_json::Error),
+    /// More than [`MAX_CONTAINERS`] entries (how many).
+    #[error("{0} containers; at most {MAX_CONTAINERS} are read")]
+    TooMany(usize),
+    /// The entry (its index) has an empty `name`.
+    #[error("entry {0}: \"name\" is empty")]
+    NoName(usize),
+    /// The entry (its index and name, quoted) has an empty `image`.
+    #[error("entry {0} ({1}): \"image\" is empty")]
+    NoImage(usize, String),
 }
 
 /// A string from outside, quoted with its control characters escaped, at most 100 characters.
@@ -947,13 +955,14 @@ mod tests {
             ),
         ];
         for (name, text, want) in cases {
-            let e = ContainerFacts::parse_list(text).unwrap_err();
+            let e = ContainerFacts::parse_list(text).unwrap_err().to_string();
             assert!(e.contains(want), "{name}: {e}");
         }
         let big = format!("[{}]", " ".repeat(MAX_CONTAINERS_JSON));
         assert!(
             ContainerFacts::parse_list(&big)
                 .unwrap_err()
+                .to_string()
                 .contains("KiB")
         );
         let ok = ContainerFacts::parse_list(

@@ -10,11 +10,12 @@ pub(crate) const USER_AGENT: &str = concat!("pullcheck/", env!("CARGO_PKG_VERSIO
 
 /// A TLS configuration that trusts `roots` alone, with ring as the crypto provider (the
 /// static binary carries no other) and no client certificate.
-pub(crate) fn tls_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig, String> {
+pub(crate) fn tls_config(
+    roots: rustls::RootCertStore,
+) -> Result<rustls::ClientConfig, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)
         .with_no_client_auth())
 }

@@ -93,24 +93,33 @@ pub(crate) fn read_limited(reader: impl Read, max: u64) -> Result<Vec<u8>, Limit
     Ok(bytes)
 }
 
+/// Why an input (manifests, a file named by a flag) cannot be read as text.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InputError {
+    /// Larger than [`MAX_INPUT_BYTES`].
+    #[error("larger than {} MiB", MAX_INPUT_BYTES >> 20)]
+    TooLarge,
+    /// It cannot be opened or read.
+    #[error("cannot read: {0}")]
+    Io(std::io::Error),
+    /// Not UTF-8: the offset of the first invalid byte.
+    #[error("not UTF-8 text (invalid byte at offset {0})")]
+    NotUtf8(usize),
+}
+
 /// Reads a file (or a pipe: `<(kubectl get …)`), or stdin for `-`: at most 16 MiB of UTF-8
 /// text.
-pub(crate) fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, String> {
+pub(crate) fn read_input(path: &Path, stdin: &mut dyn Read) -> Result<String, InputError> {
     let bytes = if path == Path::new("-") {
         read_limited(stdin, MAX_INPUT_BYTES)
     } else {
         open(path, false).and_then(|f| read_limited(f, MAX_INPUT_BYTES))
     }
     .map_err(|e| match e {
-        LimitedReadError::TooLarge => format!("larger than {} MiB", MAX_INPUT_BYTES >> 20),
-        LimitedReadError::Io(e) => format!("cannot read: {e}"),
+        LimitedReadError::TooLarge => InputError::TooLarge,
+        LimitedReadError::Io(e) => InputError::Io(e),
     })?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })
+    String::from_utf8(bytes).map_err(|e| InputError::NotUtf8(e.utf8_error().valid_up_to()))
 }
 
 #[cfg(test)]

@@ -462,7 +462,7 @@ fn http_client(ca: Vec<CertificateDer<'static>>) -> Result<reqwest::Client, Node
             .add(cert)
             .map_err(|e| NodeError::Client(format!("cluster CA not usable: {e}")))?;
     }
-    let mut tls = crate::http::tls_config(roots).map_err(NodeError::Client)?;
+    let mut tls = crate::http::tls_config(roots).map_err(|e| NodeError::Client(e.to_string()))?;
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     crate::http::client_builder(tls)
         .build()

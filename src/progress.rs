@@ -214,13 +214,13 @@ impl Events {
     }
 
     /// One request sent, and its status or the error that ended it (`--verbose` only).
-    pub(crate) fn request(&self, method: &str, url: &str, answer: Result<u16, String>) {
+    pub(crate) fn request(&self, method: &str, url: &str, answer: Result<u16, &str>) {
         if !self.shows_requests() {
             return;
         }
         let answer = match answer {
             Ok(status) => status.to_string(),
-            Err(e) => format!("error: {}", escape(&e)),
+            Err(e) => format!("error: {}", escape(e)),
         };
         self.line(
             &format!("{method} {} -> {answer}", escape(&shown_url(url))),
@@ -295,7 +295,7 @@ mod tests {
             "https://user:pw@auth.example/token?scope=repository:a:pull",
             Ok(200),
         );
-        events.request("HEAD", "http://r/v2/a/manifests/v1", Err("reset".into()));
+        events.request("HEAD", "http://r/v2/a/manifests/v1", Err("reset"));
         assert_eq!(
             buf.text(),
             "pullcheck: not_found a: tag \"v2\"\\nnot found\n\

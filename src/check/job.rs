@@ -13,6 +13,7 @@ use crate::registry::{
     self, AuthUsed, Client, ConfigRead, Fact, Outcome, PlatformSeen, Progress, Verdict,
 };
 use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Reason, Status};
+use crate::route::hosts::HostsError;
 use crate::route::{Endpoint, Route};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -26,7 +27,7 @@ pub(super) struct Job {
     pub(super) start_check: StartCheck,
     /// Where the image is asked: the node's route for it, or without a node configuration
     /// the image's own registry alone (an error: the configuration cannot be used for it).
-    pub(super) route: Result<Route, String>,
+    pub(super) route: Result<Route, HostsError>,
     /// Whether the route comes from a node configuration: the endpoint that gave the verdict
     /// is then reported.
     pub(super) configured: bool,

@@ -7,6 +7,7 @@ use crate::keyring::Credential;
 use crate::reference::Reference;
 use crate::registry::{self, AuthUsed, Client, Fact, Outcome, Progress, Verdict};
 use crate::report::{Reason, Status};
+use crate::route::hosts::HostsError;
 use crate::route::{Endpoint, Route};
 use tokio::time::Instant;
 
@@ -42,7 +43,7 @@ fn no_request() -> Outcome {
 /// What one image's walk needs of its check: the route, the image, and the client that asks.
 pub(super) struct Walk<'a> {
     /// The node's route for the image, or why its configuration cannot be used.
-    pub(super) route: &'a Result<Route, String>,
+    pub(super) route: &'a Result<Route, HostsError>,
     pub(super) reference: &'a Reference,
     /// Whether a node configuration made the route (the report then names the endpoint).
     pub(super) configured: bool,

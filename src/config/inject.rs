@@ -93,7 +93,7 @@ fn provider_token_additions(path: &Path) -> Result<Option<plugin::InjectAddition
             "a file, not stdin (stdin holds the manifests)".to_string(),
         ]);
     }
-    let text = read_input(path, &mut std::io::empty()).map_err(|e| vec![e])?;
+    let text = read_input(path, &mut std::io::empty()).map_err(|e| vec![e.to_string()])?;
     let config = plugin::CredentialProviderConfig::parse(&text)?;
     Ok(plugin::inject_additions(&config))
 }
@@ -103,6 +103,6 @@ fn limit_ranges(path: &Path) -> Result<LimitRanges, String> {
     if path == Path::new("-") {
         return Err("a file, not stdin (stdin holds the manifests)".to_string());
     }
-    let text = read_input(path, &mut std::io::empty())?;
+    let text = read_input(path, &mut std::io::empty()).map_err(|e| e.to_string())?;
     LimitRanges::parse(&text)
 }

@@ -12,7 +12,7 @@ mod values;
 mod webhook;
 
 pub use crate::cli::values::{
-    concurrency_value, node_status_max_images_value, parse_duration, timeout_value,
+    ValueError, concurrency_value, node_status_max_images_value, parse_duration, timeout_value,
 };
 pub use check::Config;
 pub use inject::{InjectConfig, inject_source};

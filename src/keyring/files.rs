@@ -23,6 +23,24 @@ pub(super) struct EntryFields<'a> {
     pub(super) auth: Option<&'a RawValue>,
 }
 
+/// What is wrong with one entry of a config's map (never its secret).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum EntryError {
+    #[error("not a JSON object")]
+    NotObject,
+    /// Not an object of the entry's fields: what kind of JSON error (never its text, which
+    /// may quote the secret).
+    #[error("not a usable entry ({0})")]
+    Unusable(&'static str),
+    /// A field (its name) that is not a string.
+    #[error("\"{0}\" is not a string")]
+    NotString(&'static str),
+    #[error("\"auth\" is not valid base64")]
+    AuthBase64,
+    #[error("\"auth\" does not decode to user:password")]
+    AuthPair,
+}
+
 /// Walks a JSON object's members in document order, handing each (key, raw value) to the
 /// callback, which returns `false` to stop: nothing of the map is kept.
 pub(super) struct EachEntry<'f, F>(&'f mut F);
@@ -153,29 +171,25 @@ impl Keyring {
         entry: &RawValue,
         label: &str,
         store: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), EntryError> {
         if !entry.get().starts_with('{') {
-            return Err("not a JSON object".to_string());
+            return Err(EntryError::NotObject);
         }
         let fields: EntryFields<'_> = serde_json::from_str(entry.get())
-            .map_err(|e| format!("not a usable entry ({})", json_category(&e)))?;
-        let field = |name: &str, raw: Option<&RawValue>| -> Result<Option<String>, String> {
-            match raw {
-                None => Ok(None),
-                Some(r) if r.get() == "null" => Ok(None),
-                Some(r) => serde_json::from_str::<String>(r.get())
-                    .map(Some)
-                    .map_err(|_| format!("\"{name}\" is not a string")),
-            }
+            .map_err(|e| EntryError::Unusable(json_category(&e)))?;
+        let field = |name: &'static str, raw: Option<&RawValue>| match raw {
+            None => Ok(None),
+            Some(r) if r.get() == "null" => Ok(None),
+            Some(r) => serde_json::from_str::<String>(r.get())
+                .map(Some)
+                .map_err(|_| EntryError::NotString(name)),
         };
         let mut username = field("username", fields.username)?.unwrap_or_default();
         let mut password = field("password", fields.password)?.unwrap_or_default();
         // `auth` overrides username and password, as in the kubelet.
         if let Some(auth) = field("auth", fields.auth)?.filter(|a| !a.is_empty()) {
-            let decoded = decode_auth(&auth).ok_or("\"auth\" is not valid base64")?;
-            let (u, p) = decoded
-                .split_once(':')
-                .ok_or("\"auth\" does not decode to user:password")?;
+            let decoded = decode_auth(&auth).ok_or(EntryError::AuthBase64)?;
+            let (u, p) = decoded.split_once(':').ok_or(EntryError::AuthPair)?;
             username = u.to_string();
             password = p.to_string();
         }

@@ -125,21 +125,25 @@ impl Platform {
     ///
     /// # Errors
     ///
-    /// A message naming the offending part: empty input or component, a character outside
+    /// A [`PlatformError`] naming the offending part: empty input or component, a character outside
     /// `[A-Za-z0-9_.-]`, a wildcard, more than three components, or a single word that is
     /// neither a known OS nor a known architecture.
-    pub fn parse(s: &str) -> Result<Platform, String> {
-        let shown = shorten(s);
-        let fail = |why: String| Err(format!("invalid platform {shown:?}: {why}"));
+    pub fn parse(s: &str) -> Result<Platform, PlatformError> {
+        let fail = |why: Invalid| {
+            Err(PlatformError {
+                shown: shorten(s),
+                why,
+            })
+        };
         if s.is_empty() {
-            return fail("empty; expected os[/arch[/variant]], e.g. \"linux/amd64\"".into());
+            return fail(Invalid::Empty);
         }
         if s.contains('*') {
-            return fail("wildcards are not supported".into());
+            return fail(Invalid::Wildcard);
         }
         let parts: Vec<&str> = s.splitn(4, '/').collect();
         if parts.len() > 3 {
-            return fail("too many '/'-separated components; expected os/arch[/variant]".into());
+            return fail(Invalid::TooManyComponents);
         }
         let os_part = parts.first().copied().unwrap_or_default();
         let os = match os_name(os_part) {
@@ -166,10 +170,7 @@ impl Platform {
                         variant,
                     });
                 }
-                fail(format!(
-                    "{:?} is neither a known operating system nor a known architecture",
-                    shorten(os_part)
-                ))
+                fail(Invalid::Unknown(shorten(os_part)))
             }
             [_, arch] => {
                 let (architecture, variant) = normalize_arch(arch, "");
@@ -187,7 +188,7 @@ impl Platform {
                     variant,
                 })
             }
-            _ => fail("expected os/arch[/variant]".into()),
+            _ => fail(Invalid::Shape),
         }
     }
 
@@ -327,44 +328,36 @@ fn normalize_arch(arch: &str, variant: &str) -> (String, Option<String>) {
 
 /// The OS name of a specifier's first component, `name[(version[+feature]*)]` (containerd
 /// `osRe`); the options are validated and dropped.
-fn os_name(part: &str) -> Result<&str, String> {
+fn os_name(part: &str) -> Result<&str, Invalid> {
     let (name, options) = match part.split_once('(') {
         Some((name, rest)) => match rest.strip_suffix(')') {
             Some(options) => (name, Some(options)),
-            None => {
-                return Err(format!(
-                    "OS {:?} opens '(' without closing it at the end",
-                    shorten(part)
-                ));
-            }
+            None => return Err(Invalid::UnclosedOptions(shorten(part))),
         },
         None => (part, None),
     };
     if name.is_empty() {
-        return Err("the OS (before the first '/') is empty".into());
+        return Err(Invalid::EmptyOs);
     }
     if let Some(c) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
     {
-        return Err(format!(
-            "OS {:?} contains {c:?}; only letters, digits, '_' and '-' are allowed",
-            shorten(name)
-        ));
+        return Err(Invalid::OsChar(shorten(name), c));
     }
     if let Some(options) = options {
         let option_char = |c: char| c.is_ascii_alphanumeric() || "_.%-".contains(c);
         let mut pieces = options.split('+');
         let version = pieces.next().unwrap_or_default();
         if let Some(c) = version.chars().find(|c| !option_char(*c)) {
-            return Err(format!("OS version {:?} contains {c:?}", shorten(version)));
+            return Err(Invalid::VersionChar(shorten(version), c));
         }
         for feature in pieces {
             if feature.is_empty() {
-                return Err(format!("empty OS feature in {:?}", shorten(options)));
+                return Err(Invalid::EmptyFeature(shorten(options)));
             }
             if let Some(c) = feature.chars().find(|c| !option_char(*c)) {
-                return Err(format!("OS feature {:?} contains {c:?}", shorten(feature)));
+                return Err(Invalid::FeatureChar(shorten(feature), c));
             }
         }
     }
@@ -372,20 +365,58 @@ fn os_name(part: &str) -> Result<&str, String> {
 }
 
 /// containerd `specifierRe` for the architecture and variant components.
-fn check_component(what: &str, part: &str) -> Result<(), String> {
+fn check_component(what: &'static str, part: &str) -> Result<(), Invalid> {
     if part.is_empty() {
-        return Err(format!("the {what} component is empty"));
+        return Err(Invalid::EmptyComponent(what));
     }
     match part
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || "_.-".contains(*c)))
     {
-        Some(c) => Err(format!(
-            "{what} {:?} contains {c:?}; only letters, digits, '_', '.' and '-' are allowed",
-            shorten(part)
-        )),
+        Some(c) => Err(Invalid::ComponentChar(what, shorten(part), c)),
         None => Ok(()),
     }
+}
+
+/// A platform specifier that [`Platform::parse`] refuses: the specifier (cut short) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid platform {shown:?}: {why}")]
+pub struct PlatformError {
+    shown: String,
+    why: Invalid,
+}
+
+/// The part of a platform specifier that is wrong (the parts shown are cut short).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Invalid {
+    #[error("empty; expected os[/arch[/variant]], e.g. \"linux/amd64\"")]
+    Empty,
+    #[error("wildcards are not supported")]
+    Wildcard,
+    #[error("too many '/'-separated components; expected os/arch[/variant]")]
+    TooManyComponents,
+    #[error("{0:?} is neither a known operating system nor a known architecture")]
+    Unknown(String),
+    #[error("expected os/arch[/variant]")]
+    Shape,
+    #[error("OS {0:?} opens '(' without closing it at the end")]
+    UnclosedOptions(String),
+    #[error("the OS (before the first '/') is empty")]
+    EmptyOs,
+    #[error("OS {0:?} contains {1:?}; only letters, digits, '_' and '-' are allowed")]
+    OsChar(String, char),
+    #[error("OS version {0:?} contains {1:?}")]
+    VersionChar(String, char),
+    #[error("empty OS feature in {0:?}")]
+    EmptyFeature(String),
+    #[error("OS feature {0:?} contains {1:?}")]
+    FeatureChar(String, char),
+    /// The architecture or variant component, empty.
+    #[error("the {0} component is empty")]
+    EmptyComponent(&'static str),
+    /// The architecture or variant component, with a character containerd refuses.
+    #[error("{0} {1:?} contains {2:?}; only letters, digits, '_', '.' and '-' are allowed")]
+    ComponentChar(&'static str, String, char),
 }
 
 fn shorten(s: &str) -> String {
@@ -470,7 +501,10 @@ mod tests {
             let got = Platform::parse(input);
             let ok = match (&got, want) {
                 (Ok(p), Ok(display)) => p.to_string() == display && p.normalize() == *p,
-                (Err(e), Err(part)) => e.contains(part) && e.contains("invalid platform"),
+                (Err(e), Err(part)) => {
+                    let e = e.to_string();
+                    e.contains(part) && e.contains("invalid platform")
+                }
                 _ => false,
             };
             if !ok {
@@ -497,7 +531,9 @@ mod tests {
 
     #[test]
     fn long_input_is_shortened_in_errors() {
-        let err = Platform::parse(&format!("linux/{}", "&".repeat(1000))).unwrap_err();
+        let err = Platform::parse(&format!("linux/{}", "&".repeat(1000)))
+            .unwrap_err()
+            .to_string();
         assert!(err.len() < 300, "{err}");
     }
 

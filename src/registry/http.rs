@@ -47,7 +47,8 @@ impl Wire {
                     None => error_chain(e),
                 }),
             };
-            self.events.request(method, url, shown);
+            self.events
+                .request(method, url, shown.as_ref().copied().map_err(String::as_str));
         }
         answer
     }

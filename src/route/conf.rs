@@ -15,16 +15,12 @@
 //! - What the library refuses is a configuration error naming the file and the entry: the
 //!   same location twice with conflicting `insecure` or `blocked`, an unparsable file.
 
-use super::{Endpoint, Route, Tls};
-use crate::input::{LimitedReadError, read_limited_file};
-use crate::reference::Reference;
+use super::{Endpoint, ReadError, Route, Tls, TooManyValues};
+use crate::reference::{Reference, ReferenceError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The largest registries.conf read.
-const MAX_FILE: u64 = 1024 * 1024;
 /// The most `[[registry]]` entries one file may hold.
 pub const MAX_REGISTRIES: usize = 1000;
 /// The most mirrors one `[[registry]]` may list.
@@ -119,6 +115,103 @@ pub struct Registry {
     pub(crate) file: PathBuf,
 }
 
+/// Why `--registries-conf` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A file or the folder cannot be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The folder holds more than [`MAX_FILES`] files.
+    #[error(
+        "{}: {} files, more than the {MAX_FILES} pullcheck reads (registries.conf and its drop-ins)",
+        .0.display(),
+        .1
+    )]
+    TooManyFiles(PathBuf, usize),
+    /// One file is refused, as containers/image refuses it.
+    #[error("{}: {}", .0.display(), .1)]
+    File(PathBuf, FileError),
+}
+
+/// Why containers/image refuses one registries.conf file.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// More values than pullcheck parses.
+    #[error(transparent)]
+    TooManyValues(#[from] TooManyValues),
+    /// Not TOML, or not registries.conf's fields: the parser's message.
+    #[error("{0}")]
+    Toml(String),
+    /// More than [`MAX_REGISTRIES`] `[[registry]]` tables.
+    #[error("{0} [[registry]] entries, more than the {MAX_REGISTRIES} pullcheck reads in one file")]
+    TooManyRegistries(usize),
+    /// A `[[registry]]` (its prefix, cut short) with more than [`MAX_MIRRORS`] mirrors.
+    #[error(
+        "[[registry]] {0:?}: {1} mirrors, more than the {MAX_MIRRORS} pullcheck reads for one registry"
+    )]
+    TooManyMirrors(String, usize),
+    /// The version 1 format.
+    #[error(
+        "the version 1 format ([registries.search]) is not read: write it as version 2 ([[registry]])"
+    )]
+    Version1,
+    /// An `unqualified-search-registries` entry that is not a host.
+    #[error("Invalid unqualified-search-registries entry {0:?}")]
+    SearchEntry(String),
+    /// A location or prefix given as a URL.
+    #[error("invalid location '{0}': URI schemes are not supported")]
+    Scheme(String),
+    /// A `[[registry]]` with neither.
+    #[error("invalid condition: both location and prefix are unset")]
+    Unset,
+    /// A prefix without a location that is not a wildcard.
+    #[error(
+        "[[registry]] prefix {0:?}: invalid condition: location is unset and prefix is not in the format: *.example.com"
+    )]
+    NoLocation(String),
+    /// `pull-from-mirror` on the registry (the prefix) rather than a mirror.
+    #[error("pull-from-mirror must not be set for a non-mirror registry {0:?}")]
+    NotMirror(String),
+    /// A mirror of the registry (the prefix) without a location.
+    #[error("[[registry]] prefix {0:?}: invalid condition: mirror location is unset")]
+    NoMirrorLocation(String),
+    /// Both `mirror-by-digest-only` on the registry and `pull-from-mirror` on a mirror.
+    #[error(
+        "cannot set mirror usage mirror-by-digest-only for the registry ({prefix:?}) and pull-from-mirror for per-mirror ({location:?}) at the same time"
+    )]
+    BothMirrorUsages {
+        /// The registry's prefix.
+        prefix: String,
+        /// The mirror's location.
+        location: String,
+    },
+    /// A `pull-from-mirror` value that is none of the three.
+    #[error("unsupported pull-from-mirror value {value:?} for mirror {location:?}")]
+    PullFromMirror {
+        /// The value.
+        value: String,
+        /// The mirror's location.
+        location: String,
+    },
+    /// The same location defined twice with a different `insecure` or `blocked` (the setting).
+    #[error("registry '{0}' is defined multiple times with conflicting '{1}' setting")]
+    Conflict(String, &'static str),
+}
+
+/// Why a prefix cannot be rewritten to a location: a note, and the source is skipped.
+#[derive(Debug, thiserror::Error)]
+enum RewriteError {
+    /// The prefix does not match the reference.
+    #[error("invalid prefix {prefix:?} for reference {full:?}")]
+    Prefix { prefix: String, full: String },
+    /// The reference itself does not parse.
+    #[error(transparent)]
+    Reference(ReferenceError),
+    /// The rewritten reference does not parse.
+    #[error("rewriting reference: {0}")]
+    Rewritten(ReferenceError),
+}
+
 /// registries.conf with its drop-ins, merged.
 #[derive(Debug, Default)]
 pub struct RegistriesConf {
@@ -132,15 +225,13 @@ pub struct RegistriesConf {
 
 impl RegistriesConf {
     /// Reads PATH (a file, or a folder of `*.conf` with `registries.conf` first).
-    pub(crate) fn load(path: &Path) -> Result<RegistriesConf, String> {
+    pub(crate) fn load(path: &Path) -> Result<RegistriesConf, LoadError> {
         let mut files = Vec::new();
         if path.is_dir() {
             let main = path.join("registries.conf");
-            let mut dropins: Vec<PathBuf> = std::fs::read_dir(path)
-                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "conf") && *p != main)
+            let mut dropins: Vec<PathBuf> = super::dir_files(path)?
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "conf") && *p != main)
                 .collect();
             dropins.sort();
             if main.is_file() {
@@ -151,52 +242,38 @@ impl RegistriesConf {
             files.push(path.to_path_buf());
         }
         if files.len() > MAX_FILES {
-            return Err(format!(
-                "{}: {} files, more than the {MAX_FILES} pullcheck reads (registries.conf and its drop-ins)",
-                path.display(),
-                files.len()
-            ));
+            return Err(LoadError::TooManyFiles(path.to_path_buf(), files.len()));
         }
         let mut conf = RegistriesConf::default();
         for file in files {
-            let bytes = read_limited_file(&file, MAX_FILE).map_err(|e| match e {
-                LimitedReadError::TooLarge => format!("{}: larger than 1 MiB", file.display()),
-                LimitedReadError::Io(e) => format!("{}: cannot read: {e}", file.display()),
-            })?;
-            let text = String::from_utf8(bytes)
-                .map_err(|_| format!("{}: not UTF-8 text", file.display()))?;
-            conf.merge(&text, &file)
-                .map_err(|e| format!("{}: {e}", file.display()))?;
+            let text = super::read_text(&file)?;
+            if let Err(e) = conf.merge(&text, &file) {
+                return Err(LoadError::File(file, e));
+            }
         }
         Ok(conf)
     }
 
     /// Parses one file and lays it over what was read before.
-    pub fn merge(&mut self, text: &str, file: &Path) -> Result<(), String> {
+    pub fn merge(&mut self, text: &str, file: &Path) -> Result<(), FileError> {
         super::check_toml_size(text)?;
-        let parsed: FileV2 = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        let parsed: FileV2 =
+            toml::from_str(text).map_err(|e| FileError::Toml(e.message().to_string()))?;
         if parsed.registry.len() > MAX_REGISTRIES {
-            return Err(format!(
-                "{} [[registry]] entries, more than the {MAX_REGISTRIES} pullcheck reads in one file",
-                parsed.registry.len()
-            ));
+            return Err(FileError::TooManyRegistries(parsed.registry.len()));
         }
         if let Some(r) = parsed
             .registry
             .iter()
             .find(|r| r.mirror.len() > MAX_MIRRORS)
         {
-            return Err(format!(
-                "[[registry]] {:?}: {} mirrors, more than the {MAX_MIRRORS} pullcheck reads for one registry",
-                r.prefix.chars().take(80).collect::<String>(),
-                r.mirror.len()
+            return Err(FileError::TooManyMirrors(
+                r.prefix.chars().take(80).collect(),
+                r.mirror.len(),
             ));
         }
         if parsed.registries.is_some() {
-            return Err(
-                "the version 1 format ([registries.search]) is not read: write it as version 2 ([[registry]])"
-                    .to_string(),
-            );
+            return Err(FileError::Version1);
         }
         let registries = validate(&parsed.registry, file)?;
         for r in registries {
@@ -207,7 +284,7 @@ impl RegistriesConf {
             for s in search {
                 let s = parse_location(&s)?;
                 if s.is_empty() || s.contains('/') {
-                    return Err(format!("Invalid unqualified-search-registries entry {s:?}"));
+                    return Err(FileError::SearchEntry(s));
                 }
                 list.push(s);
             }
@@ -323,12 +400,12 @@ impl RegistriesConf {
             }
             match rewrite(&full, &reg.prefix, &m.location) {
                 Ok(r) => endpoints.push(endpoint(reference, r, m.insecure, plain_http)),
-                Err(e) => notes.push(e),
+                Err(e) => notes.push(e.to_string()),
             }
         }
         match rewrite(&full, &reg.prefix, &reg.location) {
             Ok(r) => endpoints.push(endpoint(reference, r, reg.insecure, plain_http)),
-            Err(e) => notes.push(e),
+            Err(e) => notes.push(e.to_string()),
         }
     }
 }
@@ -356,15 +433,18 @@ fn endpoint(
 }
 
 /// containers/image's rewrite: the location replaces the matched prefix.
-fn rewrite(full: &str, prefix: &str, location: &str) -> Result<Reference, String> {
+fn rewrite(full: &str, prefix: &str, location: &str) -> Result<Reference, RewriteError> {
     let Some(len) = matching_prefix(full, prefix) else {
-        return Err(format!("invalid prefix {prefix:?} for reference {full:?}"));
+        return Err(RewriteError::Prefix {
+            prefix: prefix.to_string(),
+            full: full.to_string(),
+        });
     };
     if location.is_empty() {
-        return Reference::parse(full).map_err(|e| e.to_string());
+        return Reference::parse(full).map_err(RewriteError::Reference);
     }
     let rewritten = format!("{location}{}", &full[len..]);
-    Reference::parse(&rewritten).map_err(|e| format!("rewriting reference: {e}"))
+    Reference::parse(&rewritten).map_err(RewriteError::Rewritten)
 }
 
 /// How much of `reference` the prefix matches (containers/image's `refMatchingPrefix`).
@@ -388,63 +468,57 @@ fn matching_prefix(reference: &str, prefix: &str) -> Option<usize> {
     matches!(rest.as_bytes().first(), Some(b':' | b'/' | b'@')).then_some(prefix.len())
 }
 
-fn parse_location(input: &str) -> Result<String, String> {
+fn parse_location(input: &str) -> Result<String, FileError> {
     let trimmed = input.trim_end_matches('/');
     if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
-        return Err(format!(
-            "invalid location '{input}': URI schemes are not supported"
-        ));
+        return Err(FileError::Scheme(input.to_string()));
     }
     Ok(trimmed.to_string())
 }
 
-fn pull_from_mirror(value: &str, location: &str) -> Result<PullFromMirror, String> {
+fn pull_from_mirror(value: &str, location: &str) -> Result<PullFromMirror, FileError> {
     match value {
         "" | "all" => Ok(PullFromMirror::All),
         "digest-only" => Ok(PullFromMirror::DigestOnly),
         "tag-only" => Ok(PullFromMirror::TagOnly),
-        v => Err(format!(
-            "unsupported pull-from-mirror value {v:?} for mirror {location:?}"
-        )),
+        v => Err(FileError::PullFromMirror {
+            value: v.to_string(),
+            location: location.to_string(),
+        }),
     }
 }
 
 /// containers/image's checks of one file, in its order.
-fn validate(entries: &[RegistryToml], file: &Path) -> Result<Vec<Registry>, String> {
+fn validate(entries: &[RegistryToml], file: &Path) -> Result<Vec<Registry>, FileError> {
     let mut out: Vec<Registry> = Vec::new();
     for r in entries {
         let location = parse_location(&r.location)?;
         let prefix = if r.prefix.is_empty() {
             if location.is_empty() {
-                return Err("invalid condition: both location and prefix are unset".to_string());
+                return Err(FileError::Unset);
             }
             location.clone()
         } else {
             let p = parse_location(&r.prefix)?;
             if !p.starts_with("*.") && location.is_empty() {
-                return Err(format!(
-                    "[[registry]] prefix {p:?}: invalid condition: location is unset and prefix is not in the format: *.example.com"
-                ));
+                return Err(FileError::NoLocation(p));
             }
             p
         };
         if !r.pull_from_mirror.is_empty() {
-            return Err(format!(
-                "pull-from-mirror must not be set for a non-mirror registry {prefix:?}"
-            ));
+            return Err(FileError::NotMirror(prefix));
         }
         let mut mirrors = Vec::new();
         for m in &r.mirror {
             let loc = parse_location(&m.location)?;
             if loc.is_empty() {
-                return Err(format!(
-                    "[[registry]] prefix {prefix:?}: invalid condition: mirror location is unset"
-                ));
+                return Err(FileError::NoMirrorLocation(prefix));
             }
             if r.mirror_by_digest_only && !m.pull_from_mirror.is_empty() {
-                return Err(format!(
-                    "cannot set mirror usage mirror-by-digest-only for the registry ({prefix:?}) and pull-from-mirror for per-mirror ({loc:?}) at the same time"
-                ));
+                return Err(FileError::BothMirrorUsages {
+                    prefix,
+                    location: loc,
+                });
             }
             let mode = if r.mirror_by_digest_only {
                 PullFromMirror::DigestOnly
@@ -483,14 +557,10 @@ fn validate(entries: &[RegistryToml], file: &Path) -> Result<Vec<Registry>, Stri
         let k = key(r);
         let (insecure, blocked) = *first.entry(k.clone()).or_insert((r.insecure, r.blocked));
         if insecure != r.insecure {
-            return Err(format!(
-                "registry '{k}' is defined multiple times with conflicting 'insecure' setting"
-            ));
+            return Err(FileError::Conflict(k, "insecure"));
         }
         if blocked != r.blocked {
-            return Err(format!(
-                "registry '{k}' is defined multiple times with conflicting 'blocked' setting"
-            ));
+            return Err(FileError::Conflict(k, "blocked"));
         }
     }
     // The first definition of a prefix wins within a file.
@@ -648,7 +718,7 @@ blocked = true
         ];
         for (text, want) in cases {
             let mut c = RegistriesConf::default();
-            let e = c.merge(text, Path::new("r.conf")).unwrap_err();
+            let e = c.merge(text, Path::new("r.conf")).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
     }
@@ -671,7 +741,7 @@ blocked = true
         assert!(!c.registries["a.corp"].blocked);
         assert_eq!(c.unqualified_search_registries, ["one.corp"]);
         std::fs::write(dir.path().join("60-bad.conf"), "[[registry]\n").unwrap();
-        let e = RegistriesConf::load(dir.path()).unwrap_err();
+        let e = RegistriesConf::load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("60-bad.conf"), "{e}");
     }
 

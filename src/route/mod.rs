@@ -20,10 +20,11 @@ pub mod conf;
 pub mod hosts;
 pub mod inject;
 
+use crate::input::{LimitedReadError, read_limited_file};
 use crate::reference::{DOCKER_HUB, DOCKER_HUB_API, Reference};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The most values (keys, array items, tables) one hosts.toml or registries.conf file may
@@ -71,15 +72,57 @@ pub(crate) fn toml_values(text: &str) -> usize {
     n
 }
 
+/// A TOML text with more values than [`MAX_TOML_VALUES`]: about how many it holds.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "holds about {0} values, more than the {MAX_TOML_VALUES} pullcheck reads in one file (no node's configuration comes near)"
+)]
+pub struct TooManyValues(usize);
+
 /// `Err` naming the count when `text` holds more than [`MAX_TOML_VALUES`] values.
-pub(crate) fn check_toml_size(text: &str) -> Result<(), String> {
+pub(crate) fn check_toml_size(text: &str) -> Result<(), TooManyValues> {
     let n = toml_values(text);
     if n > MAX_TOML_VALUES {
-        return Err(format!(
-            "holds about {n} values, more than the {MAX_TOML_VALUES} pullcheck reads in one file (no node's configuration comes near)"
-        ));
+        return Err(TooManyValues(n));
     }
     Ok(())
+}
+
+/// Why a node configuration file or folder cannot be read. Cloned with the configuration
+/// it stands for (a host's is read once per run), so the I/O error is shared.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReadError {
+    /// Larger than 1 MiB.
+    #[error("{}: larger than 1 MiB", .0.display())]
+    TooLarge(PathBuf),
+    /// The file or folder cannot be opened or read.
+    #[error("{}: cannot read: {}", .0.display(), .1)]
+    Io(PathBuf, Arc<std::io::Error>),
+    /// The file is not UTF-8.
+    #[error("{}: not UTF-8 text", .0.display())]
+    NotUtf8(PathBuf),
+}
+
+/// The largest hosts.toml, registries.conf or certificate file read.
+pub(crate) const MAX_FILE: u64 = 1024 * 1024;
+
+/// A node configuration file as text, at most [`MAX_FILE`] bytes.
+pub(crate) fn read_text(path: &Path) -> Result<String, ReadError> {
+    let bytes = read_limited_file(path, MAX_FILE).map_err(|e| match e {
+        LimitedReadError::TooLarge => ReadError::TooLarge(path.to_path_buf()),
+        LimitedReadError::Io(e) => ReadError::Io(path.to_path_buf(), Arc::new(e)),
+    })?;
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8(path.to_path_buf()))
+}
+
+/// The files of a folder, in no order.
+pub(crate) fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, ReadError> {
+    Ok(std::fs::read_dir(dir)
+        .map_err(|e| ReadError::Io(dir.to_path_buf(), Arc::new(e)))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect())
 }
 
 /// TLS settings of one endpoint that differ from the run's defaults.
@@ -244,7 +287,11 @@ pub struct Router {
 impl Router {
     /// The endpoints for `input` (as given: short names matter to registries.conf), parsed as
     /// `reference`. An error is a configuration the runtime could not use either.
-    pub(crate) fn route(&self, input: &str, reference: &Reference) -> Result<Route, String> {
+    pub(crate) fn route(
+        &self,
+        input: &str,
+        reference: &Reference,
+    ) -> Result<Route, hosts::HostsError> {
         if let Some(h) = &self.hosts {
             return h.route(reference, &self.plain_http);
         }
@@ -293,6 +340,7 @@ mod tests {
         assert!(
             check_toml_size(&big)
                 .unwrap_err()
+                .to_string()
                 .contains("more than the 10000")
         );
     }

@@ -244,7 +244,7 @@ fn grace_for_value(s: &str) -> Result<(String, Duration), String> {
                 .join(", ")
         ));
     }
-    let d = crate::cli::values::parse_duration_or_zero(duration)?;
+    let d = crate::cli::values::parse_duration_or_zero(duration).map_err(|e| e.to_string())?;
     Ok((key.to_string(), d))
 }
 

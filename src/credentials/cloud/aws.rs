@@ -14,12 +14,45 @@
 //! turns IMDS off.
 
 use super::{
-    Answer, Answered, Env, Http, form_encode, json_str, read_token_file, timed_out, uri_encode,
+    Answer, Answered, CloudError, Env, Http, Step, form_encode, json_str, read_token_file,
+    uri_encode,
 };
 use crate::keyring::{Credential, Secret};
 use base64::Engine;
 use ring::{digest, hmac};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The sources looked at before the instance metadata service, for its errors.
+const NO_SOURCE: &str = "no AWS credential source: no AWS_ACCESS_KEY_ID, no AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (IRSA), no AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity), and the instance metadata service";
+
+/// What a metadata hop limit of 1 looks like, and what to do about it.
+const HOP_HINT: &str = "the IMDSv2 token answer did not arrive within 0.5s, as when the instance's metadata hop limit is 1 (raise HttpPutResponseHopLimit to 2, or give the pod IRSA or EKS Pod Identity)";
+
+/// Why the instance metadata service (at its base URL) gives no role to ask for keys.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum ImdsError {
+    /// A 403 to the session token: IMDS is off.
+    #[error(
+        "{NO_SOURCE} at {0} refused a session token (403: IMDS is turned off for this instance)"
+    )]
+    Off(String),
+    /// The session token never came and the roles could not be asked.
+    #[error("instance metadata at {0}: {HOP_HINT}")]
+    HopLimit(String),
+    /// The session token never came, and IMDSv1 is off.
+    #[error("instance metadata at {0}: {HOP_HINT}, and IMDSv1 is off (401)")]
+    HopLimitV1Off(String),
+    /// The instance has no role.
+    #[error("instance metadata at {0}: the instance has no IAM role (404)")]
+    NoRole(String),
+    /// The roles' URL answered another status.
+    #[error("instance metadata at {0} answered {1}")]
+    Status(String, u16),
+    /// The role's name is empty or would leave the roles' path.
+    #[error("instance metadata at {0}: no usable IAM role name")]
+    BadRole(String),
+}
 
 /// An ECR registry host, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +135,7 @@ pub(crate) struct Keys {
 
 /// The pod's AWS identity, from the first source that is configured. `region` is the
 /// registry's, for STS when `AWS_REGION` is not set.
-pub(crate) async fn identity(env: &Env, http: &Http, region: &str) -> Result<Keys, String> {
+pub(crate) async fn identity(env: &Env, http: &Http, region: &str) -> Result<Keys, CloudError> {
     if let (Some(id), Some(secret)) = (
         env.get("AWS_ACCESS_KEY_ID"),
         env.get("AWS_SECRET_ACCESS_KEY"),
@@ -129,17 +162,14 @@ pub(crate) async fn identity(env: &Env, http: &Http, region: &str) -> Result<Key
         .get("AWS_EC2_METADATA_DISABLED")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     {
-        return Err("no AWS credential source: no AWS_ACCESS_KEY_ID, no AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (IRSA), no AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity), and AWS_EC2_METADATA_DISABLED is set".to_string());
+        return Err(CloudError::AwsDisabled);
     }
     // One second in all, whatever each step's own limit leaves over (connecting, reading a
     // body that trickles in): a metadata service answering each step just in time must not
     // stretch it.
     match tokio::time::timeout(super::METADATA_TIMEOUT, imds(env, http)).await {
         Ok(keys) => keys,
-        Err(_) => Err(format!(
-            "instance metadata (session token, role and keys: {}s in all) did not answer in time",
-            super::METADATA_TIMEOUT.as_secs_f64()
-        )),
+        Err(_) => Err(CloudError::MetadataTimeout(super::METADATA_TIMEOUT)),
     }
 }
 
@@ -163,9 +193,9 @@ async fn web_identity(
     region: &str,
     file: &str,
     role: &str,
-) -> Result<Keys, String> {
+) -> Result<Keys, CloudError> {
     let identity = format!("aws web identity {}", role.escape_default());
-    let token = read_token_file(file).map_err(|e| format!("{identity}: {e}"))?;
+    let token = read_token_file(file).map_err(|e| Step::from(e).of(&identity))?;
     let region = env
         .get("AWS_REGION")
         .or_else(|| env.get("AWS_DEFAULT_REGION"))
@@ -200,13 +230,10 @@ async fn web_identity(
                 .body(body)
         })
         .await
-        .map_err(|e| format!("{identity}: STS: {e}"))?;
+        .map_err(|e| Step::unanswered("STS", e).of(&identity))?;
     if answer.status != 200 {
-        return Err(format!(
-            "{identity}: STS AssumeRoleWithWebIdentity at {url} answered {}{}",
-            answer.status,
-            aws_error(&answer)
-        ));
+        let endpoint = format!("STS AssumeRoleWithWebIdentity at {url}");
+        return Err(Step::refused(endpoint, answer.status, aws_error(&answer)).of(&identity));
     }
     let text = String::from_utf8_lossy(&answer.body);
     let field = |tag: &str| xml_text(&text, tag);
@@ -217,42 +244,38 @@ async fn web_identity(
             session_token: field("SessionToken").map(Secret::new),
             identity,
         }),
-        _ => Err(format!("{identity}: STS answered 200 without credentials")),
+        _ => Err(Step::Empty("STS answered 200 without credentials".into()).of(&identity)),
     }
 }
 
 /// EKS Pod Identity (`AWS_CONTAINER_CREDENTIALS_FULL_URI` with a token file), or the ECS
 /// container endpoint.
-async fn container(env: &Env, http: &Http) -> Result<Keys, String> {
+async fn container(env: &Env, http: &Http) -> Result<Keys, CloudError> {
     let url = match (
         env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"),
         env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"),
     ) {
         (Some(full), _) => full.trim().to_string(),
         (None, Some(rel)) => format!("http://169.254.170.2{}", rel.trim()),
-        (None, None) => return Err("no container credentials endpoint".to_string()),
+        (None, None) => return Err(CloudError::NoContainerEndpoint),
     };
     let identity = "aws pod identity".to_string();
     // The SDKs send credentials-endpoint tokens over plain HTTP only to the link-local agents
     // and loopback.
-    let parsed = reqwest::Url::parse(&url)
-        .map_err(|_| format!("{identity}: AWS_CONTAINER_CREDENTIALS_FULL_URI is not a URL"))?;
+    let parsed = reqwest::Url::parse(&url).map_err(|_| Step::NotUrl.of(&identity))?;
     let host = parsed.host_str().unwrap_or_default();
     let allowed_plain = matches!(
         host,
         "127.0.0.1" | "localhost" | "[::1]" | "169.254.170.2" | "169.254.170.23" | "[fd00:ec2::23]"
     );
     if parsed.scheme() != "https" && !allowed_plain {
-        return Err(format!(
-            "{identity}: {} is plain HTTP to a host other than the EKS Pod Identity agent or loopback; refused",
-            url.escape_default()
-        ));
+        return Err(Step::PlainHttp(url.escape_default().to_string()).of(&identity));
     }
     let token = match (
         env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"),
         env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN"),
     ) {
-        (Some(file), _) => Some(read_token_file(file).map_err(|e| format!("{identity}: {e}"))?),
+        (Some(file), _) => Some(read_token_file(file).map_err(|e| Step::from(e).of(&identity))?),
         (None, Some(t)) => Some(t.trim().to_string()),
         (None, None) => None,
     };
@@ -265,25 +288,20 @@ async fn container(env: &Env, http: &Http) -> Result<Keys, String> {
             }
         })
         .await
-        .map_err(|e| format!("{identity}: {e}"))?;
+        .map_err(|e| Step::transport(e).of(&identity))?;
     if answer.status != 200 {
-        return Err(format!(
-            "{identity}: {url} answered {}{}",
-            answer.status,
-            aws_error(&answer)
-        ));
+        return Err(Step::refused(url, answer.status, aws_error(&answer)).of(&identity));
     }
     keys_from_json(&answer.body, identity)
 }
 
-async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
+async fn imds(env: &Env, http: &Http) -> Result<Keys, CloudError> {
     let base = env
         .get("AWS_EC2_METADATA_SERVICE_ENDPOINT")
         .unwrap_or("http://169.254.169.254")
         .trim()
         .trim_end_matches('/')
         .to_string();
-    let none = "no AWS credential source: no AWS_ACCESS_KEY_ID, no AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (IRSA), no AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity), and the instance metadata service";
     let token_url = format!("{base}/latest/api/token");
     // IMDSv2: a session token first. Its answer is the one a hop limit of 1 drops on its way
     // into a pod: the connection opens, the answer never comes.
@@ -301,48 +319,35 @@ async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
         .await
     {
         Ok(a) if a.status == 200 => Some(String::from_utf8_lossy(&a.body).trim().to_string()),
-        Ok(a) if a.status == 403 => {
-            return Err(format!(
-                "{none} at {base} refused a session token (403: IMDS is turned off for this instance)"
-            ));
-        }
+        Ok(a) if a.status == 403 => return Err(ImdsError::Off(base).into()),
         // 404/405: an IMDS without v2; the v1 request below says more.
         Ok(_) => None,
-        Err(e) if timed_out(&e) => {
+        Err(e) if e.is_timeout() => {
             hop_limit = true;
             None
         }
-        Err(e) => return Err(format!("{none}: {e}")),
+        Err(e) => return Err(no_source(e)),
     };
     let with_token = |req: reqwest::RequestBuilder| match &token {
         Some(t) => req.header("x-aws-ec2-metadata-token", super::sensitive(t)),
         None => req,
     };
-    let hop_hint = "the IMDSv2 token answer did not arrive within 0.5s, as when the instance's metadata hop limit is 1 (raise HttpPutResponseHopLimit to 2, or give the pod IRSA or EKS Pod Identity)";
     let roles_url = format!("{base}/latest/meta-data/iam/security-credentials/");
     let roles = http
         .metadata_within(left(), |c| with_token(c.get(&roles_url)))
         .await
         .map_err(|e| {
             if hop_limit {
-                format!("instance metadata at {base}: {hop_hint}")
+                ImdsError::HopLimit(base.clone()).into()
             } else {
-                format!("{none}: {e}")
+                no_source(e)
             }
         })?;
     match roles.status {
         200 => {}
-        401 if hop_limit => {
-            return Err(format!(
-                "instance metadata at {base}: {hop_hint}, and IMDSv1 is off (401)"
-            ));
-        }
-        404 => {
-            return Err(format!(
-                "instance metadata at {base}: the instance has no IAM role (404)"
-            ));
-        }
-        s => return Err(format!("instance metadata at {roles_url} answered {s}")),
+        401 if hop_limit => return Err(ImdsError::HopLimitV1Off(base).into()),
+        404 => return Err(ImdsError::NoRole(base).into()),
+        s => return Err(ImdsError::Status(roles_url, s).into()),
     }
     let role = String::from_utf8_lossy(&roles.body)
         .lines()
@@ -351,23 +356,29 @@ async fn imds(env: &Env, http: &Http) -> Result<Keys, String> {
         .trim()
         .to_string();
     if role.is_empty() || role.contains('/') {
-        return Err(format!(
-            "instance metadata at {base}: no usable IAM role name"
-        ));
+        return Err(ImdsError::BadRole(base).into());
     }
     let identity = format!("aws instance profile {}", role.escape_default());
     let keys_url = format!("{roles_url}{role}");
     let answer = http
         .metadata_within(left(), |c| with_token(c.get(&keys_url)))
         .await
-        .map_err(|e| format!("{identity}: {e}"))?;
+        .map_err(|e| Step::transport(e).of(&identity))?;
     if answer.status != 200 {
-        return Err(format!("{identity}: {keys_url} answered {}", answer.status));
+        return Err(Step::refused(keys_url, answer.status, String::new()).of(&identity));
     }
     keys_from_json(&answer.body, identity)
 }
 
-fn keys_from_json(body: &[u8], identity: String) -> Result<Keys, String> {
+/// The instance metadata service, the last source, did not answer.
+fn no_source(e: super::TransportError) -> CloudError {
+    CloudError::NoSource {
+        sources: NO_SOURCE,
+        why: Arc::new(e),
+    }
+}
+
+fn keys_from_json(body: &[u8], identity: String) -> Result<Keys, CloudError> {
     match (
         json_str(body, "AccessKeyId"),
         json_str(body, "SecretAccessKey"),
@@ -378,7 +389,7 @@ fn keys_from_json(body: &[u8], identity: String) -> Result<Keys, String> {
             session_token: json_str(body, "Token").map(Secret::new),
             identity,
         }),
-        _ => Err(format!("{identity}: the answer holds no credentials")),
+        _ => Err(Step::Empty("the answer holds no credentials".into()).of(&identity)),
     }
 }
 
@@ -386,7 +397,7 @@ fn keys_from_json(body: &[u8], identity: String) -> Result<Keys, String> {
 pub(crate) async fn ecr_token(env: &Env, http: &Http, host: &EcrHost, keys: &Keys) -> Answer {
     let endpoint = host.api_endpoint(env);
     let url = reqwest::Url::parse(&format!("{endpoint}/"))
-        .map_err(|_| format!("ECR endpoint {} is not a URL", endpoint.escape_default()))?;
+        .map_err(|_| CloudError::EcrEndpoint(endpoint.escape_default().to_string()))?;
     let body = b"{}".to_vec();
     let amz_date = amz_date(SystemTime::now());
     let mut headers = vec![
@@ -426,14 +437,10 @@ pub(crate) async fn ecr_token(env: &Env, http: &Http, host: &EcrHost, keys: &Key
             req.header("authorization", super::sensitive(&authorization))
         })
         .await
-        .map_err(|e| format!("{who}: ECR GetAuthorizationToken: {e}"))?;
+        .map_err(|e| Step::unanswered("ECR GetAuthorizationToken", e).of(who))?;
     if answer.status != 200 {
-        return Err(format!(
-            "{who}: ECR GetAuthorizationToken in {} answered {}{}",
-            host.region,
-            answer.status,
-            aws_error(&answer)
-        ));
+        let endpoint = format!("ECR GetAuthorizationToken in {}", host.region);
+        return Err(Step::refused(endpoint, answer.status, aws_error(&answer)).of(who));
     }
     let token = serde_json::from_slice::<serde_json::Value>(&answer.body)
         .ok()
@@ -444,14 +451,16 @@ pub(crate) async fn ecr_token(env: &Env, http: &Http, host: &EcrHost, keys: &Key
                 .as_str()
                 .map(str::to_string)
         })
-        .ok_or_else(|| format!("{who}: ECR GetAuthorizationToken answered 200 without a token"))?;
+        .ok_or_else(|| {
+            Step::Empty("ECR GetAuthorizationToken answered 200 without a token".into()).of(who)
+        })?;
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(token.trim())
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| format!("{who}: ECR's token is not base64 text"))?;
+        .ok_or_else(|| Step::Empty("ECR's token is not base64 text".into()).of(who))?;
     let Some((user, password)) = decoded.split_once(':') else {
-        return Err(format!("{who}: ECR's token is not user:password"));
+        return Err(Step::Empty("ECR's token is not user:password".into()).of(who));
     };
     Ok(Credential {
         username: user.to_string(),

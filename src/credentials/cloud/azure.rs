@@ -6,7 +6,9 @@
 //!
 //! `AZURE_POD_IDENTITY_AUTHORITY_HOST` overrides the IMDS endpoint, as in Azure's SDKs.
 
-use super::{Answer, Answered, Env, Http, form_encode, json_str, read_token_file};
+use super::{
+    Answer, Answered, CloudError, Env, Http, Step, form_encode, json_str, read_token_file,
+};
 use crate::keyring::{Credential, Secret};
 
 /// The user name ACR expects with a refresh token.
@@ -24,7 +26,7 @@ pub(crate) struct EntraToken {
 }
 
 /// The pod's Entra token: workload identity when its three variables are set, else IMDS.
-pub(crate) async fn entra_token(env: &Env, http: &Http) -> Result<EntraToken, String> {
+pub(crate) async fn entra_token(env: &Env, http: &Http) -> Result<EntraToken, CloudError> {
     if let (Some(file), Some(client), Some(tenant)) = (
         env.get("AZURE_FEDERATED_TOKEN_FILE"),
         env.get("AZURE_CLIENT_ID"),
@@ -32,7 +34,7 @@ pub(crate) async fn entra_token(env: &Env, http: &Http) -> Result<EntraToken, St
     ) {
         let (client, tenant) = (client.trim(), tenant.trim());
         let identity = format!("azure workload identity {}", client.escape_default());
-        let assertion = read_token_file(file).map_err(|e| format!("{identity}: {e}"))?;
+        let assertion = read_token_file(file).map_err(|e| Step::from(e).of(&identity))?;
         let authority = env
             .get("AZURE_AUTHORITY_HOST")
             .unwrap_or("https://login.microsoftonline.com/")
@@ -50,11 +52,11 @@ pub(crate) async fn entra_token(env: &Env, http: &Http) -> Result<EntraToken, St
             ),
             ("client_assertion", assertion.as_str()),
         ];
-        let answer = post_form(http, &url, &form)
+        let answer = post_form(http, "Entra ID", &url, &form)
             .await
-            .map_err(|e| format!("{identity}: Entra ID{e}"))?;
+            .map_err(|e| e.of(&identity))?;
         let token = json_str(&answer.body, "access_token")
-            .ok_or_else(|| format!("{identity}: Entra ID answered without a token"))?;
+            .ok_or_else(|| Step::Empty("Entra ID answered without a token".into()).of(&identity))?;
         return Ok(EntraToken {
             token: Secret::new(token),
             tenant: Some(tenant.to_string()),
@@ -83,16 +85,16 @@ pub(crate) async fn entra_token(env: &Env, http: &Http) -> Result<EntraToken, St
     let answer = http
         .metadata(|c| c.get(&url).header("metadata", "true"))
         .await
-        .map_err(|e| format!("no Azure credential source: no AZURE_FEDERATED_TOKEN_FILE + AZURE_CLIENT_ID + AZURE_TENANT_ID (workload identity), and IMDS: {e}"))?;
+        .map_err(|e| CloudError::NoSource {
+            sources: "no Azure credential source: no AZURE_FEDERATED_TOKEN_FILE + AZURE_CLIENT_ID + AZURE_TENANT_ID (workload identity), and IMDS",
+            why: std::sync::Arc::new(e),
+        })?;
     if answer.status != 200 {
-        return Err(format!(
-            "{identity}: IMDS at {url} answered {} ({})",
-            answer.status,
-            oauth_error(&answer.body)
-        ));
+        let detail = format!(" ({})", oauth_error(&answer.body));
+        return Err(Step::refused(format!("IMDS at {url}"), answer.status, detail).of(&identity));
     }
     let token = json_str(&answer.body, "access_token")
-        .ok_or_else(|| format!("{identity}: IMDS answered without a token"))?;
+        .ok_or_else(|| Step::Empty("IMDS answered without a token".into()).of(&identity))?;
     Ok(EntraToken {
         token: Secret::new(token),
         tenant: None,
@@ -100,10 +102,14 @@ pub(crate) async fn entra_token(env: &Env, http: &Http) -> Result<EntraToken, St
     })
 }
 
-/// POSTs an OAuth form (Entra ID's token endpoint, ACR's exchange) and returns a 200 answer;
-/// the error, to follow the caller's name for the endpoint, says what failed (`: <transport
-/// error>`, or ` at <url> answered <status> (<OAuth error>)`).
-async fn post_form(http: &Http, url: &str, form: &[(&str, &str)]) -> Result<Answered, String> {
+/// POSTs an OAuth form to `endpoint` (Entra ID's token endpoint, ACR's exchange, as the
+/// error names it) and returns a 200 answer.
+async fn post_form(
+    http: &Http,
+    endpoint: &str,
+    url: &str,
+    form: &[(&str, &str)],
+) -> Result<Answered, Step> {
     let answer = http
         .api(|c| {
             c.post(url)
@@ -111,12 +117,13 @@ async fn post_form(http: &Http, url: &str, form: &[(&str, &str)]) -> Result<Answ
                 .body(form_encode(form))
         })
         .await
-        .map_err(|e| format!(": {e}"))?;
+        .map_err(|e| Step::unanswered(endpoint, e))?;
     if answer.status != 200 {
-        return Err(format!(
-            " at {url} answered {} ({})",
+        let detail = format!(" ({})", oauth_error(&answer.body));
+        return Err(Step::refused(
+            format!("{endpoint} at {url}"),
             answer.status,
-            oauth_error(&answer.body)
+            detail,
         ));
     }
     Ok(answer)
@@ -138,12 +145,17 @@ pub(crate) async fn exchange(env: &Env, http: &Http, registry: &str, token: &Ent
     if let Some(t) = &token.tenant {
         form.push(("tenant", t.as_str()));
     }
-    let answer = post_form(http, &url, &form)
+    let answer = post_form(http, &format!("{registry}'s token exchange"), &url, &form)
         .await
-        .map_err(|e| format!("{who}: {registry}'s token exchange{e}"))?;
+        .map_err(|e| e.of(who))?;
     let refresh = json_str(&answer.body, "refresh_token")
         .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| format!("{who}: {registry}'s exchange answered without a refresh token"))?;
+        .ok_or_else(|| {
+            Step::Empty(format!(
+                "{registry}'s exchange answered without a refresh token"
+            ))
+            .of(who)
+        })?;
     Ok(Credential {
         username: ACR_REFRESH_USER.to_string(),
         password: Secret::new(refresh.trim()),

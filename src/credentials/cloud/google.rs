@@ -3,7 +3,7 @@
 //! for Artifact Registry and Container Registry. `GCE_METADATA_HOST` overrides the host, as in
 //! Google's client libraries.
 
-use super::{Answer, Env, Http, json_str};
+use super::{Answer, Env, Http, Step, json_str};
 use crate::keyring::{Credential, Secret};
 
 /// The credential from the metadata server.
@@ -18,17 +18,16 @@ pub(crate) async fn credential(env: &Env, http: &Http) -> Answer {
     let answer = http
         .metadata(|c| c.get(&url).header("metadata-flavor", "Google"))
         .await
-        .map_err(|e| format!("{identity}: the metadata server: {e}"))?;
+        .map_err(|e| Step::unanswered("the metadata server", e).of(&identity))?;
     if answer.status != 200 {
-        return Err(format!(
-            "{identity}: {url} answered {} ({})",
-            answer.status,
-            answer.shown()
-        ));
+        let detail = format!(" ({})", answer.shown());
+        return Err(Step::refused(url, answer.status, detail).of(&identity));
     }
     let token = json_str(&answer.body, "access_token")
         .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| format!("{identity}: the metadata server answered without a token"))?;
+        .ok_or_else(|| {
+            Step::Empty("the metadata server answered without a token".into()).of(&identity)
+        })?;
     Ok(Credential {
         username: "oauth2accesstoken".to_string(),
         password: Secret::new(token.trim()),

@@ -134,19 +134,130 @@ impl Env {
 }
 
 /// A registry credential, or why there is none (shown to the user: never a secret).
-type Answer = Result<Credential, String>;
+type Answer = Result<Credential, CloudError>;
+
+/// Why a cloud provider gives no credential (shown to the user: never a secret). Cloned, as
+/// one answer serves every image of a registry: the causes are shared.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum CloudError {
+    /// None of the provider's sources is configured, and the last one tried (the sources
+    /// looked at say which) did not answer.
+    #[error("{sources}: {why}")]
+    NoSource {
+        sources: &'static str,
+        why: Arc<TransportError>,
+    },
+    /// AWS: no source configured, and the instance metadata service turned off.
+    #[error(
+        "no AWS credential source: no AWS_ACCESS_KEY_ID, no AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (IRSA), no AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity), and AWS_EC2_METADATA_DISABLED is set"
+    )]
+    AwsDisabled,
+    /// AWS: the instance metadata service's three steps took longer than their limit in all.
+    #[error(
+        "instance metadata (session token, role and keys: {}s in all) did not answer in time",
+        .0.as_secs_f64()
+    )]
+    MetadataTimeout(Duration),
+    /// AWS: the instance metadata service gives no role to ask.
+    #[error(transparent)]
+    Imds(#[from] aws::ImdsError),
+    /// AWS: the container credentials variables name no endpoint.
+    #[error("no container credentials endpoint")]
+    NoContainerEndpoint,
+    /// AWS: ECR's API endpoint (escaped) is not a URL.
+    #[error("ECR endpoint {0} is not a URL")]
+    EcrEndpoint(String),
+    /// One step of an identity (`aws web identity arn:…`, `azure managed identity`) failed.
+    #[error("{identity}: {why}")]
+    Identity { identity: String, why: Step },
+}
+
+/// The step of an identity that failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum Step {
+    /// Its token file gives no token.
+    #[error(transparent)]
+    TokenFile(Arc<TokenFileError>),
+    /// The endpoint, unnamed (the identity names it), did not answer.
+    #[error(transparent)]
+    Transport(Arc<TransportError>),
+    /// The endpoint (`STS`, `Entra ID`) did not answer.
+    #[error("{endpoint}: {why}")]
+    Unanswered {
+        endpoint: String,
+        why: Arc<TransportError>,
+    },
+    /// The endpoint (with its URL or region) answered with an error status, and what the
+    /// answer says (` (Code: Message)`, or nothing).
+    #[error("{endpoint} answered {status}{detail}")]
+    Refused {
+        endpoint: String,
+        status: u16,
+        detail: String,
+    },
+    /// A 200 answer that gives nothing usable, in the provider's words (`STS answered 200
+    /// without credentials`, `ECR's token is not base64 text`).
+    #[error("{0}")]
+    Empty(String),
+    /// The endpoint's URL (`AWS_CONTAINER_CREDENTIALS_FULL_URI`) is not a URL.
+    #[error("AWS_CONTAINER_CREDENTIALS_FULL_URI is not a URL")]
+    NotUrl,
+    /// A credentials endpoint (escaped) over plain HTTP to a host that may not have a token.
+    #[error(
+        "{0} is plain HTTP to a host other than the EKS Pod Identity agent or loopback; refused"
+    )]
+    PlainHttp(String),
+}
+
+impl Step {
+    /// The transport error of an endpoint the identity names.
+    pub(crate) fn transport(e: TransportError) -> Step {
+        Step::Transport(Arc::new(e))
+    }
+
+    /// The transport error of a named endpoint.
+    pub(crate) fn unanswered(endpoint: impl Into<String>, e: TransportError) -> Step {
+        Step::Unanswered {
+            endpoint: endpoint.into(),
+            why: Arc::new(e),
+        }
+    }
+
+    /// An error status of a named endpoint, with what the answer says.
+    pub(crate) fn refused(endpoint: impl Into<String>, status: u16, detail: String) -> Step {
+        Step::Refused {
+            endpoint: endpoint.into(),
+            status,
+            detail,
+        }
+    }
+
+    /// This step, failed for `identity`.
+    pub(crate) fn of(self, identity: &str) -> CloudError {
+        CloudError::Identity {
+            identity: identity.to_string(),
+            why: self,
+        }
+    }
+}
+
+impl From<TokenFileError> for Step {
+    fn from(e: TokenFileError) -> Step {
+        Step::TokenFile(Arc::new(e))
+    }
+}
 type Cell<T> = Arc<OnceCell<T>>;
 
 /// The built-in providers of a run.
 pub(crate) struct Cloud {
     env: Env,
     /// Built on first use: a run without cloud images pays nothing for it.
-    http: std::sync::OnceLock<Result<Http, String>>,
+    http: std::sync::OnceLock<Result<Http, SetupError>>,
     extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
-    aws_identity: OnceCell<Result<aws::Keys, String>>,
+    aws_identity: OnceCell<Result<aws::Keys, CloudError>>,
     ecr: Mutex<HashMap<String, Cell<Answer>>>,
     google: OnceCell<Answer>,
-    azure_token: OnceCell<Result<azure::EntraToken, String>>,
+    azure_token: OnceCell<Result<azure::EntraToken, CloudError>>,
     acr: Mutex<HashMap<String, Cell<Answer>>>,
 }
 
@@ -183,7 +294,7 @@ impl Cloud {
                     unavailable: vec![super::ProviderTried {
                         provider: provider.name().to_string(),
                         kind: super::ProviderKind::Cloud,
-                        why: e.clone(),
+                        why: e.to_string(),
                     }],
                     ..Lookup::default()
                 };
@@ -210,7 +321,7 @@ impl Cloud {
                 unavailable: vec![super::ProviderTried {
                     provider: name.to_string(),
                     kind: super::ProviderKind::Cloud,
-                    why,
+                    why: why.to_string(),
                 }],
                 ..Lookup::default()
             },
@@ -262,6 +373,30 @@ pub(crate) struct Http {
     api: reqwest::Client,
 }
 
+/// Why the providers' HTTP clients cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SetupError {
+    /// A root (`--ca-file`) or the TLS versions are refused.
+    #[error(transparent)]
+    Tls(#[from] rustls::Error),
+    /// The client itself, with its causes.
+    #[error("{}", crate::http::error_chain(.0))]
+    Client(reqwest::Error),
+}
+
+/// A request to a provider's endpoint that got no answer, said plainly: "did not answer in
+/// time" for time-outs.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", describe(.0))]
+pub(crate) struct TransportError(reqwest::Error);
+
+impl TransportError {
+    /// Whether it was a time-out after connecting (IMDSv2's hop limit).
+    pub(crate) fn is_timeout(&self) -> bool {
+        self.0.is_timeout()
+    }
+}
+
 /// An HTTP answer: status and (bounded) body.
 pub(crate) struct Answered {
     pub(crate) status: u16,
@@ -279,12 +414,12 @@ impl Answered {
 }
 
 impl Http {
-    fn new(extra_roots: &[rustls_pki_types::CertificateDer<'static>]) -> Result<Http, String> {
-        let tls = || -> Result<rustls::ClientConfig, String> {
+    fn new(extra_roots: &[rustls_pki_types::CertificateDer<'static>]) -> Result<Http, SetupError> {
+        let tls = || -> Result<rustls::ClientConfig, rustls::Error> {
             let mut roots = rustls::RootCertStore::empty();
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
             for cert in extra_roots {
-                roots.add(cert.clone()).map_err(|e| e.to_string())?;
+                roots.add(cert.clone())?;
             }
             crate::http::tls_config(roots)
         };
@@ -292,11 +427,11 @@ impl Http {
             .no_proxy()
             .connect_timeout(METADATA_TIMEOUT)
             .build()
-            .map_err(|e| crate::http::error_chain(&e))?;
+            .map_err(SetupError::Client)?;
         let api = crate::http::client_builder(tls()?)
             .connect_timeout(API_CONNECT_TIMEOUT)
             .build()
-            .map_err(|e| crate::http::error_chain(&e))?;
+            .map_err(SetupError::Client)?;
         Ok(Http { metadata, api })
     }
 
@@ -304,7 +439,7 @@ impl Http {
     pub(crate) async fn metadata(
         &self,
         build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
-    ) -> Result<Answered, String> {
+    ) -> Result<Answered, TransportError> {
         self.metadata_within(METADATA_TIMEOUT, build).await
     }
 
@@ -313,7 +448,7 @@ impl Http {
         &self,
         limit: Duration,
         build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
-    ) -> Result<Answered, String> {
+    ) -> Result<Answered, TransportError> {
         send(build(&self.metadata).timeout(limit)).await
     }
 
@@ -321,13 +456,13 @@ impl Http {
     pub(crate) async fn api(
         &self,
         build: impl FnOnce(&reqwest::Client) -> reqwest::RequestBuilder,
-    ) -> Result<Answered, String> {
+    ) -> Result<Answered, TransportError> {
         send(build(&self.api).timeout(Duration::from_secs(20))).await
     }
 }
 
-async fn send(req: reqwest::RequestBuilder) -> Result<Answered, String> {
-    let mut resp = req.send().await.map_err(|e| describe(&e))?;
+async fn send(req: reqwest::RequestBuilder) -> Result<Answered, TransportError> {
+    let mut resp = req.send().await.map_err(TransportError)?;
     let status = resp.status().as_u16();
     let mut body = Vec::new();
     loop {
@@ -340,13 +475,13 @@ async fn send(req: reqwest::RequestBuilder) -> Result<Answered, String> {
                 }
             }
             Ok(None) => break,
-            Err(e) => return Err(describe(&e)),
+            Err(e) => return Err(TransportError(e)),
         }
     }
     Ok(Answered { status, body })
 }
 
-/// A transport error, said plainly: "no answer within 1s" for time-outs.
+/// A transport error, said plainly: "did not answer in time" for time-outs.
 fn describe(e: &reqwest::Error) -> String {
     let url = e.url().map(|u| u.to_string()).unwrap_or_default();
     if e.is_timeout() {
@@ -366,11 +501,6 @@ fn describe(e: &reqwest::Error) -> String {
                 .unwrap_or_else(|| e.to_string())
         )
     }
-}
-
-/// Whether an error from [`Http`] was a time-out after connecting (IMDSv2's hop limit).
-pub(crate) fn timed_out(why: &str) -> bool {
-    why.ends_with("did not answer in time")
 }
 
 /// RFC 3986 encoding of everything but the unreserved characters, as SigV4 wants.
@@ -409,18 +539,29 @@ pub(crate) fn json_str(body: &[u8], field: &str) -> Option<String> {
     v.get(field)?.as_str().map(str::to_string)
 }
 
+/// Why a token file gives no token; the path is shown escaped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TokenFileError {
+    #[error("{0} is larger than 64 KiB")]
+    TooLarge(String),
+    #[error("cannot read {0}: {1}")]
+    Io(String, std::io::Error),
+    #[error("{0} is empty")]
+    Empty(String),
+}
+
 /// Reads a small token file (a projected service-account token, a federated token).
-pub(crate) fn read_token_file(path: &str) -> Result<String, String> {
+pub(crate) fn read_token_file(path: &str) -> Result<String, TokenFileError> {
     use crate::input::LimitedReadError;
-    let shown = path.escape_default();
+    let shown = || path.escape_default().to_string();
     let text = match crate::input::read_limited_file(std::path::Path::new(path), 64 * 1024) {
         Ok(t) => t,
-        Err(LimitedReadError::TooLarge) => return Err(format!("{shown} is larger than 64 KiB")),
-        Err(LimitedReadError::Io(e)) => return Err(format!("cannot read {shown}: {e}")),
+        Err(LimitedReadError::TooLarge) => return Err(TokenFileError::TooLarge(shown())),
+        Err(LimitedReadError::Io(e)) => return Err(TokenFileError::Io(shown(), e)),
     };
     let token = String::from_utf8_lossy(&text).trim().to_string();
     if token.is_empty() {
-        return Err(format!("{shown} is empty"));
+        return Err(TokenFileError::Empty(shown()));
     }
     crate::redact::register(&token);
     Ok(token)

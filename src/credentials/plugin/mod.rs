@@ -32,7 +32,7 @@ pub use config::{
     inject_additions, parse_go_duration,
 };
 use response::parse_response;
-pub use response::read_response_for;
+pub use response::{ResponseError, read_response_for};
 
 use super::Lookup;
 use crate::keyring::{Credential, Secret};
@@ -250,6 +250,7 @@ impl Plugins {
                     auth
                 }
                 Err(why) => {
+                    let why = why.to_string();
                     state.failed = Some(why.clone());
                     return Some(failed(&name, &why));
                 }
@@ -289,7 +290,7 @@ impl Plugins {
         provider: &Provider,
         image: &str,
         deadline: Instant,
-    ) -> Result<(&'static str, Duration, Vec<(Pattern, String, Credential)>), String> {
+    ) -> Result<(&'static str, Duration, Vec<(Pattern, String, Credential)>), RunError> {
         let config = &provider.config;
         let name = config.name.escape_default().to_string();
         let mut request = json!({
@@ -305,13 +306,13 @@ impl Plugins {
                     request["serviceAccountAnnotations"] = json!({});
                 }
                 _ if t.require_service_account == Some(true) => {
-                    return Err(format!(
-                        "it needs the pod's service-account token (audience {:?}), and there is none at {} (add it with `pullcheck inject --credential-provider-config`)",
-                        t.service_account_token_audience
+                    return Err(RunError::NoToken {
+                        audience: t
+                            .service_account_token_audience
                             .escape_default()
                             .to_string(),
-                        path.display()
-                    ));
+                        path,
+                    });
                 }
                 _ => {}
             }
@@ -330,7 +331,7 @@ impl Plugins {
         let run = async {
             let mut child = cmd
                 .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", Path::new(&config.name).display()))?;
+                .map_err(|e| RunError::Start(config.name.clone(), e))?;
             let pid = child.id();
             let _group = KillGroup(pid);
             let body = request.to_string().into_bytes();
@@ -342,30 +343,21 @@ impl Plugins {
             let out = read_answer(&mut child, pid).await?;
             if out.len() as u64 > MAX_RESPONSE {
                 // Not waited for: it may be blocked writing more (its group is killed).
-                return Err("its output is larger than 1 MiB".to_string());
+                return Err(RunError::TooLarge);
             }
-            let status = child
-                .wait()
-                .await
-                .map_err(|e| format!("cannot wait for it: {e}"))?;
-            Ok::<_, String>((status, out))
+            let status = child.wait().await.map_err(RunError::Wait)?;
+            Ok::<_, RunError>((status, out))
         };
         let (status, out) = match tokio::time::timeout(budget, run).await {
             Ok(r) => r?,
-            Err(_) => {
-                return Err(format!(
-                    "it did not answer within {:.1}s (half of the time left)",
-                    budget.as_secs_f64()
-                ));
-            }
+            Err(_) => return Err(RunError::Timeout(budget)),
         };
         if !status.success() {
-            return Err(format!("it exited with {status}"));
+            return Err(RunError::Exit(status));
         }
         let (key_type, response) = parse_response(&out, self.targets.clone())?;
         let duration = match &response.cache_duration {
-            Some(d) => parse_go_duration(d)
-                .ok_or_else(|| "its response's cacheDuration is not a duration".to_string())?,
+            Some(d) => parse_go_duration(d).ok_or(RunError::CacheDuration)?,
             None => provider.default_cache,
         };
         let mut auth = Vec::new();
@@ -388,6 +380,36 @@ impl Plugins {
         }
         Ok((key_type, duration, auth))
     }
+}
+
+/// Why a run of a plugin gave no answer.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    /// The plugin needs the pod's service-account token (of this audience, escaped), and
+    /// there is none at the path.
+    #[error(
+        "it needs the pod's service-account token (audience {audience:?}), and there is none at {} (add it with `pullcheck inject --credential-provider-config`)",
+        path.display()
+    )]
+    NoToken { audience: String, path: PathBuf },
+    /// The plugin (its name, a file of the bin directory) cannot be started.
+    #[error("cannot start {}: {}", Path::new(.0).display(), .1)]
+    Start(String, std::io::Error),
+    #[error("its output is larger than 1 MiB")]
+    TooLarge,
+    #[error("cannot wait for it: {0}")]
+    Wait(std::io::Error),
+    #[error("cannot read its output: {0}")]
+    Read(std::io::Error),
+    /// No answer within its budget, half of the time left.
+    #[error("it did not answer within {:.1}s (half of the time left)", .0.as_secs_f64())]
+    Timeout(Duration),
+    #[error("it exited with {0}")]
+    Exit(std::process::ExitStatus),
+    #[error(transparent)]
+    Response(#[from] ResponseError),
+    #[error("its response's cacheDuration is not a duration")]
+    CacheDuration,
 }
 
 /// A plugin's process group, killed when the run of the plugin ends in any way (answered,
@@ -415,7 +437,7 @@ impl Drop for KillGroup {
 async fn read_answer(
     child: &mut tokio::process::Child,
     pid: Option<u32>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, RunError> {
     let Some(mut stdout) = child.stdout.take() else {
         return Ok(Vec::new());
     };
@@ -438,7 +460,7 @@ async fn read_answer(
                 }
             }
         };
-        match n.map_err(|e| format!("cannot read its output: {e}"))? {
+        match n.map_err(RunError::Read)? {
             0 => return Ok(out),
             n => {
                 out.extend_from_slice(&buf[..n]);

@@ -122,19 +122,41 @@ pub(super) struct AuthConfig {
     pub(super) password: String,
 }
 
+/// Why a plugin's output is not an answer; never the output itself, nor serde's message,
+/// which can quote it.
+#[derive(Debug, thiserror::Error)]
+pub enum ResponseError {
+    /// Not JSON, or not the response's shape: where.
+    #[error(
+        "its output is not a CredentialProviderResponse (invalid at line {line} column {column})"
+    )]
+    NotJson {
+        /// The line of the error.
+        line: usize,
+        /// Its column.
+        column: usize,
+    },
+    /// Another kind or apiVersion.
+    #[error("its output is not a CredentialProviderResponse (kind or apiVersion)")]
+    NotResponse,
+    /// A field of the wrong type.
+    #[error("its CredentialProviderResponse has fields of the wrong type")]
+    WrongTypes,
+    /// No `Image`, `Registry` or `Global` cacheKeyType.
+    #[error("its response has no valid cacheKeyType")]
+    NoCacheKeyType,
+}
+
 /// Reads a plugin's stdout as a `CredentialProviderResponse`: its cache key type and the
 /// response, with only the `auth` entries that serve one of `targets` (all with `None`).
 /// Never the output itself in a message, nor serde's, which can quote it.
 pub(super) fn parse_response(
     out: &[u8],
     targets: Option<std::sync::Arc<Targets>>,
-) -> Result<(&'static str, Response), String> {
-    let invalid = |e: serde_json::Error| {
-        format!(
-            "its output is not a CredentialProviderResponse (invalid at line {} column {})",
-            e.line(),
-            e.column()
-        )
+) -> Result<(&'static str, Response), ResponseError> {
+    let invalid = |e: serde_json::Error| ResponseError::NotJson {
+        line: e.line(),
+        column: e.column(),
     };
     // Three passes over at most 1 MiB, none of which builds a tree of the answer: is it JSON
     // at all, is it a response, and its fields, keeping only the entries of the run.
@@ -147,20 +169,17 @@ pub(super) fn parse_response(
             .as_deref()
             .is_some_and(|v| REQUEST_VERSIONS.contains(&v));
     if !is_response {
-        return Err(
-            "its output is not a CredentialProviderResponse (kind or apiVersion)".to_string(),
-        );
+        return Err(ResponseError::NotResponse);
     }
     KEEP_FOR.with(|k| *k.borrow_mut() = targets);
     let response = serde_json::from_slice::<Response>(out);
     KEEP_FOR.with(|k| *k.borrow_mut() = None);
-    let response: Response = response
-        .map_err(|_| "its CredentialProviderResponse has fields of the wrong type".to_string())?;
+    let response: Response = response.map_err(|_| ResponseError::WrongTypes)?;
     let key_type = match response.cache_key_type.as_str() {
         "Image" => "Image",
         "Registry" => "Registry",
         "Global" => "Global",
-        _ => return Err("its response has no valid cacheKeyType".to_string()),
+        _ => return Err(ResponseError::NoCacheKeyType),
     };
     Ok((key_type, response))
 }
@@ -170,7 +189,7 @@ pub(super) fn parse_response(
 pub fn read_response_for(
     out: &[u8],
     images: &[Reference],
-) -> Result<(&'static str, usize), String> {
+) -> Result<(&'static str, usize), ResponseError> {
     let targets = std::sync::Arc::new(Targets::of(images));
     let (key_type, response) = parse_response(out, Some(targets))?;
     Ok((key_type, response.auth.0.len()))

@@ -2,23 +2,23 @@
 //! written, then the file's own `server`, with the URL, capabilities, CA and client files and
 //! headers of each, and the TLS files read as containerd reads them.
 
-use super::{Capabilities, HostEntry, MAX_FILE, MAX_HOSTS};
+use super::{Capabilities, HostEntry, MAX_HOSTS};
 use crate::input::{LimitedReadError, read_limited_file};
-use crate::route::{Headers, Tls};
-use rustls_pki_types::pem::PemObject;
+use crate::route::{Headers, MAX_FILE, Tls};
+use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Why a hosts.toml cannot be used.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ParseError {
     /// It does not parse, or a value has the wrong type: containerd ignores such a file.
     #[error("{0}")]
     Syntax(String),
     /// A `ca` or `client` file cannot be read or used: containerd fails the pull.
-    #[error("{0}")]
-    Files(String),
+    #[error(transparent)]
+    Files(#[from] TlsError),
     /// Larger than any node's file: more values, hosts or header bytes than pullcheck reads
     /// ([`crate::route::MAX_TOML_VALUES`], [`MAX_HOSTS`], [`crate::route::MAX_HEADERS`],
     /// [`crate::route::MAX_HEADER_BYTES`]).
@@ -26,10 +26,37 @@ pub enum ParseError {
     TooLarge(String),
 }
 
+/// Why a host's `ca` or `client` file cannot be used: containerd fails the pull. Cloned with
+/// the host's configuration, so the I/O and PEM errors are shared.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TlsError {
+    /// The file is larger than 1 MiB.
+    #[error("{}: larger than 1 MiB", .0.display())]
+    TooLarge(PathBuf),
+    /// The file cannot be read.
+    #[error("unable to read {}: {}", .0.display(), .1)]
+    Io(PathBuf, Arc<std::io::Error>),
+    /// A CA file is not PEM.
+    #[error("unable to load CA cert {}: {}", .0.display(), .1)]
+    Ca(PathBuf, Arc<pem::Error>),
+    /// A CA file holds no certificate.
+    #[error("unable to load CA cert {}: no PEM certificate", .0.display())]
+    NoCa(PathBuf),
+    /// A client certificate file is not PEM.
+    #[error("failed to load X509 key pair {}: {}", .0.display(), .1)]
+    Chain(PathBuf, Arc<pem::Error>),
+    /// A client key (the file) is not a PEM private key.
+    #[error("failed to load X509 key pair {}: key: {}", .0.display(), .1)]
+    Key(PathBuf, Arc<pem::Error>),
+    /// A client certificate file holds no certificate.
+    #[error("failed to load X509 key pair {}: no certificate", .0.display())]
+    NoCert(PathBuf),
+}
+
 /// Parses a hosts.toml whose relative paths are relative to `base`. `file` names it.
 pub fn parse_hosts(text: &str, base: &Path, file: &Path) -> Result<Vec<HostEntry>, ParseError> {
     let _ = file;
-    crate::route::check_toml_size(text).map_err(ParseError::TooLarge)?;
+    crate::route::check_toml_size(text).map_err(|e| ParseError::TooLarge(e.to_string()))?;
     let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| ParseError::Syntax(e.message().to_string()))?;
@@ -91,9 +118,7 @@ pub(super) fn host_entry(
     let tls = if ca.is_empty() && client.is_empty() && skip_verify.is_none() {
         None
     } else {
-        Some(Arc::new(
-            load_tls(&ca, &client, skip_verify).map_err(ParseError::Files)?,
-        ))
+        Some(Arc::new(load_tls(&ca, &client, skip_verify)?))
     };
     Ok(HostEntry {
         scheme,
@@ -317,7 +342,7 @@ pub(super) fn load_tls(
     ca: &[PathBuf],
     client: &[(PathBuf, Option<PathBuf>)],
     skip_verify: Option<bool>,
-) -> Result<Tls, String> {
+) -> Result<Tls, TlsError> {
     let mut tls = Tls {
         skip_verify: skip_verify.unwrap_or(false),
         ..Tls::default()
@@ -326,12 +351,9 @@ pub(super) fn load_tls(
         let bytes = read_bytes(path)?;
         let certs = CertificateDer::pem_slice_iter(&bytes)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("unable to load CA cert {}: {e}", path.display()))?;
+            .map_err(|e| TlsError::Ca(path.clone(), Arc::new(e)))?;
         if certs.is_empty() {
-            return Err(format!(
-                "unable to load CA cert {}: no PEM certificate",
-                path.display()
-            ));
+            return Err(TlsError::NoCa(path.clone()));
         }
         tls.ca.extend(certs);
         tls.files.push(path.clone());
@@ -346,18 +368,11 @@ pub(super) fn load_tls(
         };
         let chain = CertificateDer::pem_slice_iter(&cert_bytes)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("failed to load X509 key pair {}: {e}", cert.display()))?;
-        let key_der = PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|e| {
-            format!(
-                "failed to load X509 key pair {}: key: {e}",
-                key.as_ref().unwrap_or(cert).display()
-            )
-        })?;
+            .map_err(|e| TlsError::Chain(cert.clone(), Arc::new(e)))?;
+        let key_der = PrivateKeyDer::from_pem_slice(&key_bytes)
+            .map_err(|e| TlsError::Key(key.as_ref().unwrap_or(cert).clone(), Arc::new(e)))?;
         if chain.is_empty() {
-            return Err(format!(
-                "failed to load X509 key pair {}: no certificate",
-                cert.display()
-            ));
+            return Err(TlsError::NoCert(cert.clone()));
         }
         tls.identity = Some((chain, key_der));
         tls.files.push(cert.clone());
@@ -365,9 +380,9 @@ pub(super) fn load_tls(
     Ok(tls)
 }
 
-pub(super) fn read_bytes(path: &Path) -> Result<Vec<u8>, String> {
+pub(super) fn read_bytes(path: &Path) -> Result<Vec<u8>, TlsError> {
     read_limited_file(path, MAX_FILE).map_err(|e| match e {
-        LimitedReadError::TooLarge => format!("{}: larger than 1 MiB", path.display()),
-        LimitedReadError::Io(e) => format!("unable to read {}: {e}", path.display()),
+        LimitedReadError::TooLarge => TlsError::TooLarge(path.to_path_buf()),
+        LimitedReadError::Io(e) => TlsError::Io(path.to_path_buf(), Arc::new(e)),
     })
 }

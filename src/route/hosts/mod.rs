@@ -20,17 +20,13 @@
 mod file;
 
 use file::load_tls;
-pub use file::{ParseError, parse_hosts};
+pub use file::{ParseError, TlsError, parse_hosts};
 
-use super::{Endpoint, Headers, Route, Tls, is_upstream};
-use crate::input::{LimitedReadError, read_limited_file};
+use super::{Endpoint, Headers, ReadError, Route, Tls, is_upstream};
 use crate::reference::{DOCKER_HUB, DOCKER_HUB_API, Reference};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-/// The largest hosts.toml or certificate file read.
-const MAX_FILE: u64 = 1024 * 1024;
 /// The most hosts one hosts.toml may list (containerd's have a handful).
 pub const MAX_HOSTS: usize = 100;
 
@@ -76,6 +72,21 @@ pub(crate) struct HostsConfig {
     pub(crate) hosts: Vec<HostEntry>,
 }
 
+/// Why a host's configuration cannot be used, as containerd could not use it either. Cloned
+/// from what was read once per host.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HostsError {
+    /// A hosts.toml, or a host directory, cannot be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A hosts.toml (the file) that containerd would refuse.
+    #[error("{}: {}", .0.display(), .1)]
+    File(PathBuf, ParseError),
+    /// A certificate file of a host directory without hosts.toml.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
 /// containerd's hosts directories, and what was read from them (each host once per run).
 #[derive(Debug, Default)]
 pub(crate) struct HostsDirs {
@@ -85,7 +96,7 @@ pub(crate) struct HostsDirs {
 
 /// A host's configuration (`None`: the default route), or why it cannot be used, with the
 /// notes a reader should see (a hosts.toml that was ignored).
-type Loaded = Result<(Option<HostsConfig>, Vec<String>), String>;
+type Loaded = Result<(Option<HostsConfig>, Vec<String>), HostsError>;
 
 impl HostsDirs {
     /// The directories, in the order they are searched.
@@ -99,7 +110,7 @@ impl HostsDirs {
     /// Reads the configuration of `registry` (`docker.io`, `host:port`) once. Returns the
     /// warnings of the reading (a hosts.toml ignored, as containerd ignores it), or the error
     /// that makes it unusable (a `ca` or `client` file that cannot be read).
-    pub(crate) fn load(&self, registry: &str) -> Result<Vec<String>, String> {
+    pub(crate) fn load(&self, registry: &str) -> Result<Vec<String>, HostsError> {
         let mut map = self
             .loaded
             .lock()
@@ -115,7 +126,7 @@ impl HostsDirs {
         &self,
         reference: &Reference,
         plain_http: &[String],
-    ) -> Result<Route, String> {
+    ) -> Result<Route, HostsError> {
         self.load(&reference.registry)?;
         let config = {
             let map = self
@@ -252,7 +263,7 @@ fn find(dirs: &[PathBuf], registry: &str) -> Loaded {
                 load_dir(&place).map(|(c, w)| (Some(c), w))
             } else {
                 let base = place.parent().unwrap_or(dir).to_path_buf();
-                let text = read_text(&place)?;
+                let text = super::read_text(&place)?;
                 parse_hosts(&text, &base, &place)
                     .map(|hosts| {
                         let c = HostsConfig {
@@ -261,27 +272,19 @@ fn find(dirs: &[PathBuf], registry: &str) -> Loaded {
                         };
                         (Some(c), Vec::new())
                     })
-                    .map_err(|e| format!("{}: {e}", place.display()))
+                    .map_err(|e| HostsError::File(place.clone(), e))
             };
         }
     }
     Ok((None, Vec::new()))
 }
 
-fn read_text(path: &Path) -> Result<String, String> {
-    let bytes = read_limited_file(path, MAX_FILE).map_err(|e| match e {
-        LimitedReadError::TooLarge => format!("{}: larger than 1 MiB", path.display()),
-        LimitedReadError::Io(e) => format!("{}: cannot read: {e}", path.display()),
-    })?;
-    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
-}
-
 /// A host directory: its hosts.toml, or its certificate files.
-fn load_dir(dir: &Path) -> Result<(HostsConfig, Vec<String>), String> {
+fn load_dir(dir: &Path) -> Result<(HostsConfig, Vec<String>), HostsError> {
     let file = dir.join("hosts.toml");
     let mut warnings = Vec::new();
     if file.is_file() {
-        let text = read_text(&file)?;
+        let text = super::read_text(&file)?;
         if !text.is_empty() {
             match parse_hosts(&text, dir, &file) {
                 Ok(hosts) => {
@@ -299,7 +302,7 @@ fn load_dir(dir: &Path) -> Result<(HostsConfig, Vec<String>), String> {
                     file.display()
                 )),
                 Err(e @ (ParseError::Files(_) | ParseError::TooLarge(_))) => {
-                    return Err(format!("{}: {e}", file.display()));
+                    return Err(HostsError::File(file, e));
                 }
             }
         }
@@ -315,13 +318,8 @@ fn load_dir(dir: &Path) -> Result<(HostsConfig, Vec<String>), String> {
 }
 
 /// Docker's `certs.d` layout: `*.crt` are CAs, `X.cert` with `X.key` client pairs.
-fn cert_files(dir: &Path) -> Result<Vec<HostEntry>, String> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: cannot read: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
+fn cert_files(dir: &Path) -> Result<Vec<HostEntry>, HostsError> {
+    let mut names = super::dir_files(dir)?;
     names.sort();
     let ca: Vec<PathBuf> = names
         .iter()
@@ -479,7 +477,7 @@ server = "https://registry-1.docker.io"
         let ParseError::Files(m) = e else {
             panic!("{e:?}")
         };
-        assert!(m.contains("/nonexistent/dir/ca.pem"), "{m}");
+        assert!(m.to_string().contains("/nonexistent/dir/ca.pem"), "{m}");
     }
 
     #[test]
