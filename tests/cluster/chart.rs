@@ -147,6 +147,7 @@ fn chart_lints_clean() {
         &["--set", "certManager.enabled=true"][..],
         &["--set", "mode=init"][..],
         &["--set", "mode=both"][..],
+        &["--set", "serviceMonitor.enabled=true"][..],
     ] {
         let mut all = vec!["lint", "--strict", &chart];
         all.extend_from_slice(values);
@@ -334,29 +335,121 @@ fn chart_renders_the_webhook_configuration() {
     }
 }
 
+/// `helm template RELEASE charts/pullcheck ARGS…`, which must fail; its standard error.
+fn template_refused(args: &[&str]) -> String {
+    let chart = chart();
+    let mut all = vec!["template", RELEASE, &chart];
+    all.extend_from_slice(args);
+    let out = helm_cmd(&all).output().expect("run helm");
+    assert!(
+        !out.status.success(),
+        "helm {}: rendered\n{}",
+        all.join(" "),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The start of what helm says when the values break `values.schema.json` (Helm checks the
+/// schema before it renders, on install, upgrade, template and lint alike).
+const SCHEMA_REFUSED: &str = "values don't meet the specifications of the schema(s)";
+
 /// A bad mode, and `watch.enabled` (which `mode` replaced), fail the render with a message
-/// that says what to set.
+/// that says what to set. The schema refuses a bad mode first, naming the three; the chart's
+/// own check stands behind it for a render that skips the schema. `watch.enabled` the schema
+/// lets through, so that the chart's message, which says which mode to set, is the one shown.
 #[test]
 fn chart_refuses_a_bad_mode_and_the_old_watch_enabled() {
-    let chart = chart();
-    for (set, want) in [
+    for (args, want) in [
         (
-            "mode=sidecar",
+            &["--set", "mode=sidecar"][..],
+            "at '/mode': value must be one of 'watch', 'init', 'both'",
+        ),
+        (
+            &["--set", "mode=sidecar", "--skip-schema-validation"][..],
             "mode must be watch, init or both, not sidecar",
         ),
         (
-            "watch.enabled=false",
+            &["--set", "watch.enabled=false"][..],
             "watch.enabled is replaced by mode: mode=init",
         ),
-        ("watch.enabled=true", "watch.enabled is replaced by mode"),
+        (
+            &["--set", "watch.enabled=true"][..],
+            "watch.enabled is replaced by mode",
+        ),
     ] {
-        let out = helm_cmd(&["template", RELEASE, &chart, "--set", set])
-            .output()
-            .expect("run helm");
-        assert!(!out.status.success(), "{set}: rendered");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(want), "{set}: {stderr}");
+        let stderr = template_refused(args);
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
+}
+
+/// `values.schema.json`: a key the chart does not read, at any level it owns, a value of the
+/// wrong type and a mode that is none of the three fail the render with the schema's message,
+/// which names the key; the objects passed through as Kubernetes YAML take any key.
+#[test]
+fn chart_schema_refuses_mistyped_keys_wrong_types_and_a_bad_mode() {
+    for (set, want) in [
+        (
+            "replica=2",
+            "at '': additional properties 'replica' not allowed",
+        ),
+        (
+            "watch.namespacelabel=pullcheck.dev/watch=enabled",
+            "at '/watch': additional properties 'namespacelabel' not allowed",
+        ),
+        (
+            "inject.credentialProviderConfig.configmap=providers",
+            "at '/inject/credentialProviderConfig': additional properties 'configmap' not allowed",
+        ),
+        (
+            "serviceMonitor.enable=true",
+            "at '/serviceMonitor': additional properties 'enable' not allowed",
+        ),
+        ("replicas=two", "at '/replicas': got string, want integer"),
+        (
+            "hostNetwork=yes",
+            "at '/hostNetwork': got string, want boolean",
+        ),
+        (
+            "webhook.timeoutSeconds=60",
+            "at '/webhook/timeoutSeconds': maximum",
+        ),
+        ("image.tag=2", "at '/image/tag': got number, want string"),
+        (
+            "mode=wach",
+            "at '/mode': value must be one of 'watch', 'init', 'both'",
+        ),
+    ] {
+        let stderr = template_refused(&["--set", set]);
+        assert!(
+            stderr.contains(SCHEMA_REFUSED) && stderr.contains(want),
+            "{set}: {stderr}"
+        );
+    }
+
+    // Kubernetes YAML, passed through: open. And a parent chart's globals.
+    let docs = documents(&template(
+        "pullcheck",
+        &[
+            "--set",
+            "global.imageRegistry=registry.example.com,resources.limits.cpu=1",
+            "--set-json",
+            r#"affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["infra"]}]}]}}}"#,
+            "--set-json",
+            r#"tolerations=[{"key":"infra","operator":"Exists","effect":"NoSchedule"}]"#,
+            "--set-json",
+            r#"podSecurityContext={"runAsNonRoot":true,"fsGroup":65532}"#,
+        ],
+    ));
+    let pod = &one(&docs, "Deployment")["spec"]["template"]["spec"];
+    assert_eq!(pod["tolerations"][0]["key"], "infra");
+    assert_eq!(
+        pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchExpressions"][0]["key"],
+        "pool"
+    );
+    assert_eq!(pod["securityContext"]["fsGroup"], 65532);
+    assert_eq!(pod["containers"][0]["resources"]["limits"]["cpu"], 1);
 }
 
 /// The watcher (`pullcheck watch`, in mode watch, the default, and both): a second container
@@ -669,6 +762,302 @@ fn chart_renders_cert_manager_as_the_alternative() {
     );
 }
 
+/// The webhook's replicas spread across nodes by default, so that one node's drain or loss takes
+/// one of them; `ScheduleAnyway`, so that a one-node cluster still runs both. A list of the
+/// operator's replaces it; `[]` renders none.
+#[test]
+fn chart_spreads_the_webhook_across_nodes() {
+    let spread = |values: &[&str]| {
+        let docs = documents(&template("pullcheck", values));
+        one(&docs, "Deployment")["spec"]["template"]["spec"]["topologySpreadConstraints"].clone()
+    };
+    let docs = documents(&template("pullcheck", &[]));
+    let deployment = one(&docs, "Deployment");
+    assert_eq!(
+        spread(&[]),
+        json!([{
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]},
+            "matchLabelKeys": ["pod-template-hash"],
+        }])
+    );
+    for mode in ["mode=init", "mode=both"] {
+        assert_eq!(spread(&["--set", mode]), spread(&[]), "{mode}");
+    }
+    // null is the chart's own, as when unset.
+    assert_eq!(
+        spread(&["--set", "topologySpreadConstraints=null"]),
+        spread(&[])
+    );
+    let zones = json!([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "pullcheck"}}}]);
+    let set = format!("topologySpreadConstraints={zones}");
+    assert_eq!(spread(&["--set-json", &set]), zones);
+    assert!(
+        spread(&["--set-json", "topologySpreadConstraints=[]"]).is_null(),
+        "[] renders no constraint"
+    );
+}
+
+/// The port of `container` named `name`, and the port its `--listen=:PORT` serves.
+fn served_port(container: &Value, name: &str) -> u64 {
+    let port = container["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("a port {name} in {container:#}"))["containerPort"]
+        .as_u64()
+        .expect("containerPort");
+    assert!(
+        args(container).contains(&format!("--listen=:{port}")),
+        "{} serves {name} ({port}): {:?}",
+        container["name"],
+        args(container)
+    );
+    port
+}
+
+/// `serviceMonitor.enabled`: a ServiceMonitor whose endpoints are the ports the metrics are
+/// really served on. The webhook serves `/metrics` on its one HTTPS port (src/webhook/server.rs,
+/// through src/serve.rs), the watcher on its plain-HTTP `--listen` (src/watch/server.rs); each
+/// endpoint names a port of the Service the ServiceMonitor selects, whose target is that
+/// container's port.
+#[test]
+fn chart_renders_a_service_monitor_of_the_ports_metrics_are_served_on() {
+    let docs = documents(&template("pullcheck", &[]));
+    assert!(!kinds(&docs).contains("ServiceMonitor"), "off by default");
+
+    let docs = documents(&template(
+        "pullcheck",
+        &[
+            "--set",
+            "serviceMonitor.enabled=true,serviceMonitor.labels.release=kube-prometheus-stack",
+        ],
+    ));
+    let monitor = one(&docs, "ServiceMonitor");
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(monitor["metadata"]["namespace"], "pullcheck");
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"],
+        "kube-prometheus-stack"
+    );
+    let service = one(&docs, "Service");
+    for (k, v) in monitor["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("matchLabels")
+    {
+        assert_eq!(
+            &service["metadata"]["labels"][k], v,
+            "selects the Service by {k}"
+        );
+    }
+    assert_eq!(
+        monitor["spec"]["namespaceSelector"],
+        json!({"matchNames": ["pullcheck"]})
+    );
+    assert_eq!(
+        monitor["spec"]["endpoints"],
+        json!([
+            {"port": "https", "scheme": "https", "path": "/metrics", "interval": "30s",
+             "tlsConfig": {"insecureSkipVerify": true}},
+            {"port": "watch-http", "scheme": "http", "path": "/metrics", "interval": "30s"},
+        ]),
+        "self-signed: the webhook's CA is in no Secret Prometheus could read"
+    );
+    let containers = one(&docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .clone();
+    for (endpoint, container) in [("https", "webhook"), ("watch-http", "watch")] {
+        let port = service["spec"]["ports"]
+            .as_array()
+            .expect("ports")
+            .iter()
+            .find(|p| p["name"] == endpoint)
+            .unwrap_or_else(|| panic!("the Service has a port {endpoint}: {service:#}"));
+        let target = port["targetPort"].as_str().expect("a named targetPort");
+        let container = containers
+            .iter()
+            .find(|c| c["name"] == container)
+            .expect("the container");
+        served_port(container, target);
+    }
+    // The watcher's port on the Service is its own number, as the webhook's 443 is not.
+    assert_eq!(
+        service["spec"]["ports"][1],
+        json!({"name": "watch-http", "port": 8081, "targetPort": "watch-http", "protocol": "TCP"})
+    );
+    // The webhook's HTTPS port is the one its probes use too, over HTTPS.
+    assert_eq!(
+        containers[0]["readinessProbe"]["httpGet"],
+        json!({"path": "/readyz", "port": "https", "scheme": "HTTPS"})
+    );
+
+    // mode init: the webhook alone; with cert-manager, its certificate verified against the
+    // CA of cert-manager's Secret, for the name the Certificate holds.
+    let docs = documents(&template(
+        "pullcheck",
+        &[
+            "--set",
+            "serviceMonitor.enabled=true,mode=init,certManager.enabled=true,\
+             serviceMonitor.interval=1m,serviceMonitor.scrapeTimeout=10s",
+        ],
+    ));
+    let monitor = one(&docs, "ServiceMonitor");
+    let cert = one(&docs, "Certificate");
+    assert_eq!(
+        monitor["spec"]["endpoints"],
+        json!([{"port": "https", "scheme": "https", "path": "/metrics", "interval": "1m",
+                "scrapeTimeout": "10s",
+                "tlsConfig": {"serverName": cert["spec"]["dnsNames"][0],
+                              "ca": {"secret": {"name": cert["spec"]["secretName"],
+                                                "key": "ca.crt"}}}}])
+    );
+    assert_eq!(
+        one(&docs, "Service")["spec"]["ports"]
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "no watcher, no port of its"
+    );
+    // A tlsConfig of the operator's replaces the chart's.
+    let docs = documents(&template(
+        "pullcheck",
+        &[
+            "--set",
+            "serviceMonitor.enabled=true",
+            "--set-json",
+            r#"serviceMonitor.tlsConfig={"ca":{"configMap":{"name":"corp-ca","key":"ca.crt"}},"serverName":"pullcheck-webhook.pullcheck.svc"}"#,
+        ],
+    ));
+    assert_eq!(
+        one(&docs, "ServiceMonitor")["spec"]["endpoints"][0]["tlsConfig"],
+        json!({"ca": {"configMap": {"name": "corp-ca", "key": "ca.crt"}},
+               "serverName": "pullcheck-webhook.pullcheck.svc"})
+    );
+}
+
+/// `templates/NOTES.txt` rendered with `values`. `helm template` leaves NOTES.txt out, and
+/// `helm install --dry-run` needs a cluster: a copy of the chart with one more template, a
+/// ConfigMap holding NOTES.txt (a named template like any other file), is rendered instead.
+fn notes(values: &[&str]) -> String {
+    static COPY: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let copy = COPY.get_or_init(|| {
+        fn copy_dir(from: &Path, to: &Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for entry in std::fs::read_dir(from).unwrap() {
+                let entry = entry.unwrap();
+                let dest = to.join(entry.file_name());
+                if entry.file_type().unwrap().is_dir() {
+                    copy_dir(&entry.path(), &dest);
+                } else {
+                    std::fs::copy(entry.path(), dest).unwrap();
+                }
+            }
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let chart = dir.path().join("pullcheck");
+        copy_dir(&repo().join("charts/pullcheck"), &chart);
+        std::fs::write(
+            chart.join("templates/notes-of-the-test.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  \
+             notes: {{ include \"pullcheck/templates/NOTES.txt\" . | quote }}\n",
+        )
+        .unwrap();
+        dir
+    });
+    let chart = copy.path().join("pullcheck").display().to_string();
+    let mut all = vec![
+        "template",
+        RELEASE,
+        &chart,
+        "--namespace",
+        RELEASE,
+        "--show-only",
+        "templates/notes-of-the-test.yaml",
+    ];
+    all.extend_from_slice(values);
+    let docs = documents(&helm(&all));
+    docs[0]["data"]["notes"]
+        .as_str()
+        .expect("the notes")
+        .to_string()
+}
+
+/// NOTES.txt lists every object the release holds, by kind and name, and says in words what
+/// the service account may do: in modes watch and both, that it may delete any pod and patch
+/// any pod's status, cluster-wide.
+#[test]
+fn chart_notes_name_what_was_installed_and_its_permissions() {
+    for values in [
+        &[][..],
+        &["--set", "mode=init"][..],
+        &["--set", "mode=both,serviceMonitor.enabled=true"][..],
+        &[
+            "--set",
+            "certManager.enabled=true,watch.readPullSecrets.enabled=true",
+        ][..],
+        &[
+            "--set",
+            "mode=both,watch.readPullSecrets.enabled=true",
+            "--set-json",
+            "watch.readPullSecrets.namespaces=[\"team-a\",\"team-b\"]",
+        ][..],
+    ] {
+        // Lines are wrapped for a terminal: compared as one line.
+        let said = notes(values)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let docs = documents(&template(RELEASE, values));
+        for doc in &docs {
+            let kind = doc["kind"].as_str().expect("kind");
+            let name = doc["metadata"]["name"].as_str().expect("name");
+            let want = match kind {
+                "ClusterRole" | "ClusterRoleBinding" => {
+                    format!("ClusterRole and ClusterRoleBinding {name}")
+                }
+                "Role" | "RoleBinding" => format!("Role and RoleBinding {name}"),
+                _ => format!("{kind} {name}"),
+            };
+            assert!(
+                said.contains(&want),
+                "{values:?}: NOTES names {want}:\n{said}"
+            );
+        }
+        let watcher = docs
+            .iter()
+            .any(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "pullcheck-watch");
+        for words in [
+            "get, list, watch and delete pods; patch pods' status",
+            "these rights are cluster-wide: the account may delete any pod, and patch any pod's \
+             status, in any namespace",
+        ] {
+            assert_eq!(said.contains(words), watcher, "{values:?}: {words}\n{said}");
+        }
+        let secrets = docs
+            .iter()
+            .any(|d| d["metadata"]["name"] == "pullcheck-watch-pull-secrets");
+        assert_eq!(
+            said.contains("Secrets: none, in any namespace."),
+            !secrets,
+            "{values:?}:\n{said}"
+        );
+    }
+    let said = notes(&["--set", "mode=both,watch.readPullSecrets.enabled=true"]);
+    assert!(
+        said.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains("get Secrets in every namespace"),
+        "{said}"
+    );
+}
+
 /// Every option of `pullcheck inject --help` but its input (`--filename`) and `--help`.
 fn inject_options() -> BTreeSet<String> {
     let out = crate::common::pullcheck_cmd()
@@ -890,6 +1279,10 @@ fn chart_installs() {
     assert!(
         out.contains("kubectl label namespace NAMESPACE pullcheck.dev/watch=chart-install-only"),
         "NOTES.txt tells how to opt a namespace in, with one label:\n{out}"
+    );
+    assert!(
+        out.contains("these rights are cluster-wide: the account may delete any pod"),
+        "NOTES.txt says what the watcher's account may do:\n{out}"
     );
 
     let fullname = "chart-install-pullcheck";
