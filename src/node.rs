@@ -417,15 +417,26 @@ pub(crate) fn is_node_name(name: &str) -> bool {
         })
 }
 
+/// The bytes of `path`, at most `max` (`limit` says it in words), its errors made by `err`.
+fn read_bounded(
+    path: &Path,
+    max: u64,
+    limit: &str,
+    err: impl Fn(String) -> NodeError,
+) -> Result<Vec<u8>, NodeError> {
+    read_limited_file(path, max).map_err(|e| match e {
+        LimitedReadError::TooLarge => err(format!("larger than {limit}")),
+        LimitedReadError::Io(e) => err(e.to_string()),
+    })
+}
+
 fn read_token(path: &Path) -> Result<String, NodeError> {
     let err = |why: String| NodeError::Token {
         path: path.display().to_string(),
         why,
     };
-    let bytes = read_limited_file(path, MAX_TOKEN_BYTES).map_err(|e| match e {
-        LimitedReadError::TooLarge => err(format!("larger than {} KiB", MAX_TOKEN_BYTES >> 10)),
-        LimitedReadError::Io(e) => err(e.to_string()),
-    })?;
+    let limit = format!("{} KiB", MAX_TOKEN_BYTES >> 10);
+    let bytes = read_bounded(path, MAX_TOKEN_BYTES, &limit, err)?;
     let token = String::from_utf8(bytes).map_err(|_| err("not text".to_string()))?;
     let token = token.trim();
     if token.is_empty() {
@@ -440,10 +451,8 @@ fn read_ca(path: &Path) -> Result<Vec<CertificateDer<'static>>, NodeError> {
         path: path.display().to_string(),
         why,
     };
-    let bytes = read_limited_file(path, MAX_CA_BYTES).map_err(|e| match e {
-        LimitedReadError::TooLarge => err(format!("larger than {} MiB", MAX_CA_BYTES >> 20)),
-        LimitedReadError::Io(e) => err(e.to_string()),
-    })?;
+    let limit = format!("{} MiB", MAX_CA_BYTES >> 20);
+    let bytes = read_bounded(path, MAX_CA_BYTES, &limit, err)?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| err(format!("not a valid PEM file: {e}")))?;

@@ -2,10 +2,8 @@
 //! `config.json`, a folder of mounted Secrets, each entry's `auth` or username and password,
 //! with errors that name the file and key and never the secret.
 
-use super::matching::{INDEX_HASH, KeyPattern};
-use super::{
-    CONFIG_FILE_NAMES, Entry, Keyring, KeyringError, MAX_FILE_BYTES, MAX_LISTED_KEYS, SourceRecord,
-};
+use super::matching::KeyPattern;
+use super::{CONFIG_FILE_NAMES, KeyringError, MAX_FILE_BYTES};
 use base64::Engine;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
@@ -76,203 +74,174 @@ where
     }
 }
 
-impl Keyring {
-    /// [`Keyring::add_json`]; with `helpers`, also the `credHelpers` / `credsStore` of a
-    /// workstation's Docker CLI config.
-    ///
-    /// Parsed straight into what is kept: the top level and the entries as raw slices of
-    /// `text`, each entry's three fields read from its slice, so that a 4 MiB file is never a
-    /// tree of values as well.
-    pub(super) fn add_config(
+/// Where the entries read go (the keyring), one at a time: the files are read without
+/// holding what they add a second time.
+pub(super) trait Sink {
+    /// A server whose secret the credential helper `helper` keeps, from the source `label`.
+    fn helper(&mut self, server: &str, helper: &str, label: &str);
+    /// A username and password for the key `pattern` (`shown` in messages), from `label`.
+    fn credential(
         &mut self,
-        path: &Path,
+        pattern: &KeyPattern,
+        shown: &str,
+        username: &str,
+        password: &str,
         label: &str,
-        text: &str,
-        helpers: bool,
-    ) -> Result<(), KeyringError> {
-        let err = |what: String| KeyringError {
-            path: path.to_path_buf(),
-            what,
-        };
-        let not_json = |e: serde_json::Error| {
-            // serde_json's message holds only a position and a category, never the content.
-            err(format!(
-                "not valid JSON (line {}, column {}: {})",
-                e.line(),
-                e.column(),
-                json_category(&e)
-            ))
-        };
-        let whole: &RawValue = serde_json::from_str(text).map_err(not_json)?;
-        if !whole.get().starts_with('{') {
-            return Err(err("not a JSON object".to_string()));
-        }
-        let top: BTreeMap<String, &RawValue> =
-            serde_json::from_str(whole.get()).map_err(not_json)?;
-        // `.dockerconfigjson` and config.json wrap the map in "auths"; legacy `.dockercfg` is
-        // the bare map.
-        let is_cli_config = top.contains_key("credHelpers") || top.contains_key("credsStore");
-        let map: Option<&RawValue> = match top.get("auths") {
-            Some(auths) if auths.get().starts_with('{') => Some(auths),
-            Some(_) => return Err(err("\"auths\" is not a JSON object".to_string())),
-            None if is_cli_config => None,
-            None => Some(whole),
-        };
-        // A Docker CLI config: servers whose secret a credential helper keeps. Only the
-        // workstation's own config runs helpers; the kubelet runs none from a pull secret.
-        let string_of = |raw: Option<&&RawValue>| {
-            raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
-                .filter(|s| !s.is_empty())
-        };
-        if helpers {
-            if let Some(servers) = top.get("credHelpers") {
-                let servers: BTreeMap<String, &RawValue> =
-                    serde_json::from_str(servers.get()).unwrap_or_default();
-                for (server, helper) in servers {
-                    if let Some(helper) = string_of(Some(&helper)) {
-                        self.add_helper(&server, &helper, label);
-                    }
+    );
+}
+
+/// The entries of one pull-secret file's `text` into `sink` (`Keyring::add_json`); with
+/// `helpers`, also the `credHelpers` / `credsStore` of a workstation's Docker CLI config.
+///
+/// Parsed straight into what is kept: the top level and the entries as raw slices of
+/// `text`, each entry's three fields read from its slice, so that a 4 MiB file is never a
+/// tree of values as well.
+pub(super) fn read_config(
+    sink: &mut impl Sink,
+    path: &Path,
+    label: &str,
+    text: &str,
+    helpers: bool,
+) -> Result<(), KeyringError> {
+    let err = |what: String| KeyringError {
+        path: path.to_path_buf(),
+        what,
+    };
+    let not_json = |e: serde_json::Error| {
+        // serde_json's message holds only a position and a category, never the content.
+        err(format!(
+            "not valid JSON (line {}, column {}: {})",
+            e.line(),
+            e.column(),
+            json_category(&e)
+        ))
+    };
+    let whole: &RawValue = serde_json::from_str(text).map_err(not_json)?;
+    if !whole.get().starts_with('{') {
+        return Err(err("not a JSON object".to_string()));
+    }
+    let top: BTreeMap<String, &RawValue> = serde_json::from_str(whole.get()).map_err(not_json)?;
+    // `.dockerconfigjson` and config.json wrap the map in "auths"; legacy `.dockercfg` is
+    // the bare map.
+    let is_cli_config = top.contains_key("credHelpers") || top.contains_key("credsStore");
+    let map: Option<&RawValue> = match top.get("auths") {
+        Some(auths) if auths.get().starts_with('{') => Some(auths),
+        Some(_) => return Err(err("\"auths\" is not a JSON object".to_string())),
+        None if is_cli_config => None,
+        None => Some(whole),
+    };
+    // A Docker CLI config: servers whose secret a credential helper keeps. Only the
+    // workstation's own config runs helpers; the kubelet runs none from a pull secret.
+    let string_of = |raw: Option<&&RawValue>| {
+        raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+            .filter(|s| !s.is_empty())
+    };
+    if helpers {
+        if let Some(servers) = top.get("credHelpers") {
+            let servers: BTreeMap<String, &RawValue> =
+                serde_json::from_str(servers.get()).unwrap_or_default();
+            for (server, helper) in servers {
+                if let Some(helper) = string_of(Some(&helper)) {
+                    sink.helper(&server, &helper, label);
                 }
             }
         }
-        let store = if helpers {
-            string_of(top.get("credsStore"))
-        } else {
-            None
-        };
-        let Some(map) = map else {
-            return Ok(());
-        };
-        let mut failed = None;
-        let mut visit = |key: String, entry: &RawValue| -> bool {
-            match self.add_entry(&key, entry, label, store.as_deref()) {
-                Ok(()) => true,
-                Err(what) => {
-                    failed = Some(err(format!("entry {}: {what}", shown_key(&key))));
-                    false
-                }
-            }
-        };
-        // Entries in document order: a JSON object has no order of its own, and the kubelet
-        // walks a Go map (in random order); every matching entry is tried in turn anyway.
-        let mut de = serde_json::Deserializer::from_str(map.get());
-        let walked = serde::de::DeserializeSeed::deserialize(EachEntry(&mut visit), &mut de);
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        walked.map_err(not_json)
     }
-
-    /// Adds one entry of a config's map; the error says what is wrong with it, never its
-    /// secret.
-    pub(super) fn add_entry(
-        &mut self,
-        key: &str,
-        entry: &RawValue,
-        label: &str,
-        store: Option<&str>,
-    ) -> Result<(), EntryError> {
-        if !entry.get().starts_with('{') {
-            return Err(EntryError::NotObject);
-        }
-        let fields: EntryFields<'_> = serde_json::from_str(entry.get())
-            .map_err(|e| EntryError::Unusable(json_category(&e)))?;
-        let field = |name: &'static str, raw: Option<&RawValue>| match raw {
-            None => Ok(None),
-            Some(r) if r.get() == "null" => Ok(None),
-            Some(r) => serde_json::from_str::<String>(r.get())
-                .map(Some)
-                .map_err(|_| EntryError::NotString(name)),
-        };
-        let mut username = field("username", fields.username)?.unwrap_or_default();
-        let mut password = field("password", fields.password)?.unwrap_or_default();
-        // `auth` overrides username and password, as in the kubelet.
-        if let Some(auth) = field("auth", fields.auth)?.filter(|a| !a.is_empty()) {
-            let decoded = decode_auth(&auth).ok_or(EntryError::AuthBase64)?;
-            let (u, p) = decoded.split_once(':').ok_or(EntryError::AuthPair)?;
-            username = u.to_string();
-            password = p.to_string();
-        }
-        if username.is_empty() && password.is_empty() {
-            // An entry that only names a server: with a credentials store, the store keeps
-            // the secret; otherwise there is nothing to use.
-            if let Some(store) = store {
-                self.add_helper(key, store, label);
-            }
-            return Ok(());
-        }
-        // A key Go's url.Parse refuses is logged and ignored by the kubelet, which still
-        // pulls with the other entries: do the same.
-        let Some(pattern) = KeyPattern::parse(key) else {
-            return Ok(());
-        };
-        self.index.take();
-        let label = self.label(label);
-        let shown = format!("key {}", shown_key(key));
-        self.entries
-            .push(Entry::new(&pattern, &shown, &username, &password, label));
-        Ok(())
-    }
-
-    pub(super) fn add_file(
-        &mut self,
-        file: &Path,
-        label: &str,
-        helpers: bool,
-    ) -> Result<(), KeyringError> {
-        let err = |what: String| KeyringError {
-            path: file.to_path_buf(),
-            what,
-        };
-        // Read through a limit: a device (`/dev/zero`) reports no size and never ends.
-        let bytes = crate::input::read_limited_file(file, MAX_FILE_BYTES).map_err(|e| match e {
-            crate::input::LimitedReadError::TooLarge => err(format!(
-                "larger than {} MiB: too large for a credential file (a Kubernetes Secret holds at most 1 MiB)",
-                MAX_FILE_BYTES >> 20
-            )),
-            crate::input::LimitedReadError::Io(e) => err(format!("cannot read: {e}")),
-        })?;
-        let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".to_string()))?;
-        if text.trim().is_empty() {
-            return Err(err("empty file".to_string()));
-        }
-        self.add_config(file, label, &text, helpers)
-    }
-
-    /// [`Keyring::add_file`], recording the source and the keys it added.
-    pub(super) fn add_source_file(
-        &mut self,
-        file: &Path,
-        label: &str,
-        helpers: bool,
-    ) -> Result<(), KeyringError> {
-        use std::hash::BuildHasher;
-        let (entries, helper_entries) = (self.entries.len(), self.helpers.len());
-        self.add_file(file, label, helpers)?;
-        // Distinct keys counted by hash (a 4 MiB config holds ~110,000 entries: no second
-        // copy of their text), the first few kept to be shown. Linear in the entries.
-        let mut seen = std::collections::HashSet::new();
-        let mut keys = Vec::new();
-        let added = self.entries[entries..].iter().map(Entry::key_text).chain(
-            self.helpers[helper_entries..]
-                .iter()
-                .map(|h| h.pattern.key()),
-        );
-        for key in added {
-            if seen.insert(INDEX_HASH.hash_one(&key)) && keys.len() < MAX_LISTED_KEYS {
-                keys.push(shown_key(&key));
+    let store = if helpers {
+        string_of(top.get("credsStore"))
+    } else {
+        None
+    };
+    let Some(map) = map else {
+        return Ok(());
+    };
+    let mut failed = None;
+    let mut visit = |key: String, entry: &RawValue| -> bool {
+        match read_entry(sink, &key, entry, label, store.as_deref()) {
+            Ok(()) => true,
+            Err(what) => {
+                failed = Some(err(format!("entry {}: {what}", shown_key(&key))));
+                false
             }
         }
-        self.sources.push(SourceRecord {
-            source: label.to_string(),
-            path: Some(file.display().to_string()),
-            keys,
-            key_count: seen.len(),
-            problem: None,
-            implicit: false,
-        });
-        Ok(())
+    };
+    // Entries in document order: a JSON object has no order of its own, and the kubelet
+    // walks a Go map (in random order); every matching entry is tried in turn anyway.
+    let mut de = serde_json::Deserializer::from_str(map.get());
+    let walked = serde::de::DeserializeSeed::deserialize(EachEntry(&mut visit), &mut de);
+    if let Some(e) = failed {
+        return Err(e);
     }
+    walked.map_err(not_json)
+}
+
+/// One entry of a config's map into `sink`; the error says what is wrong with it, never
+/// its secret.
+pub(super) fn read_entry(
+    sink: &mut impl Sink,
+    key: &str,
+    entry: &RawValue,
+    label: &str,
+    store: Option<&str>,
+) -> Result<(), EntryError> {
+    if !entry.get().starts_with('{') {
+        return Err(EntryError::NotObject);
+    }
+    let fields: EntryFields<'_> =
+        serde_json::from_str(entry.get()).map_err(|e| EntryError::Unusable(json_category(&e)))?;
+    let field = |name: &'static str, raw: Option<&RawValue>| match raw {
+        None => Ok(None),
+        Some(r) if r.get() == "null" => Ok(None),
+        Some(r) => serde_json::from_str::<String>(r.get())
+            .map(Some)
+            .map_err(|_| EntryError::NotString(name)),
+    };
+    let mut username = field("username", fields.username)?.unwrap_or_default();
+    let mut password = field("password", fields.password)?.unwrap_or_default();
+    // `auth` overrides username and password, as in the kubelet.
+    if let Some(auth) = field("auth", fields.auth)?.filter(|a| !a.is_empty()) {
+        let decoded = decode_auth(&auth).ok_or(EntryError::AuthBase64)?;
+        let (u, p) = decoded.split_once(':').ok_or(EntryError::AuthPair)?;
+        username = u.to_string();
+        password = p.to_string();
+    }
+    if username.is_empty() && password.is_empty() {
+        // An entry that only names a server: with a credentials store, the store keeps
+        // the secret; otherwise there is nothing to use.
+        if let Some(store) = store {
+            sink.helper(key, store, label);
+        }
+        return Ok(());
+    }
+    // A key Go's url.Parse refuses is logged and ignored by the kubelet, which still
+    // pulls with the other entries: do the same.
+    let Some(pattern) = KeyPattern::parse(key) else {
+        return Ok(());
+    };
+    let shown = format!("key {}", shown_key(key));
+    sink.credential(&pattern, &shown, &username, &password, label);
+    Ok(())
+}
+
+/// The text of a pull-secret file, read through a limit: a device (`/dev/zero`) reports no
+/// size and never ends.
+pub(super) fn read_text(file: &Path) -> Result<String, KeyringError> {
+    let err = |what: String| KeyringError {
+        path: file.to_path_buf(),
+        what,
+    };
+    let bytes = crate::input::read_limited_file(file, MAX_FILE_BYTES).map_err(|e| match e {
+        crate::input::LimitedReadError::TooLarge => err(format!(
+            "larger than {} MiB: too large for a credential file (a Kubernetes Secret holds at most 1 MiB)",
+            MAX_FILE_BYTES >> 20
+        )),
+        crate::input::LimitedReadError::Io(e) => err(format!("cannot read: {e}")),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".to_string()))?;
+    if text.trim().is_empty() {
+        return Err(err("empty file".to_string()));
+    }
+    Ok(text)
 }
 
 /// Base64 of `user:password`, padded or not, standard or URL-safe alphabet.

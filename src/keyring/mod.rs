@@ -404,6 +404,59 @@ impl Keyring {
         self.add_config(path, label, text, false)
     }
 
+    /// The entries of one config's `text` (`files::read_config`); with `helpers`, also a
+    /// workstation's credential helpers.
+    fn add_config(
+        &mut self,
+        path: &Path,
+        label: &str,
+        text: &str,
+        helpers: bool,
+    ) -> Result<(), KeyringError> {
+        files::read_config(self, path, label, text, helpers)
+    }
+
+    /// The entries of one pull-secret file.
+    fn add_file(&mut self, file: &Path, label: &str, helpers: bool) -> Result<(), KeyringError> {
+        let text = files::read_text(file)?;
+        self.add_config(file, label, &text, helpers)
+    }
+
+    /// [`Keyring::add_file`], recording the source and the keys it added.
+    fn add_source_file(
+        &mut self,
+        file: &Path,
+        label: &str,
+        helpers: bool,
+    ) -> Result<(), KeyringError> {
+        use std::hash::BuildHasher;
+        let (entries, helper_entries) = (self.entries.len(), self.helpers.len());
+        self.add_file(file, label, helpers)?;
+        // Distinct keys counted by hash (a 4 MiB config holds ~110,000 entries: no second
+        // copy of their text), the first few kept to be shown. Linear in the entries.
+        let mut seen = std::collections::HashSet::new();
+        let mut keys = Vec::new();
+        let added = self.entries[entries..].iter().map(Entry::key_text).chain(
+            self.helpers[helper_entries..]
+                .iter()
+                .map(|h| h.pattern.key()),
+        );
+        for key in added {
+            if seen.insert(INDEX_HASH.hash_one(&key)) && keys.len() < MAX_LISTED_KEYS {
+                keys.push(shown_key(&key));
+            }
+        }
+        self.sources.push(SourceRecord {
+            source: label.to_string(),
+            path: Some(file.display().to_string()),
+            keys,
+            key_count: seen.len(),
+            problem: None,
+            implicit: false,
+        });
+        Ok(())
+    }
+
     /// Adds one credential for `registry` (`host[:port]`, or `docker.io`), before every other
     /// source: `--creds USER:PASS`, given for one run by a person on the command line.
     pub(crate) fn add_first(
@@ -696,6 +749,27 @@ impl Keyring {
             self.labels.push(label.to_string());
         }
         u32::try_from(self.labels.len() - 1).unwrap_or(u32::MAX)
+    }
+}
+
+impl files::Sink for Keyring {
+    fn helper(&mut self, server: &str, helper: &str, label: &str) {
+        self.add_helper(server, helper, label);
+    }
+
+    fn credential(
+        &mut self,
+        pattern: &KeyPattern,
+        shown: &str,
+        username: &str,
+        password: &str,
+        label: &str,
+    ) {
+        // A new entry outdates the lookup index, built again at the next lookup.
+        self.index.take();
+        let label = self.label(label);
+        self.entries
+            .push(Entry::new(pattern, shown, username, password, label));
     }
 }
 

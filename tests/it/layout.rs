@@ -37,15 +37,11 @@ const LONG_FNS: &[(&str, usize)] = &[];
 
 /// Types allowed `impl` blocks outside the file that defines them (`file:Type`), with the files
 /// those are in. It may only shrink: `Reader` (the manifests' reader, whose kinds table and
-/// job frameworks read through it) and `Keyring` (whose file loading is in `files.rs`) are the
-/// two left.
-const SPREAD_TYPES: &[(&str, &[&str])] = &[
-    ("keyring/mod.rs:Keyring", &["keyring/files.rs"]),
-    (
-        "manifests/reader.rs:Reader",
-        &["manifests/frameworks.rs", "manifests/kinds.rs"],
-    ),
-];
+/// job frameworks read through it) is the one left.
+const SPREAD_TYPES: &[(&str, &[&str])] = &[(
+    "manifests/reader.rs:Reader",
+    &["manifests/frameworks.rs", "manifests/kinds.rs"],
+)];
 
 #[test]
 fn no_import_cycles() {
