@@ -129,11 +129,41 @@ impl<const N: usize> Counters<N> {
 
 /// The single-threaded runtime each server runs on (a server's work is I/O: one thread
 /// answers in well under a millisecond, and the pod asks for a fraction of a core).
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, ServeError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .map_err(ServeError::Runtime)
+}
+
+/// Why a server could not start, or stopped: what both servers' starts share.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ServeError {
+    /// The runtime could not be built.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// `--listen`'s address could not be bound.
+    #[error("--listen {address}: {source}")]
+    Listen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bound socket has no local address (the system's words only).
+    #[error("{0}")]
+    LocalAddress(#[source] std::io::Error),
+    /// The accept loop ended.
+    #[error("the server stopped: {0}")]
+    Stopped(#[source] std::io::Error),
+}
+
+/// Binds `address`: the listener and the address it is bound to (the port chosen for `:0`).
+pub(crate) async fn bind(address: SocketAddr) -> Result<(TcpListener, SocketAddr), ServeError> {
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|source| ServeError::Listen { address, source })?;
+    let bound = listener.local_addr().map_err(ServeError::LocalAddress)?;
+    Ok((listener, bound))
 }
 
 /// A Prometheus histogram of durations, in seconds, written in the text format by hand (a
@@ -199,14 +229,23 @@ impl Histogram {
 
 /// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address; `example` is the port the error
 /// shows (the command's default).
-pub(crate) fn listen_address(value: &str, example: u16) -> Result<SocketAddr, String> {
+pub(crate) fn listen_address(value: &str, example: u16) -> Result<SocketAddr, ListenAddressError> {
     let full = match value.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}"),
         None => value.to_string(),
     };
-    full.parse().map_err(|_| {
-        format!("--listen {value}: not HOST:PORT or :PORT (e.g. :{example}, 127.0.0.1:{example})")
+    full.parse().map_err(|_| ListenAddressError {
+        value: value.to_string(),
+        example,
     })
+}
+
+/// A `--listen` value that is neither `HOST:PORT` nor `:PORT`; `example` is the port shown.
+#[derive(Debug, thiserror::Error)]
+#[error("--listen {value}: not HOST:PORT or :PORT (e.g. :{example}, 127.0.0.1:{example})")]
+pub(crate) struct ListenAddressError {
+    value: String,
+    example: u16,
 }
 
 /// Completes on SIGTERM (the pod stopped) or SIGINT, with the signal's name.
@@ -275,7 +314,7 @@ mod tests {
             "[::1]:9"
         );
         assert!(listen_address("localhost", 8443).is_err());
-        let e = listen_address("8081", 8081).unwrap_err();
+        let e = listen_address("8081", 8081).unwrap_err().to_string();
         assert!(e.contains("e.g. :8081, 127.0.0.1:8081"), "{e}");
     }
 

@@ -617,12 +617,12 @@ fn add_creds(
     keyring: &mut Keyring,
     creds: &keyring::Secret,
     references: &[Reference],
-) -> Result<(), String> {
+) -> Result<(), CredsError> {
     let (user, password) = creds
         .expose()
         .split_once(':')
         .filter(|(u, p)| !u.is_empty() && !p.is_empty())
-        .ok_or("expected USER:PASS, a user name and a password separated by ':' (the value is not shown)")?;
+        .ok_or(CredsError::NotUserPass)?;
     let mut registries: Vec<&str> = references.iter().map(|r| r.registry.as_str()).collect();
     registries.sort_unstable();
     registries.dedup();
@@ -632,12 +632,26 @@ fn add_creds(
             keyring.add_first(registry, user, keyring::Secret::new(password), "--creds");
             Ok(())
         }
-        several => Err(format!(
-            "the images are on {} registries ({}), and --creds gives one credential to one registry: check them in separate runs, or use --docker-config",
-            several.len(),
-            several.join(", ")
+        several => Err(CredsError::SeveralRegistries(
+            several.iter().map(|r| r.to_string()).collect(),
         )),
     }
+}
+
+/// Why `--creds` could not be used; never with the value.
+#[derive(Debug, thiserror::Error)]
+enum CredsError {
+    #[error(
+        "expected USER:PASS, a user name and a password separated by ':' (the value is not shown)"
+    )]
+    NotUserPass,
+    /// The images' registries, more than one.
+    #[error(
+        "the images are on {} registries ({}), and --creds gives one credential to one registry: check them in separate runs, or use --docker-config",
+        .0.len(),
+        .0.join(", ")
+    )]
+    SeveralRegistries(Vec<String>),
 }
 
 /// The node's credential sources: the built-in cloud providers (`--cloud-credentials`) and
@@ -697,19 +711,32 @@ fn node_credentials(
 /// The largest CA file read (a full system bundle is about 200 KiB).
 const MAX_CA_BYTES: u64 = 4 * 1024 * 1024;
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, CaFileError> {
     // Read through a limit: a device (`/dev/zero`) reports no size and never ends.
     let bytes = read_limited_file(path, MAX_CA_BYTES).map_err(|e| match e {
-        LimitedReadError::TooLarge => format!("larger than {} MiB", MAX_CA_BYTES >> 20),
-        LimitedReadError::Io(e) => format!("cannot read: {e}"),
+        LimitedReadError::TooLarge => CaFileError::TooLarge,
+        LimitedReadError::Io(e) => CaFileError::Read(e),
     })?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("not a valid PEM file: {e}"))?;
+        .map_err(CaFileError::Pem)?;
     if certs.is_empty() {
-        return Err("holds no PEM certificate (-----BEGIN CERTIFICATE-----)".to_string());
+        return Err(CaFileError::NoCertificate);
     }
     Ok(certs)
+}
+
+/// Why a `--ca-file` could not be used.
+#[derive(Debug, thiserror::Error)]
+enum CaFileError {
+    #[error("larger than {} MiB", MAX_CA_BYTES >> 20)]
+    TooLarge,
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("not a valid PEM file: {0}")]
+    Pem(#[source] rustls_pki_types::pem::Error),
+    #[error("holds no PEM certificate (-----BEGIN CERTIFICATE-----)")]
+    NoCertificate,
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use super::ConfigErrors;
 use crate::cli::InjectArgs;
 use crate::credentials::plugin;
-use crate::inject::{InjectOptions, LimitRanges};
+use crate::inject::{InjectOptions, LimitRanges, LimitRangesError};
 use crate::input::read_input;
 use std::path::Path;
 
@@ -99,10 +99,22 @@ fn provider_token_additions(path: &Path) -> Result<Option<plugin::InjectAddition
 }
 
 /// What `inject --limit-range-file PATH` holds: the `Container` items of its LimitRanges.
-fn limit_ranges(path: &Path) -> Result<LimitRanges, String> {
+fn limit_ranges(path: &Path) -> Result<LimitRanges, LimitRangeFileError> {
     if path == Path::new("-") {
-        return Err("a file, not stdin (stdin holds the manifests)".to_string());
+        return Err(LimitRangeFileError::Stdin);
     }
-    let text = read_input(path, &mut std::io::empty()).map_err(|e| e.to_string())?;
-    LimitRanges::parse(&text)
+    let text = read_input(path, &mut std::io::empty()).map_err(LimitRangeFileError::Read)?;
+    Ok(LimitRanges::parse(&text)?)
+}
+
+/// Why `--limit-range-file` could not be used.
+#[derive(Debug, thiserror::Error)]
+enum LimitRangeFileError {
+    #[error("a file, not stdin (stdin holds the manifests)")]
+    Stdin,
+    /// Not read, in the words of the input reader.
+    #[error("{0}")]
+    Read(crate::input::InputError),
+    #[error(transparent)]
+    Parse(#[from] LimitRangesError),
 }

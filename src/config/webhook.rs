@@ -56,7 +56,7 @@ impl WebhookConfig {
     pub(crate) fn from_args(args: WebhookArgs) -> Result<WebhookConfig, ConfigErrors> {
         let mut errors = Vec::new();
         let listen = crate::serve::listen_address(&args.listen, 8443)
-            .map_err(|e| errors.push(e))
+            .map_err(|e| errors.push(e.to_string()))
             .ok();
         let watching = args.mode == WebhookMode::Watch;
         let inject = InjectConfig::from_args(args.inject)

@@ -80,6 +80,7 @@ pub use container::{env_value, init_container, volume_name};
 pub(crate) use object::inject_object;
 pub(crate) use options::{ValidOptions, validate};
 use pod::Run;
+pub(crate) use resources::LimitRangesError;
 pub use resources::{LimitRangeItem, LimitRanges, Requirements};
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
@@ -842,9 +843,12 @@ mod tests {
     }
 
     /// `inject` as it was: the whole input read, then edited.
-    fn read_whole(input: &str, options: &InjectOptions) -> Result<(String, Vec<String>), String> {
-        let valid = validate(options.clone()).map_err(|e| e.0)?;
-        let done = whole(input, "t", &valid).map_err(|e| e.0)?;
+    fn read_whole(
+        input: &str,
+        options: &InjectOptions,
+    ) -> Result<(String, Vec<String>), InjectError> {
+        let valid = validate(options.clone())?;
+        let done = whole(input, "t", &valid)?;
         Ok((done.output, done.warnings))
     }
 
@@ -885,7 +889,11 @@ mod tests {
                 (d.output, warnings)
             });
             let read_whole = read_whole(input, &options);
-            assert_eq!(streamed.map_err(|e| e.0), read_whole, "{input}");
+            assert_eq!(
+                streamed.map_err(|e| e.0),
+                read_whole.map_err(|e| e.0),
+                "{input}"
+            );
         }
         // Once its own output, a second inject changes nothing.
         let twice = run(&cases[0]).output;

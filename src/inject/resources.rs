@@ -336,8 +336,8 @@ impl LimitRangeItem {
 impl LimitRanges {
     /// The `Container` items of LimitRange objects, and of Lists of them (`kubectl get
     /// limitrange -o yaml`).
-    pub(crate) fn from_objects(objects: &[Value]) -> Result<LimitRanges, String> {
-        fn walk(v: &Value, out: &mut Vec<LimitRangeItem>) -> Result<(), String> {
+    pub(crate) fn from_objects(objects: &[Value]) -> Result<LimitRanges, LimitRangesError> {
+        fn walk(v: &Value, out: &mut Vec<LimitRangeItem>) -> Result<(), LimitRangesError> {
             match v["kind"].as_str() {
                 Some("LimitRange") => {
                     let limits = v["spec"]["limits"].as_array().map(Vec::as_slice);
@@ -356,10 +356,7 @@ impl LimitRanges {
                     Ok(())
                 }
                 None if v.is_null() => Ok(()),
-                other => Err(format!(
-                    "a LimitRange or a List of them, not {}",
-                    other.unwrap_or("an object without kind")
-                )),
+                other => Err(LimitRangesError::Kind(other.map(str::to_string))),
             }
         }
         let mut items = Vec::new();
@@ -370,16 +367,36 @@ impl LimitRanges {
     }
 
     /// LimitRanges as YAML or JSON, one or more documents.
-    pub(crate) fn parse(text: &str) -> Result<LimitRanges, String> {
+    pub(crate) fn parse(text: &str) -> Result<LimitRanges, LimitRangesError> {
         use serde::Deserialize;
         let mut objects = Vec::new();
         for (i, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-            let v = Value::deserialize(document)
-                .map_err(|e| format!("document {}: not valid YAML: {e}", i + 1))?;
+            let v = Value::deserialize(document).map_err(|source| LimitRangesError::Yaml {
+                document: i + 1,
+                source,
+            })?;
             objects.push(v);
         }
         LimitRanges::from_objects(&objects)
     }
+}
+
+/// Why LimitRanges could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LimitRangesError {
+    /// An object of another kind (`None`: without one).
+    #[error(
+        "a LimitRange or a List of them, not {}",
+        .0.as_deref().unwrap_or("an object without kind")
+    )]
+    Kind(Option<String>),
+    /// A document (counted from 1) that is not YAML.
+    #[error("document {document}: not valid YAML: {source}")]
+    Yaml {
+        document: usize,
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
 }
 
 /// The init container's resources for a pod of `containers` (pullcheck's own left out) in a
@@ -673,6 +690,7 @@ mod tests {
         assert!(
             LimitRanges::parse("kind: Pod\n")
                 .unwrap_err()
+                .to_string()
                 .contains("not Pod")
         );
         assert!(LimitRanges::parse("a: [\n").is_err());

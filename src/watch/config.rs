@@ -70,7 +70,7 @@ impl Config {
             ));
         }
         let listen = crate::serve::listen_address(&args.listen, 8081).unwrap_or_else(|e| {
-            errors.push(e);
+            errors.push(e.to_string());
             SocketAddr::from(([0, 0, 0, 0], 0))
         });
         if !is_dns_subdomain(&args.lease_name) {
@@ -192,27 +192,34 @@ fn judged<T: Clone>(
 
 /// `KEY=VALUE` or `KEY`, with Kubernetes' label syntax: an optional DNS prefix and `/`, then a
 /// name of at most 63 characters; the value at most 63.
-fn label_selector(s: &str) -> Result<(), String> {
+fn label_selector(s: &str) -> Result<(), LabelSelectorError> {
     let (key, value) = match s.split_once('=') {
         Some((k, v)) => (k, Some(v)),
         None => (s, None),
     };
     let name = match key.rsplit_once('/') {
         Some((prefix, name)) if is_dns_subdomain(prefix) => name,
-        Some(_) => return Err("the key's prefix is not a DNS name".into()),
+        Some(_) => return Err(LabelSelectorError::Prefix),
         None => key,
     };
     if !is_label_value(name) || name.is_empty() {
-        return Err(
-            "expected KEY=VALUE or KEY, with a label key such as pullcheck.dev/watch".into(),
-        );
+        return Err(LabelSelectorError::Key);
     }
     if value.is_some_and(|v| !is_label_value(v)) {
-        return Err(
-            "the value is not a label value (at most 63 letters, digits, `-`, `_`, `.`)".into(),
-        );
+        return Err(LabelSelectorError::Value);
     }
     Ok(())
+}
+
+/// What is wrong with a `--namespace-label` selector.
+#[derive(Debug, thiserror::Error)]
+enum LabelSelectorError {
+    #[error("the key's prefix is not a DNS name")]
+    Prefix,
+    #[error("expected KEY=VALUE or KEY, with a label key such as pullcheck.dev/watch")]
+    Key,
+    #[error("the value is not a label value (at most 63 letters, digits, `-`, `_`, `.`)")]
+    Value,
 }
 
 /// A label value: empty, or up to 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both ends.
@@ -227,25 +234,35 @@ fn is_label_value(s: &str) -> bool {
 
 /// `KEY=DURATION`, for one of the watched waiting reasons or one of the reason words the
 /// kubelet's words can give.
-fn grace_for_value(s: &str) -> Result<(String, Duration), String> {
+fn grace_for_value(s: &str) -> Result<(String, Duration), GraceForError> {
     let Some((key, duration)) = s.split_once('=') else {
-        return Err(
-            "expected KEY=DURATION, e.g. manifest_missing=2m or CreateContainerConfigError=5m"
-                .into(),
-        );
+        return Err(GraceForError::NotKeyDuration);
     };
     let key = key.trim();
     if !super::grace::is_key(key) {
-        return Err(format!(
-            "{key} is neither a waiting reason the watcher acts on ({}) nor one of its reasons ({})",
-            super::classify::WATCHED.join(", "),
-            super::grace::permanent_words()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        return Err(GraceForError::UnknownKey {
+            key: key.to_string(),
+        });
     }
-    let d = crate::cli::values::parse_duration_or_zero(duration).map_err(|e| e.to_string())?;
+    let d =
+        crate::cli::values::parse_duration_or_zero(duration).map_err(GraceForError::Duration)?;
     Ok((key.to_string(), d))
+}
+
+/// What is wrong with a `--grace-for` value.
+#[derive(Debug, PartialEq, thiserror::Error)]
+enum GraceForError {
+    #[error("expected KEY=DURATION, e.g. manifest_missing=2m or CreateContainerConfigError=5m")]
+    NotKeyDuration,
+    #[error(
+        "{key} is neither a waiting reason the watcher acts on ({watched}) nor one of its reasons ({words})",
+        watched = super::classify::WATCHED.join(", "),
+        words = super::grace::permanent_words().collect::<Vec<_>>().join(", ")
+    )]
+    UnknownKey { key: String },
+    /// The duration, in the words of the parser that `--grace` uses too (clap's).
+    #[error("{0}")]
+    Duration(crate::cli::values::ValueError),
 }
 
 #[cfg(test)]

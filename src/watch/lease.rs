@@ -99,9 +99,9 @@ impl Elector {
                         }
                     };
                     let step = step(lease.as_ref(), &self.identity, now - since);
-                    self.apply(step, lease).await
+                    self.apply(step, lease).await.map_err(LeaseError::Write)
                 }
-                Err(e) => Err(format!("get: {e}")),
+                Err(e) => Err(LeaseError::Get(e)),
             };
             match held {
                 Ok(true) => renewed = Some(Instant::now()),
@@ -130,7 +130,7 @@ impl Elector {
     }
 
     /// Carries one step out: `Ok(true)` when we hold the Lease after it.
-    async fn apply(&self, step: Step, lease: Option<Lease>) -> Result<bool, String> {
+    async fn apply(&self, step: Step, lease: Option<Lease>) -> Result<bool, kube::Error> {
         let now = MicroTime(Timestamp::now());
         let seconds = i32::try_from(self.duration.as_secs()).unwrap_or(i32::MAX);
         let write = match step {
@@ -171,7 +171,7 @@ impl Elector {
         match write {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(s)) if s.is_conflict() || s.is_already_exists() => Ok(false),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         }
     }
 
@@ -194,6 +194,17 @@ impl Elector {
             .replace(&self.name, &PostParams::default(), &lease)
             .await;
     }
+}
+
+/// Why one round of the election failed (said at info level: the next round retries).
+#[derive(Debug, thiserror::Error)]
+enum LeaseError {
+    /// The Lease could not be read.
+    #[error("get: {0}")]
+    Get(#[source] kube::Error),
+    /// It could not be created or replaced (other than a conflict).
+    #[error("{0}")]
+    Write(#[source] kube::Error),
 }
 
 #[cfg(test)]

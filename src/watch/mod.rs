@@ -31,6 +31,7 @@ pub(crate) mod server;
 use crate::cli::watch::WatchArgs;
 use crate::log::{self, Component};
 use crate::report::ExitCode;
+use crate::serve::ServeError;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -48,22 +49,19 @@ pub(crate) fn run(args: WatchArgs) -> ExitCode {
     match start(config) {
         Ok(code) => code,
         Err(e) => {
-            log::error(Component::Command, &e);
+            log::error(Component::Command, &e.to_string());
             ExitCode::Usage
         }
     }
 }
 
-fn start(config: config::Config) -> Result<ExitCode, String> {
+fn start(config: config::Config) -> Result<ExitCode, StartError> {
     let runtime = crate::serve::runtime()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(config.listen)
+        let (listener, bound) = crate::serve::bind(config.listen).await?;
+        let client = kube::Client::try_default()
             .await
-            .map_err(|e| format!("--listen {}: {e}", config.listen))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        let client = kube::Client::try_default().await.map_err(|e| {
-            format!("cannot reach the API server (in-cluster config or KUBECONFIG): {e}")
-        })?;
+            .map_err(StartError::NoClient)?;
         let grace = match config.settings.graces.all {
             Some(g) => format!("grace {g:?}"),
             None => "each verdict's own grace".to_string(),
@@ -132,9 +130,9 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
             std::future::pending::<()>().await;
         };
         tokio::select! {
-            e = server::serve(listener, shared) => return Err(format!("the server stopped: {e}")),
-            why = watcher.run(client) => return Err(why),
-            () = elector.run(leading_tx) => return Err("the leader election stopped".into()),
+            e = server::serve(listener, shared) => return Err(ServeError::Stopped(e).into()),
+            why = watcher.run(client) => return Err(StartError::Watcher(why)),
+            () = elector.run(leading_tx) => return Err(StartError::ElectionStopped),
             () = gauge_task => {}
             signal = crate::serve::stopped() => {
                 log::info(Component::Watch, &format!("{signal}: giving the lease up and stopping"));
@@ -145,4 +143,21 @@ fn start(config: config::Config) -> Result<ExitCode, String> {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), releaser.release()).await;
         Ok(ExitCode::Ok)
     })
+}
+
+/// Why the watcher could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    /// The runtime, the listener, or the server's end.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    /// No Kubernetes client configuration.
+    #[error("cannot reach the API server (in-cluster config or KUBECONFIG): {0}")]
+    NoClient(#[source] kube::Error),
+    /// The watch ended, with its words.
+    #[error("{0}")]
+    Watcher(String),
+    /// The leader election's loop ended (it never does but by a bug).
+    #[error("the leader election stopped")]
+    ElectionStopped,
 }

@@ -6,7 +6,8 @@
 //! Every answer allows the object: a review that cannot be read, or an object `inject` cannot
 //! edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
-use super::decision::{Asked, Decision, OPT_OUT, Outcome, Skip};
+use super::decision::{Asked, Decision, OPT_OUT, Outcome, Skip, Unchanged};
+use super::limit_ranges::ReadError;
 use super::patch::diff;
 use crate::escape::{cut, escape};
 use crate::inject::{CONTAINER_NAME, LimitRanges, ValidOptions, inject_object};
@@ -161,7 +162,7 @@ impl Admitter {
     pub(crate) fn review_in(
         &self,
         body: &[u8],
-        ranges: Option<Result<LimitRanges, String>>,
+        ranges: Option<Result<LimitRanges, ReadError>>,
     ) -> Result<Answer, Unreadable> {
         let typed = serde_json::from_slice::<AdmissionReview<DynamicObject>>(body)
             .map_err(|e| e.to_string())
@@ -220,8 +221,8 @@ impl Admitter {
         request: &Asked<'_>,
         options: &ValidOptions,
         without_policy: &ValidOptions,
-        ranges: Option<Result<LimitRanges, String>>,
-    ) -> Result<Decision, String> {
+        ranges: Option<Result<LimitRanges, ReadError>>,
+    ) -> Result<Decision, Unchanged> {
         if !matches!(request.operation, Operation::Create) {
             return Ok(Decision::Skip(Skip::Operation, Vec::new()));
         }
@@ -242,10 +243,7 @@ impl Admitter {
         if request.sub_resource.is_some() {
             return Ok(Decision::Skip(Skip::Operation, Vec::new()));
         }
-        let object = request
-            .object
-            .as_object()
-            .ok_or("the review's object is not a JSON object")?;
+        let object = request.object.as_object().ok_or(Unchanged::NotAnObject)?;
         let metadata = &request.object["metadata"];
         let namespace = request.namespace.or(metadata["namespace"].as_str());
         if namespace.is_some() && namespace == self.namespace.as_deref() {
@@ -307,7 +305,7 @@ impl Admitter {
             Kind::Pod => controller_kind(metadata),
             Kind::Job => None,
         };
-        let injected = inject_object(&before, &source, &options, owner).map_err(|e| e.0)?;
+        let injected = inject_object(&before, &source, &options, owner)?;
         let mut warnings = as_admission_warnings(&injected.warnings, &source);
         let ops = diff(&before, &injected.after);
         warnings.extend(
@@ -367,8 +365,8 @@ fn answer(
 /// warning); as they are without a read.
 fn with_limit_ranges(
     options: &ValidOptions,
-    ranges: Option<Result<LimitRanges, String>>,
-) -> (std::borrow::Cow<'_, ValidOptions>, Option<String>) {
+    ranges: Option<Result<LimitRanges, ReadError>>,
+) -> (std::borrow::Cow<'_, ValidOptions>, Option<ReadError>) {
     let Some(read) = ranges else {
         return (std::borrow::Cow::Borrowed(options), None);
     };
@@ -383,7 +381,7 @@ fn with_limit_ranges(
 }
 
 /// The warning of a pod admitted without its namespace's LimitRanges, which could not be read.
-fn unread_warning(why: &str) -> String {
+fn unread_warning(why: &ReadError) -> String {
     format!(
         "pullcheck: cannot read the namespace's LimitRanges ({why}); the init container takes \
          the requests and limits of one of the pod's own containers"
@@ -725,7 +723,9 @@ mod tests {
                 "limits": {"cpu": "150m", "memory": "32Mi"}})
         );
         assert!(warnings.is_empty(), "{warnings:?}");
-        let (resources, warnings) = resources_of(Err("no answer within 750ms".into()));
+        let (resources, warnings) = resources_of(Err(ReadError::Timeout(
+            std::time::Duration::from_millis(750),
+        )));
         assert_eq!(
             resources,
             json!({"requests": {"cpu": "100m", "memory": "64Mi"},

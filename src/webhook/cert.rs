@@ -146,8 +146,8 @@ struct Ca {
 
 impl Ca {
     /// A new CA valid from `now` (back-dated by a few minutes) for `life`.
-    fn new(now: SystemTime, life: Duration) -> Result<Ca, String> {
-        let key = rcgen::KeyPair::generate().map_err(|e| format!("CA key: {e}"))?;
+    fn new(now: SystemTime, life: Duration) -> Result<Ca, SelfSignedError> {
+        let key = rcgen::KeyPair::generate().map_err(|e| SelfSignedError::rcgen("CA key", e))?;
         crate::redact::register(&key.serialize_pem());
         let mut params = rcgen::CertificateParams::default();
         params
@@ -162,7 +162,7 @@ impl Ca {
         params.not_before = (now - BACKDATE).into();
         params.not_after = not_after.into();
         let issuer = rcgen::CertifiedIssuer::self_signed(params, key)
-            .map_err(|e| format!("CA certificate: {e}"))?;
+            .map_err(|e| SelfSignedError::rcgen("CA certificate", e))?;
         Ok(Ca { issuer, not_after })
     }
 
@@ -178,11 +178,16 @@ impl Ca {
         names: Vec<String>,
         now: SystemTime,
         validity: Duration,
-    ) -> Result<(rustls::sign::CertifiedKey, SystemTime), String> {
-        let key = rcgen::KeyPair::generate().map_err(|e| format!("serving key: {e}"))?;
+    ) -> Result<(rustls::sign::CertifiedKey, SystemTime), SelfSignedError> {
+        let key =
+            rcgen::KeyPair::generate().map_err(|e| SelfSignedError::rcgen("serving key", e))?;
         crate::redact::register(&key.serialize_pem());
-        let mut params = rcgen::CertificateParams::new(names.clone())
-            .map_err(|e| format!("serving certificate for {names:?}: {e}"))?;
+        let mut params = rcgen::CertificateParams::new(names.clone()).map_err(|source| {
+            SelfSignedError::Names {
+                names: names.clone(),
+                source,
+            }
+        })?;
         params
             .distinguished_name
             .push(rcgen::DnType::CommonName, names[0].as_str());
@@ -194,10 +199,10 @@ impl Ca {
         params.not_after = not_after.into();
         let cert = params
             .signed_by(&key, &self.issuer)
-            .map_err(|e| format!("serving certificate: {e}"))?;
+            .map_err(|e| SelfSignedError::rcgen("serving certificate", e))?;
         let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         let signer = rustls::crypto::ring::sign::any_supported_type(&der)
-            .map_err(|e| format!("serving key: {e}"))?;
+            .map_err(SelfSignedError::Signer)?;
         let certified = rustls::sign::CertifiedKey::new(vec![cert.der().clone()], signer);
         Ok((certified, not_after))
     }
@@ -221,10 +226,10 @@ pub(crate) async fn run(
     options: SelfSigned,
     certs: watch::Sender<Option<Arc<rustls::sign::CertifiedKey>>>,
     ready: Arc<AtomicBool>,
-) -> Result<(), String> {
+) -> Result<(), SelfSignedError> {
     let client = kube::Client::try_default()
         .await
-        .map_err(|e| format!("webhook --self-signed: no Kubernetes client configuration: {e}"))?;
+        .map_err(SelfSignedError::NoClient)?;
     run_with(client, options, certs, ready).await
 }
 
@@ -234,12 +239,11 @@ pub async fn run_with(
     options: SelfSigned,
     certs: watch::Sender<Option<Arc<rustls::sign::CertifiedKey>>>,
     ready: Arc<AtomicBool>,
-) -> Result<(), String> {
+) -> Result<(), SelfSignedError> {
     if options.validity < MIN_VALIDITY {
-        return Err(format!(
-            "webhook --self-signed: a certificate validity of {:?} is too short (at least {:?})",
-            options.validity, MIN_VALIDITY
-        ));
+        return Err(SelfSignedError::TooShort {
+            validity: options.validity,
+        });
     }
     let api: Api<MutatingWebhookConfiguration> = Api::all(client);
     let names = dns_names(&options.service, &options.namespace);
@@ -286,7 +290,7 @@ async fn ensure_in_bundle(
     api: &Api<MutatingWebhookConfiguration>,
     name: &str,
     ca: &CertificateDer<'_>,
-) -> Result<(), String> {
+) -> Result<(), SelfSignedError> {
     let mut backoff = Duration::from_secs(1);
     let mut conflicts = 0;
     loop {
@@ -295,7 +299,7 @@ async fn ensure_in_bundle(
             // Written (or a conflict with another writer): read back again at once.
             Ok(false) => {}
             Err(Failure::Conflict) if conflicts < CONFLICT_RETRIES => conflicts += 1,
-            Err(Failure::Denied(message)) => return Err(message),
+            Err(Failure::Denied(denied)) => return Err(denied),
             Err(Failure::Conflict) => {
                 crate::log::warning(
                     crate::log::Component::Webhook,
@@ -316,10 +320,80 @@ async fn ensure_in_bundle(
     }
 }
 
+/// How one read or write of the bundle failed.
 enum Failure {
+    /// Another writer was first: read again.
     Conflict,
-    Denied(String),
+    /// The service account may not: retrying cannot mend it.
+    Denied(SelfSignedError),
+    /// Anything else, said and retried with back-off.
     Retry(String),
+}
+
+/// What `--self-signed` cannot go on after (retrying would not mend it).
+#[derive(Debug, thiserror::Error)]
+pub enum SelfSignedError {
+    /// No Kubernetes client configuration (in-cluster or `KUBECONFIG`).
+    #[error("webhook --self-signed: no Kubernetes client configuration: {0}")]
+    NoClient(#[source] kube::Error),
+    /// A certificate validity below the least (two seconds).
+    #[error(
+        "webhook --self-signed: a certificate validity of {validity:?} is too short (at least {:?})",
+        MIN_VALIDITY
+    )]
+    TooShort {
+        /// The validity asked for.
+        validity: Duration,
+    },
+    /// A key or certificate that rcgen could not make; `what` names it.
+    #[error("{what}: {source}")]
+    Make {
+        /// `CA key`, `CA certificate`, `serving key` or `serving certificate`.
+        what: &'static str,
+        /// rcgen's error.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// Service names rcgen does not take as subject alternative names.
+    #[error("serving certificate for {names:?}: {source}")]
+    Names {
+        /// The DNS names asked for.
+        names: Vec<String>,
+        /// rcgen's error.
+        #[source]
+        source: rcgen::Error,
+    },
+    /// The serving key, which rustls cannot sign with.
+    #[error("serving key: {0}")]
+    Signer(#[source] rustls::Error),
+    /// The API server refused the service account (401, 403) a read or a write of the webhook
+    /// configuration; the message names the RBAC rule needed.
+    #[error(
+        "webhook --self-signed: cannot {verb} {what}: {message} ({code}); the webhook's service \
+         account needs a ClusterRole rule {{{}}} bound to it",
+        RBAC_RULE.replace("<webhook_configuration>", .name)
+    )]
+    Denied {
+        /// `get` or `patch`.
+        verb: &'static str,
+        /// The object, as the message names it.
+        what: String,
+        /// The configuration's name.
+        name: String,
+        /// The API server's message and code.
+        message: String,
+        /// The HTTP status.
+        code: u16,
+        /// The API server's error (boxed: the rest of the enum is small).
+        #[source]
+        source: Box<kube::Error>,
+    },
+}
+
+impl SelfSignedError {
+    fn rcgen(what: &'static str, source: rcgen::Error) -> SelfSignedError {
+        SelfSignedError::Make { what, source }
+    }
 }
 
 /// One read and, when some entry lacks `ca` (or holds an expired certificate), one patch:
@@ -361,24 +435,28 @@ async fn write_bundle(
     Ok(false)
 }
 
-fn failure(name: &str, what: &str, verb: &str, e: kube::Error) -> Failure {
-    match e {
-        kube::Error::Api(status) if status.is_conflict() => Failure::Conflict,
-        kube::Error::Api(status) if status.code == 401 || status.code == 403 => {
-            Failure::Denied(format!(
-                "webhook --self-signed: cannot {verb} {what}: {} ({}); the webhook's service \
-                 account needs a ClusterRole rule {{{}}} bound to it",
-                status.message,
-                status.code,
-                RBAC_RULE.replace("<webhook_configuration>", name)
-            ))
+fn failure(name: &str, what: &str, verb: &'static str, e: kube::Error) -> Failure {
+    let status = match &e {
+        kube::Error::Api(status) => {
+            Some((status.is_conflict(), status.code, status.message.clone()))
         }
+        _ => None,
+    };
+    match status {
+        Some((true, _, _)) => Failure::Conflict,
+        Some((false, code @ (401 | 403), message)) => Failure::Denied(SelfSignedError::Denied {
+            verb,
+            what: what.to_string(),
+            name: name.to_string(),
+            message,
+            code,
+            source: Box::new(e),
+        }),
         // The API server's own words, not the whole Status structure.
-        kube::Error::Api(status) => Failure::Retry(format!(
-            "cannot {verb} {what}: {} ({})",
-            status.message, status.code
-        )),
-        e => Failure::Retry(format!("cannot {verb} {what}: {e}")),
+        Some((false, code, message)) => {
+            Failure::Retry(format!("cannot {verb} {what}: {message} ({code})"))
+        }
+        None => Failure::Retry(format!("cannot {verb} {what}: {e}")),
     }
 }
 

@@ -129,3 +129,23 @@ pub(crate) enum Decision {
     /// An opted-out Job: only its template's annotation, for its pods (the patch).
     OptOutPods(Vec<Value>),
 }
+
+/// Why an object is admitted unchanged because it could not be read or edited: the `why` of
+/// the warning "pullcheck: {why}; admitted unchanged".
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unchanged {
+    /// The review's object is not a JSON object.
+    #[error("the review's object is not a JSON object")]
+    NotAnObject,
+    /// `--mode watch`: a Job's or CronJob's spec (at `path`) is not an object.
+    #[error("the {workload}'s spec at {path} is not an object")]
+    Spec {
+        /// `Job` or `CronJob`.
+        workload: &'static str,
+        /// The spec's JSON pointer.
+        path: &'static str,
+    },
+    /// `inject` could not edit it.
+    #[error(transparent)]
+    Inject(#[from] crate::inject::InjectError),
+}

@@ -4,7 +4,7 @@
 //! LimitRanges unknown (the init container then takes the values of one of the pod's own
 //! containers, which the namespace admits) and a warning says why.
 
-use crate::inject::LimitRanges;
+use crate::inject::{LimitRanges, LimitRangesError};
 use k8s_openapi::api::core::v1::LimitRange;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
@@ -43,20 +43,18 @@ impl Reader {
 
     /// The LimitRanges of `namespace`; `Err` (a warning for the review) when they cannot be
     /// read within [`READ_TIME`]. `Ok(Unknown)` without a client.
-    pub(crate) async fn read(&self, namespace: &str) -> Result<LimitRanges, String> {
+    pub(crate) async fn read(&self, namespace: &str) -> Result<LimitRanges, ReadError> {
         let Some(client) = &self.client else {
             return Ok(LimitRanges::Unknown);
         };
         let api: Api<LimitRange> = Api::namespaced(client.clone(), namespace);
         let params = ListParams::default().limit(MAX_LIMIT_RANGES);
         let list = match tokio::time::timeout(READ_TIME, api.list(&params)).await {
-            Err(_) => return Err(format!("no answer within {READ_TIME:?}")),
-            Ok(Err(kube::Error::Api(status))) if status.code == 403 => {
-                return Err("forbidden: the webhook's service account needs list on \
-                            limitranges (the chart's ClusterRole)"
-                    .to_string());
+            Err(_) => return Err(ReadError::Timeout(READ_TIME)),
+            Ok(Err(e)) if matches!(&e, kube::Error::Api(status) if status.code == 403) => {
+                return Err(ReadError::Forbidden(e));
             }
-            Ok(Err(e)) => return Err(e.to_string()),
+            Ok(Err(e)) => return Err(ReadError::Api(e)),
             Ok(Ok(list)) => list,
         };
         if list
@@ -65,15 +63,38 @@ impl Reader {
             .as_deref()
             .is_some_and(|c| !c.is_empty())
         {
-            return Err(format!("more than {MAX_LIMIT_RANGES} LimitRanges"));
+            return Err(ReadError::TooMany(MAX_LIMIT_RANGES));
         }
         let objects: Vec<Value> = list
             .items
             .iter()
             .map(|lr| json!({"kind": "LimitRange", "spec": lr.spec}))
             .collect();
-        LimitRanges::from_objects(&objects)
+        Ok(LimitRanges::from_objects(&objects)?)
     }
+}
+
+/// Why a namespace's LimitRanges could not be read (the review goes on without them).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReadError {
+    /// No answer within the bound.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The service account may not list them.
+    #[error(
+        "forbidden: the webhook's service account needs list on limitranges (the chart's \
+         ClusterRole)"
+    )]
+    Forbidden(#[source] kube::Error),
+    /// Any other error of the API server or on the way to it.
+    #[error("{0}")]
+    Api(#[source] kube::Error),
+    /// More than this many: the list was cut.
+    #[error("more than {0} LimitRanges")]
+    TooMany(u32),
+    /// What was read is not LimitRanges.
+    #[error(transparent)]
+    Parse(#[from] LimitRangesError),
 }
 
 /// The few fields of a review that say whether to read LimitRanges, read without the object.

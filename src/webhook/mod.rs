@@ -52,13 +52,13 @@ pub(crate) fn run(args: WebhookArgs) -> ExitCode {
     match start(config) {
         Ok(code) => code,
         Err(e) => {
-            log::error(Component::Command, &e);
+            log::error(Component::Command, &e.to_string());
             ExitCode::Usage
         }
     }
 }
 
-fn start(config: WebhookConfig) -> Result<ExitCode, String> {
+fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
     let WebhookConfig {
         listen,
         adds,
@@ -98,7 +98,7 @@ fn start(config: WebhookConfig) -> Result<ExitCode, String> {
     let ready = Arc::new(AtomicBool::new(false));
     let tls = tls::server_config(rx)?;
     runtime.block_on(async move {
-        let source: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>>>> =
+        let source: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StartError>>>> =
             match certificates {
                 Certificates::Files { cert, key } => {
                     let files = tls::Files { cert, key };
@@ -114,13 +114,15 @@ fn start(config: WebhookConfig) -> Result<ExitCode, String> {
                     configuration,
                 } => {
                     let settings = cert::SelfSigned::new(&service, &namespace, &configuration);
-                    Box::pin(cert::run(settings, tx, ready.clone()))
+                    let ready = ready.clone();
+                    Box::pin(async move {
+                        cert::run(settings, tx, ready)
+                            .await
+                            .map_err(StartError::SelfSigned)
+                    })
                 }
             };
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(|e| format!("--listen {listen}: {e}"))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let (listener, bound) = crate::serve::bind(listen).await?;
         log::info(Component::Webhook, &format!("listening on {bound}"));
         let (limit_ranges, no_client) = limit_ranges::Reader::in_cluster();
         if let Some(why) = no_client {
@@ -138,8 +140,8 @@ fn start(config: WebhookConfig) -> Result<ExitCode, String> {
         let serving = server::serve(listener, tls, shared);
         tokio::pin!(serving);
         let signal = tokio::select! {
-            e = &mut serving => return Err(format!("the server stopped: {e}")),
-            r = source => return Err(r.err().unwrap_or_else(|| "the certificate source stopped".into())),
+            e = &mut serving => return Err(crate::serve::ServeError::Stopped(e).into()),
+            r = source => return Err(r.err().unwrap_or(StartError::SourceStopped)),
             signal = crate::serve::stopped() => signal,
         };
         // The API server may still send reviews here until the endpoints drop this pod, and
@@ -153,4 +155,24 @@ fn start(config: WebhookConfig) -> Result<ExitCode, String> {
         let _ = tokio::time::timeout(DRAIN, &mut serving).await;
         Ok(ExitCode::Ok)
     })
+}
+
+/// Why the webhook could not start, or stopped.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    /// The runtime, the listener, or the server's end.
+    #[error(transparent)]
+    Serve(#[from] crate::serve::ServeError),
+    /// rustls refused the server's configuration.
+    #[error("{0}")]
+    Tls(#[from] rustls::Error),
+    /// The certificate files could not be loaded at start.
+    #[error(transparent)]
+    Files(#[from] tls::LoadError),
+    /// `--self-signed` cannot go on.
+    #[error(transparent)]
+    SelfSigned(cert::SelfSignedError),
+    /// The certificate source ended without an error (it never does but by a bug).
+    #[error("the certificate source stopped")]
+    SourceStopped,
 }

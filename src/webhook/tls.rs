@@ -33,11 +33,10 @@ impl ResolvesServerCert for Latest {
 }
 
 /// The server's TLS configuration: HTTP/1.1 only, rustls on ring like the rest of pullcheck.
-pub(crate) fn server_config(certs: CertReceiver) -> Result<rustls::ServerConfig, String> {
+pub(crate) fn server_config(certs: CertReceiver) -> Result<rustls::ServerConfig, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .with_safe_default_protocol_versions()?
         .with_no_client_auth()
         .with_cert_resolver(Arc::new(Latest(certs)));
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -45,20 +44,52 @@ pub(crate) fn server_config(certs: CertReceiver) -> Result<rustls::ServerConfig,
 }
 
 /// Reads a PEM chain and key into a [`CertifiedKey`], checking that they match.
-pub(crate) fn load(cert: &Path, key: &Path) -> Result<CertifiedKey, String> {
+pub(crate) fn load(cert: &Path, key: &Path) -> Result<CertifiedKey, LoadError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .and_then(|certs| certs.collect())
-        .map_err(|e| format!("{}: {e}", cert.display()))?;
+        .map_err(|source| LoadError::Pem {
+            path: cert.to_path_buf(),
+            source,
+        })?;
     if chain.is_empty() {
-        return Err(format!("{}: no certificate in it", cert.display()));
+        return Err(LoadError::NoCertificate(cert.to_path_buf()));
     }
-    let key_der =
-        PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let key_der = PrivateKeyDer::from_pem_file(key).map_err(|source| LoadError::Pem {
+        path: key.to_path_buf(),
+        source,
+    })?;
     let provider: CryptoProvider = rustls::crypto::ring::default_provider();
     // Checks that the key is the certificate's.
-    let certified = CertifiedKey::from_der(chain, key_der, &provider)
-        .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
+    let certified =
+        CertifiedKey::from_der(chain, key_der, &provider).map_err(|source| LoadError::Pair {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            source,
+        })?;
     Ok(certified)
+}
+
+/// Why a certificate and key pair could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LoadError {
+    /// A file that cannot be read, or is not PEM.
+    #[error("{}: {source}", .path.display())]
+    Pem {
+        path: PathBuf,
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// A certificate file without a certificate.
+    #[error("{}: no certificate in it", .0.display())]
+    NoCertificate(PathBuf),
+    /// A key that is not the certificate's, or that rustls cannot use.
+    #[error("{} and {}: {source}", .cert.display(), .key.display())]
+    Pair {
+        cert: PathBuf,
+        key: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
 }
 
 /// The file mode: loads the pair, sends it, sets `ready`, then reloads whenever either file's
@@ -71,7 +102,7 @@ pub(crate) struct Files {
 
 impl Files {
     /// The first load, before the server starts: an error here is a usage error.
-    pub(crate) fn first(&self, tx: &CertSender, ready: &AtomicBool) -> Result<Stamp, String> {
+    pub(crate) fn first(&self, tx: &CertSender, ready: &AtomicBool) -> Result<Stamp, LoadError> {
         let stamp = self.stamp();
         let certified = load(&self.cert, &self.key)?;
         tx.send_replace(Some(Arc::new(certified)));

@@ -8,7 +8,7 @@
 //! `podFailurePolicy`, or a restartPolicy other than `Never`, is admitted as written: its
 //! policy is its author's, and a warning says what the watcher's delete then means for it.
 
-use super::decision::{Asked, Decision, OPT_OUT, Skip};
+use super::decision::{Asked, Decision, OPT_OUT, Skip, Unchanged};
 use serde_json::{Value, json};
 
 /// What a review in watch mode is about.
@@ -61,7 +61,7 @@ pub(crate) fn decide(
     request: &Asked<'_>,
     own_namespace: Option<&str>,
     condition_type: &str,
-) -> Result<Decision, String> {
+) -> Result<Decision, Unchanged> {
     if !request.is_create() {
         return Ok(Decision::Skip(Skip::Operation, Vec::new()));
     }
@@ -83,7 +83,7 @@ pub(crate) fn decide(
     };
     let object = request.object;
     if !object.is_object() {
-        return Err("the review's object is not a JSON object".into());
+        return Err(Unchanged::NotAnObject);
     }
     let namespace = request
         .namespace
@@ -111,14 +111,13 @@ pub(crate) fn rule_patch(
     workload: Workload,
     object: &Value,
     condition_type: &str,
-) -> Result<Rule, String> {
+) -> Result<Rule, Unchanged> {
     let spec = workload.spec(object);
     let Some(spec_map) = spec.as_object() else {
-        return Err(format!(
-            "the {}'s spec at {} is not an object",
-            workload.as_str(),
-            workload.spec_path()
-        ));
+        return Err(Unchanged::Spec {
+            workload: workload.as_str(),
+            path: workload.spec_path(),
+        });
     };
     let opted_out = |m: &Value| m["annotations"][OPT_OUT].as_str() == Some("false");
     if opted_out(&object["metadata"])
@@ -609,7 +608,7 @@ mod tests {
         };
         let job_kind = json!({"group": "batch", "version": "v1", "kind": "Job"});
         let pod_kind = json!({"group": "", "version": "v1", "kind": "Pod"});
-        let decide = |r: Result<Decision, String>| r.unwrap();
+        let decide = |r: Result<Decision, Unchanged>| r.unwrap();
         assert!(matches!(
             decide(review(job_kind.clone(), "CREATE", "team", job(|_| {}))),
             Decision::Rule(ops, _) if ops.len() == 2
