@@ -4,6 +4,8 @@
 //! `/metrics` answers, and the one histogram type both metrics write in Prometheus' text
 //! format. A leaf that knows neither feature, so that sharing it ties neither to the other.
 
+use crate::log::{self, Component};
+use crate::report::ExitCode;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
@@ -123,6 +125,31 @@ impl<const N: usize> Counters<N> {
                 .map(|(label, value)| format!("{label}=\"{value}\""))
                 .collect();
             let _ = writeln!(out, "{name}{{{}}} {n}", labels.join(","));
+        }
+    }
+}
+
+/// A server's whole run: its flags judged (`Err`: every problem, one line each, exit 2), then
+/// `start` until it stops (an error it stops with is a usage error too: the address in use, no
+/// in-cluster configuration).
+pub(crate) fn run<C, E: std::fmt::Display>(
+    config: Result<C, Vec<String>>,
+    start: impl FnOnce(C) -> Result<ExitCode, E>,
+) -> ExitCode {
+    let config = match config {
+        Ok(config) => config,
+        Err(problems) => {
+            for problem in &problems {
+                log::error(Component::Command, problem);
+            }
+            return ExitCode::Usage;
+        }
+    };
+    match start(config) {
+        Ok(code) => code,
+        Err(e) => {
+            log::error(Component::Command, &e.to_string());
+            ExitCode::Usage
         }
     }
 }

@@ -37,22 +37,8 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs the watcher until SIGTERM or SIGINT.
 pub(crate) fn run(args: WatchArgs) -> ExitCode {
-    let config = match config::Config::from_args(args, std::env::var("HOSTNAME").ok()) {
-        Ok(c) => c,
-        Err(errors) => {
-            for e in errors {
-                log::error(Component::Command, &e);
-            }
-            return ExitCode::Usage;
-        }
-    };
-    match start(config) {
-        Ok(code) => code,
-        Err(e) => {
-            log::error(Component::Command, &e.to_string());
-            ExitCode::Usage
-        }
-    }
+    let config = config::Config::from_args(args, std::env::var("HOSTNAME").ok());
+    crate::serve::run(config, start)
 }
 
 fn start(config: config::Config) -> Result<ExitCode, StartError> {

@@ -40,22 +40,8 @@ const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs the webhook until SIGTERM or SIGINT.
 pub(crate) fn run(args: WebhookArgs) -> ExitCode {
-    let config = match WebhookConfig::from_args(args) {
-        Ok(config) => config,
-        Err(problems) => {
-            for problem in &problems.0 {
-                log::error(Component::Command, problem);
-            }
-            return ExitCode::Usage;
-        }
-    };
-    match start(config) {
-        Ok(code) => code,
-        Err(e) => {
-            log::error(Component::Command, &e.to_string());
-            ExitCode::Usage
-        }
-    }
+    let config = WebhookConfig::from_args(args).map_err(|problems| problems.0);
+    crate::serve::run(config, start)
 }
 
 fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
