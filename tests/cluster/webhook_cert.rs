@@ -147,7 +147,7 @@ impl Manager {
             let result = rt.block_on(async move {
                 let client = client(&kubeconfig).await?;
                 tokio::select! {
-                    r = run_with(client, options, tx, flag) => r,
+                    r = run_with(client, options, tx, flag) => r.map_err(|e| e.to_string()),
                     _ = stopped => Ok(()),
                 }
             });
