@@ -23,7 +23,7 @@ mod matching;
 
 use files::{find_config_in, folder_problem, secret_folders, shown_key};
 use matching::{
-    INDEX_HASH, KeyIndex, KeyPattern, is_default_registry_match, key_matches, split_host_port,
+    Entry, INDEX_HASH, KeyIndex, KeyPattern, is_default_registry_match, split_host_port,
 };
 
 use std::fmt;
@@ -111,107 +111,6 @@ const DEFAULT_REGISTRY_KEY: &str = "index.docker.io";
 
 /// The most keys of one source listed in messages and JSON (the rest are counted).
 const MAX_LISTED_KEYS: usize = 20;
-
-/// One credential, packed into one allocation: a 4 MiB docker config holds ~110,000 of them,
-/// and each would otherwise be a dozen strings. `Debug` shows the key only.
-#[derive(Clone)]
-struct Entry {
-    /// The key's host (its labels joined), port and path, where it is shown from (`key …` or
-    /// `helper for …`), the user name and the password, one after another.
-    data: Box<str>,
-    /// Where each of those six parts ends in `data`.
-    ends: [u32; 6],
-    /// The source's label: an index into [`Keyring::labels`].
-    label: u32,
-}
-
-impl Entry {
-    fn new(pattern: &KeyPattern, shown: &str, username: &str, password: &str, label: u32) -> Entry {
-        let host = pattern.labels.join(".");
-        let parts = [
-            host.as_str(),
-            &pattern.port,
-            &pattern.path,
-            shown,
-            username,
-            password,
-        ];
-        let mut data = String::with_capacity(parts.iter().map(|p| p.len()).sum());
-        let mut ends = [0u32; 6];
-        for (end, part) in ends.iter_mut().zip(parts) {
-            data.push_str(part);
-            // Every part comes from a file of at most 4 MiB.
-            *end = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        }
-        Entry {
-            data: data.into_boxed_str(),
-            ends,
-            label,
-        }
-    }
-
-    fn part(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        self.data
-            .get(start..self.ends[i] as usize)
-            .unwrap_or_default()
-    }
-
-    fn host(&self) -> &str {
-        self.part(0)
-    }
-
-    fn port(&self) -> &str {
-        self.part(1)
-    }
-
-    fn path(&self) -> &str {
-        self.part(2)
-    }
-
-    /// The normalised key's text (`host[:port]path`), byte by byte, for ordering.
-    fn key_bytes(&self) -> impl Iterator<Item = u8> + '_ {
-        let port = self.port();
-        let colon: &[u8] = if port.is_empty() { b"" } else { b":" };
-        self.host()
-            .bytes()
-            .chain(colon.iter().copied())
-            .chain(port.bytes())
-            .chain(self.path().bytes())
-    }
-
-    fn same_key(&self, other: &Entry) -> bool {
-        self.host() == other.host() && self.port() == other.port() && self.path() == other.path()
-    }
-
-    /// The normalised key's text (`host[:port]path`), as [`KeyPattern::key`] gives it.
-    fn key_text(&self) -> String {
-        String::from_utf8_lossy(&self.key_bytes().collect::<Vec<u8>>()).into_owned()
-    }
-
-    /// [`KeyPattern::matches`] on the packed parts.
-    fn matches(&self, target: &str) -> bool {
-        key_matches(self.host(), self.port(), self.path(), target)
-    }
-
-    fn credential(&self, labels: &[String]) -> Credential {
-        let label = labels.get(self.label as usize).map_or("", String::as_str);
-        Credential {
-            username: self.part(4).to_string(),
-            password: Secret::new(self.part(5)),
-            source: format!("{label}, {}", self.part(3)),
-        }
-    }
-}
-
-impl fmt::Debug for Entry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Entry")
-            .field("key", &self.part(3))
-            .field("password", &"<redacted>")
-            .finish()
-    }
-}
 
 /// A server whose credential a Docker credential helper keeps.
 #[derive(Debug, Clone)]
