@@ -1,9 +1,12 @@
 //! Where each kind keeps its pod specs: a table of (API group, kind) to the walk that finds
-//! them ([`KINDS`]), and the walks. A kind the table does not name is searched for pod
-//! templates (`generic`), with a note.
+//! them ([`KINDS`]), and the walks, from a document's root (`document`) down to each pod spec,
+//! which the [`Reader`] reads. A kind the table does not name is searched for pod templates
+//! (`generic`), with a note. The walks are functions over the reader, not its methods: the
+//! reader keeps what was found, the walks only decide where to look.
 
 use super::ManifestError;
-use super::reader::{Owner, Reader, SpotShape, clip, join};
+use super::frameworks::{argo, spark};
+use super::reader::{Owner, PATCH_KEYS, Reader, SpotShape, clip, join};
 use super::tree::{NodeId, Tree};
 
 /// Where the pod specs of a kind are, from the object's root. Paths are dotted keys.
@@ -171,287 +174,354 @@ fn group_of(api_version: &str) -> &str {
     }
 }
 
-impl Reader<'_> {
-    /// One object: a bare pod spec, a `List`, or a kind, walked as [`KINDS`] says.
-    pub(super) fn object(
-        &mut self,
-        doc: usize,
-        node: NodeId,
-        path: &str,
-    ) -> Result<(), ManifestError> {
-        let t = self.tree;
-        if !t.is_map(node) {
-            return Ok(());
+pub(super) fn document(
+    reader: &mut Reader<'_>,
+    index: usize,
+    root: NodeId,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    let root = t.resolve(root);
+    if t.is_seq(root) {
+        // A bare JSON/YAML array of objects.
+        for (i, &item) in t.items(root).iter().enumerate() {
+            object(reader, index, t.resolve(item), &format!("[{i}]"))?;
         }
-        let owner = self.owner(doc, node);
-        let kind = t.str_at(node, "kind").unwrap_or("");
-        if kind.is_empty() {
-            if t.get(node, "containers").is_some_and(|c| t.is_seq(c)) {
-                return self.pod_spec(&owner, node, &join(path, ""), None, None, None);
-            }
-            return Ok(());
-        }
-        if kind.len() > 4 && kind.ends_with("List") || kind == "List" {
-            if let Some(items) = t.get(node, "items") {
-                for (i, &item) in t.items(items).iter().enumerate() {
-                    self.object(doc, t.resolve(item), &join(path, &format!("items[{i}]")))?;
-                }
-            }
-            return Ok(());
-        }
-        let api_version = t.str_at(node, "apiVersion").unwrap_or("");
-        match pods_of(group_of(api_version), kind) {
-            Some(pods) => self.walk(&owner, node, path, pods, api_version),
-            None => self.unknown_kind(&owner, node, path),
-        }
+        return Ok(());
     }
+    object(reader, index, root, "")
+}
 
-    /// Who the object is, for origins and notes.
-    fn owner(&self, doc: usize, node: NodeId) -> Owner {
-        let t = self.tree;
-        let metadata = t.get(node, "metadata");
-        let name = match (
-            metadata.and_then(|m| t.str_at(m, "name")),
-            metadata.and_then(|m| t.str_at(m, "generateName")),
-        ) {
-            (Some(n), _) if !n.is_empty() => clip(n),
-            (_, Some(g)) if !g.is_empty() => format!("{}*", clip(g)),
-            _ => "(unnamed)".to_string(),
-        };
-        Owner {
-            document: doc + 1,
-            kind: clip(t.str_at(node, "kind").unwrap_or("")),
-            api_version: clip(t.str_at(node, "apiVersion").unwrap_or("")),
-            name,
-        }
+/// An unknown kind: every `template` whose `spec` has `containers`, not under a patch or
+/// rule, nor inside another object's pod spec.
+pub(super) fn generic(
+    reader: &mut Reader<'_>,
+    owner: &Owner,
+    node: NodeId,
+    path: &str,
+    depth: usize,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    if depth > super::tree::MAX_DEPTH || reader.budget == 0 {
+        return Ok(());
     }
-
-    /// `document 2: Job/train (batch/v1)`, for notes.
-    fn describe(owner: &Owner) -> String {
-        format!(
-            "document {}: {}/{} ({})",
-            owner.document, owner.kind, owner.name, owner.api_version
-        )
-    }
-
-    /// Reads the pod specs of a known kind where `pods` says they are.
-    fn walk(
-        &mut self,
-        owner: &Owner,
-        node: NodeId,
-        path: &str,
-        pods: Pods,
-        api_version: &str,
-    ) -> Result<(), ManifestError> {
-        let t = self.tree;
-        let at = |p: &str| join(path, p);
-        let find = |p: &str| at_path(t, node, p);
-        match pods {
-            Pods::PodSpec(p) => match find(p) {
-                Some(s) => self.pod_spec(owner, s, &at(p), None, None, None),
-                None => Ok(()),
-            },
-            Pods::Template(p) => match find(p) {
-                Some(s) => self.template(owner, s, &at(p), None, None),
-                None => Ok(()),
-            },
-            Pods::Job(p) => match find(p) {
-                Some(s) => self.job(owner, s, &at(p)),
-                None => Ok(()),
-            },
-            Pods::Argo(p) => match find(p) {
-                Some(wf) => self.argo(owner, wf, &at(p)),
-                None => Ok(()),
-            },
-            Pods::Spark(p) => match find(p) {
-                Some(app) => self.spark(owner, app, &at(p)),
-                None => Ok(()),
-            },
-            Pods::JobSet(p) => match find(p) {
-                Some(s) => self.jobset(owner, s, &at(p)),
-                None => Ok(()),
-            },
-            Pods::Ray { cluster, submitter } => self.ray(owner, node, path, cluster, submitter),
-            Pods::Replicas => match find("spec") {
-                Some(spec) => self.replicas(owner, spec, path, api_version),
-                None => Ok(()),
-            },
-            Pods::Tasks => {
-                if let Some(tasks) = find("spec.tasks") {
-                    for (i, &task) in t.items(tasks).iter().enumerate() {
-                        let p = at(&format!("spec.tasks[{i}]"));
-                        self.template(owner, t.resolve(task), &p, None, None)?;
-                    }
-                }
-                Ok(())
-            }
-            Pods::Skip(why) => {
-                self.note(format!("{}: skipped: {why}", Self::describe(owner)));
-                Ok(())
-            }
+    reader.budget -= 1;
+    let node = t.resolve(node);
+    if t.is_seq(node) {
+        for (i, &item) in t.items(node).iter().enumerate() {
+            generic(reader, owner, item, &format!("{path}[{i}]"), depth + 1)?;
         }
+        return Ok(());
     }
-
-    /// A kind the table does not name: its pod templates, wherever they are, with a note
-    /// that says where they were read.
-    fn unknown_kind(
-        &mut self,
-        owner: &Owner,
-        node: NodeId,
-        path: &str,
-    ) -> Result<(), ManifestError> {
-        let before = self.out.len();
-        self.generic(owner, node, path, 0)?;
-        if self.out.len() > before {
-            let paths: Vec<String> = self.out[before..]
-                .iter()
-                .map(|s| s.origin.path.clone())
-                .collect();
-            self.note(format!(
-                "{}: not a kind pullcheck knows; read the pod template(s) at {}",
-                Self::describe(owner),
-                paths.join(", ")
-            ));
-        }
-        Ok(())
+    // A whole object nested in another (CodeFlare's AppWrapper): read it as its own kind.
+    if depth > 0 && t.str_at(node, "kind").is_some() && t.str_at(node, "apiVersion").is_some() {
+        return object(reader, owner.document - 1, node, path);
     }
-
-    /// A KubeRay cluster spec: the head group, each worker group, and a RayJob's submitter
-    /// (which the operator runs with `restartPolicy: Never`).
-    fn ray(
-        &mut self,
-        owner: &Owner,
-        node: NodeId,
-        path: &str,
-        cluster_path: &'static str,
-        submitter: bool,
-    ) -> Result<(), ManifestError> {
-        let t = self.tree;
-        let at = |p: &str| join(path, p);
-        let Some(spec) = t.get(node, "spec") else {
-            return Ok(());
-        };
-        if let Some(c) = at_path(t, node, cluster_path) {
-            if let Some(head) = t.get(c, "headGroupSpec") {
-                let p = at(&format!("{cluster_path}.headGroupSpec"));
-                self.template(owner, head, &p, None, None)?;
-            }
-            if let Some(groups) = t.get(c, "workerGroupSpecs") {
-                for (i, &g) in t.items(groups).iter().enumerate() {
-                    let p = at(&format!("{cluster_path}.workerGroupSpecs[{i}]"));
-                    self.template(owner, t.resolve(g), &p, None, None)?;
-                }
-            }
+    let operator_policy = t.str_at(node, "restartPolicy").map(str::to_string);
+    for &(k, v) in t.entries(node) {
+        let Some(key) = t.scalar(k) else { continue };
+        if PATCH_KEYS.contains(&key) {
+            continue;
         }
-        if submitter
-            && let Some(sub) = t.get(spec, "submitterPodTemplate")
-            && let Some(s) = t.get(sub, "spec")
+        let p = join(path, key);
+        if key == "template"
+            && let Some(s) = t.get(v, "spec")
+            && t.get(s, "containers").is_some_and(|c| t.is_seq(c))
         {
-            let p = at("spec.submitterPodTemplate.spec");
-            self.pod_spec(owner, s, &p, None, None, Some("Never"))?;
+            // An operator's replica spec next to `template` (Kubeflow's ReplicaSpec style)
+            // sets the pods' restartPolicy, overriding the template's.
+            let policy = operator_policy.clone();
+            reader.pod_spec(owner, s, &join(&p, "spec"), policy, None, None)?;
+            continue;
         }
-        Ok(())
+        generic(reader, owner, v, &p, depth + 1)?;
     }
+    Ok(())
+}
 
-    /// Kubeflow's training jobs: each `*ReplicaSpecs` replica's pod template, with the
-    /// replica's restartPolicy (which the operator sets on the pods).
-    fn replicas(
-        &mut self,
-        owner: &Owner,
-        spec: NodeId,
-        path: &str,
-        api_version: &str,
-    ) -> Result<(), ManifestError> {
-        let t = self.tree;
-        for &(k, v) in t.entries(spec) {
-            let Some(key) = t.scalar(k) else { continue };
-            if !key.ends_with("ReplicaSpecs") {
-                continue;
+/// One object: a bare pod spec, a `List`, or a kind, walked as [`KINDS`] says.
+pub(super) fn object(
+    reader: &mut Reader<'_>,
+    doc: usize,
+    node: NodeId,
+    path: &str,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    if !t.is_map(node) {
+        return Ok(());
+    }
+    let owner = owner(reader, doc, node);
+    let kind = t.str_at(node, "kind").unwrap_or("");
+    if kind.is_empty() {
+        if t.get(node, "containers").is_some_and(|c| t.is_seq(c)) {
+            return reader.pod_spec(&owner, node, &join(path, ""), None, None, None);
+        }
+        return Ok(());
+    }
+    if kind.len() > 4 && kind.ends_with("List") || kind == "List" {
+        if let Some(items) = t.get(node, "items") {
+            for (i, &item) in t.items(items).iter().enumerate() {
+                object(
+                    reader,
+                    doc,
+                    t.resolve(item),
+                    &join(path, &format!("items[{i}]")),
+                )?;
             }
-            for &(rk, rv) in t.entries(v) {
-                let replica = t.scalar(rk).unwrap_or("");
-                let rv = t.resolve(rv);
-                let policy = t.str_at(rv, "restartPolicy").map(str::to_string);
-                // The training operator (kubeflow.org/v1) sets the replica's policy on
-                // the pods, OnFailure when unset.
-                let default = (api_version == "kubeflow.org/v1").then_some("OnFailure");
-                let p = join(path, &format!("spec.{key}.{replica}"));
-                self.template(owner, rv, &p, policy, default)?;
-            }
         }
-        Ok(())
+        return Ok(());
     }
-
-    /// A Job spec: its pod template, with the Job for `--job-failure-policy`.
-    pub(super) fn job(
-        &mut self,
-        owner: &Owner,
-        spec: NodeId,
-        path: &str,
-    ) -> Result<(), ManifestError> {
-        let t = self.tree;
-        if let Some(s) = t.get(spec, "template").and_then(|tp| t.get(tp, "spec")) {
-            self.pod_spec(
-                owner,
-                s,
-                &join(path, "template.spec"),
-                None,
-                Some(spec),
-                None,
-            )?;
-        }
-        Ok(())
+    let api_version = t.str_at(node, "apiVersion").unwrap_or("");
+    match pods_of(group_of(api_version), kind) {
+        Some(pods) => walk(reader, &owner, node, path, pods, api_version),
+        None => unknown_kind(reader, &owner, node, path),
     }
+}
 
-    /// The pod spec at `node.template.spec` (a workload, a replica, a task, a Ray group).
-    pub(super) fn template(
-        &mut self,
-        owner: &Owner,
-        node: NodeId,
-        path: &str,
-        operator_policy: Option<String>,
-        default: Option<&'static str>,
-    ) -> Result<(), ManifestError> {
-        let t = self.tree;
-        if let Some(s) = t.get(node, "template").and_then(|tp| t.get(tp, "spec")) {
-            let shape = SpotShape {
-                holder: s,
-                before: &["containers"],
-                volumes: s,
-                pod: Some(s),
-                job: None,
-                operator_policy,
-                default_policy: default,
-            };
-            self.pod_spec_shaped(owner, s, &join(path, "template.spec"), shape)?;
-        }
-        Ok(())
+/// Who the object is, for origins and notes.
+fn owner(reader: &Reader<'_>, doc: usize, node: NodeId) -> Owner {
+    let t = reader.tree;
+    let metadata = t.get(node, "metadata");
+    let name = match (
+        metadata.and_then(|m| t.str_at(m, "name")),
+        metadata.and_then(|m| t.str_at(m, "generateName")),
+    ) {
+        (Some(n), _) if !n.is_empty() => clip(n),
+        (_, Some(g)) if !g.is_empty() => format!("{}*", clip(g)),
+        _ => "(unnamed)".to_string(),
+    };
+    Owner {
+        document: doc + 1,
+        kind: clip(t.str_at(node, "kind").unwrap_or("")),
+        api_version: clip(t.str_at(node, "apiVersion").unwrap_or("")),
+        name,
     }
+}
 
-    /// A JobSet spec (also a Trainer runtime's template): each replicated Job's pod template.
-    pub(super) fn jobset(
-        &mut self,
-        owner: &Owner,
-        spec: NodeId,
-        path: &str,
-    ) -> Result<(), ManifestError> {
-        let t = self.tree;
-        if let Some(jobs) = t.get(spec, "replicatedJobs") {
-            for (i, &rj) in t.items(jobs).iter().enumerate() {
-                let js = t
-                    .get(t.resolve(rj), "template")
-                    .and_then(|tp| t.get(tp, "spec"));
-                if let Some(js) = js
-                    && let Some(s) = t.get(js, "template").and_then(|tp| t.get(tp, "spec"))
-                {
-                    let p = join(
-                        path,
-                        &format!("replicatedJobs[{i}].template.spec.template.spec"),
-                    );
-                    self.pod_spec(owner, s, &p, None, None, None)?;
+/// `document 2: Job/train (batch/v1)`, for notes.
+fn describe(owner: &Owner) -> String {
+    format!(
+        "document {}: {}/{} ({})",
+        owner.document, owner.kind, owner.name, owner.api_version
+    )
+}
+
+/// Reads the pod specs of a known kind where `pods` says they are.
+fn walk(
+    reader: &mut Reader<'_>,
+    owner: &Owner,
+    node: NodeId,
+    path: &str,
+    pods: Pods,
+    api_version: &str,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    let at = |p: &str| join(path, p);
+    let find = |p: &str| at_path(t, node, p);
+    match pods {
+        Pods::PodSpec(p) => match find(p) {
+            Some(s) => reader.pod_spec(owner, s, &at(p), None, None, None),
+            None => Ok(()),
+        },
+        Pods::Template(p) => match find(p) {
+            Some(s) => template(reader, owner, s, &at(p), None, None),
+            None => Ok(()),
+        },
+        Pods::Job(p) => match find(p) {
+            Some(s) => job(reader, owner, s, &at(p)),
+            None => Ok(()),
+        },
+        Pods::Argo(p) => match find(p) {
+            Some(wf) => argo(reader, owner, wf, &at(p)),
+            None => Ok(()),
+        },
+        Pods::Spark(p) => match find(p) {
+            Some(app) => spark(reader, owner, app, &at(p)),
+            None => Ok(()),
+        },
+        Pods::JobSet(p) => match find(p) {
+            Some(s) => jobset(reader, owner, s, &at(p)),
+            None => Ok(()),
+        },
+        Pods::Ray { cluster, submitter } => ray(reader, owner, node, path, cluster, submitter),
+        Pods::Replicas => match find("spec") {
+            Some(spec) => replicas(reader, owner, spec, path, api_version),
+            None => Ok(()),
+        },
+        Pods::Tasks => {
+            if let Some(tasks) = find("spec.tasks") {
+                for (i, &task) in t.items(tasks).iter().enumerate() {
+                    let p = at(&format!("spec.tasks[{i}]"));
+                    template(reader, owner, t.resolve(task), &p, None, None)?;
                 }
             }
+            Ok(())
         }
-        Ok(())
+        Pods::Skip(why) => {
+            reader.note(format!("{}: skipped: {why}", describe(owner)));
+            Ok(())
+        }
     }
+}
+
+/// A kind the table does not name: its pod templates, wherever they are, with a note
+/// that says where they were read.
+fn unknown_kind(
+    reader: &mut Reader<'_>,
+    owner: &Owner,
+    node: NodeId,
+    path: &str,
+) -> Result<(), ManifestError> {
+    let before = reader.out.len();
+    generic(reader, owner, node, path, 0)?;
+    if reader.out.len() > before {
+        let paths: Vec<String> = reader.out[before..]
+            .iter()
+            .map(|s| s.origin.path.clone())
+            .collect();
+        reader.note(format!(
+            "{}: not a kind pullcheck knows; read the pod template(s) at {}",
+            describe(owner),
+            paths.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// A KubeRay cluster spec: the head group, each worker group, and a RayJob's submitter
+/// (which the operator runs with `restartPolicy: Never`).
+fn ray(
+    reader: &mut Reader<'_>,
+    owner: &Owner,
+    node: NodeId,
+    path: &str,
+    cluster_path: &'static str,
+    submitter: bool,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    let at = |p: &str| join(path, p);
+    let Some(spec) = t.get(node, "spec") else {
+        return Ok(());
+    };
+    if let Some(c) = at_path(t, node, cluster_path) {
+        if let Some(head) = t.get(c, "headGroupSpec") {
+            let p = at(&format!("{cluster_path}.headGroupSpec"));
+            template(reader, owner, head, &p, None, None)?;
+        }
+        if let Some(groups) = t.get(c, "workerGroupSpecs") {
+            for (i, &g) in t.items(groups).iter().enumerate() {
+                let p = at(&format!("{cluster_path}.workerGroupSpecs[{i}]"));
+                template(reader, owner, t.resolve(g), &p, None, None)?;
+            }
+        }
+    }
+    if submitter
+        && let Some(sub) = t.get(spec, "submitterPodTemplate")
+        && let Some(s) = t.get(sub, "spec")
+    {
+        let p = at("spec.submitterPodTemplate.spec");
+        reader.pod_spec(owner, s, &p, None, None, Some("Never"))?;
+    }
+    Ok(())
+}
+
+/// Kubeflow's training jobs: each `*ReplicaSpecs` replica's pod template, with the
+/// replica's restartPolicy (which the operator sets on the pods).
+fn replicas(
+    reader: &mut Reader<'_>,
+    owner: &Owner,
+    spec: NodeId,
+    path: &str,
+    api_version: &str,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    for &(k, v) in t.entries(spec) {
+        let Some(key) = t.scalar(k) else { continue };
+        if !key.ends_with("ReplicaSpecs") {
+            continue;
+        }
+        for &(rk, rv) in t.entries(v) {
+            let replica = t.scalar(rk).unwrap_or("");
+            let rv = t.resolve(rv);
+            let policy = t.str_at(rv, "restartPolicy").map(str::to_string);
+            // The training operator (kubeflow.org/v1) sets the replica's policy on
+            // the pods, OnFailure when unset.
+            let default = (api_version == "kubeflow.org/v1").then_some("OnFailure");
+            let p = join(path, &format!("spec.{key}.{replica}"));
+            template(reader, owner, rv, &p, policy, default)?;
+        }
+    }
+    Ok(())
+}
+
+/// A Job spec: its pod template, with the Job for `--job-failure-policy`.
+pub(super) fn job(
+    reader: &mut Reader<'_>,
+    owner: &Owner,
+    spec: NodeId,
+    path: &str,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    if let Some(s) = t.get(spec, "template").and_then(|tp| t.get(tp, "spec")) {
+        reader.pod_spec(
+            owner,
+            s,
+            &join(path, "template.spec"),
+            None,
+            Some(spec),
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+/// The pod spec at `node.template.spec` (a workload, a replica, a task, a Ray group).
+pub(super) fn template(
+    reader: &mut Reader<'_>,
+    owner: &Owner,
+    node: NodeId,
+    path: &str,
+    operator_policy: Option<String>,
+    default: Option<&'static str>,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    if let Some(s) = t.get(node, "template").and_then(|tp| t.get(tp, "spec")) {
+        let shape = SpotShape {
+            holder: s,
+            before: &["containers"],
+            volumes: s,
+            pod: Some(s),
+            job: None,
+            operator_policy,
+            default_policy: default,
+        };
+        reader.pod_spec_shaped(owner, s, &join(path, "template.spec"), shape)?;
+    }
+    Ok(())
+}
+
+/// A JobSet spec (also a Trainer runtime's template): each replicated Job's pod template.
+pub(super) fn jobset(
+    reader: &mut Reader<'_>,
+    owner: &Owner,
+    spec: NodeId,
+    path: &str,
+) -> Result<(), ManifestError> {
+    let t = reader.tree;
+    if let Some(jobs) = t.get(spec, "replicatedJobs") {
+        for (i, &rj) in t.items(jobs).iter().enumerate() {
+            let js = t
+                .get(t.resolve(rj), "template")
+                .and_then(|tp| t.get(tp, "spec"));
+            if let Some(js) = js
+                && let Some(s) = t.get(js, "template").and_then(|tp| t.get(tp, "spec"))
+            {
+                let p = join(
+                    path,
+                    &format!("replicatedJobs[{i}].template.spec.template.spec"),
+                );
+                reader.pod_spec(owner, s, &p, None, None, None)?;
+            }
+        }
+    }
+    Ok(())
 }

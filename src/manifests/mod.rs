@@ -304,7 +304,7 @@ fn read_tree(
         parameter_images: 0,
     };
     for (index, doc) in tree.docs.iter().enumerate() {
-        reader.document(index, doc.root)?;
+        kinds::document(&mut reader, index, doc.root)?;
     }
     let Reader {
         out, spots, notes, ..
@@ -463,7 +463,7 @@ impl<'a> Reading<'a> {
             parameter_images: 0,
             budget,
         };
-        let result = reader.document(index, root);
+        let result = kinds::document(&mut reader, index, root);
         if reader.budget == 0 {
             return tree::Next::Stop;
         }

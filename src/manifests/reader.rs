@@ -130,19 +130,6 @@ impl Reader<'_> {
         self.notes.push(format!("{}: {message}", self.source));
     }
 
-    pub(super) fn document(&mut self, index: usize, root: NodeId) -> Result<(), ManifestError> {
-        let t = self.tree;
-        let root = t.resolve(root);
-        if t.is_seq(root) {
-            // A bare JSON/YAML array of objects.
-            for (i, &item) in t.items(root).iter().enumerate() {
-                self.object(index, t.resolve(item), &format!("[{i}]"))?;
-            }
-            return Ok(());
-        }
-        self.object(index, root, "")
-    }
-
     pub(super) fn pod_spec(
         &mut self,
         owner: &Owner,
@@ -452,53 +439,6 @@ impl Reader<'_> {
             run_as_non_root: effective_bool("runAsNonRoot"),
             run_as_user: effective_int("runAsUser"),
         }))
-    }
-
-    /// An unknown kind: every `template` whose `spec` has `containers`, not under a patch or
-    /// rule, nor inside another object's pod spec.
-    pub(super) fn generic(
-        &mut self,
-        owner: &Owner,
-        node: NodeId,
-        path: &str,
-        depth: usize,
-    ) -> Result<(), ManifestError> {
-        let t = self.tree;
-        if depth > tree::MAX_DEPTH || self.budget == 0 {
-            return Ok(());
-        }
-        self.budget -= 1;
-        let node = t.resolve(node);
-        if t.is_seq(node) {
-            for (i, &item) in t.items(node).iter().enumerate() {
-                self.generic(owner, item, &format!("{path}[{i}]"), depth + 1)?;
-            }
-            return Ok(());
-        }
-        // A whole object nested in another (CodeFlare's AppWrapper): read it as its own kind.
-        if depth > 0 && t.str_at(node, "kind").is_some() && t.str_at(node, "apiVersion").is_some() {
-            return self.object(owner.document - 1, node, path);
-        }
-        let operator_policy = t.str_at(node, "restartPolicy").map(str::to_string);
-        for &(k, v) in t.entries(node) {
-            let Some(key) = t.scalar(k) else { continue };
-            if PATCH_KEYS.contains(&key) {
-                continue;
-            }
-            let p = join(path, key);
-            if key == "template"
-                && let Some(s) = t.get(v, "spec")
-                && t.get(s, "containers").is_some_and(|c| t.is_seq(c))
-            {
-                // An operator's replica spec next to `template` (Kubeflow's ReplicaSpec style)
-                // sets the pods' restartPolicy, overriding the template's.
-                let policy = operator_policy.clone();
-                self.pod_spec(owner, s, &join(&p, "spec"), policy, None, None)?;
-                continue;
-            }
-            self.generic(owner, v, &p, depth + 1)?;
-        }
-        Ok(())
     }
 }
 
