@@ -191,7 +191,7 @@ impl ImageConfigs {
         .await
         {
             Ok(b) => parse_config(&b),
-            Err(e) => ConfigRead::Failed(e),
+            Err(e) => ConfigRead::Failed(e.to_string()),
         };
         if manifest_ref.starts_with("sha256:") {
             self.remember_config(&manifest_ref, read.clone());
@@ -231,7 +231,7 @@ impl ImageConfigs {
                 progress,
             )
             .await
-            .map_err(ConfigRead::Failed)?;
+            .map_err(|e| ConfigRead::Failed(e.to_string()))?;
             let manifest = serde_json::from_slice::<Manifest>(&body)
                 .map_err(|e| ConfigRead::Failed(format!("the manifest is not JSON: {e}")))?;
             if manifest.manifests.is_none() || descended {
@@ -294,33 +294,62 @@ impl ImageConfigs {
         authorization: Option<&str>,
         max: usize,
         progress: &Progress,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, GetError> {
         progress.set(format!("GET {url}"));
         let req = authorized(http.get(url).header(header::ACCEPT, accept), authorization);
-        let too_large = || format!("GET {url}: larger than {} KiB", max / 1024);
-        let resp = wire.execute(req).await.map_err(|e| {
-            let cause = std::error::Error::source(&e).map_or_else(|| error_chain(&e), error_chain);
-            format!("GET {url}: {cause}")
-        })?;
+        let url = url.to_string();
+        let too_large = |url: String| GetError::TooLarge {
+            url,
+            kib: max / 1024,
+        };
+        let resp = match wire.execute(req).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                let cause =
+                    std::error::Error::source(&e).map_or_else(|| error_chain(&e), error_chain);
+                return Err(GetError::Send { url, cause });
+            }
+        };
         let status = resp.status();
         if !status.is_success() {
-            return Err(format!("GET {url} answered {}", status.as_u16()));
+            return Err(GetError::Status {
+                url,
+                status: status.as_u16(),
+            });
         }
         // A declared length over the limit is refused before reading.
         if resp
             .content_length()
             .is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX))
         {
-            return Err(too_large());
+            return Err(too_large(url));
         }
-        let body = read_limited(resp, max.saturating_add(1))
-            .await
-            .map_err(|e| format!("GET {url}: {}", error_chain(&e)))?;
+        let body = match read_limited(resp, max.saturating_add(1)).await {
+            Ok(body) => body,
+            Err(e) => {
+                let cause = error_chain(&e);
+                return Err(GetError::Send { url, cause });
+            }
+        };
         if body.len() > max {
-            return Err(too_large());
+            return Err(too_large(url));
         }
         Ok(body)
     }
+}
+
+/// Why a `GET` with a size limit gave no body, naming the request.
+#[derive(Debug, thiserror::Error)]
+enum GetError {
+    /// Not sent, or its body not read: the transport's error chain.
+    #[error("GET {url}: {cause}")]
+    Send { url: String, cause: String },
+    /// Answered, but not with a success.
+    #[error("GET {url} answered {status}")]
+    Status { url: String, status: u16 },
+    /// Larger than its limit (declared, or as read).
+    #[error("GET {url}: larger than {kib} KiB")]
+    TooLarge { url: String, kib: usize },
 }
 
 #[cfg(test)]
