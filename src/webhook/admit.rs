@@ -332,6 +332,22 @@ fn unreadable_but_answerable(body: &[u8], why: &str) -> Result<Answer, Unreadabl
     let api_version = review["apiVersion"]
         .as_str()
         .unwrap_or("admission.k8s.io/v1");
+    // A review that names no kind is of no kind acted on, as it was counted before the typed
+    // reader: skipped, not an error.
+    let gvk = &review["request"]["kind"];
+    if ["group", "version", "kind"]
+        .iter()
+        .any(|k| !gvk[k].is_string())
+    {
+        let warning = "pullcheck: the review names no kind of object; admitted unchanged";
+        return Ok(answer(
+            api_version,
+            uid,
+            None,
+            &[warning.to_string()],
+            Outcome::Skipped(Skip::Kind),
+        ));
+    }
     let warning = format!("pullcheck: the review cannot be read ({why}); admitted unchanged");
     Ok(answer(api_version, uid, None, &[warning], Outcome::Error))
 }

@@ -612,12 +612,11 @@ fn what_cannot_be_read_is_admitted_or_refused_with_400_never_blocked() {
     }
     let (after, _) = webhook.admit(&plain_pod("Never"));
     assert_eq!(after["spec"]["initContainers"][0]["name"], "pullcheck");
-    // The object that is no JSON object, the review without a kind (neither can be read as
-    // kube's typed AdmissionRequest), the review without a uid, the body not JSON, the one too
-    // large; the pod specs inject cannot read are `skipped` with inject's warning.
+    // The object that is no JSON object, the review without a uid, the body not JSON, the one
+    // too large; the pod specs inject cannot read are `skipped` with inject's warning.
     assert_eq!(
         webhook.metric("pullcheck_webhook_admissions_total{outcome=\"error\"}"),
-        5.0
+        4.0
     );
     // A bad inject flag is a usage error at start, not a warning on every pod.
     let run = pullcheck()
