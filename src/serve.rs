@@ -1,8 +1,9 @@
 //! What the two cluster-wide servers share (`pullcheck webhook`, `pullcheck watch`): the
-//! `--listen` address, the runtime, the accept loop (TLS or not) with its bounds, the signals
-//! that stop them, the `/healthz`, `/readyz` and
-//! `/metrics` answers, and the one histogram type both metrics write in Prometheus' text
-//! format. A leaf that knows neither feature, so that sharing it ties neither to the other.
+//! `--listen` address, the runtime, the whole run (flags judged, then started), the accept
+//! loop (TLS or not) with its bounds, the signals that stop them, the `/healthz`, `/readyz` and
+//! `/metrics` answers, and the metric types both write in Prometheus' text format (a
+//! histogram, a counter family). A leaf that knows neither feature, so that sharing it ties
+//! neither to the other.
 
 use crate::log::{self, Component};
 use crate::report::ExitCode;
