@@ -77,7 +77,7 @@ mod wants;
 
 pub use container::{env_value, init_container, volume_name};
 #[cfg(feature = "webhook")]
-pub(crate) use object::inject_object;
+pub(crate) use object::{inject_object, push_token};
 pub(crate) use options::{ValidOptions, validate};
 use pod::Run;
 pub(crate) use resources::LimitRangesError;

@@ -34,47 +34,90 @@ pub(crate) enum Change {
     },
 }
 
-/// Writes the core's edits as [`Change`]s: the JSON pointer of every node of the tree, found
-/// once.
+/// Writes the core's edits as [`Change`]s, each naming its node by JSON pointer. Only where
+/// each node hangs is kept (its parent, and a key or an index): the pointers are
+/// spelled out for the few nodes an edit names, not for every node of every object admitted.
 pub(crate) struct ObjectWriter<'a> {
     tree: &'a Tree,
-    /// Each node's pointer (a mapping key's own node has none).
-    pointers: Vec<String>,
+    /// Each node's place in its parent (a mapping key's own node, and the root, have none).
+    places: Vec<Place>,
+}
+
+/// Where a node hangs.
+#[derive(Clone, Copy)]
+enum Place {
+    /// The root, or a mapping key's own node.
+    Top,
+    /// The value of the key node `key` of the mapping `parent`.
+    Key { parent: NodeId, key: NodeId },
+    /// Item `index` of the sequence `parent`.
+    Item { parent: NodeId, index: usize },
 }
 
 impl<'a> ObjectWriter<'a> {
     /// The writer of the edits of `tree` (one document, as [`manifests::read_object`] builds).
     pub(crate) fn new(tree: &'a Tree) -> ObjectWriter<'a> {
-        let mut pointers = vec![String::new(); tree.nodes.len()];
-        // Parents before children, each pointer its parent's and one token.
-        let mut stack: Vec<NodeId> = tree.docs.iter().map(|d| d.root).collect();
-        while let Some(id) = stack.pop() {
-            match &tree.nodes[id].kind {
+        let mut places = vec![Place::Top; tree.nodes.len()];
+        for (parent, node) in tree.nodes.iter().enumerate() {
+            match &node.kind {
                 Kind::Map { entries, .. } => {
-                    for &(k, v) in entries {
-                        let key = tree.scalar(k).unwrap_or_default();
-                        pointers[v] = format!("{}/{}", pointers[id], token(key));
-                        stack.push(v);
+                    for &(key, value) in entries {
+                        places[value] = Place::Key { parent, key };
                     }
                 }
                 Kind::Seq { items, .. } => {
-                    for (i, &item) in items.iter().enumerate() {
-                        pointers[item] = format!("{}/{i}", pointers[id]);
-                        stack.push(item);
+                    for (index, &item) in items.iter().enumerate() {
+                        places[item] = Place::Item { parent, index };
                     }
                 }
                 _ => {}
             }
         }
-        ObjectWriter { tree, pointers }
+        ObjectWriter { tree, places }
     }
 
-    fn list(&self, seq: NodeId) -> Result<&str, Refusal> {
+    /// The JSON pointer of `node`: its places from the root down, one token each.
+    fn pointer(&self, node: NodeId) -> String {
+        let mut tokens = Vec::new();
+        let mut at = node;
+        // A tree from a JSON value has no aliases, so each node has one parent and the walk up
+        // ends at the root; the bound is the node count all the same.
+        while tokens.len() < self.places.len() {
+            match self.places.get(at) {
+                Some(Place::Key { parent, key }) => {
+                    tokens.push(self.tree.scalar(*key).unwrap_or_default().to_string());
+                    at = *parent;
+                }
+                Some(Place::Item { parent, index }) => {
+                    tokens.push(index.to_string());
+                    at = *parent;
+                }
+                Some(Place::Top) | None => break,
+            }
+        }
+        let mut pointer = String::new();
+        for token in tokens.iter().rev() {
+            push_token(&mut pointer, token);
+        }
+        pointer
+    }
+
+    fn list(&self, seq: NodeId) -> Result<String, Refusal> {
         match self.tree.nodes[seq].kind {
-            Kind::Seq { .. } => Ok(&self.pointers[seq]),
+            Kind::Seq { .. } => Ok(self.pointer(seq)),
             _ => Err("not a sequence"),
         }
     }
+}
+
+/// Appends one JSON pointer token to `path` (RFC 6901: `~` and `/` escaped); returns the
+/// length before, to take it off again. The one spelling of a token, for the object writer's
+/// pointers and the webhook's patch alike.
+pub(crate) fn push_token(path: &mut String, token: &str) -> usize {
+    let len = path.len();
+    path.push('/');
+    path.push_str(&token.replace('~', "~0").replace('/', "~1"));
+    len
 }
 
 impl Writer for ObjectWriter<'_> {
@@ -91,7 +134,7 @@ impl Writer for ObjectWriter<'_> {
             return Err("not a mapping");
         }
         Ok(Change::Insert {
-            map: self.pointers[map].clone(),
+            map: self.pointer(map),
             key: key.to_string(),
             value: value.to_json(),
         })
@@ -99,14 +142,14 @@ impl Writer for ObjectWriter<'_> {
 
     fn set_null(&self, _key: NodeId, value_node: NodeId, value: &Y) -> Result<Change, Refusal> {
         Ok(Change::Put {
-            at: self.pointers[value_node].clone(),
+            at: self.pointer(value_node),
             value: value.to_json(),
         })
     }
 
     fn prepend(&self, seq: NodeId, items: &[Y]) -> Result<Change, Refusal> {
         Ok(Change::Prepend {
-            list: self.list(seq)?.to_string(),
+            list: self.list(seq)?,
             items: items.iter().map(Y::to_json).collect(),
         })
     }
@@ -116,7 +159,7 @@ impl Writer for ObjectWriter<'_> {
             return Err("no such item");
         }
         Ok(Change::Remove {
-            list: self.list(seq)?.to_string(),
+            list: self.list(seq)?,
             index,
         })
     }
@@ -126,16 +169,11 @@ impl Writer for ObjectWriter<'_> {
             return Err("no such item");
         }
         Ok(Change::Replace {
-            list: self.list(seq)?.to_string(),
+            list: self.list(seq)?,
             index,
             value: item.to_json(),
         })
     }
-}
-
-/// One RFC 6901 reference token: `~` and `/` escaped.
-fn token(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// What one list becomes: its items as sent, some replaced or removed, after the prepended.
@@ -291,7 +329,7 @@ mod tests {
     fn pointers_escape_their_keys() {
         let tree = Tree::from_json(&json!({"a/b": {"c~d": [0, {"e": 1}]}})).unwrap();
         let writer = ObjectWriter::new(&tree);
-        let mut all: Vec<&str> = writer.pointers.iter().map(String::as_str).collect();
+        let mut all: Vec<String> = (0..tree.nodes.len()).map(|n| writer.pointer(n)).collect();
         all.retain(|p| !p.is_empty());
         all.sort_unstable();
         assert_eq!(

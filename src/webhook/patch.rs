@@ -7,6 +7,7 @@
 //! patch names no list item that `inject` did not touch, so that it applies to the object as
 //! sent, after any other webhook.
 
+use crate::inject::push_token;
 use serde_json::{Value, json};
 
 /// The operations that turn `before` into `after`.
@@ -23,7 +24,7 @@ fn walk(path: &mut String, before: &Value, after: &Value, ops: &mut Vec<Value>) 
     match (before, after) {
         (Value::Object(old), Value::Object(new)) => {
             for (key, value) in old {
-                let len = push(path, key);
+                let len = push_token(path, key);
                 match new.get(key) {
                     Some(next) => walk(path, value, next, ops),
                     None => ops.push(json!({"op": "remove", "path": path})),
@@ -32,7 +33,7 @@ fn walk(path: &mut String, before: &Value, after: &Value, ops: &mut Vec<Value>) 
             }
             for (key, value) in new {
                 if !old.contains_key(key) {
-                    let len = push(path, key);
+                    let len = push_token(path, key);
                     ops.push(json!({"op": "add", "path": path, "value": value}));
                     path.truncate(len);
                 }
@@ -59,29 +60,21 @@ fn list(path: &mut String, old: &[Value], new: &[Value], ops: &mut Vec<Value>) {
     let new_mid = &new[prefix..new.len() - suffix];
     let paired = old_mid.len().min(new_mid.len());
     for i in 0..paired {
-        let len = push(path, &(prefix + i).to_string());
+        let len = push_token(path, &(prefix + i).to_string());
         walk(path, &old_mid[i], &new_mid[i], ops);
         path.truncate(len);
     }
     let at = prefix + paired;
     for _ in paired..old_mid.len() {
-        let len = push(path, &at.to_string());
+        let len = push_token(path, &at.to_string());
         ops.push(json!({"op": "remove", "path": path}));
         path.truncate(len);
     }
     for (j, value) in new_mid[paired..].iter().enumerate() {
-        let len = push(path, &(at + j).to_string());
+        let len = push_token(path, &(at + j).to_string());
         ops.push(json!({"op": "add", "path": path, "value": value}));
         path.truncate(len);
     }
-}
-
-/// Appends one JSON pointer token (RFC 6901: `~` and `/` escaped); returns the length before.
-fn push(path: &mut String, token: &str) -> usize {
-    let len = path.len();
-    path.push('/');
-    path.push_str(&token.replace('~', "~0").replace('/', "~1"));
-    len
 }
 
 #[cfg(test)]
