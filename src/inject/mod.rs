@@ -82,6 +82,7 @@ pub(crate) use options::{ValidOptions, validate};
 use pod::Run;
 pub(crate) use resources::LimitRangesError;
 pub use resources::{LimitRangeItem, LimitRanges, Requirements};
+use wants::Wants;
 
 use crate::cli::DEFAULT_INJECT_IMAGE;
 use crate::credentials::plugin::InjectAdditions;
@@ -371,14 +372,16 @@ pub(super) fn plan<W: Writer>(
     pod_specs: &mut usize,
 ) -> Vec<W::Edit> {
     let mut run = Run {
-        options: &valid.options,
+        wants: Wants {
+            options: &valid.options,
+            tree,
+            manifests: found,
+            ca_files: &valid.ca_files,
+            route: &valid.route,
+        },
         owner,
         source,
-        manifests: found,
-        tree,
         writer,
-        ca_files: &valid.ca_files,
-        route: &valid.route,
         warnings: std::mem::take(warnings),
         notes: std::mem::take(notes),
         edits: Vec::new(),

@@ -2,30 +2,26 @@
 //! container, the volumes and mounts, the init container put first, and a Job's failure
 //! policy. What they hold is decided in [`super::wants`] and [`super::job`].
 
+use super::CONTAINER_NAME;
 use super::container::{
     init_container, is_our_volume, is_our_volume_name, pod_containers, with_route_args,
 };
 use super::job;
 use super::resources::{self, Chosen, MEMORY_FLOOR, format_quantity};
 use super::wants::{Checked, Wants};
-use super::{CONTAINER_NAME, InjectOptions};
+use crate::manifests::Spot;
 use crate::manifests::splice::{Writer, Y};
-use crate::manifests::tree::{NodeId, Tree};
-use crate::manifests::{Manifests, Spot};
-use crate::route::inject::Additions;
+use crate::manifests::tree::NodeId;
 use std::collections::{HashMap, HashSet};
 
 pub(super) struct Run<'a, W: Writer> {
-    pub(super) options: &'a InjectOptions,
+    /// What decides the init container: the options, the document's tree and pod specs.
+    pub(super) wants: Wants<'a>,
     /// The kind of a Pod's controller, at admission ([`super::plan`]).
     pub(super) owner: Option<&'a str>,
     pub(super) source: &'a str,
-    pub(super) manifests: &'a Manifests,
-    pub(super) tree: &'a Tree,
     /// How the edits are written (text or object).
     pub(super) writer: &'a W,
-    pub(super) ca_files: &'a [String],
-    pub(super) route: &'a Additions,
     pub(super) warnings: Vec<String>,
     pub(super) edits: Vec<W::Edit>,
     /// Volume holders already edited (shared by a workflow's templates, a Spark app's driver
@@ -50,17 +46,6 @@ struct Existing {
 }
 
 impl<'a, W: Writer> Run<'a, W> {
-    /// What decides the init container, from this run's options and document.
-    fn wants(&self) -> Wants<'a> {
-        Wants {
-            options: self.options,
-            tree: self.tree,
-            manifests: self.manifests,
-            ca_files: self.ca_files,
-            route: self.route,
-        }
-    }
-
     pub(super) fn warn(&mut self, message: String) {
         self.warnings.push(format!("{}: {message}", self.source));
     }
@@ -68,27 +53,32 @@ impl<'a, W: Writer> Run<'a, W> {
     /// Edits one pod spec: if it can take the init container, what it checks, the secrets it
     /// mounts, the volumes, and the container put first (with the Job's failure policy).
     pub(super) fn spot(&mut self, spot: &Spot) {
-        let t = self.tree;
-        let spec = &self.manifests.pod_specs[spot.spec];
+        let t = self.wants.tree;
+        let spec = &self.wants.manifests.pod_specs[spot.spec];
         let at = spec.origin.to_string();
         if !self.editable(spot, &at) {
             return;
         }
         // --job-failure-policy sets restartPolicy: Never where a Job's pod template has none.
-        let policy_set_here = self.options.job_failure_policy
+        let policy_set_here = self.wants.options.job_failure_policy
             && spot.job.is_some()
             && spot
                 .pod
                 .is_some_and(|p| t.str_at(p, "restartPolicy").is_none());
         if !policy_set_here {
-            let said =
-                job::restart_policy_warning(self.tree, self.manifests, self.owner, spot, &at);
+            let said = job::restart_policy_warning(
+                self.wants.tree,
+                self.wants.manifests,
+                self.owner,
+                spot,
+                &at,
+            );
             if let Some(message) = said {
                 self.warn(message);
             }
         }
         let containers = pod_containers(t, spot.holder, &spot.container_nodes);
-        let resources = match resources::choose(&containers, &self.options.limit_ranges) {
+        let resources = match resources::choose(&containers, &self.wants.options.limit_ranges) {
             Chosen::Set(resources) => resources,
             Chosen::TooLittleMemory(limit) => {
                 self.warn(format!(
@@ -104,19 +94,19 @@ impl<'a, W: Writer> Run<'a, W> {
         let checked = Checked::of(spec);
         let mut said = Vec::new();
         let env = self
-            .wants()
+            .wants
             .env(spot, checked.images, &checked.facts, &at, &mut said);
-        let secrets = self.wants().secrets(spot, &at, &mut said);
+        let secrets = self.wants.secrets(spot, &at, &mut said);
         for message in said {
             self.warn(message);
         }
         let Some(volume_names) = self.volumes(spot, &secrets, &at) else {
             return;
         };
-        let mounts = self.wants().mounts(spot, &volume_names);
-        let check_args = with_route_args(&self.options.check_args, &self.route.args);
+        let mounts = self.wants.mounts(spot, &volume_names);
+        let check_args = with_route_args(&self.wants.options.check_args, &self.wants.route.args);
         let container = init_container(
-            &self.options.image,
+            &self.wants.options.image,
             &check_args,
             &env,
             &checked.extra_args,
@@ -137,7 +127,7 @@ impl<'a, W: Writer> Run<'a, W> {
             ));
             return;
         }
-        if self.options.job_failure_policy
+        if self.wants.options.job_failure_policy
             && let (Some(job), Some(pod)) = (spot.job, spot.pod)
             && self.jobs_done.insert(job)
         {
@@ -149,8 +139,8 @@ impl<'a, W: Writer> Run<'a, W> {
     /// Whether the pod spec can take the init container; when not, a warning says why
     /// (except for Windows pods, of which the reader's note already speaks).
     fn editable(&mut self, spot: &Spot, at: &str) -> bool {
-        let t = self.tree;
-        let spec = &self.manifests.pod_specs[spot.spec];
+        let t = self.wants.tree;
+        let spec = &self.wants.manifests.pod_specs[spot.spec];
         if let Some(key) = spot.not_lists.first() {
             self.warn(format!("{at}: {key} is not a list; left unchanged"));
             return false;
@@ -207,7 +197,7 @@ impl<'a, W: Writer> Run<'a, W> {
         spot: &Spot,
         container: &Y,
     ) -> Result<(), &'static str> {
-        let t = self.tree;
+        let t = self.wants.tree;
         let Some((key, list)) = t.own_entry(spot.holder, "initContainers") else {
             let value = Y::Seq(vec![container.clone()]);
             let e = self
@@ -252,7 +242,7 @@ impl<'a, W: Writer> Run<'a, W> {
     /// executor container mounts: that container mounts ours too (read-only, where the init
     /// container does), and no longer mounts ours of an earlier run that are gone.
     pub(super) fn main_mounts(&mut self, main: NodeId, mounts: &[Y]) -> Result<(), &'static str> {
-        let t = self.tree;
+        let t = self.wants.tree;
         let wanted: Vec<(String, &Y)> = mounts
             .iter()
             .filter_map(|m| match m {
@@ -315,10 +305,10 @@ impl<'a, W: Writer> Run<'a, W> {
         if let Some(done) = self.volumes_done.get(&spot.volumes) {
             return Some(done.clone());
         }
-        let t = self.tree;
+        let t = self.wants.tree;
         let existing = self.existing_volumes(spot);
         let mut taken = existing.user.clone();
-        let (wanted, names) = self.wants().wanted_volumes(spot, secrets, &mut taken);
+        let (wanted, names) = self.wants.wanted_volumes(spot, secrets, &mut taken);
         // A volume of the pod's own with the name of one added here would make the pod
         // invalid (volume names are unique): leave the pod alone and say so.
         if let Some(clash) = wanted.iter().find_map(|v| {
@@ -348,14 +338,14 @@ impl<'a, W: Writer> Run<'a, W> {
     /// names of the user's. Volumes any container but ours mounts are the user's, whatever
     /// their name.
     fn existing_volumes(&self, spot: &Spot) -> Existing {
-        let t = self.tree;
+        let t = self.wants.tree;
         let mut mounted_by_others = HashSet::new();
         let sharing = self
             .spots_by_volumes
             .get(&spot.volumes)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        for spot2 in sharing.iter().map(|&i| &self.manifests.spots[i]) {
+        for spot2 in sharing.iter().map(|&i| &self.wants.manifests.spots[i]) {
             for &c in &spot2.container_nodes {
                 for key in ["volumeMounts", "volumeDevices"] {
                     if let Some(list) = t.get(c, key) {
@@ -397,7 +387,7 @@ impl<'a, W: Writer> Run<'a, W> {
         existing: &Existing,
         wanted: Vec<Y>,
     ) -> Result<Vec<W::Edit>, &'static str> {
-        let t = self.tree;
+        let t = self.wants.tree;
         let (items, ours) = (&existing.items, &existing.ours);
         let mut edits = Vec::new();
         let Some((key, list)) = entry else {
@@ -455,7 +445,7 @@ impl<'a, W: Writer> Run<'a, W> {
 
     /// `podFailurePolicy` for a `batch/v1` Job, and `restartPolicy: Never` when unset.
     pub(super) fn failure_policy(&mut self, job: NodeId, pod: NodeId, at: &str) {
-        let t = self.tree;
+        let t = self.wants.tree;
         let restart = t.str_at(pod, "restartPolicy");
         if restart.is_some_and(|p| p != "Never") {
             self.warn(format!(
@@ -465,7 +455,7 @@ impl<'a, W: Writer> Run<'a, W> {
             ));
             return;
         }
-        let (rules, why) = job::rules(self.options, t, job);
+        let (rules, why) = job::rules(self.wants.options, t, job);
         let result = (|| -> Result<Vec<W::Edit>, &'static str> {
             let mut edits = Vec::new();
             match t.own_entry(job, "podFailurePolicy") {
@@ -528,7 +518,7 @@ impl<'a, W: Writer> Run<'a, W> {
     /// gets that), so adding the rules without this change would have the Job refused; a file
     /// that sets it gets the same change, and a note says so.
     fn replacement_policy(&mut self, job: NodeId) -> Result<Option<W::Edit>, &'static str> {
-        let t = self.tree;
+        let t = self.wants.tree;
         let Some((key, value)) = t.own_entry(job, "podReplacementPolicy") else {
             return Ok(None);
         };
