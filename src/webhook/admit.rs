@@ -245,7 +245,7 @@ impl Admitter {
         }
         let object = request.object.as_object().ok_or(Unchanged::NotAnObject)?;
         let metadata = &request.object["metadata"];
-        let namespace = request.namespace.or(metadata["namespace"].as_str());
+        let namespace = request.object_namespace();
         if namespace.is_some() && namespace == self.namespace.as_deref() {
             return Ok(Decision::Skip(Skip::OwnNamespace, Vec::new()));
         }

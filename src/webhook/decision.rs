@@ -37,6 +37,12 @@ impl<'a> Asked<'a> {
         }
     }
 
+    /// The object's namespace: the request's, else the object's own metadata's.
+    pub(crate) fn object_namespace(&self) -> Option<&'a str> {
+        self.namespace
+            .or(self.object["metadata"]["namespace"].as_str())
+    }
+
     /// A CREATE of the object itself (not of a sub-resource): the only review acted on.
     pub(crate) fn is_create(&self) -> bool {
         matches!(self.operation, Operation::Create) && self.sub_resource.is_none()

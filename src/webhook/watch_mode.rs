@@ -85,9 +85,7 @@ pub(crate) fn decide(
     if !object.is_object() {
         return Err(Unchanged::NotAnObject);
     }
-    let namespace = request
-        .namespace
-        .or(object["metadata"]["namespace"].as_str());
+    let namespace = request.object_namespace();
     if namespace.is_some() && namespace == own_namespace {
         return Ok(Decision::Skip(Skip::OwnNamespace, Vec::new()));
     }
