@@ -31,8 +31,8 @@
 //!   leaf that `config` uses too); [`config`]: each subcommand's flags, environment and files
 //!   into one validated configuration, every problem at once (`config/check.rs`: `check`'s
 //!   [`config::Config`] by small per-concern builders; `config/inject.rs`: `inject`'s
-//!   `InjectConfig`; `config/webhook.rs`: `webhook`'s; `config/values.rs`: the command line's
-//!   choices as the library's types; `watch`'s stays beside the settings it judges);
+//!   `InjectConfig`; `config/webhook.rs`: `webhook`'s; `config/watch.rs`: `watch`'s, with the
+//!   graces as data; `config/values.rs`: the command line's choices as the library's types);
 //!   [`app`]: the program behind `main`; [`input`]: bounded reading of files and stdin, for
 //!   `config` and `keyring` alike.
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the
@@ -94,7 +94,7 @@
 //!   the kubelet's words, permanent or transient; `grace`: each verdict's grace; `seen`: what
 //!   was seen of one pod, the evidence and whether it is fresh; `decide`: one pod's action,
 //!   without I/O; `breaker`: the bound on owners that recreate what is failed; `confirm`: the
-//!   watcher's own manifest HEAD; `config`, `run`, `act`, `lease`: leader election, `server`,
+//!   watcher's own manifest HEAD; `run`, `act`, `lease`: leader election, `server`,
 //!   `metrics`).
 //! - `serve` (with either cargo feature): what the two cluster-wide servers share, the
 //!   `--listen` address, the runtime, the one accept loop (TLS or not) with its bounds, the

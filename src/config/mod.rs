@@ -1,13 +1,15 @@
 //! Every subcommand's flags, environment and files become one validated configuration before
 //! anything is sent or read: `from_args(...) -> Result<XConfig, every problem at once>` (exit
 //! 2), so that a user fixes them in one go. [`Config`] is `check`'s ([`check`](self) reads it
-//! one concern at a time), [`InjectConfig`] `inject`'s, `WebhookConfig` `webhook`'s. `watch`'s
-//! is `watch::config`, beside the settings it judges (the graces and the decision's settings
-//! live with the watcher; here they would make a circle between `config` and `watch`).
+//! one concern at a time), [`InjectConfig`] `inject`'s, `WebhookConfig` `webhook`'s, `WatchConfig`
+//! `watch`'s. Each imports the types of what it configures but nothing of the code that runs
+//! with it, which imports it (`watch` hands in the words `--grace-for` takes, from its tables).
 
 mod check;
 mod inject;
 mod values;
+#[cfg(feature = "watch")]
+mod watch;
 #[cfg(feature = "webhook")]
 mod webhook;
 
@@ -16,6 +18,8 @@ pub use crate::cli::values::{
 };
 pub use check::Config;
 pub use inject::{InjectConfig, inject_source};
+#[cfg(feature = "watch")]
+pub(crate) use watch::{GraceKeys, Graces, Settings, WatchConfig};
 #[cfg(feature = "webhook")]
 pub(crate) use webhook::{Adds, Certificates, WebhookConfig};
 

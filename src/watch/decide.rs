@@ -16,8 +16,8 @@
 //!   watcher's (its reason a pullcheck word) and the pod is still there, only the delete is done.
 
 use super::classify::{IMAGE_PULL_BACK_OFF, Verdict};
-use super::grace::Graces;
 use super::seen::{Seen, group, statuses, waiting};
+use crate::config::Settings;
 use crate::escape::{cut, escape};
 use crate::report::TERMINATION_MESSAGE_MAX;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
@@ -34,15 +34,6 @@ const NEVER_DELETED: [&str; 4] = [
     "DaemonSet",
     "ReplicationController",
 ];
-
-/// The graces and the condition's type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Settings {
-    /// `--grace`, `--grace-for`, `--report-after`.
-    pub(crate) graces: Graces,
-    /// `--condition-type`.
-    pub(crate) condition_type: String,
-}
 
 /// One container waiting too long, and what its words say.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,7 +141,7 @@ pub(crate) fn decide(
             continue;
         };
         let verdict = evidence.verdict;
-        let (since, wait) = match settings.graces.of(verdict, reason) {
+        let (since, wait) = match super::grace::of(&settings.graces, verdict, reason) {
             Some(grace) => (evidence.since, grace),
             None => (waiting_since, settings.graces.report_after),
         };
@@ -270,6 +261,7 @@ fn image_of(pod: &Pod, status: &ContainerStatus) -> String {
 mod tests {
     use super::super::classify::{ERR_IMAGE_PULL, Transient};
     use super::*;
+    use crate::config::Graces;
     use serde_json::json;
     use std::collections::BTreeMap;
 

@@ -19,15 +19,15 @@
 //! - **10 s** for the start causes (`runAsNonRoot` against the image's user, no command, a
 //!   `workingDir` that is a file, a command that is not in the image): the image decides them.
 //! - **never** for transient or unknown words: they are reported once they have lasted
-//!   [`Graces::report_after`], and never acted on.
+//!   `--report-after`, and never acted on.
 //!
 //! `--grace-for` takes pullcheck's reason words (`manifest_missing`) and the kubelet's waiting
 //! reasons (`CreateContainerConfigError`); a reason word wins over a waiting reason, which wins
 //! over `--grace`, which wins over the default.
 
 use super::classify::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, Verdict};
+use crate::config::{GraceKeys, Graces};
 use crate::report::Reason;
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The grace of the definitive answers.
@@ -39,57 +39,46 @@ const CONFIGURATION: Duration = Duration::from_secs(30);
 /// The grace of the start causes.
 const START: Duration = Duration::from_secs(10);
 
-/// The graces of one watcher, as its flags give them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Graces {
-    /// `--grace`: every permanent verdict's grace, when given, instead of its default.
-    pub(crate) all: Option<Duration>,
-    /// `--grace-for KEY=DURATION`, by reason word or waiting reason.
-    pub(crate) by_key: BTreeMap<String, Duration>,
-    /// `--report-after`: how long a transient or unknown cause lasts before it is reported.
-    pub(crate) report_after: Duration,
+/// The grace of a permanent verdict seen under the waiting reason `waiting`; `None` for a
+/// transient one, which is never acted on.
+pub(crate) fn of(graces: &Graces, verdict: Verdict, waiting: &str) -> Option<Duration> {
+    let Verdict::Permanent(reason) = verdict else {
+        return None;
+    };
+    let own = |k: &str| graces.by_key.get(k).copied();
+    // A failed pull and its back-off alternate and are one wait: a `--grace-for` of
+    // either is the grace of both (the shorter, when both are given).
+    let by_waiting = if waiting == ERR_IMAGE_PULL || waiting == IMAGE_PULL_BACK_OFF {
+        [own(ERR_IMAGE_PULL), own(IMAGE_PULL_BACK_OFF)]
+            .into_iter()
+            .flatten()
+            .min()
+    } else {
+        own(waiting)
+    };
+    Some(
+        own(reason.about().word)
+            .or(by_waiting)
+            .or(graces.all)
+            .unwrap_or_else(|| default_grace(reason)),
+    )
 }
 
-impl Graces {
-    /// The grace of a permanent verdict seen under the waiting reason `waiting`; `None` for a
-    /// transient one, which is never acted on.
-    pub(crate) fn of(&self, verdict: Verdict, waiting: &str) -> Option<Duration> {
-        let Verdict::Permanent(reason) = verdict else {
-            return None;
-        };
-        let own = |k: &str| self.by_key.get(k).copied();
-        // A failed pull and its back-off alternate and are one wait: a `--grace-for` of
-        // either is the grace of both (the shorter, when both are given).
-        let by_waiting = if waiting == ERR_IMAGE_PULL || waiting == IMAGE_PULL_BACK_OFF {
-            [own(ERR_IMAGE_PULL), own(IMAGE_PULL_BACK_OFF)]
-                .into_iter()
-                .flatten()
-                .min()
-        } else {
-            own(waiting)
-        };
-        Some(
-            own(reason.about().word)
-                .or(by_waiting)
-                .or(self.all)
-                .unwrap_or_else(|| default_grace(reason)),
-        )
-    }
-
-    /// The shortest wait this watcher acts or reports after: how often it needs to look.
-    pub(crate) fn shortest(&self) -> Duration {
-        let defaults = [DEFINITIVE, CREDENTIALS, CONFIGURATION, START];
-        let base = match self.all {
-            Some(d) => d,
-            None => defaults.into_iter().min().unwrap_or(DEFINITIVE),
-        };
-        self.by_key
-            .values()
-            .copied()
-            .chain([base, self.report_after])
-            .min()
-            .unwrap_or(base)
-    }
+/// The shortest wait a watcher with these graces acts or reports after: how often it needs to
+/// look.
+pub(crate) fn shortest(graces: &Graces) -> Duration {
+    let defaults = [DEFINITIVE, CREDENTIALS, CONFIGURATION, START];
+    let base = match graces.all {
+        Some(d) => d,
+        None => defaults.into_iter().min().unwrap_or(DEFINITIVE),
+    };
+    graces
+        .by_key
+        .values()
+        .copied()
+        .chain([base, graces.report_after])
+        .min()
+        .unwrap_or(base)
 }
 
 /// The default grace of a permanent reason (see the module's list).
@@ -112,20 +101,22 @@ pub(crate) fn default_grace(reason: Reason) -> Duration {
     }
 }
 
-/// Whether `key` may be given to `--grace-for`: one of the watched waiting reasons, or the word
-/// of a reason the watcher can give.
-pub(crate) fn is_key(key: &str) -> bool {
-    super::classify::WATCHED.contains(&key) || permanent_words().any(|w| w == key)
-}
-
-/// The words of the reasons the kubelet's words can give.
-pub(crate) fn permanent_words() -> impl Iterator<Item = &'static str> {
-    super::classify::REASONS.iter().map(|r| r.about().word)
+/// What `--grace-for` takes: the watched waiting reasons, and the words of the reasons the
+/// kubelet's words can give.
+pub(crate) fn keys() -> GraceKeys {
+    GraceKeys {
+        waiting: &super::classify::WATCHED,
+        words: super::classify::REASONS
+            .iter()
+            .map(|r| r.about().word)
+            .collect(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn graces() -> Graces {
         Graces {
@@ -165,7 +156,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                g.of(verdict, waiting),
+                of(&g, verdict, waiting),
                 want.map(Duration::from_secs),
                 "{verdict:?} {waiting}"
             );
@@ -177,19 +168,25 @@ mod tests {
         let mut g = graces();
         let missing = Verdict::Permanent(Reason::ManifestMissing);
         g.all = Some(Duration::ZERO);
-        assert_eq!(g.of(missing, ERR_IMAGE_PULL), Some(Duration::ZERO));
+        assert_eq!(of(&g, missing, ERR_IMAGE_PULL), Some(Duration::ZERO));
         g.by_key
             .insert(IMAGE_PULL_BACK_OFF.into(), Duration::from_secs(20));
-        assert_eq!(g.of(missing, ERR_IMAGE_PULL), Some(Duration::from_secs(20)));
+        assert_eq!(
+            of(&g, missing, ERR_IMAGE_PULL),
+            Some(Duration::from_secs(20))
+        );
         g.by_key
             .insert("manifest_missing".into(), Duration::from_secs(120));
         assert_eq!(
-            g.of(missing, ERR_IMAGE_PULL),
+            of(&g, missing, ERR_IMAGE_PULL),
             Some(Duration::from_secs(120))
         );
         let denied = Verdict::Permanent(Reason::Denied);
-        assert_eq!(g.of(denied, ERR_IMAGE_PULL), Some(Duration::from_secs(20)));
-        assert_eq!(g.shortest(), Duration::ZERO);
+        assert_eq!(
+            of(&g, denied, ERR_IMAGE_PULL),
+            Some(Duration::from_secs(20))
+        );
+        assert_eq!(shortest(&g), Duration::ZERO);
     }
 
     #[test]
@@ -201,10 +198,10 @@ mod tests {
             "secret_missing",
             "no_matching_platform",
         ] {
-            assert!(is_key(ok), "{ok}");
+            assert!(keys().contains(ok), "{ok}");
         }
         for bad in ["CrashLoopBackOff", "connect", "found", ""] {
-            assert!(!is_key(bad), "{bad}");
+            assert!(!keys().contains(bad), "{bad}");
         }
     }
 }

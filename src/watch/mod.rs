@@ -9,7 +9,7 @@
 //! - [`decide`]: what to do with one pod, from the pod, the time and what was seen (no I/O);
 //! - [`breaker`]: the bound on owners that recreate what is failed (no I/O);
 //! - `confirm`: the watcher's own manifest HEAD before a pod is failed for a missing image;
-//! - [`config`]: the flags judged, all problems at once;
+//! - the flags are judged, all problems at once, in `config/watch.rs` (`WatchConfig`);
 //! - `run`: the watches, the tick, and the actions while this replica leads;
 //! - `act`: the writes (condition, Event, delete) and the read of the kubelet's Events;
 //! - `lease`: leader election over a `coordination.k8s.io` Lease;
@@ -18,7 +18,6 @@
 pub(crate) mod act;
 pub(crate) mod breaker;
 pub(crate) mod classify;
-pub(crate) mod config;
 pub(crate) mod confirm;
 pub(crate) mod decide;
 pub(crate) mod grace;
@@ -29,6 +28,7 @@ pub(crate) mod seen;
 pub(crate) mod server;
 
 use crate::cli::watch::WatchArgs;
+use crate::config::WatchConfig;
 use crate::log::{self, Component};
 use crate::report::ExitCode;
 use crate::serve::ServeError;
@@ -37,11 +37,12 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs the watcher until SIGTERM or SIGINT.
 pub(crate) fn run(args: WatchArgs) -> ExitCode {
-    let config = config::Config::from_args(args, std::env::var("HOSTNAME").ok());
+    let hostname = std::env::var("HOSTNAME").ok();
+    let config = WatchConfig::from_args(args, hostname, &grace::keys()).map_err(|p| p.0);
     crate::serve::run(config, start)
 }
 
-fn start(config: config::Config) -> Result<ExitCode, StartError> {
+fn start(config: WatchConfig) -> Result<ExitCode, StartError> {
     let runtime = crate::serve::runtime()?;
     runtime.block_on(async move {
         let (listener, bound) = crate::serve::bind(config.listen).await?;

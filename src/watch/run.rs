@@ -6,11 +6,11 @@
 
 use super::act::{Actor, Outcome};
 use super::breaker::{self, Breaker, Owner};
-use super::config::Config;
 use super::confirm::{self, Look};
 use super::decide::{Action, Finding, decide};
 use super::metrics::Metrics;
 use super::seen::Seen;
+use crate::config::WatchConfig;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::jiff::Timestamp;
@@ -31,7 +31,7 @@ struct Held {
 
 /// The loop's state.
 pub(crate) struct Watcher {
-    pub(crate) config: Config,
+    pub(crate) config: WatchConfig,
     pub(crate) actor: Actor,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) ready: Arc<AtomicBool>,
@@ -333,8 +333,8 @@ fn waited(f: &Finding, now: Timestamp) -> Duration {
 /// seconds, so that a pod is acted on within a few seconds of its grace (with the default
 /// graces, twice a second). A look is in memory; the API is called only for a
 /// pod past its grace, and its Events are read once per change of the pod (or every 30 s).
-fn tick_of(config: &Config) -> Duration {
-    (config.settings.graces.shortest() / 10)
+fn tick_of(config: &WatchConfig) -> Duration {
+    (super::grace::shortest(&config.settings.graces) / 10)
         .clamp(Duration::from_millis(500), Duration::from_secs(5))
 }
 

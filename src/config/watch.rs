@@ -1,8 +1,10 @@
-//! `pullcheck watch`'s flags judged into a [`Config`], every problem reported at once (exit 2),
-//! before anything talks to the API server.
+//! `pullcheck watch`'s flags judged into a [`WatchConfig`], every problem reported at once (exit
+//! 2), before anything talks to the API server. The graces and the decision's settings are data
+//! here; what they mean (which grace a verdict gets) is the watcher's, in `watch/grace.rs`, and
+//! the words `--grace-for` takes come from the watcher's tables as [`GraceKeys`], so that this
+//! file needs nothing of `watch`.
 
-use super::decide::Settings;
-use super::grace::Graces;
+use super::ConfigErrors;
 use crate::cli::watch::WatchArgs;
 use crate::manifests::names::{is_dns_subdomain, is_qualified_name};
 use std::collections::BTreeMap;
@@ -13,9 +15,44 @@ use std::time::Duration;
 /// renew deadline, and a Lease renewed every few hundred milliseconds only loads the API server.
 const MIN_LEASE: Duration = Duration::from_secs(2);
 
+/// The graces of one watcher, as its flags give them (their meaning: `watch::grace::of`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Graces {
+    /// `--grace`: every permanent verdict's grace, when given, instead of its default.
+    pub(crate) all: Option<Duration>,
+    /// `--grace-for KEY=DURATION`, by reason word or waiting reason.
+    pub(crate) by_key: BTreeMap<String, Duration>,
+    /// `--report-after`: how long a transient or unknown cause lasts before it is reported.
+    pub(crate) report_after: Duration,
+}
+
+/// What the watcher's decision (`watch::decide`) is given: the graces and the condition's type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Settings {
+    /// `--grace`, `--grace-for`, `--report-after`.
+    pub(crate) graces: Graces,
+    /// `--condition-type`.
+    pub(crate) condition_type: String,
+}
+
+/// The keys `--grace-for` takes: the waiting reasons the watcher acts on and the words of the
+/// reasons the kubelet's words can give (both the watcher's tables, in `watch/classify.rs`).
+#[derive(Debug, Clone)]
+pub(crate) struct GraceKeys {
+    pub(crate) waiting: &'static [&'static str],
+    pub(crate) words: Vec<&'static str>,
+}
+
+impl GraceKeys {
+    /// Whether `key` may be given to `--grace-for`.
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        self.waiting.contains(&key) || self.words.contains(&key)
+    }
+}
+
 /// Everything `pullcheck watch` runs with.
 #[derive(Debug, Clone)]
-pub(crate) struct Config {
+pub(crate) struct WatchConfig {
     /// The namespaces' label selector (`pullcheck.dev/watch=enabled`).
     pub(crate) namespace_label: String,
     /// Graces and the condition's type.
@@ -40,17 +77,19 @@ pub(crate) struct Config {
     pub(crate) identity: String,
 }
 
-impl Config {
-    /// Judges the flags; `hostname` is `HOSTNAME` (the pod's name), the default identity.
+impl WatchConfig {
+    /// Judges the flags; `hostname` is `HOSTNAME` (the pod's name), the default identity;
+    /// `keys` what `--grace-for` takes.
     pub(crate) fn from_args(
         args: WatchArgs,
         hostname: Option<String>,
-    ) -> Result<Config, Vec<String>> {
+        keys: &GraceKeys,
+    ) -> Result<WatchConfig, ConfigErrors> {
         let mut errors = Vec::new();
         if let Err(e) = label_selector(&args.namespace_label) {
             errors.push(format!("--namespace-label {}: {e}", args.namespace_label));
         }
-        let graces = graces(&args, &mut errors);
+        let graces = graces(&args, keys, &mut errors);
         let owner_failure_limit = judged(
             "--owner-failure-limit",
             &args.owner_failure_limit,
@@ -123,9 +162,9 @@ impl Config {
             }
         };
         if !errors.is_empty() {
-            return Err(errors);
+            return Err(ConfigErrors(errors));
         }
-        Ok(Config {
+        Ok(WatchConfig {
             namespace_label: args.namespace_label,
             settings: Settings {
                 graces,
@@ -146,7 +185,7 @@ impl Config {
 }
 
 /// `--grace`, `--grace-for` and `--report-after` judged.
-fn graces(args: &WatchArgs, errors: &mut Vec<String>) -> Graces {
+fn graces(args: &WatchArgs, keys: &GraceKeys, errors: &mut Vec<String>) -> Graces {
     let all = match &args.grace {
         None => None,
         Some(g) => match &g.value {
@@ -159,7 +198,7 @@ fn graces(args: &WatchArgs, errors: &mut Vec<String>) -> Graces {
     };
     let mut by_key = BTreeMap::new();
     for given in &args.grace_for {
-        match grace_for_value(given) {
+        match grace_for_value(given, keys) {
             Ok((key, d)) => {
                 by_key.insert(key, d);
             }
@@ -234,14 +273,16 @@ fn is_label_value(s: &str) -> bool {
 
 /// `KEY=DURATION`, for one of the watched waiting reasons or one of the reason words the
 /// kubelet's words can give.
-fn grace_for_value(s: &str) -> Result<(String, Duration), GraceForError> {
+fn grace_for_value(s: &str, keys: &GraceKeys) -> Result<(String, Duration), GraceForError> {
     let Some((key, duration)) = s.split_once('=') else {
         return Err(GraceForError::NotKeyDuration);
     };
     let key = key.trim();
-    if !super::grace::is_key(key) {
+    if !keys.contains(key) {
         return Err(GraceForError::UnknownKey {
             key: key.to_string(),
+            watched: keys.waiting.join(", "),
+            words: keys.words.join(", "),
         });
     }
     let d =
@@ -255,11 +296,13 @@ enum GraceForError {
     #[error("expected KEY=DURATION, e.g. manifest_missing=2m or CreateContainerConfigError=5m")]
     NotKeyDuration,
     #[error(
-        "{key} is neither a waiting reason the watcher acts on ({watched}) nor one of its reasons ({words})",
-        watched = super::classify::WATCHED.join(", "),
-        words = super::grace::permanent_words().collect::<Vec<_>>().join(", ")
+        "{key} is neither a waiting reason the watcher acts on ({watched}) nor one of its reasons ({words})"
     )]
-    UnknownKey { key: String },
+    UnknownKey {
+        key: String,
+        watched: String,
+        words: String,
+    },
     /// The duration, in the words of the parser that `--grace` uses too (clap's).
     #[error("{0}")]
     Duration(crate::cli::values::ValueError),
@@ -269,8 +312,16 @@ enum GraceForError {
 mod tests {
     use super::*;
 
+    fn keys() -> GraceKeys {
+        GraceKeys {
+            waiting: &["ErrImagePull", "CreateContainerConfigError"],
+            words: vec!["manifest_missing"],
+        }
+    }
+
     #[test]
     fn selectors_and_grace_for() {
+        let keys = &keys();
         for ok in ["pullcheck.dev/watch=enabled", "team", "a.b/c=", "x=y_z.1"] {
             assert!(label_selector(ok).is_ok(), "{ok}");
         }
@@ -278,21 +329,21 @@ mod tests {
             assert!(label_selector(bad).is_err(), "{bad}");
         }
         assert_eq!(
-            grace_for_value("ErrImagePull=30s"),
+            grace_for_value("ErrImagePull=30s", keys),
             Ok(("ErrImagePull".into(), Duration::from_secs(30)))
         );
-        assert!(grace_for_value("CrashLoopBackOff=30s").is_err());
+        assert!(grace_for_value("CrashLoopBackOff=30s", keys).is_err());
         assert_eq!(
-            grace_for_value("ErrImagePull=0s"),
+            grace_for_value("ErrImagePull=0s", keys),
             Ok(("ErrImagePull".into(), Duration::ZERO))
         );
         assert_eq!(
-            grace_for_value("manifest_missing=2m"),
+            grace_for_value("manifest_missing=2m", keys),
             Ok(("manifest_missing".into(), Duration::from_secs(120)))
         );
-        assert!(grace_for_value("connect=2m").is_err());
-        assert!(grace_for_value("ErrImagePull=-1s").is_err());
-        assert!(grace_for_value("ErrImagePull").is_err());
+        assert!(grace_for_value("connect=2m", keys).is_err());
+        assert!(grace_for_value("ErrImagePull=-1s", keys).is_err());
+        assert!(grace_for_value("ErrImagePull", keys).is_err());
         assert!(is_qualified_name("ConfigIssue"));
         assert!(is_qualified_name("example.com/Stuck"));
         assert!(!is_qualified_name("Config Issue"));
