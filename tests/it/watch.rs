@@ -265,6 +265,7 @@ fn health_and_metrics_are_served_while_the_api_server_is_unreachable() {
             "{family}:\n{metrics}"
         );
     }
+    crate::webhook::recorded_metrics("watch.prom", &metrics, false);
     assert_eq!(get(&addr, "/nope").0, 404);
     terminate(&child);
     let status = exit_within(&mut child, Duration::from_secs(10));

@@ -697,6 +697,42 @@ fn health_readiness_and_metrics() {
         .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
         .collect();
     assert!(buckets.windows(2).all(|w| w[0] <= w[1]), "{buckets:?}");
+    recorded_metrics("webhook.prom", &text, true);
+}
+
+/// `tests/fixtures/metrics/NAME`, the `/metrics` text a server really served, which the
+/// chart's alerting rules are tested on (tests/cluster/alerts.rs): `PULLCHECK_BLESS=1` writes
+/// `text` there; otherwise its families (the `# HELP` and `# TYPE` lines) must be the
+/// recording's, and with `series` also every series' name and labels (the values are the
+/// run's own), so that a metric renamed or relabelled in the code fails here until the
+/// recording, and then the rules' tests, follow it.
+pub fn recorded_metrics(name: &str, text: &str, series: bool) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/metrics")
+        .join(name);
+    if std::env::var_os("PULLCHECK_BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let shape = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| series || l.starts_with('#'))
+            .map(|l| match l.starts_with('#') {
+                true => l.to_string(),
+                false => l.rsplit_once(' ').map_or(l, |(s, _)| s).to_string(),
+            })
+            .collect()
+    };
+    let recorded = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        shape(&recorded),
+        shape(text),
+        "{} is not what the server serves: run `PULLCHECK_BLESS=1 cargo test --test it \
+         --features test-hooks,webhook,watch metrics`, commit it, and make the chart's alerting \
+         rules (charts/pullcheck/files/prometheus-rules.yaml) and their tests follow",
+        path.display()
+    );
 }
 
 #[test]
