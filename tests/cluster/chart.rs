@@ -996,7 +996,10 @@ fn chart_notes_name_what_was_installed_and_its_permissions() {
     for values in [
         &[][..],
         &["--set", "mode=init"][..],
-        &["--set", "mode=both,serviceMonitor.enabled=true"][..],
+        &[
+            "--set",
+            "mode=both,serviceMonitor.enabled=true,prometheusRule.enabled=true",
+        ][..],
         &[
             "--set",
             "certManager.enabled=true,watch.readPullSecrets.enabled=true",

@@ -14,12 +14,15 @@
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
 //!   watcher): time to `Failed` of a missing tag, a good Job's cost, Jobs left as written.
 //! - `resources`: a LimitRange and a ResourceQuota admit the Job with pullcheck as without.
+//! - `alerts`: the chart's alerting rules, with `promtool`, against the metrics recorded from
+//!   the servers (needs only `helm` and `promtool`, not the cluster).
 //! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
 //!   (needs only the `kube` binary, not the cluster).
 
 #![allow(clippy::unwrap_used)]
 
 mod accepted;
+mod alerts;
 mod chart;
 #[path = "../it/common/mod.rs"]
 mod common;
