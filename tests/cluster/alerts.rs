@@ -144,10 +144,16 @@ fn every_alert_has_unit_tests_and_mode_init_has_no_watcher_alerts() {
         )
     );
     assert_eq!(init["metadata"]["labels"]["release"], "kps");
+    // `--set` gives a decimal as a string: accepted, and written into the rule as it is.
+    let slow = rendered(&["--set", "prometheusRule.webhookLatencySeconds=1.5"]);
+    let exprs = serde_json::to_string(&slow["spec"]).unwrap();
+    assert!(exprs.contains(")\\n  > 1.5\""), "{exprs}");
     // The schema: a mistyped key or a threshold of the wrong type fails.
     for bad in [
         "prometheusRule.webhookLatencySecond=1",
         "prometheusRule.downFor=5",
+        "prometheusRule.webhookErrorRatio=2",
+        "prometheusRule.webhookLatencySeconds=fast",
     ] {
         let out = crate::chart::helm_cmd(&["template", "pullcheck", &chart(), "--set", bad])
             .output()
