@@ -32,7 +32,7 @@ where
         Err(e) => {
             // clap's own errors quote arguments (`unexpected argument '--pa:ss' found` when a
             // password starts with `--`): the secret ones are registered above.
-            eprint!("{}", crate::redact::redact(&e.to_string()));
+            eprint!("{}", crate::redact::foreign(&e.to_string()));
             return ExitCode::Usage;
         }
     };
@@ -289,14 +289,16 @@ fn write_outputs(config: &Config, report: &Report) {
             render_text(report, config.quiet, layout)
         }
     };
-    // One write of the whole report; a closed stdout (a pipe to `head`) is not an error.
-    let out = crate::redact::redact(&out);
+    // One write of the whole report; a closed stdout (a pipe to `head`) is not an error. The
+    // fields that hold foreign text were scrubbed when they were made; the net is for the
+    // secrets no word can be.
+    let out = crate::redact::net(&out);
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     if let Some(path) = &config.termination_log {
         let limit = config.termination_max;
         let message = termination_message(report, limit);
         // `<redacted>` can be longer than a short secret: cut again to the same limit.
-        let mut message = crate::redact::redact(&message).into_owned();
+        let mut message = crate::redact::net(&message).into_owned();
         if message.len() > limit {
             let mut end = limit;
             while !message.is_char_boundary(end) {

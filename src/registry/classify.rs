@@ -568,11 +568,16 @@ pub fn wont_start(
 /// Adds "no tag is close; the repository has …" to a not-found verdict without suggestions.
 fn with_some_tags(some_tags: &[String], mut v: Verdict) -> Verdict {
     if !some_tags.is_empty() && v.suggestions.is_empty() {
+        // The registry's answer: scrubbed of the run's secrets like any foreign text.
+        let some_tags: Vec<String> = some_tags
+            .iter()
+            .map(|t| crate::redact::foreign(t))
+            .collect();
         v.message.push_str(&format!(
             "; no tag is close; tags the repository has include {}",
             some_tags.join(", ")
         ));
-        v.some_tags = some_tags.to_vec();
+        v.some_tags = some_tags;
     }
     v
 }
@@ -580,9 +585,14 @@ fn with_some_tags(some_tags: &[String], mut v: Verdict) -> Verdict {
 /// Adds "did you mean …" to a not-found verdict.
 fn with_suggestions(suggestions: &[String], mut v: Verdict) -> Verdict {
     if !suggestions.is_empty() {
+        // Names from the registry's answer: scrubbed like any foreign text.
+        let suggestions: Vec<String> = suggestions
+            .iter()
+            .map(|t| crate::redact::foreign(t))
+            .collect();
         v.message
             .push_str(&format!("; did you mean {}?", suggestions.join(", ")));
-        v.suggestions = suggestions.to_vec();
+        v.suggestions = suggestions;
     }
     v
 }

@@ -424,6 +424,23 @@ impl ImageResult {
         }
     }
 
+    /// The result of an image whose reference cannot be parsed. The reference as given, and
+    /// the parser's message that quotes it, are foreign text (a pod spec pasted with a token
+    /// in it): scrubbed of the run's secrets. A valid reference is shown as given: it names a
+    /// repository, and a word in it is no echo of a password.
+    pub(crate) fn invalid_reference(
+        image: &str,
+        error: &crate::reference::ReferenceError,
+    ) -> ImageResult {
+        let mut result = ImageResult::new(
+            image,
+            Reason::InvalidReference,
+            crate::redact::foreign(&error.to_string()),
+        );
+        result.image = crate::redact::foreign(image);
+        result
+    }
+
     /// Names the normalised reference and its registry.
     pub(crate) fn of_reference(mut self, reference: &crate::reference::Reference) -> ImageResult {
         self.reference = reference.to_string();

@@ -901,3 +901,84 @@ fn podman_and_skopeo_logins_are_read_on_a_workstation_and_never_in_a_pod() {
         pod.stdout
     );
 }
+
+#[test]
+fn a_short_password_leaves_the_hint_and_a_repository_of_that_word_intact() {
+    // `--creds alice:wrong`: "wrong" is a word of the hint and of the repository's name; only
+    // the registry's own answer (a tag named so) is scrubbed of it.
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("wrong/app", "v1");
+    let image = format!("{host}/wrong/app:v1");
+    let dir = tempfile::tempdir().unwrap();
+    let termination = dir.path().join("termination");
+    for output in ["json", "text"] {
+        let run: Run = pullcheck()
+            .arg("check")
+            .args([
+                "--secrets-dir",
+                "/nonexistent",
+                "-o",
+                output,
+                "--ca-file",
+                &ca,
+            ])
+            .args(["--creds", "alice:wrong", "--termination-log"])
+            .arg(&termination)
+            .arg(&image)
+            .env("HOME", dir.path())
+            .env_remove("DOCKER_CONFIG")
+            .without_env_prefix("PULLCHECK_")
+            .run();
+        assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert!(!all.contains("<redacted>"), "{output}: {all}");
+        assert!(
+            all.contains("password is wrong or expired"),
+            "{output}: {all}"
+        );
+        assert!(all.contains(&image), "{output}: {all}");
+        if output == "json" {
+            let r = run.image(&image);
+            assert_eq!(r["reason"], "credentials_rejected", "{r:#}");
+        }
+        let message = std::fs::read_to_string(&termination).unwrap();
+        assert!(message.contains(&image), "{message}");
+        assert!(!message.contains("<redacted>"), "{message}");
+    }
+
+    // The registry's answer names a tag after the password: that foreign text is scrubbed,
+    // the repository's name beside it is not.
+    let plain = plain_registry();
+    let host = plain_host();
+    plain.push_oci_manifest("wrong/tags", "wrong");
+    let image = format!("{host}/wrong/tags:zzzzzzzzzz");
+    let run: Run = pullcheck()
+        .arg("check")
+        .args(["--secrets-dir", "/nonexistent", "--termination-log", ""])
+        .args([
+            "-o",
+            "json",
+            "--plain-http",
+            &host,
+            "--creds",
+            "alice:wrong",
+        ])
+        .arg(&image)
+        .env("HOME", dir.path())
+        .env_remove("DOCKER_CONFIG")
+        .without_env_prefix("PULLCHECK_")
+        .run();
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["reason"], "tag_missing", "{r:#}");
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains(&image), "{r:#}");
+    assert!(message.contains("include <redacted>"), "{r:#}");
+    assert_eq!(
+        r["existing_tags"],
+        serde_json::json!(["<redacted>"]),
+        "{r:#}"
+    );
+}
