@@ -140,7 +140,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
     for w in &config.warnings {
         log::warning(Component::Command, &w.to_string());
     }
-    let report = runtime.block_on(check_until(
+    let mut report = runtime.block_on(check_until(
         &config.images,
         &config.options,
         signals.stopped(),
@@ -149,6 +149,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
     // server): dropping the runtime would wait for them. Leave them; the process ends when
     // this returns.
     runtime.shutdown_background();
+    report.fit_to(config.place);
     // On a terminal, the verdicts shown while the check ran give way to the report.
     config.options.events.finish();
     // The run's own warnings are about the node's images: news only when a look-up was asked.

@@ -373,9 +373,7 @@ impl<'a> Words<'a> {
                     "{image}: the token server of {registry} refused anonymous access ({request})"
                 ),
             )
-            .with_hint(
-                "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config.",
-            ),
+            .with_hint(crate::report::TOKEN_ANONYMOUS_HINT),
             (Step::Token, 401 | 403) => Verdict::new(
                 Reason::CredentialsRejected,
                 format!(

@@ -704,13 +704,72 @@ fn no_credential_source_at_all_says_so() {
             .contains("no credential source was read"),
         "{r:#}"
     );
+    // Run by hand: no pod, so no pull secret to mount.
     assert!(
         r["hint"]
             .as_str()
             .unwrap()
-            .starts_with("Mount the pod's imagePullSecrets")
+            .starts_with("Log in to the registry (docker login"),
+        "{r:#}"
     );
     assert_eq!(run.stderr, "");
+}
+
+/// `check` of `image` with `args`, by hand, or in a pod (`KUBERNETES_SERVICE_HOST` set, as in
+/// every container of one).
+fn check_in(in_pod: bool, home: &std::path::Path, args: &[&str]) -> Run {
+    let cmd = pullcheck()
+        .arg("check")
+        .args(["--secrets-dir", "/nonexistent", "--termination-log", ""])
+        .args(args)
+        .env("HOME", home)
+        .env_remove("DOCKER_CONFIG")
+        .without_env_prefix("PULLCHECK_");
+    match in_pod {
+        true => cmd.env("KUBERNETES_SERVICE_HOST", "127.0.0.1"),
+        false => cmd.env_remove("KUBERNETES_SERVICE_HOST"),
+    }
+    .run()
+}
+
+#[test]
+fn the_words_fit_where_the_check_runs_a_pod_or_a_workstation() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    let image = format!("{host}/private/words:v1");
+    let dir = tempfile::tempdir().unwrap();
+    for (in_pod, here, hint) in [
+        (true, "this pod", "Mount the pod's imagePullSecrets"),
+        (
+            false,
+            "this machine",
+            "Log in to the registry (docker login",
+        ),
+    ] {
+        // No credential: the hint says where one comes from, there.
+        let run = check_in(
+            in_pod,
+            dir.path(),
+            &["-o", "json", "--ca-file", &ca, &image],
+        );
+        assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
+        let r = run.image(&image);
+        assert_eq!(r["reason"], "no_credentials", "{r:#}");
+        assert!(r["hint"].as_str().unwrap().starts_with(hint), "{r:#}");
+        // A CA not trusted (no --ca-file): cannot be checked from here, in the summary.
+        let run = check_in(in_pod, dir.path(), &[&image]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        assert!(
+            run.stdout
+                .contains(&format!("not verified (cannot be checked from {here};")),
+            "{in_pod}: {}",
+            run.stdout
+        );
+        let other = if in_pod { "this machine" } else { "this pod" };
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert!(!all.contains(other), "{in_pod}: {all}");
+    }
 }
 
 #[test]
