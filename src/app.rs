@@ -32,7 +32,7 @@ where
         Err(e) => {
             // clap's own errors quote arguments (`unexpected argument '--pa:ss' found` when a
             // password starts with `--`): the secret ones are registered above.
-            eprint!("{}", crate::redact::redact(&e.to_string()));
+            eprint!("{}", crate::redact::foreign(&e.to_string()));
             return ExitCode::Usage;
         }
     };
@@ -140,7 +140,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
     for w in &config.warnings {
         log::warning(Component::Command, &w.to_string());
     }
-    let report = runtime.block_on(check_until(
+    let mut report = runtime.block_on(check_until(
         &config.images,
         &config.options,
         signals.stopped(),
@@ -149,6 +149,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
     // server): dropping the runtime would wait for them. Leave them; the process ends when
     // this returns.
     runtime.shutdown_background();
+    report.fit_to(config.place);
     // On a terminal, the verdicts shown while the check ran give way to the report.
     config.options.events.finish();
     // The run's own warnings are about the node's images: news only when a look-up was asked.
@@ -289,14 +290,16 @@ fn write_outputs(config: &Config, report: &Report) {
             render_text(report, config.quiet, layout)
         }
     };
-    // One write of the whole report; a closed stdout (a pipe to `head`) is not an error.
-    let out = crate::redact::redact(&out);
+    // One write of the whole report; a closed stdout (a pipe to `head`) is not an error. The
+    // fields that hold foreign text were scrubbed when they were made; the net is for the
+    // secrets no word can be.
+    let out = crate::redact::net(&out);
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     if let Some(path) = &config.termination_log {
         let limit = config.termination_max;
         let message = termination_message(report, limit);
         // `<redacted>` can be longer than a short secret: cut again to the same limit.
-        let mut message = crate::redact::redact(&message).into_owned();
+        let mut message = crate::redact::net(&message).into_owned();
         if message.len() > limit {
             let mut end = limit;
             while !message.is_char_boundary(end) {

@@ -353,7 +353,7 @@ impl Schedule {
         for (image, parsed) in parsed {
             match parsed {
                 Err(e) => {
-                    let result = ImageResult::new(image, Reason::InvalidReference, e.to_string());
+                    let result = ImageResult::invalid_reference(image, &e);
                     schedule.done(result, &options.events);
                 }
                 Ok((reference, _))
@@ -599,11 +599,7 @@ fn stopped_before_start(images: &[String], why: &str, started: Instant) -> Repor
     let results = images
         .iter()
         .filter_map(|image| match Reference::parse(image) {
-            Err(e) => Some(ImageResult::new(
-                image,
-                Reason::InvalidReference,
-                e.to_string(),
-            )),
+            Err(e) => Some(ImageResult::invalid_reference(image, &e)),
             Ok(r) if !seen.insert(r.to_string()) => None,
             Ok(r) => Some(not_checked(image, &r, why, started)),
         })

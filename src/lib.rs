@@ -78,8 +78,9 @@
 //!   and the cases `docs/reference/what-fails.md` is generated from
 //! - [`report`]: results, exit codes, text, JSON and the termination message
 //!   (`report/reason.rs`: the [`Reason`] enum, each reason's word, status, meaning and hint
-//!   in one table); [`redact`]: every secret of the run replaced by `<redacted>` in all of
-//!   them, by value.
+//!   in one table; `report/place.rs`: the words that differ between a pod and a
+//!   workstation); [`redact`]: every secret of the run replaced by `<redacted>` in the
+//!   foreign text of them (servers' answers, references as given), by field.
 //! - [`inject`]: `pullcheck inject`, manifests in, manifests out, and the one inject core the
 //!   webhook shares (`options`: validated once, `pod`: the edit of one pod spec through a
 //!   writer, `wants`: what its init container holds, `container`: the init container,

@@ -1,8 +1,9 @@
 //! The one way pullcheck writes a line of its log, stderr, for all four subcommands:
 //! `pullcheck: [COMPONENT: ][warning: |error: ]TEXT`. The whole line is escaped
 //! ([`crate::escape::escape`]: a value from outside cannot start a line of its own or move
-//! the cursor) and every secret of the run replaced ([`crate::redact`]) here, once, so that a
-//! caller can forget neither. `check` and `inject` write without a component (their lines are
+//! the cursor) and passed through the redaction net ([`crate::redact::net`]: the secrets no
+//! word can be) here, once, so that a caller can forget neither; what others wrote is scrubbed
+//! of every secret where it enters a message ([`crate::redact::foreign`]). `check` and `inject` write without a component (their lines are
 //! the command's own words); the two servers name theirs, so that one log holding both reads
 //! apart.
 
@@ -59,7 +60,7 @@ impl fmt::Display for Level {
 /// The line as it is written, without its newline.
 pub(crate) fn line(component: Component, level: Level, text: &str) -> String {
     let text = crate::escape::escape(text);
-    crate::redact::redact(&format!("pullcheck: {component}{level}{text}")).into_owned()
+    crate::redact::net(&format!("pullcheck: {component}{level}{text}")).into_owned()
 }
 
 /// Writes one line of the log.

@@ -119,7 +119,7 @@ impl Events {
                 .out
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let line = format!("pullcheck: {}", crate::redact::redact(text));
+            let line = format!("pullcheck: {}", crate::redact::net(text));
             if let Some(live) = &mut out.live {
                 live.rows += live.rows_of(line.chars().count());
                 if keep {

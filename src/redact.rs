@@ -1,26 +1,35 @@
-//! Redaction by value: every secret the run holds (passwords, tokens, keys, plugin and cloud
+//! Redaction by field: every secret the run holds (passwords, tokens, keys, plugin and cloud
 //! credentials, a hosts.toml header's value, the service-account token) is registered here when
-//! it is read, and every writer of output (the report as text or JSON, stderr, `--verbose`,
-//! the termination message) passes its text through [`redact`] last.
+//! it is read, and the text that comes from outside pullcheck (a server's error answer, a JSON
+//! error that quotes what it was sent, an image reference as given that cannot be parsed,
+//! clap's argument errors) is scrubbed of them with [`foreign`] where it enters a message.
+//! Text pullcheck writes itself (the reasons, hints and summaries) is never searched: a short
+//! password (`--creds alice:wrong`) is a word, and the hint "the password is wrong or expired"
+//! or a repository `wrong/app` keep it.
 //!
-//! Secrets are kept out of messages by construction (`Secret`'s `Debug`, no header ever shown);
-//! this is the net under that: a server's error answer that quotes what it was sent, a JSON
-//! error that echoes a token, would otherwise show it. A secret is replaced by `<redacted>`
-//! whole, and so is any prefix of 16 characters or more of it (messages cut long answers).
-//! Each is also matched in the forms the writers give it: escaped for a terminal
-//! ([`crate::escape::escape`]), `escape_default`, and as a JSON string's content.
+//! Secrets are kept out of messages by construction (`Secret`'s `Debug`, no header ever shown,
+//! no credential in a message); [`foreign`] is for what others wrote. In foreign text a secret
+//! is replaced by `<redacted>` whole, and so is any prefix of 16 characters or more of it
+//! (messages cut long answers). Each is also matched in the forms the writers give it: escaped
+//! for a terminal ([`crate::escape::escape`]), `escape_default`, and as a JSON string's
+//! content. A secret shorter than [`MIN_SECRET`] characters is replaced only where it stands as
+//! a whole token: not preceded or followed by a letter or digit (`password pw1!`, `"pw1"`,
+//! `user:pw1`, but not `pw12` nor `apw1`).
 //!
-//! A secret shorter than [`MIN_SECRET`] characters (a short password) would match ordinary
-//! words anywhere, so it is replaced only where it stands as a whole token: not preceded or
-//! followed by a letter or digit (`password pw1!`, `"pw1"`, `user:pw1`, but not `pw12` nor
-//! `apw1`). That is where a value is shown; inside a longer word it is no echo of the secret.
+//! Under that, every writer of output (the report as text or JSON, stderr, `--verbose`, the
+//! termination message) passes its text through [`net`], which replaces only the secrets no
+//! word can be: at least [`MIN_SECRET`] characters and not an ordinary word (letters only,
+//! lower case after the first). A token, a key or `hunter2-S3cret` is caught there even if an
+//! echo of it came in by a way not scrubbed; `password`, `wrong` or `expired` are never
+//! searched for in the run's own words.
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, RwLock};
 
-/// The shortest secret matched anywhere; a shorter one is matched only as a whole token.
+/// The shortest secret matched anywhere in foreign text (a shorter one only as a whole token),
+/// and the shortest [`net`] matches at all.
 pub(crate) const MIN_SECRET: usize = 8;
 /// A prefix of this many characters of a secret (or more) is redacted like the whole.
 pub(crate) const MIN_PREFIX: usize = 16;
@@ -33,8 +42,19 @@ const MAX_FORMS: usize = 16_384;
 #[derive(Default)]
 struct Known {
     forms: HashSet<String>,
-    /// The matcher over `forms`, rebuilt on the first redaction after a change.
-    matcher: Option<Arc<Matcher>>,
+    /// The matcher over `forms` for foreign text, rebuilt on the first use after a change.
+    foreign: Option<Arc<Matcher>>,
+    /// The matcher over the forms no word can be, for [`net`], rebuilt likewise.
+    net: Option<Arc<Matcher>>,
+}
+
+/// Which of the forms a matcher looks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// All of them: foreign text.
+    Foreign,
+    /// Those no word can be: every output.
+    Net,
 }
 
 /// Every form of at least [`MIN_SECRET`] characters, and one automaton over their heads (a
@@ -76,14 +96,26 @@ pub(crate) fn register(secret: &str) {
     for form in forms {
         if known.forms.len() < MAX_FORMS && !form.is_empty() {
             known.forms.insert(form);
-            known.matcher = None;
+            known.foreign = None;
+            known.net = None;
         }
     }
 }
 
-/// `text` with every registered secret, and every prefix of 16 characters or more of one,
-/// replaced by `<redacted>`. Borrowed when there is nothing to replace (the common case).
-pub(crate) fn redact(text: &str) -> Cow<'_, str> {
+/// Foreign `text` (a server's answer, an unparsable reference as given, clap's error) with
+/// every registered secret, and every prefix of 16 characters or more of one, replaced by
+/// `<redacted>`; a short one where it stands as a whole token.
+pub(crate) fn foreign(text: &str) -> String {
+    scrub(text, Scope::Foreign).into_owned()
+}
+
+/// Output about to be written, with the secrets no word can be replaced (see the module's
+/// comment). Borrowed when there is nothing to replace (the common case).
+pub(crate) fn net(text: &str) -> Cow<'_, str> {
+    scrub(text, Scope::Net)
+}
+
+fn scrub(text: &str, scope: Scope) -> Cow<'_, str> {
     let matcher = {
         let known = KNOWN
             .read()
@@ -91,7 +123,7 @@ pub(crate) fn redact(text: &str) -> Cow<'_, str> {
         if known.forms.is_empty() {
             return Cow::Borrowed(text);
         }
-        known.matcher.clone()
+        known.slot(scope).clone()
     };
     let matcher = match matcher {
         Some(m) => m,
@@ -99,20 +131,50 @@ pub(crate) fn redact(text: &str) -> Cow<'_, str> {
             let mut known = KNOWN
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let forms: Vec<String> = known.forms.iter().cloned().collect();
-            let Some(m) = Matcher::new(forms) else {
+            let forms: Vec<String> = known
+                .forms
+                .iter()
+                .filter(|f| scope == Scope::Foreign || !is_word(f))
+                .cloned()
+                .collect();
+            let Some(m) = Matcher::new(forms, scope) else {
                 return Cow::Borrowed(text);
             };
             let m = Arc::new(m);
-            known.matcher = Some(m.clone());
+            *known.slot_mut(scope) = Some(m.clone());
             m
         }
     };
     matcher.redact(text)
 }
 
+impl Known {
+    fn slot(&self, scope: Scope) -> &Option<Arc<Matcher>> {
+        match scope {
+            Scope::Foreign => &self.foreign,
+            Scope::Net => &self.net,
+        }
+    }
+
+    fn slot_mut(&mut self, scope: Scope) -> &mut Option<Arc<Matcher>> {
+        match scope {
+            Scope::Foreign => &mut self.foreign,
+            Scope::Net => &mut self.net,
+        }
+    }
+}
+
+/// Whether a secret could be an ordinary word of the run's own text: letters only, lower case
+/// after the first (`wrong`, `Password`), or shorter than [`MIN_SECRET`]. Such a secret is
+/// searched for in foreign text only.
+fn is_word(secret: &str) -> bool {
+    let mut chars = secret.chars();
+    secret.chars().count() < MIN_SECRET
+        || (chars.next().is_some_and(char::is_alphabetic) && chars.all(char::is_lowercase))
+}
+
 impl Matcher {
-    fn new(forms: Vec<String>) -> Option<Matcher> {
+    fn new(forms: Vec<String>, scope: Scope) -> Option<Matcher> {
         let (mut forms, short): (Vec<String>, Vec<String>) = forms
             .into_iter()
             .partition(|f| f.chars().count() >= MIN_SECRET);
@@ -125,7 +187,7 @@ impl Matcher {
             .ok()?;
         // Every match, overlapping ones too: the one that stands as a token may be shorter
         // than, or start inside, one that does not.
-        let short = match short.is_empty() {
+        let short = match short.is_empty() || scope == Scope::Net {
             true => None,
             false => Some(
                 AhoCorasick::builder()
@@ -231,7 +293,7 @@ mod tests {
     use super::*;
 
     fn redact_with<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
-        match Matcher::new(secrets.to_vec()) {
+        match Matcher::new(secrets.to_vec(), Scope::Foreign) {
             Some(m) => m.redact(text).into_owned().into(),
             None => Cow::Borrowed(text),
         }
@@ -341,5 +403,37 @@ mod tests {
         for (name, text, want) in cases {
             assert_eq!(redact_with(text, &secrets), *want, "{name}");
         }
+    }
+
+    #[test]
+    fn the_net_looks_only_for_secrets_no_word_can_be() {
+        let secrets: Vec<String> = ["wrong", "password", "Expired", "hunter2-S3cret", "Pw-7x"]
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|s| !is_word(s))
+            .collect();
+        assert_eq!(secrets, ["hunter2-S3cret"]);
+        let net = Matcher::new(secrets, Scope::Net).unwrap();
+        let cases: &[(&str, &str)] = &[
+            (
+                "The pull secret's user name or password is wrong or expired: renew the secret.",
+                "The pull secret's user name or password is wrong or expired: renew the secret.",
+            ),
+            ("r.io/wrong/app:v1", "r.io/wrong/app:v1"),
+            ("echo: hunter2-S3cret", "echo: <redacted>"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(net.redact(text), *want);
+        }
+    }
+
+    #[test]
+    fn foreign_text_is_scrubbed_of_words_too() {
+        let secrets: Vec<String> = ["wrong"].iter().map(|s| s.to_string()).collect();
+        let foreign = Matcher::new(secrets, Scope::Foreign).unwrap();
+        assert_eq!(
+            foreign.redact("{\"password\":\"wrong\"} is wrong"),
+            "{\"password\":\"<redacted>\"} is <redacted>"
+        );
     }
 }

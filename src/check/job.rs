@@ -400,7 +400,7 @@ impl Job {
             );
             // The usual hint recommends the flag that is already given.
             result.hint = format!(
-                "Not verified: make sure the nodes have credentials for {} (a credential provider or a node config.json), or give pullcheck the pod's pull secret to check it.",
+                "Not verified: make sure the nodes have credentials for {} (a credential provider or a node config.json), or give pullcheck the credentials the pod pulls with to check it.",
                 self.reference.registry
             );
         }
@@ -474,11 +474,11 @@ impl Job {
         match crate::proof::by_flags(result.status, self.flags) {
             Some(NotCounted::OnUnreachableWarn) => result.not_counted(
                 NotCounted::OnUnreachableWarn,
-                "--on-unreachable warn (the kubelet's own back-off retries the pull; the node may reach registries that this pod cannot)",
+                "--on-unreachable warn (the kubelet's own back-off retries the pull; the node may reach registries that this check cannot)",
             ),
             Some(why @ NotCounted::OnUnverifiableWarn) => result.not_counted(
                 why,
-                "--on-unverifiable warn (the node may trust a CA, speak plain HTTP to a host or resolve a name that this pod cannot; --on-unverifiable fail counts it)",
+                "--on-unverifiable warn (the node may trust a CA, speak plain HTTP to a host or resolve a name that this check cannot; --on-unverifiable fail counts it)",
             ),
             _ => {}
         }

@@ -307,7 +307,7 @@ pub struct CheckArgs {
     )]
     pub(crate) on_unreachable: OnUnreachable,
 
-    /// Whether a registry this pod cannot check fails the run.
+    /// Whether a registry that cannot be checked from here fails the run.
     ///
     /// What an image that is `unverifiable` from here (exit 8: `tls`, `plain_http`,
     /// `no_such_host`) means: `warn` (the default): reported with `"fatal": false` and not

@@ -59,6 +59,8 @@ pub struct Config {
     /// or `--if-not-present` images). When it was not, a missing node name is no news: the
     /// `IfNotPresent` images of a `--pod-spec` are checked at their registries without a word.
     pub(crate) node_lookup_asked: bool,
+    /// Where the run is (a pod, a workstation), for the report's words.
+    pub(crate) place: crate::report::Place,
 }
 
 /// What the builders found wrong (each error stops the run) or worth saying (warnings), in the
@@ -144,6 +146,10 @@ impl Config {
             termination_max: output.termination_max,
             quiet: args.quiet,
             node_lookup_asked,
+            place: crate::report::Place::of(
+                std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
+                args.network == crate::cli::Network::Pod,
+            ),
         })
     }
 }

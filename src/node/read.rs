@@ -262,16 +262,19 @@ impl NodeImages {
         use serde::de::DeserializeSeed;
         let keep = Keep(wanted);
         let mut de = serde_json::Deserializer::from_slice(body);
-        // serde's message may quote the answer (escaped): keep it short.
-        let not_a_node =
-            |e: serde_json::Error| NodeError::NotANode(e.to_string().chars().take(160).collect());
+        // serde's message may quote the answer (escaped), which may quote the token the
+        // request carried: keep it short, and scrubbed.
+        let not_a_node = |e: serde_json::Error| {
+            let cut: String = e.to_string().chars().take(160).collect();
+            NodeError::NotANode(crate::redact::foreign(&cut))
+        };
         let parsed = NodeSeed(&keep).deserialize(&mut de).map_err(not_a_node)?;
         de.end().map_err(not_a_node)?;
         if let Some(kind) = parsed.kind.as_deref().filter(|k| *k != "Node") {
-            return Err(NodeError::NotANode(format!(
+            return Err(NodeError::NotANode(crate::redact::foreign(&format!(
                 "kind is {:?}",
                 kind.chars().take(40).collect::<String>()
-            )));
+            ))));
         }
         let listed = parsed.listed;
         Ok(NodeImages {

@@ -373,9 +373,7 @@ impl<'a> Words<'a> {
                     "{image}: the token server of {registry} refused anonymous access ({request})"
                 ),
             )
-            .with_hint(
-                "Mount the pod's imagePullSecrets under --secrets-dir or pass --docker-config.",
-            ),
+            .with_hint(crate::report::TOKEN_ANONYMOUS_HINT),
             (Step::Token, 401 | 403) => Verdict::new(
                 Reason::CredentialsRejected,
                 format!(
@@ -568,11 +566,16 @@ pub fn wont_start(
 /// Adds "no tag is close; the repository has …" to a not-found verdict without suggestions.
 fn with_some_tags(some_tags: &[String], mut v: Verdict) -> Verdict {
     if !some_tags.is_empty() && v.suggestions.is_empty() {
+        // The registry's answer: scrubbed of the run's secrets like any foreign text.
+        let some_tags: Vec<String> = some_tags
+            .iter()
+            .map(|t| crate::redact::foreign(t))
+            .collect();
         v.message.push_str(&format!(
             "; no tag is close; tags the repository has include {}",
             some_tags.join(", ")
         ));
-        v.some_tags = some_tags.to_vec();
+        v.some_tags = some_tags;
     }
     v
 }
@@ -580,9 +583,14 @@ fn with_some_tags(some_tags: &[String], mut v: Verdict) -> Verdict {
 /// Adds "did you mean …" to a not-found verdict.
 fn with_suggestions(suggestions: &[String], mut v: Verdict) -> Verdict {
     if !suggestions.is_empty() {
+        // Names from the registry's answer: scrubbed like any foreign text.
+        let suggestions: Vec<String> = suggestions
+            .iter()
+            .map(|t| crate::redact::foreign(t))
+            .collect();
         v.message
             .push_str(&format!("; did you mean {}?", suggestions.join(", ")));
-        v.suggestions = suggestions.to_vec();
+        v.suggestions = suggestions;
     }
     v
 }

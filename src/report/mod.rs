@@ -1,7 +1,8 @@
 //! The outcome of a run: one [`ImageResult`] per image, the [`Report`] that holds them, the
 //! [`ExitCode`] they add up to, and the three ways a report is written out (text for people,
 //! JSON for programs, the termination message for Kubernetes). The words of every verdict (its
-//! [`Reason`], and why it may not count) are in `reason.rs`.
+//! [`Reason`], and why it may not count) are in `reason.rs`; those that differ between a pod
+//! and a workstation are chosen in `place.rs`.
 //!
 //! The JSON field names and status and reason words are a contract with job frameworks and
 //! `podFailurePolicy` rules: later versions add fields but never rename these. The JSON keeps
@@ -9,10 +10,13 @@
 //! `docs/reference/pullcheck.schema.json`, and the reasons are listed in
 //! `docs/reference/reasons.md` (both checked by the integration tests).
 
+mod place;
 mod reason;
 mod termination;
 mod text;
 
+pub use place::Place;
+pub(crate) use place::TOKEN_ANONYMOUS_HINT;
 pub use reason::{About, Counted, NotCounted, Reason, StartReason};
 pub use termination::{
     KUBELET_CONTAINER_MAX, KUBELET_POD_MAX, TERMINATION_MESSAGE_MAX, termination_limit,
@@ -424,6 +428,23 @@ impl ImageResult {
         }
     }
 
+    /// The result of an image whose reference cannot be parsed. The reference as given, and
+    /// the parser's message that quotes it, are foreign text (a pod spec pasted with a token
+    /// in it): scrubbed of the run's secrets. A valid reference is shown as given: it names a
+    /// repository, and a word in it is no echo of a password.
+    pub(crate) fn invalid_reference(
+        image: &str,
+        error: &crate::reference::ReferenceError,
+    ) -> ImageResult {
+        let mut result = ImageResult::new(
+            image,
+            Reason::InvalidReference,
+            crate::redact::foreign(&error.to_string()),
+        );
+        result.image = crate::redact::foreign(image);
+        result
+    }
+
     /// Names the normalised reference and its registry.
     pub(crate) fn of_reference(mut self, reference: &crate::reference::Reference) -> ImageResult {
         self.reference = reference.to_string();
@@ -491,6 +512,8 @@ pub struct Report {
     pub(crate) credential_sources: Vec<CredentialSource>,
     /// Notes for stderr about the run as a whole (the node's images not looked up).
     pub warnings: Vec<String>,
+    /// Where the run is, which chooses the words of the summary and of some hints.
+    pub(crate) place: Place,
 }
 
 impl Serialize for Report {
@@ -533,6 +556,18 @@ impl Report {
             stopped: None,
             credential_sources: Vec::new(),
             warnings: Vec::new(),
+            place: Place::Pod,
+        }
+    }
+
+    /// Tells the report where the run is: its summary and the hints written for a pod are
+    /// then in that place's words.
+    pub(crate) fn fit_to(&mut self, place: Place) {
+        self.place = place;
+        for r in &mut self.images {
+            if let Some(own) = place.hint(&r.hint) {
+                r.hint = own.to_string();
+            }
         }
     }
 
@@ -592,8 +627,9 @@ impl Report {
             .failures()
             .filter(|r| r.status == Status::WontStart)
             .count();
-        // Images that could not be checked from this pod (exit 8) are not said to be
-        // impossible to pull: the node may pull them.
+        // Images that could not be checked from here (exit 8) are not said to be impossible
+        // to pull: the node may pull them.
+        let here = self.place.here();
         let unverifiable = self
             .failures()
             .filter(|r| r.status == Status::Unverifiable)
@@ -605,11 +641,9 @@ impl Report {
             "pullcheck: no images to check".to_string()
         } else if unverifiable > 0 && failing == 0 {
             if total == 1 {
-                "pullcheck: the 1 image cannot be checked from this pod".to_string()
+                format!("pullcheck: the 1 image cannot be checked from {here}")
             } else {
-                format!(
-                    "pullcheck: {unverifiable} of {total} images cannot be checked from this pod"
-                )
+                format!("pullcheck: {unverifiable} of {total} images cannot be checked from {here}")
             }
         } else if failing > 0 && wont_start == 0 {
             if total == 1 {
@@ -655,7 +689,7 @@ impl Report {
         };
         if unverifiable > 0 && failing > 0 {
             s.push_str(&format!(
-                "; {unverifiable} more cannot be checked from this pod"
+                "; {unverifiable} more cannot be checked from {here}"
             ));
         }
         // One clause per cause, in the order of [`NotCounted::ALL`], each in its own words.
@@ -669,7 +703,7 @@ impl Report {
                 s.push_str(&format!(
                     "; {n} {} not verified ({}; not counted: {})",
                     images(n),
-                    why.what(),
+                    self.place.what(why),
                     why.because()
                 ));
             }

@@ -77,7 +77,10 @@ fn generate() -> String {
          with the default flags; the facts of the node named can take it out (JSON\n\
          `\"fatal\": false` and `not_counted`), and so can the flags in\n\
          [Not counted](#not-counted). The hint is the one the reason carries unless its case has\n\
-         a more precise one.\n\
+         a more precise one. The hints are a pod's words; run outside a pod (no\n\
+         `KUBERNETES_SERVICE_HOST`, no `--network pod`) the ones that speak of a pod, and the\n\
+         summary's \"cannot be checked from this pod\", are said in a workstation's words\n\
+         (\"log in to the registry\", \"from this machine\").\n\
          \n\
          | reason | status | exit code | fatal by default | what it means | hint |\n\
          |---|---|---|---|---|---|\n",

@@ -704,13 +704,72 @@ fn no_credential_source_at_all_says_so() {
             .contains("no credential source was read"),
         "{r:#}"
     );
+    // Run by hand: no pod, so no pull secret to mount.
     assert!(
         r["hint"]
             .as_str()
             .unwrap()
-            .starts_with("Mount the pod's imagePullSecrets")
+            .starts_with("Log in to the registry (docker login"),
+        "{r:#}"
     );
     assert_eq!(run.stderr, "");
+}
+
+/// `check` of `image` with `args`, by hand, or in a pod (`KUBERNETES_SERVICE_HOST` set, as in
+/// every container of one).
+fn check_in(in_pod: bool, home: &std::path::Path, args: &[&str]) -> Run {
+    let cmd = pullcheck()
+        .arg("check")
+        .args(["--secrets-dir", "/nonexistent", "--termination-log", ""])
+        .args(args)
+        .env("HOME", home)
+        .env_remove("DOCKER_CONFIG")
+        .without_env_prefix("PULLCHECK_");
+    match in_pod {
+        true => cmd.env("KUBERNETES_SERVICE_HOST", "127.0.0.1"),
+        false => cmd.env_remove("KUBERNETES_SERVICE_HOST"),
+    }
+    .run()
+}
+
+#[test]
+fn the_words_fit_where_the_check_runs_a_pod_or_a_workstation() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    let image = format!("{host}/private/words:v1");
+    let dir = tempfile::tempdir().unwrap();
+    for (in_pod, here, hint) in [
+        (true, "this pod", "Mount the pod's imagePullSecrets"),
+        (
+            false,
+            "this machine",
+            "Log in to the registry (docker login",
+        ),
+    ] {
+        // No credential: the hint says where one comes from, there.
+        let run = check_in(
+            in_pod,
+            dir.path(),
+            &["-o", "json", "--ca-file", &ca, &image],
+        );
+        assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
+        let r = run.image(&image);
+        assert_eq!(r["reason"], "no_credentials", "{r:#}");
+        assert!(r["hint"].as_str().unwrap().starts_with(hint), "{r:#}");
+        // A CA not trusted (no --ca-file): cannot be checked from here, in the summary.
+        let run = check_in(in_pod, dir.path(), &[&image]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+        assert!(
+            run.stdout
+                .contains(&format!("not verified (cannot be checked from {here};")),
+            "{in_pod}: {}",
+            run.stdout
+        );
+        let other = if in_pod { "this machine" } else { "this pod" };
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert!(!all.contains(other), "{in_pod}: {all}");
+    }
 }
 
 #[test]
@@ -900,4 +959,203 @@ fn podman_and_skopeo_logins_are_read_on_a_workstation_and_never_in_a_pod() {
         "{}",
         pod.stdout
     );
+}
+
+#[test]
+fn a_short_password_leaves_the_hint_and_a_repository_of_that_word_intact() {
+    // `--creds alice:wrong`: "wrong" is a word of the hint and of the repository's name; only
+    // the registry's own answer (a tag named so) is scrubbed of it.
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("wrong/app", "v1");
+    let image = format!("{host}/wrong/app:v1");
+    let dir = tempfile::tempdir().unwrap();
+    let termination = dir.path().join("termination");
+    for output in ["json", "text"] {
+        let run: Run = pullcheck()
+            .arg("check")
+            .args([
+                "--secrets-dir",
+                "/nonexistent",
+                "-o",
+                output,
+                "--ca-file",
+                &ca,
+            ])
+            .args(["--creds", "alice:wrong", "--termination-log"])
+            .arg(&termination)
+            .arg(&image)
+            .env("HOME", dir.path())
+            .env_remove("DOCKER_CONFIG")
+            .without_env_prefix("PULLCHECK_")
+            .run();
+        assert_eq!(run.code, 5, "{}{}", run.stdout, run.stderr);
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert!(!all.contains("<redacted>"), "{output}: {all}");
+        assert!(
+            all.contains("password is wrong or expired"),
+            "{output}: {all}"
+        );
+        assert!(all.contains(&image), "{output}: {all}");
+        if output == "json" {
+            let r = run.image(&image);
+            assert_eq!(r["reason"], "credentials_rejected", "{r:#}");
+        }
+        let message = std::fs::read_to_string(&termination).unwrap();
+        assert!(message.contains(&image), "{message}");
+        assert!(!message.contains("<redacted>"), "{message}");
+    }
+
+    // The registry's answer names a tag after the password: that foreign text is scrubbed,
+    // the repository's name beside it is not.
+    let plain = plain_registry();
+    let host = plain_host();
+    plain.push_oci_manifest("wrong/tags", "wrong");
+    let image = format!("{host}/wrong/tags:zzzzzzzzzz");
+    let run: Run = pullcheck()
+        .arg("check")
+        .args(["--secrets-dir", "/nonexistent", "--termination-log", ""])
+        .args([
+            "-o",
+            "json",
+            "--plain-http",
+            &host,
+            "--creds",
+            "alice:wrong",
+        ])
+        .arg(&image)
+        .env("HOME", dir.path())
+        .env_remove("DOCKER_CONFIG")
+        .without_env_prefix("PULLCHECK_")
+        .run();
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["reason"], "tag_missing", "{r:#}");
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains(&image), "{r:#}");
+    assert!(message.contains("include <redacted>"), "{r:#}");
+    assert_eq!(
+        r["existing_tags"],
+        serde_json::json!(["<redacted>"]),
+        "{r:#}"
+    );
+}
+
+/// `skopeo login` to the Basic-auth registry as [`crate::common::ALICE`], with `env` (and
+/// `args`, such as `--authfile`), trusting the registry's CA through a `--cert-dir`.
+fn skopeo_login(dir: &std::path::Path, env: &[(&str, &std::path::Path)], args: &[&str]) {
+    let reg = tls_basic_registry();
+    let certs = dir.join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    std::fs::copy(reg.ca_pem_path().unwrap(), certs.join("ca.crt")).unwrap();
+    let mut cmd = std::process::Command::new("skopeo");
+    cmd.arg("login")
+        .args(["--cert-dir", certs.to_str().unwrap(), "--username"])
+        .arg(crate::common::ALICE)
+        .arg("--password-stdin")
+        .args(args)
+        .arg(reg.host())
+        .env_remove("REGISTRY_AUTH_FILE")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy");
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let out = crate::common::output_with_stdin(&mut cmd, crate::common::ALICE_PASSWORD.as_bytes());
+    assert!(
+        out.status.success(),
+        "skopeo login (installed by .ci/run): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_real_skopeo_login_is_read_from_each_file_containers_auth_json_names() {
+    let reg = tls_basic_registry();
+    let host = reg.host();
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    reg.push_oci_manifest("private/skopeo-login", "v1");
+    let image = format!("{host}/private/skopeo-login:v1");
+    let check = |home: &std::path::Path, env: &[(&str, &std::path::Path)], in_pod: bool| {
+        let mut cmd = pullcheck()
+            .check(&["-o", "json", "--timeout", "5s", "--ca-file", &ca, &image])
+            .env("HOME", home)
+            .env_remove("DOCKER_CONFIG")
+            .env_remove("REGISTRY_AUTH_FILE")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("XDG_CONFIG_HOME");
+        for (name, value) in env {
+            cmd = cmd.env(name, value);
+        }
+        match in_pod {
+            true => cmd.env("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+            false => cmd.env_remove("KUBERNETES_SERVICE_HOST"),
+        }
+        .run()
+    };
+    // skopeo's three places, each written by skopeo itself: its default under
+    // $XDG_RUNTIME_DIR, an --authfile at ~/.config/containers/auth.json, and one named by
+    // REGISTRY_AUTH_FILE.
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let runtime = dir.path().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let config = home.join(".config/containers/auth.json");
+    let named = dir.path().join("named/auth.json");
+    skopeo_login(
+        dir.path(),
+        &[("HOME", &home), ("XDG_RUNTIME_DIR", &runtime)],
+        &[],
+    );
+    skopeo_login(
+        dir.path(),
+        &[("HOME", &home)],
+        &["--authfile", config.to_str().unwrap()],
+    );
+    skopeo_login(
+        dir.path(),
+        &[("HOME", &home)],
+        &["--authfile", named.to_str().unwrap()],
+    );
+    let in_runtime = runtime.join("containers/auth.json");
+    assert!(
+        in_runtime.is_file(),
+        "skopeo wrote {}",
+        in_runtime.display()
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    // The first of the files that has the key gives the credential, in containers-auth.json(5)'s
+    // order: REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR's, ~/.config's.
+    for (env, file) in [
+        (
+            vec![
+                ("REGISTRY_AUTH_FILE", named.as_path()),
+                ("XDG_RUNTIME_DIR", runtime.as_path()),
+            ],
+            &named,
+        ),
+        (vec![("XDG_RUNTIME_DIR", runtime.as_path())], &in_runtime),
+        (vec![("XDG_RUNTIME_DIR", empty.as_path())], &config),
+    ] {
+        let run = check(&home, &env, false);
+        assert_eq!(run.code, 0, "{env:?}: {}{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.image(&image)["auth"],
+            format!("containers auth {}, key {host}", file.display()),
+            "{env:?}: {}",
+            run.stdout
+        );
+        // In a pod none is read: the kubelet reads none of them.
+        let run = check(&home, &env, true);
+        assert_eq!(run.code, 5, "{env:?}: {}{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.image(&image)["reason"],
+            "no_credentials",
+            "{}",
+            run.stdout
+        );
+    }
 }

@@ -477,12 +477,15 @@ fn aws_error(answer: &Answered) -> String {
     let message = xml_text(&text, "Message").or_else(|| {
         json_str(&answer.body, "message").or_else(|| json_str(&answer.body, "Message"))
     });
+    // The answer is the server's words: it may quote the token it was sent.
     let cut = |s: String| -> String {
-        s.chars()
-            .take(200)
-            .collect::<String>()
-            .escape_default()
-            .to_string()
+        crate::redact::foreign(
+            &s.chars()
+                .take(200)
+                .collect::<String>()
+                .escape_default()
+                .to_string(),
+        )
     };
     match (code, message) {
         (Some(c), Some(m)) => format!(" ({}: {})", cut(c), cut(m)),

@@ -165,12 +165,15 @@ pub(crate) async fn exchange(env: &Env, http: &Http, registry: &str, token: &Ent
 
 /// `error: error_description` of an OAuth error answer, cut and escaped.
 fn oauth_error(body: &[u8]) -> String {
+    // The answer is the server's words: it may quote what it was sent.
     let cut = |s: String| {
-        s.chars()
-            .take(200)
-            .collect::<String>()
-            .escape_default()
-            .to_string()
+        crate::redact::foreign(
+            &s.chars()
+                .take(200)
+                .collect::<String>()
+                .escape_default()
+                .to_string(),
+        )
     };
     match (json_str(body, "error"), json_str(body, "error_description")) {
         (Some(e), Some(d)) => format!("{}: {}", cut(e), cut(d)),

@@ -409,7 +409,8 @@ impl Answered {
     pub(crate) fn shown(&self) -> String {
         let text = String::from_utf8_lossy(&self.body);
         let cut: String = text.chars().take(200).collect();
-        cut.escape_default().to_string()
+        // The server's words: it may quote the credential it was sent.
+        crate::redact::foreign(&cut.escape_default().to_string())
     }
 }
 
