@@ -114,11 +114,10 @@ fn doctor_says_ok_then_not_opted_in_then_unreachable_each_with_its_fix() {
     ]);
     let out = wait_for("doctor to see the webhook gone", minutes(2), || {
         let (code, out) = doctor(&args);
-        if code == 1 && line(&out, "reached").0.starts_with("no ") {
-            Ok(out)
-        } else {
-            Err(out)
-        }
+        // Both at once: the Deployment's status and the EndpointSlice catch up one by one.
+        let gone =
+            line(&out, "ready").0.contains("0 of 0") && line(&out, "reached").0.starts_with("no ");
+        if code == 1 && gone { Ok(out) } else { Err(out) }
     });
     let (said, fix) = line(&out, "ready");
     assert!(said.contains("0 of 0 replicas ready"), "{said}");
