@@ -157,7 +157,8 @@ pub(crate) fn checks(seen: &Seen) -> Vec<Check> {
 
 fn ready(d: &DeploymentSeen, ns: &str) -> Check {
     let says = format!("{} of {} replicas ready", d.ready, d.desired);
-    if d.ready > 0 {
+    // Scaled to 0, the replicas still ready are terminating: the webhook is going away.
+    if d.ready > 0 && d.desired > 0 {
         return ok("ready", says);
     }
     let fix = if d.desired == 0 {
@@ -553,6 +554,9 @@ mod tests {
         assert!(!c.ok);
         assert!(c.fix.unwrap().contains("logs deployment/pc-pullcheck"));
         seen.deployment.as_mut().unwrap().desired = 0;
+        seen.deployment.as_mut().unwrap().ready = 2;
+        assert!(!find(&checks(&seen), "ready").ok, "terminating replicas");
+        seen.deployment.as_mut().unwrap().ready = 0;
         let c = find(&checks(&seen), "ready").clone();
         assert_eq!(c.says, "0 of 0 replicas ready");
         assert!(
