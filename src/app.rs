@@ -43,6 +43,8 @@ where
         Command::Webhook(args) => crate::webhook::run(args),
         #[cfg(feature = "watch")]
         Command::Watch(args) => crate::watch::run(args),
+        #[cfg(any(feature = "webhook", feature = "watch"))]
+        Command::Doctor(args) => crate::doctor::run(args),
     }
 }
 

@@ -31,7 +31,7 @@
 //!   leaf that `config` uses too); [`config`]: each subcommand's flags, environment and files
 //!   into one validated configuration, every problem at once (`config/check.rs`: `check`'s
 //!   [`config::Config`] by small per-concern builders; `config/inject.rs`: `inject`'s
-//!   `InjectConfig`; `config/webhook.rs`: `webhook`'s; `config/watch.rs`: `watch`'s, with the
+//!   `InjectConfig`; `config/webhook.rs`: `webhook`'s; `config/doctor.rs`: `doctor`'s; `config/watch.rs`: `watch`'s, with the
 //!   graces as data; `config/values.rs`: the command line's choices as the library's types);
 //!   [`app`]: the program behind `main`; [`input`]: bounded reading of files and stdin, for
 //!   `config` and `keyring` alike.
@@ -97,6 +97,10 @@
 //!   without I/O; `breaker`: the bound on owners that recreate what is failed; `confirm`: the
 //!   watcher's own manifest HEAD; `run`, `act`, `lease`: leader election, `server`,
 //!   `metrics`).
+//! - `doctor` (cargo feature `webhook` or `watch`): `pullcheck doctor`, whether the chart works
+//!   on a cluster (`read`: the API reads and the dry-run sample, the only I/O; `selector`: a
+//!   namespaceSelector read back; `sample`: the sample and what came back; `decide`: each
+//!   check's ok or no and its fix, without I/O).
 //! - `serve` (with either cargo feature): what the two cluster-wide servers share, the
 //!   `--listen` address, the runtime, the one accept loop (TLS or not) with its bounds, the
 //!   stopping signals, the `/healthz`, `/readyz` and `/metrics` answers, and the one histogram
@@ -123,6 +127,8 @@ pub mod config;
 pub mod container_start;
 pub mod credentials;
 pub(crate) mod deadline;
+#[cfg(any(feature = "webhook", feature = "watch"))]
+pub(crate) mod doctor;
 pub(crate) mod escape;
 pub(crate) mod http;
 pub mod inject;

@@ -1,5 +1,5 @@
 //! The command line, as clap derive types only, one file per subcommand (`check.rs`,
-//! `inject.rs`, `webhook.rs`, `watch.rs`): every flag also reads an environment variable, and
+//! `inject.rs`, `webhook.rs`, `watch.rs`, `doctor.rs`): every flag also reads an environment variable, and
 //! `--help` text comes from these doc comments. No logic lives here; `config` validates.
 
 use crate::report::EXIT_CODES_HELP;
@@ -7,6 +7,8 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod choices;
+#[cfg(any(feature = "webhook", feature = "watch"))]
+pub mod doctor;
 mod inject;
 mod limit_range;
 pub(crate) mod values;
@@ -67,6 +69,8 @@ pub enum Command {
     Webhook(webhook::WebhookArgs),
     #[cfg(feature = "watch")]
     Watch(watch::WatchArgs),
+    #[cfg(any(feature = "webhook", feature = "watch"))]
+    Doctor(doctor::DoctorArgs),
 }
 
 /// The command line as `main` parses it: the derive's, with each flag's environment variable
@@ -81,6 +85,8 @@ pub fn command() -> clap::Command {
     let command = command.mut_subcommand("webhook", |c| webhook::explained(explain(c)));
     #[cfg(feature = "watch")]
     let command = command.mut_subcommand("watch", explain);
+    #[cfg(any(feature = "webhook", feature = "watch"))]
+    let command = command.mut_subcommand("doctor", explain);
     command
 }
 

@@ -2,10 +2,12 @@
 //! anything is sent or read: `from_args(...) -> Result<XConfig, every problem at once>` (exit
 //! 2), so that a user fixes them in one go. [`Config`] is `check`'s ([`check`](self) reads it
 //! one concern at a time), [`InjectConfig`] `inject`'s, `WebhookConfig` `webhook`'s, `WatchConfig`
-//! `watch`'s. Each imports the types of what it configures but nothing of the code that runs
+//! `watch`'s, `DoctorConfig` `doctor`'s. Each imports the types of what it configures but nothing of the code that runs
 //! with it, which imports it (`watch` hands in the words `--grace-for` takes, from its tables).
 
 mod check;
+#[cfg(any(feature = "webhook", feature = "watch"))]
+mod doctor;
 mod inject;
 mod values;
 #[cfg(feature = "watch")]
@@ -17,6 +19,8 @@ pub use crate::cli::values::{
     ValueError, concurrency_value, node_status_max_images_value, parse_duration, timeout_value,
 };
 pub use check::Config;
+#[cfg(any(feature = "webhook", feature = "watch"))]
+pub(crate) use doctor::DoctorConfig;
 pub use inject::{InjectConfig, inject_source};
 #[cfg(feature = "watch")]
 pub(crate) use watch::{GraceKeys, Graces, Settings, WatchConfig};

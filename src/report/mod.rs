@@ -135,8 +135,11 @@ impl Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum ExitCode {
-    /// Every image can be pulled.
+    /// Every image can be pulled (`doctor`: every check is ok).
     Ok = 0,
+    /// `pullcheck doctor` only: a check said no (the cluster unreachable among them). Not a
+    /// code `check` gives, so not in [`ExitCode::ALL`].
+    Unhealthy = 1,
     /// Usage or configuration error; nothing was checked.
     Usage = 2,
     /// An image does not exist, or its reference is invalid (permanent).
@@ -156,7 +159,8 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
-    /// Every exit code, in numeric order.
+    /// Every exit code of `check` (and `inject`, `webhook`, `watch`), in numeric order; `doctor`
+    /// adds [`ExitCode::Unhealthy`].
     pub const ALL: [ExitCode; 8] = [
         ExitCode::Ok,
         ExitCode::Usage,
@@ -172,6 +176,7 @@ impl ExitCode {
     pub fn meaning(self) -> &'static str {
         match self {
             ExitCode::Ok => "every image can be pulled",
+            ExitCode::Unhealthy => "pullcheck doctor: a check said no",
             ExitCode::Usage => "usage or configuration error; nothing was checked",
             ExitCode::NotFound => {
                 "an image does not exist, or its reference is invalid (permanent)"

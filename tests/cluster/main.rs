@@ -13,6 +13,7 @@
 //!   `tests/fixtures/kubelet-recorded.tsv`.
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
 //!   watcher): time to `Failed` of a missing tag, a good Job's cost, Jobs left as written.
+//! - `doctor`: `pullcheck doctor`'s answers, ok and each no with its fix, on a real release.
 //! - `resources`: a LimitRange and a ResourceQuota admit the Job with pullcheck as without.
 //! - `alerts`: the chart's alerting rules, with `promtool`, against the metrics recorded from
 //!   the servers (needs only `helm` and `promtool`, not the cluster).
@@ -27,6 +28,7 @@ mod chart;
 #[path = "../it/common/mod.rs"]
 mod common;
 mod credentials;
+mod doctor;
 mod harness;
 mod jobs;
 mod kubelet_words;

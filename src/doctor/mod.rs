@@ -1,0 +1,116 @@
+//! `pullcheck doctor` (the `webhook` or `watch` cargo feature): whether the chart works on a
+//! cluster, one `ok` / `no` line per check and the fix under each `no`. `read` asks the API
+//! server (the only I/O), `selector` and `sample` read back what it answered, `decide` turns it
+//! into the checks; here they are run and written, as text for a person or `-o json`.
+
+mod decide;
+mod read;
+mod sample;
+mod selector;
+
+use crate::cli::doctor::DoctorArgs;
+use crate::config::DoctorConfig;
+use crate::log::{self, Component};
+use crate::report::ExitCode;
+use decide::Check;
+use std::io::Write;
+
+/// Runs `pullcheck doctor`: 0 when every check is ok, [`ExitCode::Unhealthy`] when one is not
+/// (an API server that does not answer among them), 2 for bad flags or a kubeconfig that
+/// cannot be read.
+pub(crate) fn run(args: DoctorArgs) -> ExitCode {
+    let config = match DoctorConfig::from_args(args) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors.0 {
+                log::error(Component::Command, e);
+            }
+            return ExitCode::Usage;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            log::error(
+                Component::Command,
+                &format!("cannot start the async runtime: {e}"),
+            );
+            return ExitCode::Usage;
+        }
+    };
+    let checks = runtime.block_on(async {
+        let client = read::client(&config).await?;
+        read::read(&client, &config).await
+    });
+    // A kubeconfig that cannot be read is a usage error (nothing was asked); an API server
+    // that does not answer is a `no` like any other.
+    let usage = matches!(checks, Err(read::ReadError::Config(_)));
+    let checks = match checks {
+        Ok(seen) => decide::checks(&seen),
+        Err(e) => vec![unread(&e)],
+    };
+    let text = if config.json {
+        json(&checks)
+    } else {
+        text(&checks)
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    if usage {
+        ExitCode::Usage
+    } else if checks.iter().all(|c| c.ok) {
+        ExitCode::Ok
+    } else {
+        ExitCode::Unhealthy
+    }
+}
+
+/// The one check when nothing could be read.
+fn unread(e: &read::ReadError) -> Check {
+    let fix = match e {
+        read::ReadError::Config(_) => {
+            "give --kubeconfig and --context (or KUBECONFIG) of the cluster, as kubectl takes them"
+        }
+        read::ReadError::Api { .. } => {
+            "check that `kubectl get deployments,mutatingwebhookconfigurations,namespaces` works \
+             with this kubeconfig; doctor needs the read rights listed in docs/doctor.md"
+        }
+    };
+    Check {
+        check: "cluster",
+        ok: false,
+        says: crate::redact::redact(&e.to_string()).into_owned(),
+        fix: Some(fix.to_string()),
+    }
+}
+
+/// One line per check (`ok`/`no`, the check, what was found), the fix indented under a `no`.
+fn text(checks: &[Check]) -> String {
+    let mut out = String::new();
+    for c in checks {
+        let word = if c.ok { "ok" } else { "no" };
+        let says = crate::escape::escape(&c.says);
+        out.push_str(&format!("{word}  {:<16} {says}\n", c.check));
+        if let Some(fix) = &c.fix {
+            out.push_str(&format!("    fix: {}\n", crate::escape::escape(fix)));
+        }
+    }
+    let bad = checks.iter().filter(|c| !c.ok).count();
+    if bad == 0 {
+        out.push_str("every check is ok\n");
+    } else {
+        out.push_str(&format!("{bad} of {} checks say no\n", checks.len()));
+    }
+    out
+}
+
+/// `{"ok": …, "checks": [{"check", "ok", "says", "fix"?}]}`.
+fn json(checks: &[Check]) -> String {
+    let value = serde_json::json!({
+        "ok": checks.iter().all(|c| c.ok),
+        "checks": checks,
+    });
+    format!("{value}\n")
+}
