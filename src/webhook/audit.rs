@@ -55,6 +55,9 @@ fn object_name(asked: &Asked<'_>) -> String {
 /// podFailurePolicy rule, a podReplacementPolicy; the rest (volumes, annotations) as one.
 fn would_add(ops: &[Value], object: &str) -> Vec<String> {
     let mut out = Vec::new();
+    // Said after what it goes with (the patch lists keys as the object does, where
+    // podReplacementPolicy may come first).
+    let mut after = Vec::new();
     let mut other = 0;
     for op in ops {
         let path = op["path"].as_str().unwrap_or("");
@@ -83,7 +86,7 @@ fn would_add(ops: &[Value], object: &str) -> Vec<String> {
                 )
             }));
         } else if path.ends_with("/podReplacementPolicy") {
-            out.push(format!(
+            after.push(format!(
                 "{PREFIX}would set {object}'s podReplacementPolicy to {}",
                 value.as_str().unwrap_or("(not a string)")
             ));
@@ -91,6 +94,7 @@ fn would_add(ops: &[Value], object: &str) -> Vec<String> {
             other += 1;
         }
     }
+    out.extend(after);
     if other > 0 && !out.is_empty() {
         let edits = if other == 1 { "edit" } else { "edits" };
         out.push(format!(
@@ -257,12 +261,13 @@ mod tests {
     #[test]
     fn watch_mode_s_rule_is_named_by_its_condition() {
         let job = json!({"metadata": {"name": "j"}});
+        // In the order the patch may list them: the replacement policy first.
         let ops = vec![
+            json!({"op": "replace", "path": "/spec/jobTemplate/spec/podReplacementPolicy",
+                "value": "Failed"}),
             json!({"op": "add", "path": "/spec/jobTemplate/spec/podFailurePolicy",
                 "value": {"rules": [{"action": "FailJob",
                     "onPodConditions": [{"type": "ConfigIssue", "status": "True"}]}]}}),
-            json!({"op": "replace", "path": "/spec/jobTemplate/spec/podReplacementPolicy",
-                "value": "Failed"}),
         ];
         let Decision::Audited(Would::AddRule, warnings) =
             audited(Decision::Rule(ops, Vec::new()), &asked("CronJob", &job))
