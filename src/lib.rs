@@ -88,7 +88,8 @@
 //!   `job`: `--job-failure-policy`'s rules, `object`: the webhook's writer, edits made to the
 //!   object as sent).
 //! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
-//!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `decision`: what a review comes to,
+//!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `audit`: `--audit`'s warnings of what
+//!   it would add, `decision`: what a review comes to,
 //!   `limit_ranges`: the namespace's LimitRanges read per review, `patch`, `server`, `tls`,
 //!   `metrics`, and `cert`, its own certificate and caBundle).
 //! - `watch` (cargo feature `watch`): `pullcheck watch`, the stuck-pod controller (`classify`:

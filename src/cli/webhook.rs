@@ -18,7 +18,8 @@ AdmissionReview v1 over HTTPS (POST /mutate; GET /healthz, /readyz, /metrics): o
 Pod or a batch/v1 Job, answers with a JSON patch that adds what `pullcheck inject` would add,
 with the same flags. With --mode watch it adds nothing to pods: to a batch/v1 Job (and a
 CronJob's job template) only the podFailurePolicy rule that lets `pullcheck watch`'s condition
-fail the Job. Never refuses an object. Only in a build with `--features webhook`.";
+fail the Job. With --audit it adds nothing and answers with warnings of what it would
+add. Never refuses an object. Only in a build with `--features webhook`.";
 
 /// `webhook --help`: the inject flags that name a file are hidden, since the webhook reads
 /// objects from its requests, never manifests from a file, and each namespace's LimitRanges
@@ -73,6 +74,19 @@ pub struct WebhookArgs {
         help_heading = MODE
     )]
     pub(crate) condition_type: String,
+
+    /// Add nothing: answer each object it would change with warnings of what it would add.
+    ///
+    /// Every review is allowed unpatched; an object the webhook would have changed gets the
+    /// warning `pullcheck (audit): would add …` (which kubectl prints), and the metrics count
+    /// it as `outcome="audited"`. In every mode; turn it off to enforce.
+    #[arg(
+        long,
+        env = "PULLCHECK_WEBHOOK_AUDIT",
+        help_heading = MODE,
+        value_parser = FalseyValueParser::new()
+    )]
+    pub(crate) audit: bool,
 
     /// The address to serve HTTPS on (`:PORT` for every IPv4 address).
     #[arg(

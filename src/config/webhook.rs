@@ -1,6 +1,7 @@
 //! `pullcheck webhook`'s flags become one validated [`WebhookConfig`], every problem at once
 //! (exit 2), before it listens: the address, what it adds (the init container, with `inject`'s
-//! options validated once, or watch mode's Job rule), and where its certificate comes from.
+//! options validated once, or watch mode's Job rule), whether it only audits, and where its
+//! certificate comes from.
 
 use super::{ConfigErrors, InjectConfig};
 use crate::cli::webhook::{WebhookArgs, WebhookMode};
@@ -45,6 +46,8 @@ pub(crate) struct WebhookConfig {
     pub(crate) certificates: Certificates,
     /// Its own namespace, whose objects it never edits.
     pub(crate) namespace: Option<String>,
+    /// `--audit`: adds nothing, says what it would add.
+    pub(crate) audit: bool,
 }
 
 /// `--self-signed` without the namespace its certificate is made for.
@@ -111,6 +114,7 @@ impl WebhookConfig {
                     default_image,
                     certificates,
                     namespace,
+                    audit: args.audit,
                 })
             }
             _ => Err(ConfigErrors(errors)),

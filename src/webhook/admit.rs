@@ -24,6 +24,8 @@ const MIRROR: &str = "kubernetes.io/config.mirror";
 #[derive(Debug)]
 pub(crate) struct Admitter {
     mode: Mode,
+    /// `--audit`: what it would add is said in warnings, never patched ([`super::audit`]).
+    audit: bool,
     /// The webhook's own namespace, whose objects are never edited.
     namespace: Option<String>,
 }
@@ -133,6 +135,7 @@ impl Admitter {
                 without_policy,
             },
             namespace: namespace.filter(|n| !n.is_empty()),
+            audit: false,
         }
     }
 
@@ -142,7 +145,14 @@ impl Admitter {
         Admitter {
             mode: Mode::Watch { condition_type },
             namespace: namespace.filter(|n| !n.is_empty()),
+            audit: false,
         }
+    }
+
+    /// The same admitter in audit mode (`--audit`): it adds nothing, and answers each object
+    /// it would change with warnings of what it would add.
+    pub(crate) fn auditing(self, audit: bool) -> Admitter {
+        Admitter { audit, ..self }
     }
 
     /// Whether it adds the init container (and so needs the namespaces' LimitRanges).
@@ -190,10 +200,15 @@ impl Admitter {
                 without_policy,
             } => self.decide(&asked, options, without_policy, ranges),
         };
+        let decided = match decided {
+            Ok(decision) if self.audit => Ok(super::audit::audited(decision, &asked)),
+            other => other,
+        };
         let (outcome, patch, warnings) = match decided {
             Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
             Ok(Decision::Rule(ops, warnings)) => (Outcome::RuleAdded, Some(ops), warnings),
             Ok(Decision::Skip(why, warnings)) => (Outcome::Skipped(why), None, warnings),
+            Ok(Decision::Audited(would, warnings)) => (Outcome::Audited(would), None, warnings),
             Ok(Decision::OptOutPods(ops)) => {
                 (Outcome::Skipped(Skip::OptedOut), Some(ops), Vec::new())
             }

@@ -60,8 +60,32 @@ pub(crate) enum Outcome {
     RuleAdded,
     /// Admitted unchanged, for this reason.
     Skipped(Skip),
+    /// `--audit`: admitted unchanged, with warnings of what enforcing would have done.
+    Audited(Would),
     /// The review or its object could not be read or edited: admitted unchanged.
     Error,
+}
+
+/// What an audited answer would have done: the outcome enforcing would have counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Would {
+    /// Add the init container (`--mode init`, `both`).
+    Inject,
+    /// Add the Job rule on the watcher's condition (`--mode watch`).
+    AddRule,
+}
+
+impl Would {
+    /// Every value, in the order the metrics write them.
+    pub(crate) const ALL: [Would; 2] = [Would::Inject, Would::AddRule];
+
+    /// The `would` label of the metrics: the outcome enforcing would have counted.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Would::Inject => "injected",
+            Would::AddRule => "rule-added",
+        }
+    }
 }
 
 /// Why an object was admitted unchanged.
@@ -134,6 +158,8 @@ pub(crate) enum Decision {
     Skip(Skip, Vec<String>),
     /// An opted-out Job: only its template's annotation, for its pods (the patch).
     OptOutPods(Vec<Value>),
+    /// `--audit`: no patch; the warnings say what enforcing would have added.
+    Audited(Would, Vec<String>),
 }
 
 /// Why an object is admitted unchanged because it could not be read or edited: the `why` of

@@ -1,7 +1,8 @@
-//! The webhook's Prometheus metrics: admissions by outcome and a latency histogram
+//! The webhook's Prometheus metrics: admissions by outcome (`--audit`'s by what it would
+//! have done) and a latency histogram
 //! ([`crate::serve::Histogram`]), written in the text format by hand.
 
-use super::decision::{Outcome, Skip};
+use super::decision::{Outcome, Skip, Would};
 use crate::serve::Histogram;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,8 @@ pub(crate) struct Metrics {
     rule_added: AtomicU64,
     skipped: [AtomicU64; Skip::ALL.len()],
     errors: AtomicU64,
+    /// `--audit`'s answers, by what enforcing would have done.
+    audited: [AtomicU64; Would::ALL.len()],
     latency: Histogram,
 }
 
@@ -30,6 +33,7 @@ impl Default for Metrics {
             rule_added: AtomicU64::default(),
             skipped: Default::default(),
             errors: AtomicU64::default(),
+            audited: Default::default(),
             latency: Histogram::new(BUCKETS),
         }
     }
@@ -45,6 +49,9 @@ impl Metrics {
                 &self.skipped[Skip::ALL.iter().position(|s| *s == why).unwrap_or(0)]
             }
             Outcome::Error => &self.errors,
+            Outcome::Audited(would) => {
+                &self.audited[Would::ALL.iter().position(|w| *w == would).unwrap_or(0)]
+            }
         }
         .fetch_add(1, Ordering::Relaxed);
         self.latency.observe(took);
@@ -76,6 +83,14 @@ impl Metrics {
             );
         }
         let _ = writeln!(out, "{name}{{outcome=\"error\"}} {}", get(&self.errors));
+        for (would, count) in Would::ALL.iter().zip(&self.audited) {
+            let _ = writeln!(
+                out,
+                "{name}{{outcome=\"audited\",would=\"{}\"}} {}",
+                would.as_str(),
+                get(count)
+            );
+        }
         self.latency.write(
             &mut out,
             "pullcheck_webhook_admission_duration_seconds",

@@ -5,6 +5,7 @@
 //!
 //! - [`admit`]: one AdmissionReview in, its answer out (who gets the container, the patch);
 //! - [`watch_mode`]: `--mode watch`'s decision, from a Job or CronJob to its patch;
+//! - [`audit`]: `--audit`'s decision, from what would be patched to the warnings that say it;
 //! - [`decision`]: what a review comes to, which both of those decide, and the outcome the
 //!   metrics count;
 //! - [`patch`]: the JSON patch between the object and what `inject` made of it;
@@ -18,6 +19,7 @@
 //!   `caBundle`, renewed before expiry without a restart.
 
 pub(crate) mod admit;
+pub(crate) mod audit;
 pub mod cert;
 pub(crate) mod decision;
 pub(crate) mod limit_ranges;
@@ -51,6 +53,7 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
         default_image,
         certificates,
         namespace,
+        audit,
     } = config;
     let admitter = match adds {
         Adds::Inject(options) => {
@@ -78,7 +81,15 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
             );
             admit::Admitter::watching(condition_type, namespace)
         }
-    };
+    }
+    .auditing(audit);
+    if audit {
+        log::info(
+            Component::Webhook,
+            "audit mode (--audit): nothing is added; each object it would change is admitted \
+             unchanged, with warnings of what it would add (counted as outcome=\"audited\")",
+        );
+    }
     let runtime = crate::serve::runtime()?;
     let (tx, rx) = tokio::sync::watch::channel(None);
     let ready = Arc::new(AtomicBool::new(false));

@@ -271,6 +271,39 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
     );
 }
 
+/// `webhook.audit=true` passes `--audit`, in each mode; the default passes nothing, so that a
+/// release enforces unless asked otherwise; a value that is no boolean fails on the schema.
+#[test]
+fn chart_passes_audit_only_when_asked() {
+    for mode in ["init", "watch", "both"] {
+        let set = format!("mode={mode}");
+        let docs = documents(&template("pullcheck", &["--set", &set]));
+        let container = webhook_container_of(&docs);
+        assert!(!args(container).iter().any(|a| a == "--audit"), "{mode}");
+        let audited = format!("{set},webhook.audit=true");
+        let docs = documents(&template("pullcheck", &["--set", &audited]));
+        let container = webhook_container_of(&docs);
+        assert!(
+            args(container).iter().any(|a| a == "--audit"),
+            "{mode}: {:?}",
+            args(container)
+        );
+    }
+    let refused = template_refused(&["--set", "webhook.audit=yes please"]);
+    assert!(refused.contains(SCHEMA_REFUSED), "{refused}");
+}
+
+/// The webhook's container of a render in any mode (the watcher's beside it in watch and both).
+fn webhook_container_of(docs: &[Value]) -> &Value {
+    let deployment = one(docs, "Deployment");
+    deployment["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .find(|c| c["command"] == json!(["/pullcheck", "webhook"]))
+        .expect("the webhook's container")
+}
+
 /// One webhook of the configuration: `resource` of `group`, CREATE only, never blocking, no
 /// caBundle (the webhook writes it), in the namespaces `selected` selects but the release's.
 fn webhook_entry(resource: &str, group: &str, selected: Value) -> Value {

@@ -14,7 +14,9 @@
 //! 6. admission latency over 500 pod creations with and without the webhook (printed, not
 //!    asserted);
 //! 7. every fixture pod spec and Job created through the API server with the webhook is what
-//!    `inject` writes for it, created through the same API server without the webhook.
+//!    `inject` writes for it, created through the same API server without the webhook;
+//! 8. in audit mode (`webhook.audit=true`) `kubectl apply` of a Job prints what the webhook
+//!    would add, and the Job and its pod are stored without it.
 //!
 //! Each release selects namespaces by a label value of its own, so no other test's pods pass
 //! through it.
@@ -719,4 +721,66 @@ fn api_server(c: &crate::harness::Cluster) -> String {
         "jsonpath={.clusters[0].cluster.server}",
     ]);
     out.trim().to_string()
+}
+
+#[test]
+fn audit_mode_prints_what_it_would_add_and_the_pod_has_no_init_container() {
+    let c = cluster();
+    let release = install("pc-audit", "audit", &["--set", "webhook.audit=true"]);
+    let ns = c.namespace("pc-wh-audit");
+    c.kubectl(&[
+        "label",
+        "namespace",
+        &ns.name,
+        &format!("{LABEL}={}", release.label),
+    ]);
+    let would = format!("Warning: pullcheck (audit): would add to Job {}/", ns.name);
+    // The API server matches the label from its own cache of namespaces.
+    let probe = job("probe", &c.tools_image(), 0);
+    wait_for(
+        &format!("Jobs of {} to be audited", ns.name),
+        minutes(1),
+        || {
+            let (stored, said) = dry_run(&ns.name, &probe);
+            stored?;
+            if said.contains(&would) {
+                Ok(())
+            } else {
+                Err(said)
+            }
+        },
+    );
+    let image = c.tools_image();
+    let out = c.kubectl_output(
+        &["apply", "-n", &ns.name, "-f", "-"],
+        Some(&job("good", &image, 0)),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let container = format!(
+        "Warning: pullcheck (audit): would add to Job {}/good the init container pullcheck \
+         checking 1 image ({image})",
+        ns.name
+    );
+    assert!(stderr.contains(&container), "kubectl prints: {stderr}");
+    let rule = format!(
+        "Warning: pullcheck (audit): would add to Job {}/good the podFailurePolicy rule FailJob \
+         on exit codes ",
+        ns.name
+    );
+    assert!(stderr.contains(&rule), "kubectl prints: {stderr}");
+    println!("audit mode: kubectl apply printed:\n{}", stderr.trim());
+    let stored = c.get(&ns.name, "job/good").expect("the Job");
+    assert_eq!(
+        pullchecks(&stored["spec"]["template"]["spec"]),
+        0,
+        "{stored:#}"
+    );
+    assert!(stored["spec"]["podFailurePolicy"].is_null(), "{stored:#}");
+    wait_job(&ns.name, "good", "Complete");
+    let pods = c.job_pods(&ns.name, "good");
+    assert!(!pods.is_empty(), "the Job's pod");
+    for pod in &pods {
+        assert!(pod["spec"]["initContainers"].is_null(), "{:#}", pod["spec"]);
+    }
 }

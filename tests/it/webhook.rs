@@ -1030,3 +1030,79 @@ fn watch_mode_s_bad_values_are_usage_errors() {
         assert!(run.stderr.contains(want), "{name}: {}", run.stderr);
     }
 }
+
+#[test]
+fn audit_mode_patches_nothing_and_says_what_it_would_add() {
+    let webhook = Webhook::start(&["--audit", "--job-failure-policy", "--secret", "extra"]);
+    // A pod the enforcing webhook would inject (restartPolicy Always: with inject's advice).
+    let response = webhook.review("CREATE", &plain_pod("Always"));
+    assert!(response["patch"].is_null(), "{response}");
+    assert!(response["patchType"].is_null(), "{response}");
+    let said = warnings(&response);
+    assert_eq!(
+        said[0],
+        "pullcheck (audit): would add to Pod team/p the init container pullcheck checking 1 \
+         image (registry.example.com/team/app:1)",
+        "{said:?}"
+    );
+    assert!(
+        said[1..]
+            .iter()
+            .all(|w| w.starts_with("pullcheck (audit): ")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|w| w.contains("set restartPolicy: Never")),
+        "inject's advice, as audit's: {said:?}"
+    );
+    // A Job: the container and each rule named.
+    let response = webhook.review("CREATE", &job(None));
+    assert!(response["patch"].is_null(), "{response}");
+    let said = warnings(&response);
+    assert!(
+        said[0].starts_with(
+            "pullcheck (audit): would add to Job team/train the init container pullcheck \
+             checking 1 image (registry.example.com/team/train:1)"
+        ),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|w| w.starts_with(
+            "pullcheck (audit): would add to Job team/train the podFailurePolicy rule FailJob \
+             on exit codes "
+        ) && w.ends_with(" of pullcheck")),
+        "{said:?}"
+    );
+    // What enforcing leaves alone is answered as enforcing answers it.
+    let mut opted_out = plain_pod("Never");
+    opted_out["metadata"]["annotations"] = json!({"pullcheck.dev/inject": "false"});
+    let response = webhook.review("CREATE", &opted_out);
+    assert!(
+        response["patch"].is_null() && response["warnings"].is_null(),
+        "{response}"
+    );
+    let (_, text) = webhook.get("/metrics");
+    for line in [
+        "pullcheck_webhook_admissions_total{outcome=\"injected\"} 0",
+        "pullcheck_webhook_admissions_total{outcome=\"audited\",would=\"injected\"} 2",
+        "pullcheck_webhook_admissions_total{outcome=\"audited\",would=\"rule-added\"} 0",
+        "pullcheck_webhook_admissions_total{outcome=\"skipped\",reason=\"opted-out\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+    }
+
+    // Watch mode: the Job rule, said and not added.
+    let webhook = Webhook::start(&["--mode", "watch", "--audit"]);
+    let response = webhook.review("CREATE", &job(None));
+    assert!(response["patch"].is_null(), "{response}");
+    assert_eq!(
+        warnings(&response),
+        [
+            "pullcheck (audit): would add to Job team/train the podFailurePolicy rule FailJob on \
+          condition ConfigIssue"
+        ]
+    );
+    let (_, text) = webhook.get("/metrics");
+    let line = "pullcheck_webhook_admissions_total{outcome=\"audited\",would=\"rule-added\"} 1";
+    assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+}
