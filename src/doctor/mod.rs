@@ -81,7 +81,7 @@ fn unread(e: &read::ReadError) -> Check {
     Check {
         check: "cluster",
         ok: false,
-        says: crate::redact::redact(&e.to_string()).into_owned(),
+        says: crate::redact::foreign(&e.to_string()),
         fix: Some(fix.to_string()),
     }
 }
