@@ -13,6 +13,8 @@
 //!   `tests/fixtures/kubelet-recorded.tsv`.
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
 //!   watcher): time to `Failed` of a missing tag, a good Job's cost, Jobs left as written.
+//! - `release`: `scripts/release.sh` against the cluster's registry, and the cluster pulling
+//!   the release (a Pod of its image, its chart from the OCI registry), SBOM and provenance.
 //! - `resources`: a LimitRange and a ResourceQuota admit the Job with pullcheck as without.
 //! - `yaml`: pullcheck's YAML reader against kubectl's, on every fixture and a generated corpus
 //!   (needs only the `kube` binary, not the cluster).
@@ -31,6 +33,7 @@ mod mirror;
 mod node_images;
 mod policy;
 mod proof;
+mod release;
 mod resources;
 mod stale;
 mod start;
