@@ -6,11 +6,12 @@
 #   buildah bud --target prebuilt ...  packs a binary built beforehand into dist/<arch>/pullcheck
 #                                      (no internet, no Docker engine: what CI does, see scripts/build-image.sh)
 #
-# The cluster image (the admission webhook and the stuck-pod controller, `pullcheck webhook` and
-# `pullcheck watch`) is the same Dockerfile with the cargo features on: `--build-arg
-# FEATURES=webhook,watch` (and, prebuilt, `--build-arg BINARY=pullcheck-webhook`). The init
-# container's image stays without them: they add a Kubernetes client and servers
-# (docs/webhook.md says how much).
+# The default (`FEATURES` empty) is the init container's image. The cluster image (the admission
+# webhook and the stuck-pod controller: the chart's pods run `pullcheck webhook` and `pullcheck
+# watch`) is the same Dockerfile with both cargo features on: `--build-arg
+# FEATURES=webhook,watch` (and, prebuilt, `--build-arg BINARY=pullcheck-webhook`, what
+# `scripts/build-image.sh --cluster` packs). The init container's image stays without them: they
+# add a Kubernetes client and servers (docs/webhook.md says how much).
 
 # --- the binary built beforehand (stage first, so that `--target prebuilt` builds nothing else)
 FROM scratch AS prebuilt

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 seconds=${1:-90}
-scripts/build-image.sh >/dev/null
+scripts/build-image.sh --all >/dev/null
 cargo build --quiet --bin pullcheck
 tests/cluster/cluster.sh up
 # shellcheck disable=SC1091

@@ -193,7 +193,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
                "seccompProfile": {"type": "RuntimeDefault"}})
     );
     let c = webhook_container(&docs);
-    assert_eq!(c["image"], "pullcheck:0.1.0");
+    assert_eq!(c["image"], "ghcr.io/pullcheck/pullcheck-cluster:0.1.0");
     assert_eq!(c["command"], json!(["/pullcheck", "webhook"]));
     assert_eq!(
         args(c),
@@ -203,7 +203,7 @@ fn chart_renders_the_webhook_with_its_own_certificate() {
             "--service=pullcheck-webhook",
             "--webhook-configuration=pullcheck",
             "--mode=init",
-            "--image=pullcheck:0.1.0",
+            "--image=ghcr.io/pullcheck/pullcheck-cluster:0.1.0",
             "--job-failure-policy",
         ]
     );

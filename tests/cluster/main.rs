@@ -14,6 +14,8 @@
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
 //!   watcher): time to `Failed` of a missing tag, a good Job's cost, Jobs left as written.
 //! - `doctor`: `pullcheck doctor`'s answers, ok and each no with its fix, on a real release.
+//! - `release`: `scripts/release.sh` against the cluster's registry, and the cluster pulling
+//!   the release (a Pod of its image, its chart from the OCI registry), SBOM and provenance.
 //! - `resources`: a LimitRange and a ResourceQuota admit the Job with pullcheck as without.
 //! - `alerts`: the chart's alerting rules, with `promtool`, against the metrics recorded from
 //!   the servers (needs only `helm` and `promtool`, not the cluster).
@@ -36,6 +38,7 @@ mod mirror;
 mod node_images;
 mod policy;
 mod proof;
+mod release;
 mod resources;
 mod stale;
 mod start;

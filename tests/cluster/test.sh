@@ -16,7 +16,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   printf 'the cluster tests cannot run here: missing %s\n' "${missing[@]}" >&2
   exit 2
 fi
-scripts/build-image.sh >/dev/null
+scripts/build-image.sh --all >/dev/null
 # The chart tests' helm, from its Go module (cached after the first build).
 tests/cluster/build-helm.sh >/dev/null
 if [ "${PULLCHECK_CLUSTER_KEEP:-}" != 1 ]; then
