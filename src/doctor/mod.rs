@@ -28,16 +28,10 @@ pub(crate) fn run(args: DoctorArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::serve::runtime() {
         Ok(rt) => rt,
         Err(e) => {
-            log::error(
-                Component::Command,
-                &format!("cannot start the async runtime: {e}"),
-            );
+            log::error(Component::Command, &e.to_string());
             return ExitCode::Usage;
         }
     };

@@ -478,15 +478,7 @@ fn aws_error(answer: &Answered) -> String {
         json_str(&answer.body, "message").or_else(|| json_str(&answer.body, "Message"))
     });
     // The answer is the server's words: it may quote the token it was sent.
-    let cut = |s: String| -> String {
-        crate::redact::foreign(
-            &s.chars()
-                .take(200)
-                .collect::<String>()
-                .escape_default()
-                .to_string(),
-        )
-    };
+    let cut = |s: String| super::server_words(&s);
     match (code, message) {
         (Some(c), Some(m)) => format!(" ({}: {})", cut(c), cut(m)),
         (Some(c), None) => format!(" ({})", cut(c)),

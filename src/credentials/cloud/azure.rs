@@ -166,15 +166,7 @@ pub(crate) async fn exchange(env: &Env, http: &Http, registry: &str, token: &Ent
 /// `error: error_description` of an OAuth error answer, cut and escaped.
 fn oauth_error(body: &[u8]) -> String {
     // The answer is the server's words: it may quote what it was sent.
-    let cut = |s: String| {
-        crate::redact::foreign(
-            &s.chars()
-                .take(200)
-                .collect::<String>()
-                .escape_default()
-                .to_string(),
-        )
-    };
+    let cut = |s: String| super::server_words(&s);
     match (json_str(body, "error"), json_str(body, "error_description")) {
         (Some(e), Some(d)) => format!("{}: {}", cut(e), cut(d)),
         (Some(e), None) => cut(e),

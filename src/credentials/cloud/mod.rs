@@ -40,6 +40,18 @@ pub(crate) enum Mode {
     Required,
 }
 
+/// A cloud service's own words for a message: its first 200 characters, escaped, and scrubbed
+/// of the secrets known, since an answer may quote the token it was sent.
+pub(crate) fn server_words(s: &str) -> String {
+    crate::redact::foreign(
+        &s.chars()
+            .take(200)
+            .collect::<String>()
+            .escape_default()
+            .to_string(),
+    )
+}
+
 /// How long a metadata endpoint gets to accept a connection and answer.
 pub(crate) const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a cloud API (STS, ECR, Entra ID, a registry's exchange) gets to accept a connection.
