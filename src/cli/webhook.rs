@@ -3,9 +3,11 @@
 //! `pullcheck inject` for the container it adds.
 
 use super::InjectArgs;
+use super::values::Checked;
 use clap::builder::FalseyValueParser;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// What `pullcheck help` says of the subcommand.
 pub(super) const ABOUT: &str =
@@ -19,7 +21,9 @@ Pod or a batch/v1 Job, answers with a JSON patch that adds what `pullcheck injec
 with the same flags. With --mode watch it adds nothing to pods: to a batch/v1 Job (and a
 CronJob's job template) only the podFailurePolicy rule that lets `pullcheck watch`'s condition
 fail the Job. With --audit it adds nothing and answers with warnings of what it would
-add. Never refuses an object. Only in a build with `--features webhook`.";
+add. With --verdicts, a proven missing image of what is created is a warning `kubectl apply`
+prints; it refuses an object only with --deny-missing. Only in a build with `--features
+webhook`.";
 
 /// `webhook --help`: the inject flags that name a file are hidden, since the webhook reads
 /// objects from its requests, never manifests from a file, and each namespace's LimitRanges
@@ -33,6 +37,7 @@ pub(super) fn explained(command: clap::Command) -> clap::Command {
 const MODE: &str = "Mode";
 const SERVING: &str = "Serving";
 const CERTIFICATE: &str = "Certificate";
+const VERDICTS: &str = "Verdicts at admission";
 
 /// `--mode`: what the webhook adds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -167,6 +172,91 @@ pub struct WebhookArgs {
         help_heading = CERTIFICATE
     )]
     pub(crate) webhook_configuration: String,
+
+    /// Judge the images of what is created: a proven miss is a warning `kubectl apply` prints.
+    ///
+    /// On CREATE of a Pod (one no controller owns), a batch/v1 Job or a CronJob, and on the
+    /// UPDATE that releases a suspended Job, each image of the pod template is asked of its
+    /// registry (one manifest HEAD, anonymously, through one cache for the cluster). Only a
+    /// proven miss speaks: a missing tag, digest or repository of an `Always` image, of an
+    /// `IfNotPresent` image only when no node's complete image list holds it, or a reference no
+    /// runtime can parse. Anything else says nothing. In every mode.
+    #[arg(
+        long,
+        env = "PULLCHECK_WEBHOOK_VERDICTS",
+        help_heading = VERDICTS,
+        value_parser = FalseyValueParser::new()
+    )]
+    pub(crate) verdicts: bool,
+
+    /// Refuse an object whose image is proven missing (implies --verdicts).
+    ///
+    /// Only a miss the registry proves for an `Always` image, or a reference that does not
+    /// parse: an `IfNotPresent` miss is warned of but never refused, since a node may have been
+    /// given the image since it last listed its images. With --audit: a warning of the refusal.
+    #[arg(
+        long,
+        env = "PULLCHECK_WEBHOOK_DENY_MISSING",
+        help_heading = VERDICTS,
+        value_parser = FalseyValueParser::new()
+    )]
+    pub(crate) deny_missing: bool,
+
+    /// How long a review waits for its verdicts; past it, it is answered without those not
+    /// known yet (their lookups go on and fill the cache).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1s",
+        env = "PULLCHECK_WEBHOOK_VERDICT_BUDGET",
+        help_heading = VERDICTS,
+        value_parser = Checked::parser(super::values::parse_duration)
+    )]
+    pub(crate) verdict_budget: Checked<Duration>,
+
+    /// How long an image found is kept in the cache.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10m",
+        env = "PULLCHECK_WEBHOOK_VERDICT_TTL",
+        help_heading = VERDICTS,
+        value_parser = Checked::parser(super::values::parse_duration)
+    )]
+    pub(crate) verdict_ttl: Checked<Duration>,
+
+    /// How long a miss, or an answer that proved nothing, is kept in the cache.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        env = "PULLCHECK_WEBHOOK_VERDICT_MISS_TTL",
+        help_heading = VERDICTS,
+        value_parser = Checked::parser(super::values::parse_duration)
+    )]
+    pub(crate) verdict_miss_ttl: Checked<Duration>,
+
+    /// Lookups under way at once to one registry (1 to 64).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "4",
+        env = "PULLCHECK_WEBHOOK_VERDICT_REGISTRY_CONCURRENCY",
+        help_heading = VERDICTS,
+        value_parser = clap::value_parser!(u8).range(1..=64)
+    )]
+    pub(crate) verdict_registry_concurrency: u8,
+
+    /// A registry (`host[:port]`) the verdicts ask over plain HTTP; repeatable. A registry on
+    /// loopback is never asked (it is the node's, not the webhook's).
+    #[arg(
+        long,
+        value_name = "HOST",
+        env = "PULLCHECK_WEBHOOK_VERDICT_PLAIN_HTTP",
+        value_delimiter = ',',
+        help_heading = VERDICTS
+    )]
+    pub(crate) verdict_plain_http: Vec<String>,
 
     /// The init container the webhook adds: the flags of `pullcheck inject`.
     #[command(flatten)]

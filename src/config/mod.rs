@@ -25,7 +25,7 @@ pub use inject::{InjectConfig, inject_source};
 #[cfg(feature = "watch")]
 pub(crate) use watch::{GraceKeys, Graces, Settings, WatchConfig};
 #[cfg(feature = "webhook")]
-pub(crate) use webhook::{Adds, Certificates, WebhookConfig};
+pub(crate) use webhook::{Adds, Certificates, VerdictConfig, WebhookConfig};
 
 /// Everything wrong with the flags and files, one line each.
 #[derive(Debug)]

@@ -9,6 +9,7 @@ use crate::inject::ValidOptions;
 use crate::manifests::names::is_qualified_name;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// What the webhook adds.
 #[derive(Debug)]
@@ -33,6 +34,25 @@ pub(crate) enum Certificates {
     },
 }
 
+/// The verdicts at admission (`--verdicts`, `--deny-missing`), validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VerdictConfig {
+    /// How long a review waits for its verdicts.
+    pub(crate) budget: Duration,
+    /// Refuse a proven miss.
+    pub(crate) deny: bool,
+    /// How long an image found is kept.
+    pub(crate) hit_ttl: Duration,
+    /// How long a miss, or nothing proven, is kept.
+    pub(crate) miss_ttl: Duration,
+    /// Lookups at once to one registry.
+    pub(crate) per_registry: usize,
+    /// Registries asked over plain HTTP.
+    pub(crate) plain_http: Vec<String>,
+    /// Tests only (the `test-hooks` feature): hosts connected to at a fixed address.
+    pub(crate) resolve: Vec<(String, std::net::SocketAddr)>,
+}
+
 /// A validated `pullcheck webhook`.
 #[derive(Debug)]
 pub(crate) struct WebhookConfig {
@@ -48,6 +68,8 @@ pub(crate) struct WebhookConfig {
     pub(crate) namespace: Option<String>,
     /// `--audit`: adds nothing, says what it would add.
     pub(crate) audit: bool,
+    /// `--verdicts` (or `--deny-missing`): the images of what is created, judged.
+    pub(crate) verdicts: Option<VerdictConfig>,
 }
 
 /// `--self-signed` without the namespace its certificate is made for.
@@ -61,6 +83,7 @@ impl WebhookConfig {
         let listen = crate::serve::listen_address(&args.listen, 8443)
             .map_err(|e| errors.push(e.to_string()))
             .ok();
+        let verdicts = verdict_config(&args, &mut errors);
         let watching = args.mode == WebhookMode::Watch;
         let inject = InjectConfig::from_args(args.inject)
             .map_err(|e| errors.extend(e.0))
@@ -115,9 +138,47 @@ impl WebhookConfig {
                     certificates,
                     namespace,
                     audit: args.audit,
+                    verdicts,
                 })
             }
             _ => Err(ConfigErrors(errors)),
         }
     }
+}
+
+/// The verdicts' flags, judged (`None` when neither --verdicts nor --deny-missing is given;
+/// their values are judged all the same, so that a bad one is said before it is needed).
+fn verdict_config(args: &WebhookArgs, errors: &mut Vec<String>) -> Option<VerdictConfig> {
+    let mut duration = |flag: &str, checked: &crate::cli::Checked<Duration>| match &checked.value {
+        Ok(d) => *d,
+        Err(e) => {
+            errors.push(format!("{flag} {}: {e}", checked.given));
+            Duration::ZERO
+        }
+    };
+    let budget = duration("--verdict-budget", &args.verdict_budget);
+    let hit_ttl = duration("--verdict-ttl", &args.verdict_ttl);
+    let miss_ttl = duration("--verdict-miss-ttl", &args.verdict_miss_ttl);
+    let mut plain_http = Vec::new();
+    for host in &args.verdict_plain_http {
+        let host = host.trim();
+        if host.is_empty() || host.contains('/') || host.chars().any(char::is_whitespace) {
+            errors.push(format!(
+                "--verdict-plain-http {host:?}: expected a registry host, host:port"
+            ));
+        } else {
+            plain_http.push(host.to_string());
+        }
+    }
+    // Tests only, and only in a build with the `test-hooks` feature (src/test_hooks.rs).
+    let resolve = crate::test_hooks::pinned_hosts(errors);
+    (args.verdicts || args.deny_missing).then_some(VerdictConfig {
+        budget,
+        deny: args.deny_missing,
+        hit_ttl,
+        miss_ttl,
+        per_registry: usize::from(args.verdict_registry_concurrency),
+        plain_http,
+        resolve,
+    })
 }

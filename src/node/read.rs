@@ -289,7 +289,7 @@ impl NodeImages {
 
     /// Whether a name the list lacks is not on the node: every image is listed (fewer than
     /// the kubelet's cap), with every name (none at the kubelet's cap of names).
-    pub(super) fn complete(&self) -> bool {
+    pub(crate) fn complete(&self) -> bool {
         !self.truncated && self.names_capped == 0
     }
 

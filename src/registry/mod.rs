@@ -309,7 +309,7 @@ pub struct PlatformPolicy {
 impl PlatformPolicy {
     /// No platform check (`--platform any`): whether the reference resolves, and nothing more
     /// (the watcher's look before it fails a pod).
-    #[cfg(feature = "watch")]
+    #[cfg(any(feature = "watch", feature = "webhook"))]
     pub(crate) fn none() -> PlatformPolicy {
         PlatformPolicy {
             want: None,

@@ -3,12 +3,14 @@
 //! object as sent, and written by its object writer ([`crate::inject::inject_object`]), so that
 //! the webhook and `pullcheck inject` cannot write different pods.
 //!
-//! Every answer allows the object: a review that cannot be read, or an object `inject` cannot
-//! edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
+//! Every answer allows the object but one: an object whose image is proven missing, under
+//! `--deny-missing` ([`super::verdicts`]). A review that cannot be read, or an object `inject`
+//! cannot edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
 use super::decision::{Asked, Decision, OPT_OUT, Outcome, Skip, Unchanged};
 use super::limit_ranges::ReadError;
 use super::patch::diff;
+use super::verdicts::Judged;
 use crate::escape::{cut, escape};
 use crate::inject::{CONTAINER_NAME, LimitRanges, ValidOptions, inject_object};
 use base64::Engine;
@@ -58,12 +60,15 @@ struct Reviewed<'a> {
     response: Response<'a>,
 }
 
-/// One AdmissionResponse: always allowed.
+/// One AdmissionResponse: allowed, but for a proven miss under `--deny-missing`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Response<'a> {
     uid: &'a str,
     allowed: bool,
+    /// Why it is refused: what `kubectl` prints after "denied the request:".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Refused>,
     /// `JSONPatch` with a patch.
     #[serde(skip_serializing_if = "Option::is_none")]
     patch_type: Option<&'static str>,
@@ -72,6 +77,14 @@ struct Response<'a> {
     patch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     warnings: Option<Vec<String>>,
+}
+
+/// The status of a refusal (a `metav1.Status`).
+#[derive(Serialize)]
+struct Refused {
+    code: u16,
+    reason: &'static str,
+    message: String,
 }
 
 /// A review whose `request.uid` cannot be read: no answer can name it (HTTP 400).
@@ -163,16 +176,18 @@ impl Admitter {
     /// Answers one AdmissionReview body, with the LimitRanges of the options.
     #[cfg(test)]
     pub(crate) fn review(&self, body: &[u8]) -> Result<Answer, Unreadable> {
-        self.review_in(body, None)
+        self.review_in(body, None, Judged::default())
     }
 
     /// Answers one AdmissionReview body, with the namespace's LimitRanges as read for it
     /// (`Err`: why they could not be read; the init container's resources are then those of
-    /// one of the pod's containers, and a warning says so).
+    /// one of the pod's containers, and a warning says so) and the verdicts of its images
+    /// (their warnings first; a refusal refuses the object, or in audit mode is a warning).
     pub(crate) fn review_in(
         &self,
         body: &[u8],
         ranges: Option<Result<LimitRanges, ReadError>>,
+        judged: Judged,
     ) -> Result<Answer, Unreadable> {
         let typed = serde_json::from_slice::<AdmissionReview<DynamicObject>>(body)
             .map_err(|e| e.to_string())
@@ -218,6 +233,23 @@ impl Admitter {
                 vec![format!("pullcheck: {why}; admitted unchanged")],
             ),
         };
+        let Judged {
+            warnings: mut said,
+            refusal,
+        } = judged;
+        match refusal {
+            Some(why) if !self.audit => {
+                return Ok(refused(
+                    &request.types.api_version,
+                    &request.uid,
+                    why,
+                    &said,
+                ));
+            }
+            Some(why) => said.push(format!("pullcheck (audit): would refuse: {why}")),
+            None => {}
+        }
+        said.extend(warnings);
         let patch = patch.map(|ops| {
             let text = serde_json::to_vec(&ops).unwrap_or_default();
             base64::engine::general_purpose::STANDARD.encode(text)
@@ -226,7 +258,7 @@ impl Admitter {
             &request.types.api_version,
             &request.uid,
             patch,
-            &warnings,
+            &said,
             outcome,
         ))
     }
@@ -381,6 +413,7 @@ fn answer(
         response: Response {
             uid,
             allowed: true,
+            status: None,
             patch_type: patch.as_ref().map(|_| "JSONPatch"),
             patch,
             warnings: (!warnings.is_empty()).then(|| bounded(warnings)),
@@ -391,6 +424,35 @@ fn answer(
         outcome,
     }
 }
+
+/// The answer that refuses an object (`--deny-missing`): 403 with `why`, escaped and cut as
+/// a warning is (the API server prints it whole), and the verdicts' warnings.
+fn refused(api_version: &str, uid: &str, why: String, warnings: &[String]) -> Answer {
+    let answer = Reviewed {
+        api_version,
+        kind: "AdmissionReview",
+        response: Response {
+            uid,
+            allowed: false,
+            status: Some(Refused {
+                code: 403,
+                reason: "Forbidden",
+                message: cut(&escape(&why), MAX_REFUSAL),
+            }),
+            patch_type: None,
+            patch: None,
+            warnings: (!warnings.is_empty()).then(|| bounded(warnings)),
+        },
+    };
+    Answer {
+        body: serde_json::to_vec(&answer).unwrap_or_default(),
+        outcome: Outcome::Denied,
+    }
+}
+
+/// The most bytes of a refusal's message: every miss of a pod of many containers, still short
+/// enough to read in a terminal.
+const MAX_REFUSAL: usize = 2048;
 
 /// `options` with the namespace's LimitRanges as read (`Err`: unknown, and why, for a
 /// warning); as they are without a read.
@@ -731,7 +793,9 @@ mod tests {
         .unwrap();
         let admitter = Admitter::injecting(valid(), None);
         let resources_of = |ranges| {
-            let answer = admitter.review_in(&review, Some(ranges)).unwrap();
+            let answer = admitter
+                .review_in(&review, Some(ranges), Judged::default())
+                .unwrap();
             let response =
                 serde_json::from_slice::<Value>(&answer.body).unwrap()["response"].clone();
             let patch = base64::engine::general_purpose::STANDARD

@@ -64,6 +64,8 @@ pub(crate) enum Outcome {
     Audited(Would),
     /// The review or its object could not be read or edited: admitted unchanged.
     Error,
+    /// `--deny-missing`: refused, an image proven missing.
+    Denied,
 }
 
 /// What an audited answer would have done: the outcome enforcing would have counted.

@@ -41,6 +41,12 @@ impl Reader {
         }
     }
 
+    /// The in-cluster client it reads with, for the webhook's other reads (`None` outside a
+    /// cluster).
+    pub(crate) fn client(&self) -> Option<kube::Client> {
+        self.client.clone()
+    }
+
     /// The LimitRanges of `namespace`; `Err` (a warning for the review) when they cannot be
     /// read within [`READ_TIME`]. `Ok(Unknown)` without a client.
     pub(crate) async fn read(&self, namespace: &str) -> Result<LimitRanges, ReadError> {

@@ -1,10 +1,12 @@
 //! The webhook's Prometheus metrics: admissions by outcome (`--audit`'s by what it would
-//! have done) and a latency histogram
+//! have done), the verdicts at admission ([`Counts`]) and a latency histogram
 //! ([`crate::serve::Histogram`]), written in the text format by hand.
 
 use super::decision::{Outcome, Skip, Would};
+use super::verdicts::Counts;
 use crate::serve::Histogram;
 use std::fmt::Write;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -21,6 +23,10 @@ pub(crate) struct Metrics {
     rule_added: AtomicU64,
     skipped: [AtomicU64; Skip::ALL.len()],
     errors: AtomicU64,
+    /// `--deny-missing`'s refusals.
+    denied: AtomicU64,
+    /// The verdicts at admission, counted where they are made.
+    pub(crate) verdicts: Arc<Counts>,
     /// `--audit`'s answers, by what enforcing would have done.
     audited: [AtomicU64; Would::ALL.len()],
     latency: Histogram,
@@ -33,6 +39,8 @@ impl Default for Metrics {
             rule_added: AtomicU64::default(),
             skipped: Default::default(),
             errors: AtomicU64::default(),
+            denied: AtomicU64::default(),
+            verdicts: Arc::default(),
             audited: Default::default(),
             latency: Histogram::new(BUCKETS),
         }
@@ -49,6 +57,7 @@ impl Metrics {
                 &self.skipped[Skip::ALL.iter().position(|s| *s == why).unwrap_or(0)]
             }
             Outcome::Error => &self.errors,
+            Outcome::Denied => &self.denied,
             Outcome::Audited(would) => {
                 &self.audited[Would::ALL.iter().position(|w| *w == would).unwrap_or(0)]
             }
@@ -83,6 +92,7 @@ impl Metrics {
             );
         }
         let _ = writeln!(out, "{name}{{outcome=\"error\"}} {}", get(&self.errors));
+        let _ = writeln!(out, "{name}{{outcome=\"denied\"}} {}", get(&self.denied));
         for (would, count) in Would::ALL.iter().zip(&self.audited) {
             let _ = writeln!(
                 out,
@@ -96,6 +106,7 @@ impl Metrics {
             "pullcheck_webhook_admission_duration_seconds",
             "Time from a review's request to its answer.",
         );
+        self.verdicts.write(&mut out);
         out
     }
 }

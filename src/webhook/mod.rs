@@ -12,6 +12,8 @@
 //! - [`server`]: HTTPS, the routes, the bounds on what a client sends;
 //! - [`tls`]: the serving certificate, from a watch channel its sources send into;
 //! - [`metrics`]: the Prometheus text at `/metrics`;
+//! - [`verdicts`]: `--verdicts` and `--deny-missing`: the images of what is created, asked of
+//!   their registries through one cache, and a proven miss said as a warning or a refusal;
 //! - [`limit_ranges`]: each namespace's LimitRanges, which the init container's resources
 //!   must pass, read within a bound;
 //! - [`cert`]: the webhook's own TLS certificate (`--self-signed`): a CA and a serving
@@ -27,6 +29,7 @@ pub(crate) mod metrics;
 pub(crate) mod patch;
 pub(crate) mod server;
 pub(crate) mod tls;
+pub(crate) mod verdicts;
 pub(crate) mod watch_mode;
 
 use crate::cli::webhook::WebhookArgs;
@@ -54,6 +57,7 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
         certificates,
         namespace,
         audit,
+        verdicts,
     } = config;
     let admitter = match adds {
         Adds::Inject(options) => {
@@ -132,7 +136,15 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
                 ),
             );
         }
-        let shared = Arc::new(server::Shared::new(admitter, limit_ranges, ready));
+        let metrics = metrics::Metrics::default();
+        let verdicts = verdicts.map(|config| judging(config, &limit_ranges, &metrics));
+        let shared = Arc::new(server::Shared::new(
+            admitter,
+            verdicts,
+            limit_ranges,
+            metrics,
+            ready,
+        ));
         let ready = shared.ready.clone();
         let serving = server::serve(listener, tls, shared);
         tokio::pin!(serving);
@@ -152,6 +164,29 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
         let _ = tokio::time::timeout(DRAIN, &mut serving).await;
         Ok(ExitCode::Ok)
     })
+}
+
+/// The verdicts `config` asks for (said once in the log), reading the nodes with the client
+/// the LimitRanges are read with, counting into the webhook's metrics.
+fn judging(
+    config: crate::config::VerdictConfig,
+    limit_ranges: &limit_ranges::Reader,
+    metrics: &metrics::Metrics,
+) -> verdicts::Verdicts {
+    log::info(
+        Component::Webhook,
+        &format!(
+            "verdicts at admission: the images of new Pods, Jobs and CronJobs are asked of \
+             their registries (budget {:?} a review); a proven miss is {}",
+            config.budget,
+            if config.deny {
+                "refused (--deny-missing)"
+            } else {
+                "a warning"
+            }
+        ),
+    );
+    verdicts::Verdicts::new(config, limit_ranges.client(), metrics.verdicts.clone())
 }
 
 /// Why the webhook could not start, or stopped.

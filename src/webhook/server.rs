@@ -43,6 +43,8 @@ const BUDGET_WAIT: Duration = Duration::from_secs(2);
 /// What every connection shares.
 pub(crate) struct Shared {
     pub(crate) admitter: Admitter,
+    /// `--verdicts`: the images of what is created, judged.
+    pub(crate) verdicts: Option<super::verdicts::Verdicts>,
     /// The namespaces' LimitRanges, read for each review that may inject.
     pub(crate) limit_ranges: super::limit_ranges::Reader,
     pub(crate) metrics: Metrics,
@@ -54,13 +56,16 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(
         admitter: Admitter,
+        verdicts: Option<super::verdicts::Verdicts>,
         limit_ranges: super::limit_ranges::Reader,
+        metrics: Metrics,
         ready: Arc<AtomicBool>,
     ) -> Shared {
         Shared {
             admitter,
+            verdicts,
             limit_ranges,
-            metrics: Metrics::default(),
+            metrics,
             ready,
             bodies: Arc::new(Semaphore::new(BODY_BUDGET_KIB as usize)),
         }
@@ -174,17 +179,27 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     // itself does no I/O.
     // In watch mode nothing is injected, so there are no resources to fit: no read.
     let injects = shared.admitter.injects();
-    let ranges = match super::limit_ranges::namespace_of(&body).filter(|_| injects) {
-        Some(namespace) => Some(shared.limit_ranges.read(&namespace).await),
-        None => None,
+    // The verdicts beside them, within their own budget.
+    let ranges = async {
+        match super::limit_ranges::namespace_of(&body).filter(|_| injects) {
+            Some(namespace) => Some(shared.limit_ranges.read(&namespace).await),
+            None => None,
+        }
     };
+    let judged = async {
+        match &shared.verdicts {
+            Some(verdicts) => verdicts.judge(&body).await,
+            None => super::verdicts::Judged::default(),
+        }
+    };
+    let (ranges, judged) = tokio::join!(ranges, judged);
     let decided = if body.len() as u64 > SMALL_BODY {
         let shared = shared.clone();
-        tokio::task::spawn_blocking(move || shared.admitter.review_in(&body, ranges))
+        tokio::task::spawn_blocking(move || shared.admitter.review_in(&body, ranges, judged))
             .await
             .unwrap_or_else(|_| Err(Unreadable("the review's decision failed".into())))
     } else {
-        shared.admitter.review_in(&body, ranges)
+        shared.admitter.review_in(&body, ranges, judged)
     };
     match decided {
         Ok(answer) => {

@@ -32,6 +32,11 @@ struct Webhook {
 impl Webhook {
     /// Starts it on a free loopback port with a fresh certificate and `args` (the inject flags).
     fn start(args: &[&str]) -> Webhook {
+        Webhook::start_from(pullcheck(), args)
+    }
+
+    /// The same, as `command` runs it (hosts pinned to loopback addresses).
+    fn start_from(command: crate::common::Pullcheck, args: &[&str]) -> Webhook {
         let pki = TestPki::for_names(&["127.0.0.1"]);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("tls.crt"), &pki.server_cert_pem).unwrap();
@@ -39,7 +44,7 @@ impl Webhook {
         // The measurement runs a release build; every other test the binary under test.
         let mut cmd = match std::env::var_os("PULLCHECK_WEBHOOK_BENCH_BIN") {
             Some(bin) => std::process::Command::new(bin),
-            None => pullcheck().without_machine_env().command(),
+            None => command.without_machine_env().command(),
         };
         let mut child = cmd
             .arg("webhook")
@@ -1105,4 +1110,264 @@ fn audit_mode_patches_nothing_and_says_what_it_would_add() {
     let (_, text) = webhook.get("/metrics");
     let line = "pullcheck_webhook_admissions_total{outcome=\"audited\",would=\"rule-added\"} 1";
     assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verdicts at admission (--verdicts, --deny-missing)
+
+/// A review of `object` with `operation` and, for an UPDATE, the object before it.
+fn review_with_old(operation: &str, object: &Value, old: Value) -> Vec<u8> {
+    let mut review = review_of(operation, object);
+    review["request"]["oldObject"] = old;
+    serde_json::to_vec(&review).unwrap()
+}
+
+/// The webhook in watch mode with `args`, the registry name `name` pinned to the plain
+/// registry (a name, so that it is not the webhook's loopback) and asked over plain HTTP.
+fn verdict_webhook(name: &str, args: &[&str]) -> Webhook {
+    let host = crate::common::plain_registry().host();
+    let mut all = vec!["--mode", "watch", "--verdict-plain-http", name];
+    all.extend_from_slice(args);
+    Webhook::start_from(pullcheck().pin(name, &host), &all)
+}
+
+fn pod_of(images: &[(&str, &str)]) -> Value {
+    let containers: Vec<Value> = images
+        .iter()
+        .enumerate()
+        .map(|(n, (image, policy))| {
+            json!({"name": format!("c{n}"), "image": image, "imagePullPolicy": policy})
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team"},
+        "spec": {"restartPolicy": "Never", "containers": containers}})
+}
+
+fn job_of(image: &str, suspend: Option<bool>) -> Value {
+    let mut job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "team"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "app", "image": image, "imagePullPolicy": "Always"}]}}}});
+    if let Some(s) = suspend {
+        job["spec"]["suspend"] = json!(s);
+    }
+    job
+}
+
+#[test]
+fn verdicts_warn_of_proven_misses_only_and_keep_them_in_one_cache() {
+    let reg = crate::common::plain_registry();
+    reg.push_oci_manifest("verdicts/app", "v1.1");
+    let name = "verdicts.registry.test";
+    let webhook = verdict_webhook(name, &["--verdicts"]);
+    let good = format!("{name}/verdicts/app:v1.1");
+    let missing = format!("{name}/verdicts/app:v1.2");
+    let repo_missing = format!("{name}/verdicts/nothing-here:v1");
+    // A missing tag of an Always image, a missing repository, and a good image: the two
+    // misses are said, with the registry and the close tag, the good image says nothing.
+    let object = pod_of(&[
+        (&good, "Always"),
+        (&missing, "Always"),
+        (&repo_missing, "Always"),
+    ]);
+    let response = webhook.review("CREATE", &object);
+    assert_eq!(
+        warnings(&response),
+        [
+            format!("pullcheck: image {missing}: tag not found at {name} (did you mean v1.1?)"),
+            format!("pullcheck: image {repo_missing}: repository not found at {name}"),
+        ],
+        "{response}"
+    );
+    assert!(
+        response["patch"].is_null(),
+        "watch mode adds nothing to pods"
+    );
+    // The same again: every verdict from the cache, no request.
+    let requests = webhook.metric("pullcheck_webhook_verdict_registry_requests_total");
+    let response = webhook.review("CREATE", &object);
+    assert_eq!(warnings(&response).len(), 2, "{response}");
+    assert_eq!(
+        webhook.metric("pullcheck_webhook_verdict_registry_requests_total"),
+        requests
+    );
+    assert_eq!(
+        webhook.metric("pullcheck_webhook_verdict_cache_total{result=\"hit\"}"),
+        3.0
+    );
+    assert_eq!(
+        webhook.metric("pullcheck_webhook_verdict_cache_total{result=\"miss\"}"),
+        3.0
+    );
+    assert_eq!(
+        webhook.metric("pullcheck_webhook_verdicts_total{action=\"warned\"}"),
+        4.0
+    );
+    // What is not proven says nothing: an IfNotPresent miss outside a cluster (no node lists),
+    // a Never image, a registry on loopback (the node's), and a pod a controller owns.
+    let host = reg.host();
+    let loopback = format!("{host}/verdicts/app:v9");
+    let response = webhook.review(
+        "CREATE",
+        &pod_of(&[
+            (&format!("{name}/verdicts/app:v7"), "IfNotPresent"),
+            (&format!("{name}/verdicts/app:v8"), "Never"),
+            (&loopback, "Always"),
+        ]),
+    );
+    assert_eq!(warnings(&response), Vec::<String>::new(), "{response}");
+    let mut owned = pod_of(&[(&missing, "Always")]);
+    owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": true}]);
+    assert_eq!(
+        warnings(&webhook.review("CREATE", &owned)),
+        Vec::<String>::new()
+    );
+    // A reference no runtime parses is said without a request.
+    let response = webhook.review("CREATE", &pod_of(&[("Upper/Case:v1", "Always")]));
+    assert_eq!(
+        warnings(&response),
+        ["pullcheck: image Upper/Case:v1: not a valid image reference"]
+    );
+    // A Job is judged when created and when released from suspension, not on other updates.
+    let (_, said) = webhook.admit(&job_of(&missing, None));
+    assert!(said.iter().any(|w| w.contains("tag not found")), "{said:?}");
+    let released = review_with_old(
+        "UPDATE",
+        &job_of(&missing, Some(false)),
+        job_of(&missing, Some(true)),
+    );
+    let (status, body) = webhook.post(released);
+    assert_eq!(status, 200);
+    let answer: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        warnings(&answer["response"])
+            .iter()
+            .any(|w| w.contains("tag not found")),
+        "{answer}"
+    );
+    let relabelled = review_with_old(
+        "UPDATE",
+        &job_of(&missing, Some(false)),
+        job_of(&missing, Some(false)),
+    );
+    let answer: Value = serde_json::from_slice(&webhook.post(relabelled).1).unwrap();
+    assert_eq!(
+        warnings(&answer["response"]),
+        Vec::<String>::new(),
+        "{answer}"
+    );
+}
+
+#[test]
+fn deny_missing_refuses_a_proven_miss_and_audit_only_says_it_would() {
+    let reg = crate::common::plain_registry();
+    reg.push_oci_manifest("verdicts/deny", "v1");
+    let name = "deny.registry.test";
+    let missing = format!("{name}/verdicts/deny:v2");
+    let good = format!("{name}/verdicts/deny:v1");
+    let webhook = verdict_webhook(name, &["--deny-missing"]);
+    let review = serde_json::to_vec(&review_of("CREATE", &job_of(&missing, None))).unwrap();
+    let (status, body) = webhook.post(review);
+    assert_eq!(status, 200);
+    let response = serde_json::from_slice::<Value>(&body).unwrap()["response"].clone();
+    assert_eq!(response["allowed"], false, "{response}");
+    assert_eq!(response["status"]["code"], 403);
+    assert_eq!(
+        response["status"]["message"],
+        format!(
+            "pullcheck (--deny-missing): image {missing}: tag not found at {name} (did you mean v1?)"
+        )
+    );
+    assert!(response["patch"].is_null());
+    assert_eq!(
+        webhook.metric("pullcheck_webhook_admissions_total{outcome=\"denied\"}"),
+        1.0
+    );
+    // A good Job passes, with its rule and no word of the verdicts.
+    let (after, said) = webhook.admit(&job_of(&good, None));
+    assert!(said.is_empty(), "{said:?}");
+    assert!(!after["spec"]["podFailurePolicy"].is_null());
+    // An IfNotPresent miss is never refused (no node lists here: not even said).
+    let mut job = job_of(&missing, None);
+    job["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = json!("IfNotPresent");
+    webhook.admit(&job);
+    drop(webhook);
+    // In audit mode, the refusal is a warning.
+    let webhook = verdict_webhook(name, &["--deny-missing", "--audit"]);
+    let (_, said) = webhook.admit(&job_of(&missing, None));
+    assert!(
+        said.iter()
+            .any(|w| w
+                .starts_with("pullcheck (audit): would refuse: pullcheck (--deny-missing): image")),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn a_hung_registry_costs_a_review_its_budget_and_no_more() {
+    let hole = crate::common::black_hole();
+    let name = "hung.registry.test";
+    let webhook = Webhook::start_from(
+        pullcheck().pin(name, &hole),
+        &[
+            "--mode",
+            "watch",
+            "--verdicts",
+            "--verdict-budget",
+            "500ms",
+            "--verdict-plain-http",
+            name,
+        ],
+    );
+    let object = job_of(&format!("{name}/app:v1"), None);
+    for _ in 0..3 {
+        let started = Instant::now();
+        let (_, said) = webhook.admit(&object);
+        let took = started.elapsed();
+        assert!(said.is_empty(), "nothing proven: {said:?}");
+        // Not a timing assertion: a review that waited for the hung lookup would take its 3 s.
+        assert!(
+            took < Duration::from_millis(2500),
+            "the review took {took:?}: it waited for the registry, past its budget of 500 ms"
+        );
+        println!(
+            "a review against a hung registry, budget 500 ms: answered in {:.0} ms",
+            took.as_secs_f64() * 1000.0
+        );
+    }
+    assert!(webhook.metric("pullcheck_webhook_verdict_budget_exceeded_total") >= 1.0);
+}
+
+#[test]
+fn a_registry_that_says_429_is_not_asked_again_while_it_cools_down() {
+    use crate::common::proxy::{Fault, Proxy, Rule};
+    let reg = crate::common::plain_registry();
+    let proxy = Proxy::start(&reg.host());
+    proxy.rule(Rule::contains("/manifests/", Fault::rate_limited("1")));
+    let name = "limited.registry.test";
+    let webhook = Webhook::start_from(
+        pullcheck().pin(name, &proxy.host()),
+        &[
+            "--mode",
+            "watch",
+            "--verdicts",
+            "--verdict-budget",
+            "5s",
+            "--verdict-plain-http",
+            name,
+        ],
+    );
+    let (_, said) = webhook.admit(&job_of(&format!("{name}/verdicts/a:v1"), None));
+    assert!(said.is_empty(), "a 429 proves nothing: {said:?}");
+    let asked = proxy.requests().len();
+    assert!(asked >= 1);
+    // Another image of the same registry: no request while it cools down.
+    let (_, said) = webhook.admit(&job_of(&format!("{name}/verdicts/b:v1"), None));
+    assert!(said.is_empty(), "{said:?}");
+    assert_eq!(
+        proxy.requests().len(),
+        asked,
+        "asked again while cooling down"
+    );
 }

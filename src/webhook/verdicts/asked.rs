@@ -1,0 +1,241 @@
+//! What a review asks to be judged at admission, read from the review alone (no I/O): the
+//! images of the pod template of a Pod, a Job or a CronJob being created, or of a suspended
+//! Job being released (`spec.suspend` true → false, how Kueue admits a workload), each with
+//! its pull policy as the API server defaults it.
+//!
+//! A Pod that a controller owns (a Job's, a ReplicaSet's) is not judged: its warnings would
+//! reach the controller, not a person, and refusing it would only make the controller try
+//! again. Its controller's own creation is where a person reads the verdict.
+
+use crate::pull_policy::PullPolicy;
+use serde_json::Value;
+
+/// What one review asks to be judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    /// Each image once, in the order of the pod spec (init containers first), with the pull
+    /// policy of its first container.
+    pub(crate) images: Vec<(String, PullPolicy)>,
+}
+
+/// The pod template a review asks to be judged, if any: `request` is the review's `request`.
+pub(crate) fn wanted(request: &Value) -> Option<Wanted> {
+    let operation = request["operation"].as_str()?;
+    if request["subResource"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty())
+    {
+        return None;
+    }
+    let kind = &request["kind"];
+    let object = &request["object"];
+    let template = match (
+        operation,
+        kind["group"].as_str()?,
+        kind["version"].as_str()?,
+        kind["kind"].as_str()?,
+    ) {
+        ("CREATE", "", "v1", "Pod") => {
+            if is_controlled(&object["metadata"]) || is_mirror(&object["metadata"]) {
+                return None;
+            }
+            object
+        }
+        ("CREATE", "batch", "v1", "Job") => &object["spec"]["template"],
+        ("CREATE", "batch", "v1", "CronJob") => &object["spec"]["jobTemplate"]["spec"]["template"],
+        ("UPDATE", "batch", "v1", "Job") => {
+            let was = request["oldObject"]["spec"]["suspend"].as_bool() == Some(true);
+            let is = object["spec"]["suspend"].as_bool() == Some(true);
+            // Released: suspended before, not now.
+            if !was || is {
+                return None;
+            }
+            &object["spec"]["template"]
+        }
+        _ => return None,
+    };
+    let spec = &template["spec"];
+    let mut images: Vec<(String, PullPolicy)> = Vec::new();
+    for list in ["initContainers", "containers"] {
+        for container in spec[list].as_array().into_iter().flatten() {
+            let Some(image) = container["image"].as_str() else {
+                continue;
+            };
+            if image.is_empty() || images.iter().any(|(i, _)| i == image) {
+                continue;
+            }
+            let policy = PullPolicy::resolve(image, container["imagePullPolicy"].as_str());
+            images.push((image.to_string(), policy));
+        }
+    }
+    Some(Wanted { images })
+}
+
+/// Whether `metadata` names a controller among its owners.
+fn is_controlled(metadata: &Value) -> bool {
+    metadata["ownerReferences"]
+        .as_array()
+        .is_some_and(|owners| owners.iter().any(|o| o["controller"] == true))
+}
+
+/// A mirror (static) pod: the kubelet's, whose image the node already runs.
+fn is_mirror(metadata: &Value) -> bool {
+    !metadata["annotations"]["kubernetes.io/config.mirror"].is_null()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(operation: &str, group: &str, kind: &str, object: Value, old: Value) -> Value {
+        json!({"operation": operation, "kind": {"group": group, "version": "v1", "kind": kind},
+            "object": object, "oldObject": old})
+    }
+
+    fn spec() -> Value {
+        json!({"initContainers": [{"name": "i", "image": "r.example/init:1"}],
+            "containers": [
+                {"name": "a", "image": "r.example/app"},
+                {"name": "b", "image": "r.example/app:v1", "imagePullPolicy": "Always"},
+                {"name": "c", "image": "r.example/app"}]})
+    }
+
+    fn images(w: Option<Wanted>) -> Vec<(String, PullPolicy)> {
+        w.expect("judged").images
+    }
+
+    #[test]
+    fn what_is_judged_and_what_is_not() {
+        let all = vec![
+            ("r.example/init:1".to_string(), PullPolicy::IfNotPresent),
+            ("r.example/app".to_string(), PullPolicy::Always),
+            ("r.example/app:v1".to_string(), PullPolicy::Always),
+        ];
+        let cases: Vec<(&str, Value, bool)> = vec![
+            (
+                "a bare Pod",
+                request("CREATE", "", "Pod", json!({"spec": spec()}), Value::Null),
+                true,
+            ),
+            (
+                "a Job",
+                request(
+                    "CREATE",
+                    "batch",
+                    "Job",
+                    json!({"spec": {"template": {"spec": spec()}}}),
+                    Value::Null,
+                ),
+                true,
+            ),
+            (
+                "a CronJob",
+                request(
+                    "CREATE",
+                    "batch",
+                    "CronJob",
+                    json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": spec()}}}}}),
+                    Value::Null,
+                ),
+                true,
+            ),
+            (
+                "a Job released from suspension",
+                request(
+                    "UPDATE",
+                    "batch",
+                    "Job",
+                    json!({"spec": {"suspend": false, "template": {"spec": spec()}}}),
+                    json!({"spec": {"suspend": true}}),
+                ),
+                true,
+            ),
+            (
+                "a Job whose suspend field is dropped",
+                request(
+                    "UPDATE",
+                    "batch",
+                    "Job",
+                    json!({"spec": {"template": {"spec": spec()}}}),
+                    json!({"spec": {"suspend": true}}),
+                ),
+                true,
+            ),
+            (
+                "any other update of a Job",
+                request(
+                    "UPDATE",
+                    "batch",
+                    "Job",
+                    json!({"spec": {"suspend": false, "template": {"spec": spec()}}}),
+                    json!({"spec": {"suspend": false}}),
+                ),
+                false,
+            ),
+            (
+                "a Job suspended",
+                request(
+                    "UPDATE",
+                    "batch",
+                    "Job",
+                    json!({"spec": {"suspend": true, "template": {"spec": spec()}}}),
+                    json!({"spec": {}}),
+                ),
+                false,
+            ),
+            (
+                "a Job's Pod",
+                request(
+                    "CREATE",
+                    "",
+                    "Pod",
+                    json!({"metadata": {"ownerReferences": [{"kind": "Job", "controller": true}]},
+                        "spec": spec()}),
+                    Value::Null,
+                ),
+                false,
+            ),
+            (
+                "a mirror Pod",
+                request(
+                    "CREATE",
+                    "",
+                    "Pod",
+                    json!({"metadata": {"annotations": {"kubernetes.io/config.mirror": "x"}},
+                        "spec": spec()}),
+                    Value::Null,
+                ),
+                false,
+            ),
+            (
+                "a Deployment",
+                request(
+                    "CREATE",
+                    "apps",
+                    "Deployment",
+                    json!({"spec": {"template": {"spec": spec()}}}),
+                    Value::Null,
+                ),
+                false,
+            ),
+            (
+                "a Pod's delete",
+                request("DELETE", "", "Pod", json!({"spec": spec()}), Value::Null),
+                false,
+            ),
+        ];
+        for (name, request, judged) in cases {
+            let got = wanted(&request);
+            assert_eq!(got.is_some(), judged, "{name}");
+            if judged {
+                assert_eq!(images(got), all, "{name}");
+            }
+        }
+        let mut sub = request("CREATE", "", "Pod", json!({"spec": spec()}), Value::Null);
+        sub["subResource"] = json!("ephemeralcontainers");
+        assert_eq!(wanted(&sub), None, "a sub-resource");
+        assert_eq!(wanted(&json!({})), None, "nothing");
+        assert_eq!(wanted(&json!("text")), None, "not an object");
+    }
+}

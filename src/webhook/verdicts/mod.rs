@@ -1,0 +1,415 @@
+//! Verdicts at admission (`--verdicts`, `--deny-missing`): when a Pod, a Job or a CronJob is
+//! created, or a suspended Job is released, each image of its pod template is asked of its
+//! registry (one manifest HEAD, through the [`cache`] the whole cluster's reviews share), and a
+//! proven miss comes back to the person who typed `kubectl apply` as an admission warning, or,
+//! with `--deny-missing`, as a refusal. Within a budget per review (`--verdict-budget`): past it
+//! the review is answered with what is known, and the lookups go on to fill the cache.
+//!
+//! Only proven misses speak ([`judge`]): the registry's own "not found" for an image the node
+//! will pull whatever it holds (`Always`), for an `IfNotPresent` image only when no node's
+//! complete list holds it ([`nodes`]), or a reference no runtime can parse. Anything else says
+//! nothing. A miss proven by the nodes' lists warns but is never refused: the lists lag behind
+//! an image loaded onto a node a moment ago.
+//!
+//! - [`asked`]: which images a review asks to be judged (pure);
+//! - [`judge`]: one image asked of its registry, and what its answer proves;
+//! - [`cache`]: the verdicts kept, single-flight, per-registry bounds and cool-downs;
+//! - [`nodes`]: the nodes' image lists.
+
+mod asked;
+mod cache;
+mod judge;
+mod nodes;
+
+use crate::config::VerdictConfig;
+use crate::node::NodeImages;
+use crate::pull_policy::PullPolicy;
+use crate::reference::Reference;
+use crate::registry::{ClientOptions, PlatformPolicy};
+use cache::{Cache, Key, Lookup};
+use judge::{Found, Missing};
+use std::fmt::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long one image's lookup may take in all, retries included: past the review's budget,
+/// so that a slow registry's answer still fills the cache for the next review, and short, so
+/// that a registry that answers 429 is soon left alone to cool down rather than asked again.
+const LOOKUP_TIME: Duration = Duration::from_secs(3);
+
+/// The counters of `/metrics`, shared with the webhook's metrics.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    /// Images whose verdict was kept.
+    hits: AtomicU64,
+    /// Images that had to be looked up, or waited on a lookup under way.
+    misses: AtomicU64,
+    /// Manifest requests the lookups sent, retries included.
+    requests: Arc<AtomicU64>,
+    /// Reviews answered at their budget with a lookup still under way.
+    budget_exceeded: AtomicU64,
+    /// Proven misses said, by whether they were refused.
+    warned: AtomicU64,
+    refused: AtomicU64,
+}
+
+impl Counts {
+    /// The counters in the text exposition format, zeros included.
+    pub(crate) fn write(&self, out: &mut String) {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let name = "pullcheck_webhook_verdict_cache_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Images judged at admission, by whether their verdict was kept."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let _ = writeln!(out, "{name}{{result=\"hit\"}} {}", get(&self.hits));
+        let _ = writeln!(out, "{name}{{result=\"miss\"}} {}", get(&self.misses));
+        let name = "pullcheck_webhook_verdict_registry_requests_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Manifest requests sent to registries for admission verdicts."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let _ = writeln!(out, "{name} {}", get(&self.requests));
+        let name = "pullcheck_webhook_verdict_budget_exceeded_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Reviews answered at their budget, without every verdict."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let _ = writeln!(out, "{name} {}", get(&self.budget_exceeded));
+        let name = "pullcheck_webhook_verdicts_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Proven misses said at admission, by what was done."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let _ = writeln!(out, "{name}{{action=\"warned\"}} {}", get(&self.warned));
+        let _ = writeln!(out, "{name}{{action=\"refused\"}} {}", get(&self.refused));
+    }
+}
+
+/// What the verdicts of one review come to.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Judged {
+    /// One warning per proven miss.
+    pub(crate) warnings: Vec<String>,
+    /// With `--deny-missing`, the refusal's message, when a miss may be refused.
+    pub(crate) refusal: Option<String>,
+}
+
+/// The admission verdicts of the webhook.
+pub(crate) struct Verdicts {
+    /// How long a review waits.
+    budget: Duration,
+    /// Refuse a proven miss.
+    deny: bool,
+    /// How registries are asked: plain HTTP where told, no platform.
+    client: ClientOptions,
+    cache: Arc<Cache>,
+    nodes: nodes::Nodes,
+    counts: Arc<Counts>,
+}
+
+/// One image of a review, on its way to a verdict.
+struct Pending {
+    image: String,
+    policy: PullPolicy,
+    reference: Option<Reference>,
+    found: Option<Found>,
+    lookup: Option<tokio::sync::watch::Receiver<Option<Found>>>,
+}
+
+impl Verdicts {
+    /// The verdicts `config` asks for, counting into `counts`, reading the nodes with `client`.
+    pub(crate) fn new(
+        config: VerdictConfig,
+        client: Option<kube::Client>,
+        counts: Arc<Counts>,
+    ) -> Verdicts {
+        Verdicts {
+            budget: config.budget,
+            deny: config.deny,
+            client: ClientOptions {
+                plain_http: config.plain_http,
+                resolve: config.resolve,
+                platform: PlatformPolicy::none(),
+                ..ClientOptions::default()
+            },
+            cache: Cache::new(cache::Settings {
+                hit_ttl: config.hit_ttl,
+                miss_ttl: config.miss_ttl,
+                per_registry: config.per_registry,
+            }),
+            nodes: nodes::Nodes::new(client),
+            counts,
+        }
+    }
+
+    /// The verdicts of one review body: nothing for a review that asks none, or that cannot be
+    /// read (the admitter answers for those).
+    pub(crate) async fn judge(&self, body: &[u8]) -> Judged {
+        let Ok(review) = serde_json::from_slice::<serde_json::Value>(body) else {
+            return Judged::default();
+        };
+        let Some(wanted) = asked::wanted(&review["request"]) else {
+            return Judged::default();
+        };
+        let deadline = Instant::now() + self.budget;
+        let mut pending: Vec<Pending> = wanted
+            .images
+            .into_iter()
+            .filter(|(_, policy)| *policy != PullPolicy::Never)
+            .map(|(image, policy)| self.start(image, policy))
+            .collect();
+        let needs_nodes = pending.iter().any(|p| p.policy == PullPolicy::IfNotPresent);
+        let lookups = async {
+            for p in pending.iter_mut() {
+                if let Some(rx) = p.lookup.as_mut()
+                    && let Ok(found) = rx.wait_for(Option::is_some).await
+                {
+                    p.found = found.clone();
+                }
+            }
+        };
+        let lists = async {
+            match needs_nodes {
+                true => self.nodes.lists().await,
+                false => None,
+            }
+        };
+        let both = async { tokio::join!(lookups, lists).1 };
+        let (lists, complete) = match tokio::time::timeout_at(deadline, both).await {
+            Ok(lists) => (lists, true),
+            Err(_) => (None, false),
+        };
+        // What finished by the deadline (a lookup may have, while another had not).
+        for p in pending.iter_mut() {
+            if p.found.is_none()
+                && let Some(rx) = &p.lookup
+            {
+                p.found = rx.borrow().clone();
+            }
+        }
+        if !complete {
+            self.counts.budget_exceeded.fetch_add(1, Ordering::Relaxed);
+        }
+        let judged = judged_of(&pending, lists.as_deref().map(Vec::as_slice), self.deny);
+        let said = judged.warnings.len() as u64;
+        match judged.refusal {
+            Some(_) => self.counts.refused.fetch_add(said, Ordering::Relaxed),
+            None => self.counts.warned.fetch_add(said, Ordering::Relaxed),
+        };
+        judged
+    }
+
+    /// Starts (or finds) the verdict of one image.
+    fn start(&self, image: String, policy: PullPolicy) -> Pending {
+        let mut p = Pending {
+            image,
+            policy,
+            reference: None,
+            found: None,
+            lookup: None,
+        };
+        let reference = match Reference::parse(&p.image) {
+            Ok(r) => r,
+            Err(_) => {
+                p.found = Some(Found::Missing(Missing {
+                    what: "not a valid image reference",
+                    registry: String::new(),
+                    suggestions: Vec::new(),
+                    invalid: true,
+                }));
+                return p;
+            }
+        };
+        let key = Key {
+            registry: reference.registry.clone(),
+            repository: reference.repository.clone(),
+            reference: format!(
+                "{}{}",
+                reference
+                    .tag
+                    .as_ref()
+                    .map_or(String::new(), |t| format!(":{t}")),
+                reference
+                    .digest
+                    .as_ref()
+                    .map_or(String::new(), |d| format!("@{d}"))
+            ),
+            platforms: "any",
+            identity: "anonymous",
+        };
+        p.reference = Some(reference);
+        let image = p.image.clone();
+        let client = self.client.clone();
+        let requests = self.counts.requests.clone();
+        let lookup = self
+            .cache
+            .lookup(key, move || ask_apart(image, client, requests));
+        match lookup {
+            Lookup::Hit(found) => {
+                self.counts.hits.fetch_add(1, Ordering::Relaxed);
+                p.found = Some(found);
+            }
+            Lookup::Wait(rx) => {
+                self.counts.misses.fetch_add(1, Ordering::Relaxed);
+                p.lookup = Some(rx);
+            }
+        }
+        p
+    }
+}
+
+/// [`judge::ask`] on a thread of its own: building a client reads the system's certificates
+/// (tens of milliseconds of CPU), which must not hold up the reviews served meanwhile.
+async fn ask_apart(image: String, client: ClientOptions, requests: Arc<AtomicU64>) -> Found {
+    let asked = tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
+        Some(runtime.block_on(judge::ask(&image, &client, LOOKUP_TIME)))
+    })
+    .await;
+    match asked {
+        Ok(Some((found, attempts))) => {
+            requests.fetch_add(u64::from(attempts), Ordering::Relaxed);
+            found
+        }
+        _ => Found::Unknown { cooldown: None },
+    }
+}
+
+/// What the images' verdicts come to (pure): a warning per proven miss and, with `deny`, the
+/// refusal of the misses that may be refused.
+fn judged_of(pending: &[Pending], lists: Option<&[NodeImages]>, deny: bool) -> Judged {
+    let mut warnings = Vec::new();
+    let mut refused = Vec::new();
+    for p in pending {
+        let Some(Found::Missing(missing)) = &p.found else {
+            continue;
+        };
+        let (proven, refusable) = if missing.invalid {
+            (true, true)
+        } else {
+            match p.policy {
+                PullPolicy::Always => (true, true),
+                PullPolicy::IfNotPresent => {
+                    let lacks = match (lists, &p.reference) {
+                        (Some(lists), Some(r)) => nodes::none_holds(lists, r),
+                        _ => false,
+                    };
+                    (lacks, false)
+                }
+                PullPolicy::Never => (false, false),
+            }
+        };
+        if !proven {
+            continue;
+        }
+        let words = words(&p.image, missing, p.policy == PullPolicy::IfNotPresent);
+        if refusable {
+            refused.push(words.clone());
+        }
+        warnings.push(format!("pullcheck: {words}"));
+    }
+    let refusal = (deny && !refused.is_empty())
+        .then(|| format!("pullcheck (--deny-missing): {}", refused.join("; ")));
+    Judged { warnings, refusal }
+}
+
+/// `image X: tag not found at R (did you mean v1.1?)`.
+fn words(image: &str, missing: &Missing, by_nodes: bool) -> String {
+    let mut out = format!("image {image}: {}", missing.what);
+    if !missing.registry.is_empty() {
+        let _ = write!(out, " at {}", missing.registry);
+    }
+    if by_nodes {
+        out.push_str(", and no node holds it");
+    }
+    if !missing.suggestions.is_empty() {
+        let _ = write!(out, " (did you mean {}?)", missing.suggestions.join(", "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending(image: &str, policy: PullPolicy, found: Option<Found>) -> Pending {
+        Pending {
+            image: image.into(),
+            policy,
+            reference: Reference::parse(image).ok(),
+            found,
+            lookup: None,
+        }
+    }
+
+    fn missing(what: &'static str) -> Option<Found> {
+        Some(Found::Missing(Missing {
+            what,
+            registry: "r.example".into(),
+            suggestions: vec!["v1.1".into()],
+            invalid: false,
+        }))
+    }
+
+    #[test]
+    fn proven_misses_warn_and_only_those_the_nodes_cannot_hold_are_refused() {
+        let images = [
+            pending(
+                "r.example/app:v1.2",
+                PullPolicy::Always,
+                missing("tag not found"),
+            ),
+            pending(
+                "r.example/tool:v1",
+                PullPolicy::IfNotPresent,
+                missing("tag not found"),
+            ),
+            pending("r.example/ok:v1", PullPolicy::Always, Some(Found::Exists)),
+            pending(
+                "r.example/slow:v1",
+                PullPolicy::Always,
+                Some(Found::Unknown { cooldown: None }),
+            ),
+            pending("r.example/late:v1", PullPolicy::Always, None),
+        ];
+        // No node lists: the IfNotPresent miss says nothing.
+        let judged = judged_of(&images, None, false);
+        assert_eq!(
+            judged.warnings,
+            [
+                "pullcheck: image r.example/app:v1.2: tag not found at r.example (did you mean v1.1?)"
+            ]
+        );
+        assert_eq!(judged.refusal, None);
+        // Lists that prove no node holds it: warned, never refused.
+        let body = br#"{"kind": "Node", "status": {"images": [{"names": ["r.example/x:1"]}]}}"#;
+        let node = NodeImages::read("n", body, Some(50), None).unwrap();
+        let judged = judged_of(&images, Some(std::slice::from_ref(&node)), true);
+        assert_eq!(
+            judged.warnings,
+            [
+                "pullcheck: image r.example/app:v1.2: tag not found at r.example (did you mean v1.1?)",
+                "pullcheck: image r.example/tool:v1: tag not found at r.example, and no node holds it (did you mean v1.1?)"
+            ]
+        );
+        assert_eq!(
+            judged.refusal.as_deref(),
+            Some(
+                "pullcheck (--deny-missing): image r.example/app:v1.2: tag not found at r.example (did you mean v1.1?)"
+            )
+        );
+        // Nothing proven: nothing said, nothing refused.
+        let judged = judged_of(&images[2..], None, true);
+        assert_eq!(judged, Judged::default());
+    }
+}
