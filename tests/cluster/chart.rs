@@ -293,6 +293,73 @@ fn chart_passes_audit_only_when_asked() {
     assert!(refused.contains(SCHEMA_REFUSED), "{refused}");
 }
 
+/// `admission.*` becomes the webhook's verdict flags, UPDATE of Jobs in its configuration and
+/// `list` on nodes, only when verdicts (or deny) are on; a duration pullcheck cannot read is
+/// refused by the schema.
+#[test]
+fn chart_renders_admission_verdicts_only_when_asked() {
+    for mode in ["init", "watch", "both"] {
+        let set = format!("mode={mode}");
+        let docs = documents(&template("pullcheck", &["--set", &set]));
+        assert!(
+            !args(webhook_container_of(&docs))
+                .iter()
+                .any(|a| a.starts_with("--verdict") || a == "--deny-missing"),
+            "{mode}"
+        );
+        assert!(
+            !docs
+                .iter()
+                .any(|d| d["metadata"]["name"] == "pullcheck-nodes"),
+            "{mode}"
+        );
+        let on = format!(
+            "{set},admission.deny=true,admission.budget=750ms,admission.registryConcurrency=2"
+        );
+        let docs = documents(&template(
+            "pullcheck",
+            &[
+                "--set",
+                &on,
+                "--set-json",
+                "admission.plainHttp=[\"registry.example:5000\"]",
+            ],
+        ));
+        let a = args(webhook_container_of(&docs));
+        for want in [
+            "--verdicts",
+            "--deny-missing",
+            "--verdict-budget=750ms",
+            "--verdict-ttl=10m",
+            "--verdict-miss-ttl=30s",
+            "--verdict-registry-concurrency=2",
+            "--verdict-plain-http=registry.example:5000",
+        ] {
+            assert!(a.iter().any(|x| x == want), "{mode}: {want} in {a:?}");
+        }
+        let config = one(&docs, "MutatingWebhookConfiguration");
+        let jobs = config["webhooks"]
+            .as_array()
+            .expect("webhooks")
+            .iter()
+            .find(|w| w["name"] == "jobs.pullcheck.dev")
+            .expect("the Jobs' webhook");
+        assert_eq!(
+            jobs["rules"][0]["operations"],
+            json!(["CREATE", "UPDATE"]),
+            "{mode}"
+        );
+        assert_eq!(
+            named(&docs, "ClusterRole", "pullcheck-nodes")["rules"],
+            json!([{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
+        );
+    }
+    for set in ["admission.budget=soon", "admission.registryConcurrency=0"] {
+        let refused = template_refused(&["--set", set]);
+        assert!(refused.contains(SCHEMA_REFUSED), "{set}: {refused}");
+    }
+}
+
 /// The webhook's container of a render in any mode (the watcher's beside it in watch and both).
 fn webhook_container_of(docs: &[Value]) -> &Value {
     let deployment = one(docs, "Deployment");
@@ -1043,6 +1110,7 @@ fn chart_notes_name_what_was_installed_and_its_permissions() {
             "--set-json",
             "watch.readPullSecrets.namespaces=[\"team-a\",\"team-b\"]",
         ][..],
+        &["--set", "admission.verdicts=true"][..],
     ] {
         // Lines are wrapped for a terminal: compared as one line.
         let said = notes(values)

@@ -16,6 +16,8 @@
 //! - `doctor`: `pullcheck doctor`'s answers, ok and each no with its fix, on a real release.
 //! - `release`: `scripts/release.sh` against the cluster's registry, and the cluster pulling
 //!   the release (a Pod of its image, its chart from the OCI registry), SBOM and provenance.
+//! - `verdicts`: `kubectl apply` prints the webhook's verdict of a missing image, and with
+//!   `admission.deny` the Job is refused.
 //! - `resources`: a LimitRange and a ResourceQuota admit the Job with pullcheck as without.
 //! - `alerts`: the chart's alerting rules, with `promtool`, against the metrics recorded from
 //!   the servers (needs only `helm` and `promtool`, not the cluster).
@@ -42,6 +44,7 @@ mod release;
 mod resources;
 mod stale;
 mod start;
+mod verdicts;
 mod watch;
 mod watch_mode;
 mod webhook;
