@@ -177,7 +177,8 @@ pub struct WebhookArgs {
     ///
     /// On CREATE of a Pod (one no controller owns), a batch/v1 Job or a CronJob, and on the
     /// UPDATE that releases a suspended Job, each image of the pod template is asked of its
-    /// registry (one manifest HEAD, anonymously, through one cache for the cluster). Only a
+    /// registry (one manifest HEAD, anonymously unless --read-pull-secrets, through one cache
+    /// for the cluster). Only a
     /// proven miss speaks: a missing tag, digest or repository of an `Always` image, of an
     /// `IfNotPresent` image only when no node's complete image list holds it, or a reference no
     /// runtime can parse. Anything else says nothing. In every mode.
@@ -201,6 +202,20 @@ pub struct WebhookArgs {
         value_parser = FalseyValueParser::new()
     )]
     pub(crate) deny_missing: bool,
+
+    /// Ask the registries with the pods' own pull secrets, not anonymously.
+    ///
+    /// The pod template's `imagePullSecrets` and, for a Job or a CronJob, its service
+    /// account's, read for the one review (`get` on Secrets and ServiceAccounts in the
+    /// namespaces it judges), matched as the kubelet matches them; never logged, never kept.
+    /// Without it a private repository's miss is never said (its 401 proves nothing).
+    #[arg(
+        long,
+        env = "PULLCHECK_WEBHOOK_READ_PULL_SECRETS",
+        help_heading = VERDICTS,
+        value_parser = FalseyValueParser::new()
+    )]
+    pub(crate) read_pull_secrets: bool,
 
     /// How long a review waits for its verdicts; past it, it is answered without those not
     /// known yet (their lookups go on and fill the cache).

@@ -41,6 +41,8 @@ pub(crate) struct VerdictConfig {
     pub(crate) budget: Duration,
     /// Refuse a proven miss.
     pub(crate) deny: bool,
+    /// Ask with the pods' own pull secrets (`--read-pull-secrets`).
+    pub(crate) read_pull_secrets: bool,
     /// How long an image found is kept.
     pub(crate) hit_ttl: Duration,
     /// How long a miss, or nothing proven, is kept.
@@ -175,6 +177,7 @@ fn verdict_config(args: &WebhookArgs, errors: &mut Vec<String>) -> Option<Verdic
     (args.verdicts || args.deny_missing).then_some(VerdictConfig {
         budget,
         deny: args.deny_missing,
+        read_pull_secrets: args.read_pull_secrets,
         hit_ttl,
         miss_ttl,
         per_registry: usize::from(args.verdict_registry_concurrency),

@@ -7,12 +7,17 @@
 //! - [`plugin`]: the kubelet's own exec credential-provider plugins
 //!   (`--image-credential-provider-config`, `--image-credential-provider-bin-dir`).
 //!
+//! And, in the cluster's servers only, [`secrets`](self#modules): a pod's pull secrets read from
+//! the API server by name, for the watcher's look and the webhook's verdicts.
+//!
 //! Everything here is asked at most once per run (per provider, region or registry), shared by
 //! all images, and bounded by the run's deadline. A provider that cannot give a credential is
 //! data ([`Lookup::notes`], [`Lookup::failed_plugin`]), never an error of the run.
 
 pub(crate) mod cloud;
 pub mod plugin;
+#[cfg(any(feature = "webhook", feature = "watch"))]
+pub(crate) mod secrets;
 
 use crate::keyring::Credential;
 use crate::reference::Reference;

@@ -7,7 +7,7 @@
 use super::decide::Finding;
 use super::seen::Seen;
 use crate::keyring::Keyring;
-use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod, Secret};
+use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{self, EventType, Recorder, Reporter};
@@ -184,49 +184,18 @@ impl Actor {
     }
 
     /// The pod's pull secrets (`spec.imagePullSecrets`, the service account's merged in at
-    /// admission) as a keyring, and the ones that could not be read with why. At most
-    /// [`MAX_PULL_SECRETS`] are read; a Secret that is not a Docker config is skipped.
+    /// admission) as a keyring, and the ones that could not be read with why
+    /// ([`crate::credentials::secrets::read`]).
     pub(crate) async fn pull_secrets(&self, pod: &Pod) -> (Keyring, Vec<(String, String)>) {
         let ns = pod.namespace().unwrap_or_default();
-        let api: Api<Secret> = Api::namespaced(self.client.clone(), &ns);
         let names = pod
             .spec
             .as_ref()
             .and_then(|s| s.image_pull_secrets.as_deref())
             .unwrap_or_default()
             .iter()
-            .map(|r| r.name.clone())
-            .filter(|n| !n.is_empty())
-            .take(MAX_PULL_SECRETS);
-        let mut keyring = Keyring::default();
-        let mut unread = Vec::new();
-        for name in names {
-            let secret = match api.get(&name).await {
-                Ok(s) => s,
-                Err(e) => {
-                    unread.push((name, e.to_string()));
-                    continue;
-                }
-            };
-            let data = secret.data.unwrap_or_default();
-            let Some(text) = [".dockerconfigjson", ".dockercfg"]
-                .iter()
-                .find_map(|k| data.get(*k))
-                .and_then(|b| String::from_utf8(b.0.clone()).ok())
-            else {
-                unread.push((name, "not a Docker config Secret".into()));
-                continue;
-            };
-            let label = format!("pull secret {ns}/{name}");
-            // Its words are not logged: they may quote the Secret's content.
-            if keyring
-                .add_json(std::path::Path::new(&label), &label, &text)
-                .is_err()
-            {
-                unread.push((name, "not a Docker config the kubelet reads".into()));
-            }
-        }
-        (keyring, unread)
+            .map(|r| r.name.clone());
+        crate::credentials::secrets::read(&self.client, &ns, names).await
     }
 }
 
@@ -247,10 +216,6 @@ fn when(e: &Event) -> Option<Timestamp> {
     .flatten()
     .max()
 }
-
-/// The most pull secrets read for one look: a pod names a few; a list longer than this is
-/// cut, not read whole.
-const MAX_PULL_SECRETS: usize = 16;
 
 /// `spec.initContainers{NAME}` or `spec.containers{NAME}`, as the kubelet's Events name it.
 fn field_path(pod: &Pod, container: &str) -> String {

@@ -354,6 +354,42 @@ fn chart_renders_admission_verdicts_only_when_asked() {
             json!([{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
         );
     }
+    // The pods' own pull secrets: get on Secrets and ServiceAccounts where listed, and the flag.
+    let docs = documents(&template(
+        "pullcheck",
+        &[
+            "--set",
+            "admission.verdicts=true,admission.readPullSecrets.enabled=true",
+            "--set-json",
+            "admission.readPullSecrets.namespaces=[\"team-a\"]",
+        ],
+    ));
+    assert!(
+        args(webhook_container_of(&docs))
+            .iter()
+            .any(|a| a == "--read-pull-secrets")
+    );
+    let role = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "Role" && d["metadata"]["name"] == "pullcheck-admission-pull-secrets"
+        })
+        .expect("the Role in team-a");
+    assert_eq!(role["metadata"]["namespace"], "team-a");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": [""], "resources": ["secrets", "serviceaccounts"], "verbs": ["get"]}])
+    );
+    // Without the verdicts, no flag and no right.
+    let docs = documents(&template(
+        "pullcheck",
+        &["--set", "admission.readPullSecrets.enabled=true"],
+    ));
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d["metadata"]["name"] == "pullcheck-admission-pull-secrets")
+    );
     for set in ["admission.budget=soon", "admission.registryConcurrency=0"] {
         let refused = template_refused(&["--set", set]);
         assert!(refused.contains(SCHEMA_REFUSED), "{set}: {refused}");
@@ -1111,6 +1147,10 @@ fn chart_notes_name_what_was_installed_and_its_permissions() {
             "watch.readPullSecrets.namespaces=[\"team-a\",\"team-b\"]",
         ][..],
         &["--set", "admission.verdicts=true"][..],
+        &[
+            "--set",
+            "admission.deny=true,admission.readPullSecrets.enabled=true",
+        ][..],
     ] {
         // Lines are wrapped for a terminal: compared as one line.
         let said = notes(values)
@@ -1143,9 +1183,10 @@ fn chart_notes_name_what_was_installed_and_its_permissions() {
         ] {
             assert_eq!(said.contains(words), watcher, "{values:?}: {words}\n{said}");
         }
-        let secrets = docs
-            .iter()
-            .any(|d| d["metadata"]["name"] == "pullcheck-watch-pull-secrets");
+        let secrets = docs.iter().any(|d| {
+            d["metadata"]["name"] == "pullcheck-watch-pull-secrets"
+                || d["metadata"]["name"] == "pullcheck-admission-pull-secrets"
+        });
         assert_eq!(
             said.contains("Secrets: none, in any namespace."),
             !secrets,

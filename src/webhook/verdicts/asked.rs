@@ -16,6 +16,14 @@ pub(crate) struct Wanted {
     /// Each image once, in the order of the pod spec (init containers first), with the pull
     /// policy of its first container.
     pub(crate) images: Vec<(String, PullPolicy)>,
+    /// The object's namespace (the request's).
+    pub(crate) namespace: Option<String>,
+    /// The pod template's `imagePullSecrets`, by name.
+    pub(crate) pull_secrets: Vec<String>,
+    /// The service account whose `imagePullSecrets` the pods will get too, for a Job or a
+    /// CronJob (`default` when unnamed); `None` for a Pod, which has them already (the
+    /// ServiceAccount admission plugin runs before webhooks).
+    pub(crate) service_account: Option<String>,
 }
 
 /// The pod template a review asks to be judged, if any: `request` is the review's `request`.
@@ -29,6 +37,7 @@ pub(crate) fn wanted(request: &Value) -> Option<Wanted> {
     }
     let kind = &request["kind"];
     let object = &request["object"];
+    let mut is_pod = false;
     let template = match (
         operation,
         kind["group"].as_str()?,
@@ -39,6 +48,7 @@ pub(crate) fn wanted(request: &Value) -> Option<Wanted> {
             if is_controlled(&object["metadata"]) || is_mirror(&object["metadata"]) {
                 return None;
             }
+            is_pod = true;
             object
         }
         ("CREATE", "batch", "v1", "Job") => &object["spec"]["template"],
@@ -68,7 +78,32 @@ pub(crate) fn wanted(request: &Value) -> Option<Wanted> {
             images.push((image.to_string(), policy));
         }
     }
-    Some(Wanted { images })
+    let pull_secrets = spec["imagePullSecrets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["name"].as_str())
+        .filter(|n| !n.is_empty())
+        .map(String::from)
+        .collect();
+    let service_account = (!is_pod).then(|| {
+        spec["serviceAccountName"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .unwrap_or("default")
+            .to_string()
+    });
+    let namespace = request["namespace"]
+        .as_str()
+        .or(object["metadata"]["namespace"].as_str())
+        .filter(|n| !n.is_empty())
+        .map(String::from);
+    Some(Wanted {
+        images,
+        namespace,
+        pull_secrets,
+        service_account,
+    })
 }
 
 /// Whether `metadata` names a controller among its owners.
@@ -232,6 +267,30 @@ mod tests {
                 assert_eq!(images(got), all, "{name}");
             }
         }
+        // Whose credentials: the template's secrets, and for a Job its service account's.
+        let mut with_secrets = spec();
+        with_secrets["imagePullSecrets"] = json!([{"name": "regcred"}, {"name": ""}]);
+        with_secrets["serviceAccountName"] = json!("runner");
+        let mut job = request(
+            "CREATE",
+            "batch",
+            "Job",
+            json!({"spec": {"template": {"spec": with_secrets.clone()}}}),
+            Value::Null,
+        );
+        job["namespace"] = json!("team");
+        let got = wanted(&job).expect("judged");
+        assert_eq!(got.pull_secrets, ["regcred"]);
+        assert_eq!(got.service_account.as_deref(), Some("runner"));
+        assert_eq!(got.namespace.as_deref(), Some("team"));
+        let pod = request(
+            "CREATE",
+            "",
+            "Pod",
+            json!({"spec": with_secrets}),
+            Value::Null,
+        );
+        assert_eq!(wanted(&pod).expect("judged").service_account, None);
         let mut sub = request("CREATE", "", "Pod", json!({"spec": spec()}), Value::Null);
         sub["subResource"] = json!("ephemeralcontainers");
         assert_eq!(wanted(&sub), None, "a sub-resource");

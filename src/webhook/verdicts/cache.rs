@@ -30,8 +30,9 @@ pub(crate) struct Key {
     pub(crate) reference: String,
     /// The platforms asked for: `any` (admission knows no node).
     pub(crate) platforms: &'static str,
-    /// Whose credentials: `anonymous`.
-    pub(crate) identity: &'static str,
+    /// Whose credentials: `anonymous`, or the keyed hashes of the pull secrets that match
+    /// (never a secret: [`crate::keyring::Credential`]'s cache key).
+    pub(crate) identity: String,
 }
 
 /// How long verdicts are kept, and how many lookups a registry gets at once.
@@ -213,7 +214,7 @@ mod tests {
             repository: "app".into(),
             reference: reference.into(),
             platforms: "any",
-            identity: "anonymous",
+            identity: "anonymous".into(),
         }
     }
 

@@ -4,13 +4,14 @@
 //! I/O.
 //!
 //! At admission nothing is known of the node that will pull: so the registry is asked
-//! anonymously, from the webhook's own network (a registry on loopback is the node's, never
+//! anonymously or with the pods' own pull secrets only, from the webhook's own network (a registry on loopback is the node's, never
 //! asked), for no platform, and only a missing tag, digest or repository, or a reference
 //! that does not parse, is a verdict. Refused credentials, time-outs, TLS the webhook does not
 //! trust: nothing is said, since the node may know better.
 
 use crate::check::{self, Network, OnUnreachable, OnUnverifiable, Options};
 use crate::container_start::StartCheck;
+use crate::keyring::Keyring;
 use crate::registry::ClientOptions;
 use crate::report::{Counted, ImageResult, Reason, Status};
 use std::time::Duration;
@@ -73,9 +74,15 @@ pub(crate) fn found_of(result: &ImageResult) -> Found {
 /// Asks the registry of `image` once (retries within `timeout` only while the failure is
 /// transient, `Retry-After` honoured), as `client` allows: the proof, and the manifest
 /// requests it took.
-pub(crate) async fn ask(image: &str, client: &ClientOptions, timeout: Duration) -> (Found, u32) {
+pub(crate) async fn ask(
+    image: &str,
+    client: &ClientOptions,
+    keyring: Keyring,
+    timeout: Duration,
+) -> (Found, u32) {
     let options = Options {
         timeout,
+        keyring,
         concurrency: 1,
         client: client.clone(),
         on_unreachable: OnUnreachable::Warn,

@@ -5,6 +5,10 @@
 //! with `--deny-missing`, as a refusal. Within a budget per review (`--verdict-budget`): past it
 //! the review is answered with what is known, and the lookups go on to fill the cache.
 //!
+//! The registry is asked anonymously, or with `--read-pull-secrets` with the pods' own pull
+//! secrets (the template's, and a Job's service account's), matched as the kubelet matches
+//! them: read for the one review, never logged or kept (the cache's key holds a keyed hash).
+//!
 //! Only proven misses speak ([`judge`]): the registry's own "not found" for an image the node
 //! will pull whatever it holds (`Always`), for an `IfNotPresent` image only when no node's
 //! complete list holds it ([`nodes`]), or a reference no runtime can parse. Anything else says
@@ -22,6 +26,8 @@ mod judge;
 mod nodes;
 
 use crate::config::VerdictConfig;
+use crate::credentials::secrets;
+use crate::keyring::{Credential, Keyring};
 use crate::node::NodeImages;
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
@@ -105,6 +111,8 @@ pub(crate) struct Judged {
 pub(crate) struct Verdicts {
     /// How long a review waits.
     budget: Duration,
+    /// `--read-pull-secrets`: the API client that reads them; `None`: anonymous.
+    secrets: Option<kube::Client>,
     /// Refuse a proven miss.
     deny: bool,
     /// How registries are asked: plain HTTP where told, no platform.
@@ -132,6 +140,7 @@ impl Verdicts {
     ) -> Verdicts {
         Verdicts {
             budget: config.budget,
+            secrets: client.clone().filter(|_| config.read_pull_secrets),
             deny: config.deny,
             client: ClientOptions {
                 plain_http: config.plain_http,
@@ -159,11 +168,15 @@ impl Verdicts {
             return Judged::default();
         };
         let deadline = Instant::now() + self.budget;
+        let keyring = match tokio::time::timeout_at(deadline, self.keyring(&wanted)).await {
+            Ok(keyring) => keyring,
+            Err(_) => Keyring::default(),
+        };
         let mut pending: Vec<Pending> = wanted
             .images
             .into_iter()
             .filter(|(_, policy)| *policy != PullPolicy::Never)
-            .map(|(image, policy)| self.start(image, policy))
+            .map(|(image, policy)| self.start(image, policy, &keyring))
             .collect();
         let needs_nodes = pending.iter().any(|p| p.policy == PullPolicy::IfNotPresent);
         let lookups = async {
@@ -206,8 +219,26 @@ impl Verdicts {
         judged
     }
 
-    /// Starts (or finds) the verdict of one image.
-    fn start(&self, image: String, policy: PullPolicy) -> Pending {
+    /// The credentials of the review's pods, with `--read-pull-secrets`: the template's pull
+    /// secrets and, for a Job or a CronJob, its service account's; none without (anonymous).
+    /// Read for this review alone, never kept; what cannot be read is left out.
+    async fn keyring(&self, wanted: &asked::Wanted) -> Keyring {
+        let (Some(client), Some(ns)) = (&self.secrets, &wanted.namespace) else {
+            return Keyring::default();
+        };
+        let mut names = wanted.pull_secrets.clone();
+        if let Some(sa) = &wanted.service_account {
+            names.extend(secrets::of_service_account(client, ns, sa).await);
+        }
+        if names.is_empty() {
+            return Keyring::default();
+        }
+        secrets::read(client, ns, names).await.0
+    }
+
+    /// Starts (or finds) the verdict of one image, asked with the credentials of `keyring`
+    /// that match it (anonymously when none does).
+    fn start(&self, image: String, policy: PullPolicy, keyring: &Keyring) -> Pending {
         let mut p = Pending {
             image,
             policy,
@@ -227,6 +258,19 @@ impl Verdicts {
                 return p;
             }
         };
+        let credentials = keyring.lookup(&reference.registry, &reference.repository);
+        let identity = match credentials.is_empty() {
+            true => "anonymous".to_string(),
+            false => credentials
+                .iter()
+                .map(Credential::cache_key)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        };
+        let keyring = match credentials.is_empty() {
+            true => Keyring::default(),
+            false => keyring.clone(),
+        };
         let key = Key {
             registry: reference.registry.clone(),
             repository: reference.repository.clone(),
@@ -242,7 +286,7 @@ impl Verdicts {
                     .map_or(String::new(), |d| format!("@{d}"))
             ),
             platforms: "any",
-            identity: "anonymous",
+            identity,
         };
         p.reference = Some(reference);
         let image = p.image.clone();
@@ -250,7 +294,7 @@ impl Verdicts {
         let requests = self.counts.requests.clone();
         let lookup = self
             .cache
-            .lookup(key, move || ask_apart(image, client, requests));
+            .lookup(key, move || ask_apart(image, client, keyring, requests));
         match lookup {
             Lookup::Hit(found) => {
                 self.counts.hits.fetch_add(1, Ordering::Relaxed);
@@ -267,13 +311,18 @@ impl Verdicts {
 
 /// [`judge::ask`] on a thread of its own: building a client reads the system's certificates
 /// (tens of milliseconds of CPU), which must not hold up the reviews served meanwhile.
-async fn ask_apart(image: String, client: ClientOptions, requests: Arc<AtomicU64>) -> Found {
+async fn ask_apart(
+    image: String,
+    client: ClientOptions,
+    keyring: Keyring,
+    requests: Arc<AtomicU64>,
+) -> Found {
     let asked = tokio::task::spawn_blocking(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .ok()?;
-        Some(runtime.block_on(judge::ask(&image, &client, LOOKUP_TIME)))
+        Some(runtime.block_on(judge::ask(&image, &client, keyring, LOOKUP_TIME)))
     })
     .await;
     match asked {
