@@ -9,6 +9,8 @@
 //! waiting at its budget leaves the lookup to finish and fill the cache for the next one.
 
 use super::judge::Found;
+use crate::keyring::{Credential, Keyring};
+use crate::reference::Reference;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -33,6 +35,36 @@ pub(crate) struct Key {
     /// Whose credentials: `anonymous`, or the keyed hashes of the pull secrets that match
     /// (never a secret: [`crate::keyring::Credential`]'s cache key).
     pub(crate) identity: String,
+}
+
+impl Key {
+    /// The key of `reference` asked with the credentials of `keyring` that match it, and the
+    /// keyring its lookup is to use: those credentials' (the whole keyring, which the check
+    /// matches again), or none when none matches (anonymous).
+    pub(crate) fn asked(reference: &Reference, keyring: &Keyring) -> (Key, Keyring) {
+        let credentials = keyring.lookup(&reference.registry, &reference.repository);
+        let (identity, keyring) = match credentials.is_empty() {
+            true => ("anonymous".to_string(), Keyring::default()),
+            false => (
+                credentials
+                    .iter()
+                    .map(Credential::cache_key)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                keyring.clone(),
+            ),
+        };
+        let tag = reference.tag.as_ref().map(|t| format!(":{t}"));
+        let digest = reference.digest.as_ref().map(|d| format!("@{d}"));
+        let key = Key {
+            registry: reference.registry.clone(),
+            repository: reference.repository.clone(),
+            reference: format!("{}{}", tag.unwrap_or_default(), digest.unwrap_or_default()),
+            platforms: "any",
+            identity,
+        };
+        (key, keyring)
+    }
 }
 
 /// How long verdicts are kept, and how many lookups a registry gets at once.
@@ -328,6 +360,41 @@ mod tests {
             Found::Exists
         );
         assert_eq!(asked.load(Ordering::SeqCst), 1);
+    }
+
+    fn keyring(user: &str, password: &str) -> Keyring {
+        use base64::Engine;
+        let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let text = format!(r#"{{"auths": {{"r.example": {{"auth": "{auth}"}}}}}}"#);
+        let mut k = Keyring::default();
+        k.add_json(std::path::Path::new("s"), "pull secret team/s", &text)
+            .expect("a Docker config");
+        k
+    }
+
+    #[test]
+    fn a_verdict_is_kept_per_credential_and_no_secret_is_in_its_key() {
+        let app = Reference::parse("r.example/team/app:v1@sha256:0123456789012345678901234567890123456789012345678901234567890123").unwrap();
+        let (anonymous, none) = Key::asked(&app, &Keyring::default());
+        assert_eq!(anonymous.identity, "anonymous");
+        assert_eq!(
+            anonymous.reference,
+            ":v1@sha256:0123456789012345678901234567890123456789012345678901234567890123"
+        );
+        assert!(none.lookup("r.example", "team/app").is_empty());
+        let (alice, with) = Key::asked(&app, &keyring("alice", "s3cret-one"));
+        let (again, _) = Key::asked(&app, &keyring("alice", "s3cret-one"));
+        let (other, _) = Key::asked(&app, &keyring("alice", "s3cret-two"));
+        assert_eq!(alice, again, "the same secret, the same verdict");
+        assert_ne!(alice, other, "another password, another verdict");
+        assert_ne!(alice, anonymous);
+        assert!(!alice.identity.contains("s3cret"), "{}", alice.identity);
+        assert_eq!(with.lookup("r.example", "team/app").len(), 1);
+        // A secret for another registry: anonymous, and the lookup gets no keyring.
+        let elsewhere = Reference::parse("q.example/app:v1").unwrap();
+        let (key, none) = Key::asked(&elsewhere, &keyring("alice", "s3cret-one"));
+        assert_eq!(key.identity, "anonymous");
+        assert!(none.lookup("r.example", "team/app").is_empty());
     }
 
     #[tokio::test(start_paused = true)]

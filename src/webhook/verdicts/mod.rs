@@ -27,7 +27,7 @@ mod nodes;
 
 use crate::config::VerdictConfig;
 use crate::credentials::secrets;
-use crate::keyring::{Credential, Keyring};
+use crate::keyring::Keyring;
 use crate::node::NodeImages;
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
@@ -258,36 +258,7 @@ impl Verdicts {
                 return p;
             }
         };
-        let credentials = keyring.lookup(&reference.registry, &reference.repository);
-        let identity = match credentials.is_empty() {
-            true => "anonymous".to_string(),
-            false => credentials
-                .iter()
-                .map(Credential::cache_key)
-                .collect::<Vec<_>>()
-                .join("\n"),
-        };
-        let keyring = match credentials.is_empty() {
-            true => Keyring::default(),
-            false => keyring.clone(),
-        };
-        let key = Key {
-            registry: reference.registry.clone(),
-            repository: reference.repository.clone(),
-            reference: format!(
-                "{}{}",
-                reference
-                    .tag
-                    .as_ref()
-                    .map_or(String::new(), |t| format!(":{t}")),
-                reference
-                    .digest
-                    .as_ref()
-                    .map_or(String::new(), |d| format!("@{d}"))
-            ),
-            platforms: "any",
-            identity,
-        };
+        let (key, keyring) = Key::asked(&reference, keyring);
         p.reference = Some(reference);
         let image = p.image.clone();
         let client = self.client.clone();
