@@ -168,10 +168,10 @@ impl Verdicts {
             return Judged::default();
         };
         let deadline = Instant::now() + self.budget;
-        let keyring = match tokio::time::timeout_at(deadline, self.keyring(&wanted)).await {
-            Ok(keyring) => keyring,
-            Err(_) => Keyring::default(),
-        };
+        // Past the budget: anonymous.
+        let keyring: Keyring = tokio::time::timeout_at(deadline, self.keyring(&wanted))
+            .await
+            .unwrap_or_default();
         let mut pending: Vec<Pending> = wanted
             .images
             .into_iter()
