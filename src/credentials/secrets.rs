@@ -5,7 +5,9 @@
 //! content), never kept.
 
 use crate::keyring::Keyring;
-use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::Secret;
+#[cfg(feature = "webhook")]
+use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::Api;
 
 /// The most pull secrets read for one look: a pod names a few; a list longer than this is cut,
@@ -58,6 +60,7 @@ pub(crate) async fn read(
 /// The `imagePullSecrets` of service account `name` in `ns` (what the ServiceAccount admission
 /// plugin merges into a Pod when it is created, and so into every Pod of a Job); none when it
 /// cannot be read.
+#[cfg(feature = "webhook")]
 pub(crate) async fn of_service_account(client: &kube::Client, ns: &str, name: &str) -> Vec<String> {
     let api: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
     match api.get(name).await {
