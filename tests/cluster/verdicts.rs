@@ -9,7 +9,7 @@
 use crate::common::proxy::Proxy;
 use crate::harness::cluster;
 use crate::jobs::{job, pulled_always};
-use crate::webhook::{install, opted_in};
+use crate::webhook::{api_server, install, opted_in, percentiles, post_times, webhook_calls};
 use std::sync::OnceLock;
 
 /// The proxy to the cluster's registry on the node's bridge address.
@@ -69,6 +69,7 @@ fn kubectl_apply_prints_a_proven_miss_and_deny_refuses_it() {
         complete,
         "{stderr}"
     );
+    cached_pods_cost_the_api_server_little(&ns.name, &good);
     drop(ns);
     drop(warned);
 
@@ -111,4 +112,39 @@ fn node_list_is_complete() -> bool {
         && images
             .iter()
             .all(|i| i["names"].as_array().map_or(0, Vec::len) < 5)
+}
+
+/// 200 Pod creations in `ns` whose one image (`image`) has its verdict in the cache: what the
+/// API server measures of its calls to the webhook, printed (the figure of the issue: p99 at most
+/// 10 ms for cached images). Pods with a scheduling gate no one lifts: the API server's work
+/// alone.
+fn cached_pods_cost_the_api_server_little(ns: &str, image: &str) {
+    let c = cluster();
+    let server = api_server(c);
+    let body = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "cached-"},
+        "spec": {
+            "schedulingGates": [{"name": "pullcheck.dev/never"}],
+            "restartPolicy": "Never",
+            "containers": [{"name": "app", "image": image, "imagePullPolicy": "Always"}],
+        },
+    })
+    .to_string();
+    let url = format!("{server}/api/v1/namespaces/{ns}/pods");
+    post_times(&url, &body, 10);
+    let before = webhook_calls(c);
+    let mut times = post_times(&url, &body, 200);
+    let after = webhook_calls(c);
+    let (p50, p99) = percentiles(&mut times);
+    let calls = after.count - before.count;
+    println!(
+        "verdicts on, image cached: 200 pod creations p50 {p50:.1} ms, p99 {p99:.1} ms (curl); the \
+         API server's measure of its {calls:.0} calls to the pods webhook: mean {:.2} ms, {:.1} % \
+         within 5 ms, {:.1} % within 25 ms",
+        (after.sum - before.sum) / calls * 1000.0,
+        (after.within_5ms - before.within_5ms) / calls * 100.0,
+        (after.within_25ms - before.within_25ms) / calls * 100.0,
+    );
 }

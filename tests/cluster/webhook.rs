@@ -572,7 +572,7 @@ fn fixtures_through_the_api_server_equal_inject_and_pods_pass_a_webhook_scaled_t
 }
 
 /// p50 and p99 of `samples` (seconds), in milliseconds.
-fn percentiles(samples: &mut [f64]) -> (f64, f64) {
+pub fn percentiles(samples: &mut [f64]) -> (f64, f64) {
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| samples[((samples.len() as f64 * q).ceil() as usize).saturating_sub(1)];
     (at(0.50) * 1000.0, at(0.99) * 1000.0)
@@ -580,7 +580,7 @@ fn percentiles(samples: &mut [f64]) -> (f64, f64) {
 
 /// `curl` POSTing `body` to `url` `count` times over one connection, as the cluster's admin;
 /// each request's total time in seconds.
-fn post_times(url: &str, body: &str, count: usize) -> Vec<f64> {
+pub fn post_times(url: &str, body: &str, count: usize) -> Vec<f64> {
     let c = cluster();
     let pki = c.dir.join("pki");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -674,14 +674,14 @@ fn admission_latency_of_500_pod_creations_with_and_without_the_webhook() {
 /// The API server's histogram of its calls to the pods webhook (every release names it
 /// `pods.pullcheck.dev`), as counters.
 #[derive(Default)]
-struct Calls {
-    sum: f64,
-    count: f64,
-    within_5ms: f64,
-    within_25ms: f64,
+pub struct Calls {
+    pub sum: f64,
+    pub count: f64,
+    pub within_5ms: f64,
+    pub within_25ms: f64,
 }
 
-fn webhook_calls(c: &crate::harness::Cluster) -> Calls {
+pub fn webhook_calls(c: &crate::harness::Cluster) -> Calls {
     let metrics = c.kubectl(&["get", "--raw", "/metrics"]);
     let mut calls = Calls::default();
     for line in metrics.lines() {
@@ -712,7 +712,7 @@ fn webhook_calls(c: &crate::harness::Cluster) -> Calls {
 }
 
 /// The API server's URL, from the admin's kubeconfig.
-fn api_server(c: &crate::harness::Cluster) -> String {
+pub fn api_server(c: &crate::harness::Cluster) -> String {
     let out = c.kubectl(&[
         "config",
         "view",
