@@ -65,36 +65,46 @@ impl Counts {
     /// The counters in the text exposition format, zeros included.
     pub(crate) fn write(&self, out: &mut String) {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let name = "pullcheck_webhook_verdict_cache_total";
-        let _ = writeln!(
+        family(
             out,
-            "# HELP {name} Images judged at admission, by whether their verdict was kept."
+            "pullcheck_webhook_verdict_cache_total",
+            "Images judged at admission, by whether their verdict was kept.",
+            &[
+                ("{result=\"hit\"}", get(&self.hits)),
+                ("{result=\"miss\"}", get(&self.misses)),
+            ],
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        let _ = writeln!(out, "{name}{{result=\"hit\"}} {}", get(&self.hits));
-        let _ = writeln!(out, "{name}{{result=\"miss\"}} {}", get(&self.misses));
-        let name = "pullcheck_webhook_verdict_registry_requests_total";
-        let _ = writeln!(
+        family(
             out,
-            "# HELP {name} Manifest requests sent to registries for admission verdicts."
+            "pullcheck_webhook_verdict_registry_requests_total",
+            "Manifest requests sent to registries for admission verdicts.",
+            &[("", get(&self.requests))],
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        let _ = writeln!(out, "{name} {}", get(&self.requests));
-        let name = "pullcheck_webhook_verdict_budget_exceeded_total";
-        let _ = writeln!(
+        family(
             out,
-            "# HELP {name} Reviews answered at their budget, without every verdict."
+            "pullcheck_webhook_verdict_budget_exceeded_total",
+            "Reviews answered at their budget, without every verdict.",
+            &[("", get(&self.budget_exceeded))],
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        let _ = writeln!(out, "{name} {}", get(&self.budget_exceeded));
-        let name = "pullcheck_webhook_verdicts_total";
-        let _ = writeln!(
+        family(
             out,
-            "# HELP {name} Proven misses said at admission, by what was done."
+            "pullcheck_webhook_verdicts_total",
+            "Proven misses said at admission, by what was done.",
+            &[
+                ("{action=\"warned\"}", get(&self.warned)),
+                ("{action=\"refused\"}", get(&self.refused)),
+            ],
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        let _ = writeln!(out, "{name}{{action=\"warned\"}} {}", get(&self.warned));
-        let _ = writeln!(out, "{name}{{action=\"refused\"}} {}", get(&self.refused));
+    }
+}
+
+/// One counter family in the text format: its HELP and TYPE lines, then each series (its labels
+/// as written, and its value).
+fn family(out: &mut String, name: &str, help: &str, series: &[(&str, u64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (labels, value) in series {
+        let _ = writeln!(out, "{name}{labels} {value}");
     }
 }
 
