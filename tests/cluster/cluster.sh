@@ -462,6 +462,8 @@ clusterDomain: cluster.local
 # the machine (the tests use addresses only).
 resolvConf: $k/resolv.conf
 nodeStatusUpdateFrequency: 4s
+# The scale test runs 300 pods of one Job at once (tests/cluster/scale.rs), beside the releases'.
+maxPods: 400
 EOF
   start kubelet "$cache/kube" kubelet --config "$k/config.yaml" --kubeconfig "$state/kubeconfig/kubelet-client" \
     --root-dir "$k/root" --cert-dir "$k/pki" --hostname-override "$node" --node-ip "$node_ip"

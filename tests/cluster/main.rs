@@ -18,6 +18,8 @@
 //!   the release (a Pod of its image, its chart from the OCI registry), SBOM and provenance.
 //! - `verdicts`: `kubectl apply` prints the webhook's verdict of a missing image, and with
 //!   `admission.deny` the Job is refused.
+//! - `scale`: 300 pods of one Job at once in each mode against a rate-limiting registry: the
+//!   requests pullcheck adds, the time to the first and last pod, no false failure.
 //! - `resources`: a LimitRange and a ResourceQuota admit the Job with pullcheck as without.
 //! - `alerts`: the chart's alerting rules, with `promtool`, against the metrics recorded from
 //!   the servers (needs only `helm` and `promtool`, not the cluster).
@@ -42,6 +44,7 @@ mod policy;
 mod proof;
 mod release;
 mod resources;
+mod scale;
 mod stale;
 mod start;
 mod verdicts;

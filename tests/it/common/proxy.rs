@@ -196,6 +196,10 @@ pub struct Rule {
     path: PathMatch,
     skip: usize,
     times: Option<usize>,
+    /// With [`Rule::past_per_second`]: how many matching requests a second pass untouched.
+    per_second: Option<usize>,
+    /// The current second's start and how many matched in it.
+    second: Option<(Instant, usize)>,
     fault: Fault,
     /// Requests that matched so far (skipped ones included).
     matched: usize,
@@ -217,6 +221,8 @@ impl Rule {
             path,
             skip: 0,
             times: None,
+            per_second: None,
+            second: None,
             fault,
             matched: 0,
         }
@@ -261,6 +267,13 @@ impl Rule {
         self
     }
 
+    /// Applies only past `n` matching requests in the same second (a rate limit: the first `n`
+    /// of each second pass, the rest get the fault).
+    pub fn past_per_second(mut self, n: usize) -> Rule {
+        self.per_second = Some(n);
+        self
+    }
+
     /// Applies to `n` requests, then no more.
     pub fn times(mut self, n: usize) -> Rule {
         self.times = Some(n);
@@ -296,6 +309,19 @@ impl Rule {
         }
         if self.times.is_some_and(|t| index - self.skip >= t) {
             return None;
+        }
+        if let Some(n) = self.per_second {
+            let now = Instant::now();
+            let (start, count) = match self.second {
+                Some((start, count)) if now.duration_since(start) < Duration::from_secs(1) => {
+                    (start, count + 1)
+                }
+                _ => (now, 1),
+            };
+            self.second = Some((start, count));
+            if count <= n {
+                return None;
+            }
         }
         Some(self.fault.clone())
     }
