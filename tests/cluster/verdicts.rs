@@ -6,9 +6,9 @@
 //! loopback, which is the node's own and never asked by the webhook), spoken to over plain HTTP
 //! by containerd (its hosts.toml) and by the webhook (`admission.plainHttp`).
 
-use crate::common::proxy::Proxy;
+use crate::common::proxy::{Fault, Proxy, Rule};
 use crate::harness::cluster;
-use crate::jobs::{job, pulled_always};
+use crate::jobs::{job, job_with, pulled_always};
 use crate::webhook::{api_server, install, opted_in, percentiles, post_times, webhook_calls};
 use std::sync::OnceLock;
 
@@ -97,6 +97,102 @@ fn kubectl_apply_prints_a_proven_miss_and_deny_refuses_it() {
     // An IfNotPresent miss is never refused (the nodes' lists may lag): stored.
     let (applied, stderr) = apply(&ns.name, &job("missing-ifnp", &missing, 0));
     assert!(applied, "{stderr}");
+}
+
+/// With `admission.readPullSecrets`, the verdicts ask with the pods' own pull secrets: a
+/// registry that answers 401 to a request without credentials (a proxy in front of the
+/// cluster's, which takes any) says nothing anonymously, and with the Job's secret (in its
+/// template, or its service account's) its miss is said. The credential reached the registry
+/// from the webhook, and no other release's verdict answered for it.
+#[test]
+fn the_pods_own_pull_secrets_let_the_verdicts_see_a_private_registry() {
+    let c = cluster();
+    let node_ip: std::net::IpAddr = c.node_ip.parse().expect("the node's IP");
+    let proxy = Proxy::start_on(std::net::SocketAddr::new(node_ip, 0), &c.registry);
+    proxy.rule(Rule::any(Fault::basic_challenge()).unauthenticated());
+    c.plain_http_registry(&proxy.host());
+    let host = proxy.host();
+    let plain = format!("admission.plainHttp=[\"{host}\"]");
+    let with_secret = |name: &str, tag: &str| {
+        pulled_always(job_with(
+            name,
+            &format!("{host}/tools:{tag}"),
+            0,
+            "      imagePullSecrets: [{name: regcred}]\n",
+        ))
+    };
+
+    // Anonymous: the 401 proves nothing, and nothing is said.
+    let anonymous = install(
+        "pc-verdicts-anon",
+        "verdicts-anon",
+        &["--set", "admission.verdicts=true", "--set-json", &plain],
+    );
+    let ns = opted_in("verdicts-anon", &anonymous);
+    c.pull_secret(&ns.name, "regcred", &host, "alice", "any-password");
+    let (applied, stderr) = apply(&ns.name, &with_secret("missing", "no-such-tag"));
+    assert!(applied, "{stderr}");
+    assert!(!stderr.contains("pullcheck: image"), "{stderr}");
+    drop(ns);
+    drop(anonymous);
+
+    let reading = install(
+        "pc-verdicts-secrets",
+        "verdicts-secrets",
+        &[
+            "--set",
+            "admission.verdicts=true,admission.readPullSecrets.enabled=true",
+            "--set-json",
+            &plain,
+        ],
+    );
+    let ns = opted_in("verdicts-secrets", &reading);
+    c.pull_secret(&ns.name, "regcred", &host, "alice", "any-password");
+    // The template's secret.
+    let (applied, stderr) = apply(&ns.name, &with_secret("missing", "no-such-tag"));
+    println!("kubectl apply with the Job's own pull secret, its stderr:\n{stderr}");
+    assert!(applied, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "Warning: pullcheck: image {host}/tools:no-such-tag: tag not found at {host}"
+        )),
+        "{stderr}"
+    );
+    // The service account's secret, for a Job whose template names none.
+    c.kubectl(&["create", "serviceaccount", "runner", "-n", &ns.name]);
+    c.kubectl(&[
+        "patch",
+        "serviceaccount",
+        "runner",
+        "-n",
+        &ns.name,
+        "-p",
+        r#"{"imagePullSecrets": [{"name": "regcred"}]}"#,
+    ]);
+    let by_account = pulled_always(job_with(
+        "missing-sa",
+        &format!("{host}/tools:no-such-tag-either"),
+        0,
+        "      serviceAccountName: runner\n",
+    ));
+    let (applied, stderr) = apply(&ns.name, &by_account);
+    assert!(applied, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "pullcheck: image {host}/tools:no-such-tag-either: tag not found at {host}"
+        )),
+        "{stderr}"
+    );
+    let sent = proxy.requests().iter().any(|r| {
+        r.authorization.is_some()
+            && r.headers.iter().any(|(name, value)| {
+                name.eq_ignore_ascii_case("user-agent") && value.contains("pullcheck")
+            })
+    });
+    assert!(
+        sent,
+        "pullcheck's requests carried the pull secret's credential"
+    );
 }
 
 /// Whether the Node's image list can prove an image absent: fewer images than the kubelet's

@@ -193,6 +193,8 @@ pub struct Rule {
     method: Option<String>,
     /// A part the request's `User-Agent` must hold.
     user_agent: Option<String>,
+    /// Only requests that carry no `Authorization` header.
+    unauthenticated: bool,
     path: PathMatch,
     skip: usize,
     times: Option<usize>,
@@ -218,6 +220,7 @@ impl Rule {
         Rule {
             method: None,
             user_agent: None,
+            unauthenticated: false,
             path,
             skip: 0,
             times: None,
@@ -261,6 +264,13 @@ impl Rule {
         self
     }
 
+    /// Only requests without an `Authorization` header: with [`Fault::basic_challenge`], a
+    /// registry that wants credentials in front of one that does not (any credential passes).
+    pub fn unauthenticated(mut self) -> Rule {
+        self.unauthenticated = true;
+        self
+    }
+
     /// Leaves the first `n` matching requests alone (the rule applies from the `n+1`-th).
     pub fn skip(mut self, n: usize) -> Rule {
         self.skip = n;
@@ -280,8 +290,17 @@ impl Rule {
         self
     }
 
-    fn matches(&self, method: &str, path: &str, user_agent: Option<&str>) -> bool {
+    fn matches(
+        &self,
+        method: &str,
+        path: &str,
+        user_agent: Option<&str>,
+        authorization: Option<&str>,
+    ) -> bool {
         if self.method.as_deref().is_some_and(|m| m != method) {
+            return false;
+        }
+        if self.unauthenticated && authorization.is_some() {
             return false;
         }
         if let Some(part) = &self.user_agent
@@ -298,8 +317,14 @@ impl Rule {
     }
 
     /// Counts the request; the fault when this one is in the rule's window.
-    fn take(&mut self, method: &str, path: &str, user_agent: Option<&str>) -> Option<Fault> {
-        if !self.matches(method, path, user_agent) {
+    fn take(
+        &mut self,
+        method: &str,
+        path: &str,
+        user_agent: Option<&str>,
+        authorization: Option<&str>,
+    ) -> Option<Fault> {
+        if !self.matches(method, path, user_agent, authorization) {
             return None;
         }
         self.matched += 1;
@@ -635,7 +660,14 @@ fn serve(shared: &Shared, mut client: TcpStream) {
         let mut rules = lock(&shared.rules);
         rules
             .iter_mut()
-            .find_map(|r| r.take(&head.method, &head.path, head.header("user-agent")))
+            .find_map(|r| {
+                r.take(
+                    &head.method,
+                    &head.path,
+                    head.header("user-agent"),
+                    head.header("authorization"),
+                )
+            })
             .unwrap_or_else(|| shared.default.clone())
     };
     lock(&shared.seen).push(Seen {
