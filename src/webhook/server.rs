@@ -188,7 +188,7 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     };
     let judged = async {
         match &shared.verdicts {
-            Some(verdicts) => verdicts.judge(&body).await,
+            Some(verdicts) => verdicts.judge(&body, body.len() as u64 > SMALL_BODY).await,
             None => super::verdicts::Judged::default(),
         }
     };

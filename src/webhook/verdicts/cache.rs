@@ -19,8 +19,13 @@ use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 
 /// The most keys kept: a cluster's distinct images over a TTL are far fewer; past it, expired
-/// keys go first, then any finished ones.
+/// keys go first, then any finished ones; when every key is a lookup under way, no new lookup
+/// starts (its review is answered without a verdict). The registries known are bounded alike.
 pub(crate) const MAX_ENTRIES: usize = 10_000;
+/// Lookups under way at once, all registries together: each builds a client on a thread of its
+/// own (the system's certificates read, a few MiB), so that a flood of new images cannot take
+/// more than the chart's memory limit.
+pub(crate) const MAX_LOOKUPS: usize = 8;
 
 /// What a verdict is kept by: the same image asked the same way.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -90,6 +95,8 @@ pub(crate) enum Lookup {
 pub(crate) struct Cache {
     settings: Settings,
     state: Mutex<State>,
+    /// [`MAX_LOOKUPS`].
+    lookups: Arc<Semaphore>,
 }
 
 #[derive(Default)]
@@ -114,6 +121,7 @@ impl Cache {
         Arc::new(Cache {
             settings,
             state: Mutex::new(State::default()),
+            lookups: Arc::new(Semaphore::new(MAX_LOOKUPS)),
         })
     }
 
@@ -139,6 +147,15 @@ impl Cache {
         }
         if state.entries.len() >= MAX_ENTRIES {
             state.make_room(now);
+            if state.entries.len() >= MAX_ENTRIES {
+                return Lookup::Hit(Found::Unknown { cooldown: None });
+            }
+        }
+        if state.registries.len() >= MAX_ENTRIES {
+            let per_registry = self.settings.per_registry.max(1);
+            state.registries.retain(|_, r| {
+                r.quiet_until.is_some_and(|t| t > now) || r.slots.available_permits() < per_registry
+            });
         }
         let registry = state
             .registries
@@ -148,6 +165,7 @@ impl Cache {
                 quiet_until: None,
             });
         let slots = registry.slots.clone();
+        let lookups = self.lookups.clone();
         let quiet = registry.quiet_until.filter(|t| *t > now);
         let (tx, rx) = watch::channel(None);
         state
@@ -160,6 +178,7 @@ impl Cache {
                 Some(_) => Found::Unknown { cooldown: None },
                 None => {
                     let _slot = slots.acquire_owned().await;
+                    let _lookup = lookups.acquire_owned().await;
                     // The registry may have said 429 to another lookup meanwhile.
                     if cache.is_quiet(&key.registry) {
                         Found::Unknown { cooldown: None }
@@ -404,5 +423,24 @@ mod tests {
             wait(cache.lookup(key(&format!(":v{n}")), || async { Found::Exists })).await;
         }
         assert!(cache.len() <= MAX_ENTRIES, "{}", cache.len());
+        // A flood of lookups that never end: the keys stay bounded, and past them a new image
+        // gets no lookup (nothing is said of it).
+        let cache = Cache::new(SETTINGS);
+        let started = Arc::new(AtomicUsize::new(0));
+        for n in 0..(MAX_ENTRIES + 50) {
+            let mut k = key(&format!(":v{n}"));
+            k.registry = format!("r{n}.example");
+            let started = started.clone();
+            let _ = cache.lookup(k, move || async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<Found>().await
+            });
+        }
+        assert_eq!(cache.len(), MAX_ENTRIES);
+        tokio::task::yield_now().await;
+        assert!(
+            started.load(Ordering::SeqCst) <= MAX_LOOKUPS,
+            "lookups at once, all registries"
+        );
     }
 }

@@ -33,6 +33,7 @@ use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::{ClientOptions, PlatformPolicy};
 use cache::{Cache, Key, Lookup};
+use hyper::body::Bytes;
 use judge::{Found, Missing};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -170,14 +171,26 @@ impl Verdicts {
 
     /// The verdicts of one review body: nothing for a review that asks none, or that cannot be
     /// read (the admitter answers for those).
-    pub(crate) async fn judge(&self, body: &[u8]) -> Judged {
-        let Ok(review) = serde_json::from_slice::<serde_json::Value>(body) else {
-            return Judged::default();
-        };
-        let Some(wanted) = asked::wanted(&review["request"]) else {
-            return Judged::default();
-        };
+    pub(crate) async fn judge(&self, body: &Bytes, large: bool) -> Judged {
         let deadline = Instant::now() + self.budget;
+        let read = |body: &[u8]| {
+            let review = serde_json::from_slice::<serde_json::Value>(body).ok()?;
+            asked::wanted(&review["request"])
+        };
+        // A `large` review (up to 3 MiB) is read on the blocking pool, as the server decides
+        // it: the one thread goes on serving the small ones meanwhile.
+        let wanted = if large {
+            let body = body.clone();
+            tokio::task::spawn_blocking(move || read(&body))
+                .await
+                .ok()
+                .flatten()
+        } else {
+            read(body)
+        };
+        let Some(wanted) = wanted else {
+            return Judged::default();
+        };
         // Past the budget: anonymous.
         let keyring: Keyring = tokio::time::timeout_at(deadline, self.keyring(&wanted))
             .await
