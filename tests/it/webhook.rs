@@ -793,34 +793,92 @@ fn a_renewed_certificate_in_the_files_is_served_without_a_restart() {
 #[ignore = "a measurement: bench/webhook.sh runs it"]
 fn latency_of_500_pod_reviews() {
     let webhook = Webhook::start(&["--secret", "extra", "--job-failure-policy"]);
-    let bodies: Vec<Vec<u8>> = (0..500)
+    let bodies = pod_reviews(500, None);
+    let (p50, p99, max) = latency(&webhook, &bodies);
+    println!(
+        "webhook admission latency over {} Pod reviews (client round trip, one TLS connection): p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
+        bodies.len(),
+    );
+}
+
+/// `n` reviews of bare Pods ([`plain_pod`]), each its own name; with `image`, of that image
+/// pulled `Always`.
+fn pod_reviews(n: usize, image: Option<&str>) -> Vec<Vec<u8>> {
+    (0..n)
         .map(|i| {
             let mut pod = plain_pod("Never");
             pod["metadata"]["name"] = json!(format!("p{i}"));
+            if let Some(image) = image {
+                pod["spec"]["containers"][0]["image"] = json!(image);
+                pod["spec"]["containers"][0]["imagePullPolicy"] = json!("Always");
+            }
             serde_json::to_vec(&review_of("CREATE", &pod)).unwrap()
         })
-        .collect();
-    // Warm the connection and the code.
+        .collect()
+}
+
+/// The client's round trip of each of `bodies` after 20 to warm the connection and the code:
+/// p50, p99 and max, in milliseconds.
+fn latency(webhook: &Webhook, bodies: &[Vec<u8>]) -> (f64, f64, f64) {
     for body in bodies.iter().take(20) {
         webhook.post(body.clone());
     }
     let mut took: Vec<Duration> = bodies
-        .into_iter()
+        .iter()
         .map(|body| {
             let started = Instant::now();
-            let (status, _) = webhook.post(body);
+            let (status, _) = webhook.post(body.clone());
             assert_eq!(status, 200);
             started.elapsed()
         })
         .collect();
     took.sort();
     let p = |q: f64| took[((took.len() as f64 * q).ceil() as usize).min(took.len()) - 1];
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    (ms(p(0.50)), ms(p(0.99)), ms(took[took.len() - 1]))
+}
+
+#[test]
+#[ignore = "a measurement: the verdicts' cost on reviews whose image they hold"]
+fn latency_of_pod_reviews_with_and_without_verdicts_kept() {
+    let reg = crate::common::plain_registry();
+    reg.push_oci_manifest("verdicts/latency", "v1");
+    let name = "latency.registry.test";
+    let image = format!("{name}/verdicts/latency:v1");
+    let args = ["--secret", "extra", "--job-failure-policy"];
+    let off = Webhook::start_from(pullcheck().pin(name, &reg.host()), &args);
+    let mut with = args.to_vec();
+    with.extend(["--verdicts", "--verdict-plain-http", name]);
+    let on = Webhook::start_from(pullcheck().pin(name, &reg.host()), &with);
+    let bodies = pod_reviews(100, Some(&image));
+    // In turn, five blocks of 100 each, so that any drift of the machine falls on both.
+    let (mut off_p50, mut on_p50, mut off_p99, mut on_p99) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..5 {
+        let (p50, p99, _) = latency(&off, &bodies);
+        off_p50.push(p50);
+        off_p99.push(p99);
+        let (p50, p99, _) = latency(&on, &bodies);
+        on_p50.push(p50);
+        on_p99.push(p99);
+    }
+    assert!(
+        on.metric("pullcheck_webhook_verdict_cache_total{result=\"hit\"}") >= 500.0,
+        "the image's verdict was kept"
+    );
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (a, b, c, d) = (
+        median(&mut off_p50),
+        median(&mut on_p50),
+        median(&mut off_p99),
+        median(&mut on_p99),
+    );
     println!(
-        "webhook admission latency over {} Pod reviews (client round trip, one TLS connection): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        took.len(),
-        p(0.50).as_secs_f64() * 1e3,
-        p(0.99).as_secs_f64() * 1e3,
-        took[took.len() - 1].as_secs_f64() * 1e3
+        "webhook admission latency, 5 blocks of 100 Pod reviews each, medians of the blocks: without verdicts p50 {a:.2} ms, p99 {c:.2} ms; with verdicts (the image's kept) p50 {b:.2} ms, p99 {d:.2} ms; ratio with/without p50 {:.2}x, p99 {:.2}x",
+        b / a,
+        d / c
     );
 }
 
