@@ -220,6 +220,17 @@ impl Cluster {
         .expect("write hosts.toml");
     }
 
+    /// A fault proxy to the cluster's registry at the node's address on the bridge (not
+    /// loopback: the pods' network reaches it, and the webhook's), which containerd speaks
+    /// plain HTTP to ([`Cluster::plain_http_registry`]).
+    pub fn bridge_proxy(&self) -> crate::common::proxy::Proxy {
+        let node_ip: std::net::IpAddr = self.node_ip.parse().expect("the node's IP");
+        let addr = std::net::SocketAddr::new(node_ip, 0);
+        let proxy = crate::common::proxy::Proxy::start_on(addr, &self.registry);
+        self.plain_http_registry(&proxy.host());
+        proxy
+    }
+
     /// Secret `name` of type `kubernetes.io/dockerconfigjson` in `ns`: `user`'s `password` for
     /// registry `server`, as `kubectl create secret docker-registry` writes it.
     pub fn pull_secret(&self, ns: &str, name: &str, server: &str, user: &str, password: &str) {

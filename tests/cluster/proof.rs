@@ -208,10 +208,7 @@ fn plain_http_only_containerd_knows_is_a_warning_and_the_node_pulls() {
     // The cluster's registry at the node's address on the bridge (not loopback: the pods'
     // network reaches it) over plain HTTP, which only containerd's hosts.toml says; neither
     // `inject` nor the release is told.
-    let c = cluster();
-    let node_ip: std::net::IpAddr = c.node_ip.parse().expect("the node's IP");
-    let proxy = Proxy::start_on(std::net::SocketAddr::new(node_ip, 0), &c.registry);
-    c.plain_http_registry(&proxy.host());
+    let proxy = cluster().bridge_proxy();
     let image = format!("{}/tools:1", proxy.host());
     let row = Row::new("plain-http");
     row.create("plain-http", |name| pod_network(job(name, &image, 0)), &[]);

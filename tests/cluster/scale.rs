@@ -17,7 +17,7 @@
 use crate::common::proxy::{Fault, Proxy, Rule};
 use crate::harness::{Namespace, cluster, condition, minutes, wait_for};
 use crate::jobs::{job, pulled_always, wait_job};
-use crate::webhook::{dry_run, install, opted_in};
+use crate::webhook::{Calls, dry_run, install, opted_in, webhook_calls};
 
 /// The pods of the Job.
 const PODS: usize = 300;
@@ -49,43 +49,6 @@ spec:
     )
 }
 
-/// The API server's calls to the webhooks of pullcheck (`*.pullcheck.dev`): how many, and how
-/// many within 5 ms and within 25 ms (its histogram has no bucket between).
-#[derive(Default, Clone, Copy)]
-struct Calls {
-    count: f64,
-    within_5ms: f64,
-    within_25ms: f64,
-}
-
-fn calls() -> Calls {
-    let metrics = cluster().kubectl(&["get", "--raw", "/metrics"]);
-    let mut calls = Calls::default();
-    for line in metrics.lines() {
-        let Some(rest) =
-            line.strip_prefix("apiserver_admission_webhook_admission_duration_seconds")
-        else {
-            continue;
-        };
-        if !rest.contains(".pullcheck.dev\"") {
-            continue;
-        }
-        let value: f64 = line
-            .rsplit(' ')
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        if rest.starts_with("_count") {
-            calls.count += value;
-        } else if rest.contains("le=\"0.005\"") {
-            calls.within_5ms += value;
-        } else if rest.contains("le=\"0.025\"") {
-            calls.within_25ms += value;
-        }
-    }
-    calls
-}
-
 /// Seconds from `from` to `to`, two RFC 3339 times of the API server (whole seconds).
 fn seconds(from: &str, to: &str) -> i64 {
     crate::harness::seconds_between(from, to)
@@ -95,7 +58,7 @@ fn seconds(from: &str, to: &str) -> i64 {
 fn run(mode: &str, ns: &Namespace, proxy: &Proxy, image: &str) -> usize {
     let c = cluster();
     let before = proxy.requests().len();
-    let calls_before = calls();
+    let calls_before = webhook_calls(c, ".pullcheck.dev");
     c.apply(&ns.name, &wide_job("wide", image));
     let job = wait_for(&format!("Job {}/wide to end", ns.name), minutes(15), || {
         let job = c.get(&ns.name, "job/wide").ok_or("no Job")?;
@@ -104,7 +67,7 @@ fn run(mode: &str, ns: &Namespace, proxy: &Proxy, image: &str) -> usize {
             _ => Ok(job),
         }
     });
-    let calls_after = calls();
+    let calls_after = webhook_calls(c, ".pullcheck.dev");
     let ours: Vec<_> = proxy.requests()[before..]
         .iter()
         .filter(|r| {
@@ -134,6 +97,7 @@ fn run(mode: &str, ns: &Namespace, proxy: &Proxy, image: &str) -> usize {
         .collect();
     started.sort_unstable();
     let webhook = Calls {
+        sum: calls_after.sum - calls_before.sum,
         count: calls_after.count - calls_before.count,
         within_5ms: calls_after.within_5ms - calls_before.within_5ms,
         within_25ms: calls_after.within_25ms - calls_before.within_25ms,
@@ -167,9 +131,7 @@ fn run(mode: &str, ns: &Namespace, proxy: &Proxy, image: &str) -> usize {
 #[test]
 fn three_hundred_pods_at_once_in_each_mode_against_a_rate_limiting_registry() {
     let c = cluster();
-    let node_ip: std::net::IpAddr = c.node_ip.parse().expect("the node's IP");
-    let proxy = Proxy::start_on(std::net::SocketAddr::new(node_ip, 0), &c.registry);
-    c.plain_http_registry(&proxy.host());
+    let proxy = c.bridge_proxy();
     let image = format!("{}/tools:1", proxy.host());
     // The image onto the node under the proxy's name, before the limit: the pods then start
     // it without a pull, and the registry sees pullcheck alone.

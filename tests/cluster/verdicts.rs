@@ -15,13 +15,7 @@ use std::sync::OnceLock;
 /// The proxy to the cluster's registry on the node's bridge address.
 fn bridge_registry() -> &'static Proxy {
     static PROXY: OnceLock<Proxy> = OnceLock::new();
-    PROXY.get_or_init(|| {
-        let c = cluster();
-        let node_ip: std::net::IpAddr = c.node_ip.parse().expect("the node's IP");
-        let proxy = Proxy::start_on(std::net::SocketAddr::new(node_ip, 0), &c.registry);
-        c.plain_http_registry(&proxy.host());
-        proxy
-    })
+    PROXY.get_or_init(|| cluster().bridge_proxy())
 }
 
 /// `kubectl apply` of `manifest` in `ns`: whether it was applied, and kubectl's stderr.
@@ -107,10 +101,8 @@ fn kubectl_apply_prints_a_proven_miss_and_deny_refuses_it() {
 #[test]
 fn the_pods_own_pull_secrets_let_the_verdicts_see_a_private_registry() {
     let c = cluster();
-    let node_ip: std::net::IpAddr = c.node_ip.parse().expect("the node's IP");
-    let proxy = Proxy::start_on(std::net::SocketAddr::new(node_ip, 0), &c.registry);
+    let proxy = c.bridge_proxy();
     proxy.rule(Rule::any(Fault::basic_challenge()).unauthenticated());
-    c.plain_http_registry(&proxy.host());
     let host = proxy.host();
     let plain = format!("admission.plainHttp=[\"{host}\"]");
     let with_secret = |name: &str, tag: &str| {
@@ -230,9 +222,9 @@ fn cached_pods_cost_the_api_server_little(ns: &str, image: &str) {
     .to_string();
     let url = format!("{server}/api/v1/namespaces/{ns}/pods");
     post_times(&url, &body, 10);
-    let before = webhook_calls(c);
+    let before = webhook_calls(c, "pods.pullcheck.dev");
     let mut times = post_times(&url, &body, 200);
-    let after = webhook_calls(c);
+    let after = webhook_calls(c, "pods.pullcheck.dev");
     let (p50, p99) = percentiles(&mut times);
     let calls = after.count - before.count;
     println!(

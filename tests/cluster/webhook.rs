@@ -642,13 +642,13 @@ fn admission_latency_of_500_pod_creations_with_and_without_the_webhook() {
     // of the machine falls on both.
     post_times(&url(&with.name), &body, 20);
     post_times(&url(&without.name), &body, 20);
-    let before = webhook_calls(c);
+    let before = webhook_calls(c, "pods.pullcheck.dev");
     let (mut on, mut off) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         on.extend(post_times(&url(&with.name), &body, 100));
         off.extend(post_times(&url(&without.name), &body, 100));
     }
-    let after = webhook_calls(c);
+    let after = webhook_calls(c, "pods.pullcheck.dev");
     let sample = c.kubectl(&["get", "pods", "-n", &with.name, "-o", "json"]);
     let list: Value = serde_json::from_str(&sample).expect("JSON");
     let pods = list["items"].as_array().expect("items");
@@ -671,8 +671,8 @@ fn admission_latency_of_500_pod_creations_with_and_without_the_webhook() {
     );
 }
 
-/// The API server's histogram of its calls to the pods webhook (every release names it
-/// `pods.pullcheck.dev`), as counters.
+/// The API server's histogram of its calls to a webhook of pullcheck (every release names them
+/// `pods.pullcheck.dev` and `jobs.pullcheck.dev`), as counters.
 #[derive(Default)]
 pub struct Calls {
     pub sum: f64,
@@ -681,7 +681,9 @@ pub struct Calls {
     pub within_25ms: f64,
 }
 
-pub fn webhook_calls(c: &crate::harness::Cluster) -> Calls {
+/// The API server's calls to the webhooks whose name ends in `name` (`pods.pullcheck.dev`,
+/// or `.pullcheck.dev` for all of them).
+pub fn webhook_calls(c: &crate::harness::Cluster, name: &str) -> Calls {
     let metrics = c.kubectl(&["get", "--raw", "/metrics"]);
     let mut calls = Calls::default();
     for line in metrics.lines() {
@@ -690,7 +692,7 @@ pub fn webhook_calls(c: &crate::harness::Cluster) -> Calls {
         else {
             continue;
         };
-        if !rest.contains("name=\"pods.pullcheck.dev\"") || !rest.contains("type=\"admit\"") {
+        if !rest.contains(&format!("{name}\"")) || !rest.contains("type=\"admit\"") {
             continue;
         }
         let value: f64 = line
