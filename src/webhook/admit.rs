@@ -407,46 +407,45 @@ fn answer(
     warnings: &[String],
     outcome: Outcome,
 ) -> Answer {
-    let answer = Reviewed {
-        api_version,
-        kind: "AdmissionReview",
-        response: Response {
-            uid,
-            allowed: true,
-            status: None,
-            patch_type: patch.as_ref().map(|_| "JSONPatch"),
-            patch,
-            warnings: (!warnings.is_empty()).then(|| bounded(warnings)),
-        },
+    let response = Response {
+        uid,
+        allowed: true,
+        status: None,
+        patch_type: patch.as_ref().map(|_| "JSONPatch"),
+        patch,
+        warnings: (!warnings.is_empty()).then(|| bounded(warnings)),
     };
-    Answer {
-        body: serde_json::to_vec(&answer).unwrap_or_default(),
-        outcome,
-    }
+    written(api_version, response, outcome)
 }
 
 /// The answer that refuses an object (`--deny-missing`): 403 with `why`, escaped and cut as
 /// a warning is (the API server prints it whole), and the verdicts' warnings.
 fn refused(api_version: &str, uid: &str, why: String, warnings: &[String]) -> Answer {
-    let answer = Reviewed {
+    let response = Response {
+        uid,
+        allowed: false,
+        status: Some(Refused {
+            code: 403,
+            reason: "Forbidden",
+            message: cut(&escape(&why), MAX_REFUSAL),
+        }),
+        patch_type: None,
+        patch: None,
+        warnings: (!warnings.is_empty()).then(|| bounded(warnings)),
+    };
+    written(api_version, response, Outcome::Denied)
+}
+
+/// The AdmissionReview that carries `response`, as bytes.
+fn written(api_version: &str, response: Response<'_>, outcome: Outcome) -> Answer {
+    let review = Reviewed {
         api_version,
         kind: "AdmissionReview",
-        response: Response {
-            uid,
-            allowed: false,
-            status: Some(Refused {
-                code: 403,
-                reason: "Forbidden",
-                message: cut(&escape(&why), MAX_REFUSAL),
-            }),
-            patch_type: None,
-            patch: None,
-            warnings: (!warnings.is_empty()).then(|| bounded(warnings)),
-        },
+        response,
     };
     Answer {
-        body: serde_json::to_vec(&answer).unwrap_or_default(),
-        outcome: Outcome::Denied,
+        body: serde_json::to_vec(&review).unwrap_or_default(),
+        outcome,
     }
 }
 
