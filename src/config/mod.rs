@@ -27,6 +27,25 @@ pub(crate) use watch::{GraceKeys, Graces, Settings, WatchConfig};
 #[cfg(feature = "webhook")]
 pub(crate) use webhook::{Adds, Certificates, VerdictConfig, WebhookConfig};
 
+/// A server flag's value checked at parse time (`crate::cli::Checked`), or `fallback` with the
+/// flag's problem added to `errors`: the servers' flags are checked by clap's value parsers but
+/// reported here, all at once, with the others.
+#[cfg(any(feature = "webhook", feature = "watch"))]
+fn judged<T: Clone>(
+    flag: &str,
+    checked: &crate::cli::Checked<T>,
+    fallback: T,
+    errors: &mut Vec<String>,
+) -> T {
+    match &checked.value {
+        Ok(v) => v.clone(),
+        Err(e) => {
+            errors.push(format!("{flag} {}: {e}", checked.given));
+            fallback
+        }
+    }
+}
+
 /// Everything wrong with the flags and files, one line each.
 #[derive(Debug)]
 pub struct ConfigErrors(pub Vec<String>);

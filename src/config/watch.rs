@@ -4,7 +4,7 @@
 //! the words `--grace-for` takes come from the watcher's tables as [`GraceKeys`], so that this
 //! file needs nothing of `watch`.
 
-use super::ConfigErrors;
+use super::{ConfigErrors, judged};
 use crate::cli::watch::WatchArgs;
 use crate::manifests::names::{is_dns_subdomain, is_qualified_name};
 use std::collections::BTreeMap;
@@ -210,22 +210,6 @@ fn graces(args: &WatchArgs, keys: &GraceKeys, errors: &mut Vec<String>) -> Grace
         all,
         by_key,
         report_after,
-    }
-}
-
-/// A flag's value, or `fallback` with the flag's problem added to `errors`.
-fn judged<T: Clone>(
-    flag: &str,
-    checked: &crate::cli::Checked<T>,
-    fallback: T,
-    errors: &mut Vec<String>,
-) -> T {
-    match &checked.value {
-        Ok(v) => v.clone(),
-        Err(e) => {
-            errors.push(format!("{flag} {}: {e}", checked.given));
-            fallback
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! options validated once, or watch mode's Job rule), whether it only audits, and where its
 //! certificate comes from.
 
-use super::{ConfigErrors, InjectConfig};
+use super::{ConfigErrors, InjectConfig, judged};
 use crate::cli::webhook::{WebhookArgs, WebhookMode};
 use crate::inject::ValidOptions;
 use crate::manifests::names::is_qualified_name;
@@ -151,16 +151,19 @@ impl WebhookConfig {
 /// The verdicts' flags, judged (`None` when neither --verdicts nor --deny-missing is given;
 /// their values are judged all the same, so that a bad one is said before it is needed).
 fn verdict_config(args: &WebhookArgs, errors: &mut Vec<String>) -> Option<VerdictConfig> {
-    let mut duration = |flag: &str, checked: &crate::cli::Checked<Duration>| match &checked.value {
-        Ok(d) => *d,
-        Err(e) => {
-            errors.push(format!("{flag} {}: {e}", checked.given));
-            Duration::ZERO
-        }
-    };
-    let budget = duration("--verdict-budget", &args.verdict_budget);
-    let hit_ttl = duration("--verdict-ttl", &args.verdict_ttl);
-    let miss_ttl = duration("--verdict-miss-ttl", &args.verdict_miss_ttl);
+    let budget = judged(
+        "--verdict-budget",
+        &args.verdict_budget,
+        Duration::ZERO,
+        errors,
+    );
+    let hit_ttl = judged("--verdict-ttl", &args.verdict_ttl, Duration::ZERO, errors);
+    let miss_ttl = judged(
+        "--verdict-miss-ttl",
+        &args.verdict_miss_ttl,
+        Duration::ZERO,
+        errors,
+    );
     let mut plain_http = Vec::new();
     for host in &args.verdict_plain_http {
         let host = host.trim();
