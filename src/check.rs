@@ -15,7 +15,7 @@ use crate::node::{self, NodeLookup, NodeOptions};
 use crate::progress::Events;
 use crate::pull_policy::{Policies, PullPolicy};
 use crate::reference::{Reference, ReferenceError};
-use crate::registry::{self, Client, ClientOptions};
+use crate::registry::{self, Client, ClientOptions, Verdict};
 use crate::report::{ImageResult, Reason, Report};
 use crate::route::hosts::HostsError;
 use crate::route::{Endpoint, Route, Router};
@@ -166,7 +166,7 @@ pub async fn check_until(
         timeout,
         sources_read: Arc::new(options.keyring.describe_sources()),
         sources_exist: !credential_sources.is_empty(),
-        no_such_host: Arc::new(Mutex::new(HashMap::new())),
+        repeated: Repeated::default(),
     };
     let mut schedule = Schedule::new(
         parsed,
@@ -315,7 +315,7 @@ struct Shared {
     timeout: Duration,
     sources_read: Arc<String>,
     sources_exist: bool,
-    no_such_host: NoSuchHost,
+    repeated: Repeated,
 }
 
 /// The jobs of a run, and the results as they come in.
@@ -409,7 +409,7 @@ impl Schedule {
                         sources_read: shared.sources_read.clone(),
                         sources_exist: shared.sources_exist,
                         last,
-                        no_such_host: shared.no_such_host.clone(),
+                        repeated: shared.repeated.clone(),
                     };
                     if spawn {
                         schedule
@@ -630,11 +630,55 @@ impl LastSeen {
     }
 }
 
-/// How many times the resolver said "no such host", per registry.
-type NoSuchHost = Arc<Mutex<HashMap<String, u32>>>;
-
 /// After this many "no such host" answers for a registry, its images are not retried.
 const NO_SUCH_HOST_ANSWERS: u32 = 2;
+
+/// After this many 429 answers from a registry, its images are not retried.
+const RATE_LIMITED_ANSWERS: u32 = 2;
+
+/// The answers that are retried only so often, counted per registry and reason and shared by
+/// all the images of a run. Waiting does not change them within a run: a resolver that said
+/// "no such host" twice says it again, and a registry that answered 429 twice is only made
+/// busier by being asked again, while the kubelet's own pull (with its own back-off) goes on
+/// whatever the check says. No retry of ours goes on until the deadline for either.
+#[derive(Clone, Default)]
+struct Repeated(Arc<Mutex<HashMap<(String, Reason), u32>>>);
+
+impl Repeated {
+    /// Counts `verdict`, one answer of `registry`, when it would be retried and its reason is
+    /// counted; at that reason's limit for the registry ([`NO_SUCH_HOST_ANSWERS`],
+    /// [`RATE_LIMITED_ANSWERS`]) and past it, the verdict is no longer retried and its message
+    /// says why.
+    fn stop_retrying(&self, registry: &str, verdict: &mut Verdict) {
+        let (limit, why): (u32, fn(&str, u32) -> String) = match verdict.reason {
+            Reason::NoSuchHost => (NO_SUCH_HOST_ANSWERS, |registry, n| {
+                format!("the resolver answered \"no such host\" {n} times for {registry}")
+            }),
+            Reason::RateLimited => (RATE_LIMITED_ANSWERS, |registry, n| {
+                format!(
+                    "{registry} answered 429 {n} times in this run (a rate-limiting registry is not asked again, as that only adds to its load; the kubelet's own pull is left to go on)"
+                )
+            }),
+            _ => return,
+        };
+        if verdict.retry.is_none() {
+            return;
+        }
+        let answers = {
+            let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let n = counts
+                .entry((registry.to_string(), verdict.reason))
+                .or_insert(0);
+            *n += 1;
+            *n
+        };
+        if answers >= limit {
+            verdict.retry = None;
+            verdict.message.push_str("; not retried: ");
+            verdict.message.push_str(&why(registry, answers));
+        }
+    }
+}
 
 /// Exponential back-off with "equal jitter": half the step fixed, half random, so that many
 /// images failing together do not retry in lock-step.
@@ -661,6 +705,52 @@ mod tests {
         }
         assert!(backoff(1) <= Duration::from_millis(250));
         assert!(backoff(30) <= BACKOFF_MAX);
+    }
+
+    /// 429 and "no such host" are retried once per registry in a run, then not again, each
+    /// counted apart, per registry, across images; other transient answers are not counted.
+    #[test]
+    fn a_registry_that_answers_429_twice_is_not_retried_again() {
+        let repeated = Repeated::default();
+        let answer = |registry: &str, reason: Reason| {
+            let mut v = Verdict::new(reason, format!("{registry}/x:1: answered"));
+            v.retry = Some(None);
+            repeated.stop_retrying(registry, &mut v);
+            v
+        };
+        // The first 429 of a registry is retried; so are others' and other reasons' first.
+        let first = answer("a.io", Reason::RateLimited);
+        assert_eq!(first.retry, Some(None), "{first:#?}");
+        assert_eq!(first.message, "a.io/x:1: answered");
+        assert!(answer("b.io", Reason::RateLimited).retry.is_some());
+        assert!(answer("a.io", Reason::NoSuchHost).retry.is_some());
+        for _ in 0..5 {
+            assert!(answer("a.io", Reason::ServerError).retry.is_some());
+        }
+        // A verdict that is not retried anyway is not counted.
+        let mut last = Verdict::new(Reason::RateLimited, "final".to_string());
+        repeated.stop_retrying("a.io", &mut last);
+        assert_eq!((last.retry, last.message.as_str()), (None, "final"));
+        // The second 429 from a.io, whichever image it came for: not retried, and said why.
+        let second = answer("a.io", Reason::RateLimited);
+        assert_eq!(second.retry, None, "{second:#?}");
+        assert_eq!(second.reason, Reason::RateLimited);
+        assert_eq!(
+            second.message,
+            "a.io/x:1: answered; not retried: a.io answered 429 2 times in this run (a rate-limiting registry is not asked again, as that only adds to its load; the kubelet's own pull is left to go on)"
+        );
+        let third = answer("a.io", Reason::RateLimited);
+        assert!(third.retry.is_none() && third.message.contains("429 3 times"));
+        let dns = answer("a.io", Reason::NoSuchHost);
+        assert_eq!(dns.retry, None, "{dns:#?}");
+        assert!(
+            dns.message.ends_with(
+                "; not retried: the resolver answered \"no such host\" 2 times for a.io"
+            ),
+            "{}",
+            dns.message
+        );
+        assert!(answer("b.io", Reason::RateLimited).retry.is_none());
     }
 
     #[tokio::test(start_paused = true)]

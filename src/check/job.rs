@@ -3,7 +3,7 @@
 //! verdict counts.
 
 use super::walk::{Answer, Walk};
-use super::{LastSeen, NO_SUCH_HOST_ANSWERS, NoSuchHost, backoff};
+use super::{LastSeen, Repeated, backoff};
 use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
 use crate::keyring::Credential;
@@ -15,7 +15,7 @@ use crate::registry::{
 use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Reason, Status};
 use crate::route::hosts::HostsError;
 use crate::route::{Endpoint, Route};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -53,8 +53,9 @@ pub(super) struct Job {
     pub(super) sources_exist: bool,
     /// This image's last verdict while it is retried.
     pub(super) last: LastSeen,
-    /// "No such host" answers per registry, shared by all images.
-    pub(super) no_such_host: NoSuchHost,
+    /// The answers retried only so often per registry ("no such host", 429), shared by all
+    /// images.
+    pub(super) repeated: Repeated,
 }
 
 impl Job {
@@ -193,7 +194,10 @@ impl Job {
             let attempt_deadline =
                 crate::deadline::instant_after(Instant::now(), self.attempt_cap).min(self.deadline);
             let mut answer = walk.run(&credentials, attempt_deadline).await;
-            self.stop_retrying_a_host_that_does_not_exist(&mut answer.verdict);
+            // Counted per image's registry, as its images share its route (a mirror's 429 is
+            // counted for the registry it stands in for).
+            self.repeated
+                .stop_retrying(&self.reference.registry, &mut answer.verdict);
             let Some(asked) = answer.verdict.retry else {
                 return self.settle(answer, attempts, start, &node).await;
             };
@@ -228,30 +232,6 @@ impl Job {
             self.place(&mut last, answer.place.as_ref());
             self.last.set(last);
             tokio::time::sleep(wait).await;
-        }
-    }
-
-    /// Counts a "no such host" answer for the image's registry; after
-    /// [`NO_SUCH_HOST_ANSWERS`] of them, the verdict is no longer retried.
-    fn stop_retrying_a_host_that_does_not_exist(&self, verdict: &mut Verdict) {
-        if verdict.reason != Reason::NoSuchHost || verdict.retry.is_none() {
-            return;
-        }
-        let answers = {
-            let mut counts = self
-                .no_such_host
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let n = counts.entry(self.reference.registry.clone()).or_insert(0);
-            *n += 1;
-            *n
-        };
-        if answers >= NO_SUCH_HOST_ANSWERS {
-            verdict.retry = None;
-            verdict.message.push_str(&format!(
-                "; not retried: the resolver answered \"no such host\" {answers} times for {}",
-                self.reference.registry
-            ));
         }
     }
 

@@ -293,10 +293,11 @@ pub struct CheckArgs {
 
     /// Whether an unreachable registry fails the run.
     ///
-    /// What an image that stays `unreachable` (exit 6: refused, timed out, 5xx or 429 until
-    /// the deadline) means: `fail`, or `warn`: reported with `"fatal": false` and not counted
-    /// (`not_counted: on_unreachable_warn`), so that the kubelet's own back-off waits an outage
-    /// out. `pullcheck inject` and the webhook write `warn` (PULLCHECK_ON_UNREACHABLE).
+    /// What an image that stays `unreachable` (exit 6: refused, timed out or 5xx until the
+    /// deadline, or 429, retried once at most) means: `fail`, or `warn`: reported with
+    /// `"fatal": false` and not counted (`not_counted: on_unreachable_warn`), so that the
+    /// kubelet's own back-off waits an outage out. `pullcheck inject` and the webhook write
+    /// `warn` (PULLCHECK_ON_UNREACHABLE).
     #[arg(
         long,
         value_enum,

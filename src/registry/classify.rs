@@ -4,7 +4,8 @@
 //!
 //! The rule for retries: transient failures (connect errors, time-outs, 5xx, 429) are retried
 //! inside the deadline; permanent ones (404, 401, 403, certificate errors) never are, because
-//! waiting will not change them.
+//! waiting will not change them. A 429 and "no such host" are retried only so often per
+//! registry in a run (the check counts them).
 
 use super::{AuthUsed, Fact, Outcome, PlatformSeen, Step, TlsFailure};
 use crate::reference::Reference;
@@ -404,6 +405,8 @@ impl<'a> Words<'a> {
                     "{image}: {registry} lists {what} (its HEAD answered) but does not serve it ({request}): a pull would fail"
                 ),
             ),
+            // Retried, after its Retry-After; the check stops after a registry's second 429 in
+            // a run, the token server's included: asking again only adds to its load.
             (_, 429) => Verdict::new(
                 Reason::RateLimited,
                 format!("{image}: {registry} is rate-limiting requests ({request})"),

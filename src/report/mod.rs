@@ -45,7 +45,8 @@ pub enum Status {
     Unauthorized,
     /// The registry refused access (403).
     Denied,
-    /// Connect errors, time-outs, 5xx or 429 that lasted until the deadline: it may pass.
+    /// Connect errors, time-outs or 5xx that lasted until the deadline, or 429 (retried once at
+    /// most): it may pass.
     Unreachable,
     /// The registry cannot be checked from this pod, and retrying will not change it: a
     /// plain-HTTP registry asked over TLS, a certificate this pod does not trust, a name this
@@ -100,7 +101,7 @@ impl Status {
             }
             Status::Denied => "The registry refused access (403).",
             Status::Unreachable => {
-                "Connect errors, time-outs, 5xx or 429 that lasted until the deadline: it may pass."
+                "Connect errors, time-outs or 5xx that lasted until the deadline, or 429 (retried once at most): it may pass."
             }
             Status::Unverifiable => {
                 "The registry cannot be checked from this pod, and retrying will not change it; the node may differ."

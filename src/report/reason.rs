@@ -272,7 +272,7 @@ reasons! {
     RateLimited => (
         "rate_limited",
         Status::Unreachable,
-        "The registry answered 429 until the deadline.",
+        "The registry answered 429 (retried once, after its `Retry-After` when that fits the deadline; a registry's second 429 in a run ends the retries of all its images).",
         Some(
             "Wait and retry, or pull through a mirror; Docker Hub limits anonymous pulls per IP.",
         ),

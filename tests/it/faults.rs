@@ -279,27 +279,149 @@ fn a_retry_after_past_the_deadline_gives_up_at_once() {
 }
 
 #[test]
+fn a_registry_that_always_answers_429_is_asked_twice_then_left_to_the_kubelet() {
+    // The init container's way (`--on-unreachable warn`) with a long deadline: the first 429
+    // is retried once, after its Retry-After, and the second ends the check, long before the
+    // deadline, with the pod left to the kubelet's own pull.
+    let (proxy, image) = proxied("faults/rate-limited-always");
+    proxy.rule(Rule::contains("/manifests/", Fault::rate_limited("1")).method("HEAD"));
+    let (run, took) = timed(&[
+        "--timeout",
+        "60s",
+        "--on-unreachable",
+        "warn",
+        "--plain-http",
+        &proxy.host(),
+        &image,
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "unreachable", "{r:#}");
+    assert_eq!(r["reason"], "rate_limited", "{r:#}");
+    assert_eq!(r["attempts"], 2, "{r:#}");
+    assert_eq!(r["fatal"], false, "{r:#}");
+    assert_eq!(r["not_counted"], "on_unreachable_warn", "{r:#}");
+    let message = text(&r["message"]);
+    assert!(
+        message.contains(&format!(
+            "; not retried: {} answered 429 2 times in this run",
+            proxy.host()
+        )) && !message.contains("gave up"),
+        "{message}"
+    );
+    let requests = proxy.requests();
+    eprintln!(
+        "a registry that always answers 429: {} requests in {took:?} (--timeout 60s): {message}",
+        requests.len()
+    );
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert!(requests.iter().all(|s| s.method == "HEAD"), "{requests:#?}");
+    let gap = requests[1].at - requests[0].at;
+    assert!(gap >= Duration::from_secs(1), "retried after {gap:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn rate_limits_are_counted_per_registry_across_its_images() {
+    // Two images of one rate-limiting registry: the first 429 of the run is retried, the
+    // second (whichever image it came for) ends that image, and the retry's 429 the other:
+    // three requests for the two. Another registry's 429s are its own.
+    let (limited, image) = proxied("faults/rate-limited-a");
+    let other = format!("{}/faults/rate-limited-b:v1", limited.host());
+    let (elsewhere, third) = proxied("faults/rate-limited-c");
+    for proxy in [&limited, &elsewhere] {
+        proxy.rule(Rule::contains("/manifests/", Fault::rate_limited("1")).method("HEAD"));
+    }
+    let (run, took) = timed(&[
+        "--timeout",
+        "60s",
+        "--plain-http",
+        &limited.host(),
+        "--plain-http",
+        &elsewhere.host(),
+        &image,
+        &other,
+        &third,
+    ]);
+    assert_eq!(run.code, 6, "{}{}", run.stdout, run.stderr);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let mut attempts = Vec::new();
+    for name in [&image, &other] {
+        let r = run.image(name);
+        assert_eq!(r["reason"], "rate_limited", "{r:#}");
+        let (_, path) = name.split_once('/').unwrap();
+        let repository = path.trim_end_matches(":v1");
+        let sent = limited
+            .requests_matching(&format!("/{repository}/manifests/"))
+            .len();
+        assert_eq!(r["attempts"].as_u64(), Some(sent as u64), "{r:#}");
+        assert!(
+            text(&r["message"])
+                .contains(&format!("; not retried: {} answered 429", limited.host())),
+            "{r:#}"
+        );
+        attempts.push(sent);
+    }
+    attempts.sort_unstable();
+    assert_eq!(attempts, [1, 2], "{:#?}", limited.requests());
+    assert_eq!(limited.requests().len(), 3, "{:#?}", limited.requests());
+    let r = run.image(&third);
+    assert_eq!(r["reason"], "rate_limited", "{r:#}");
+    assert_eq!(r["attempts"], 2, "{r:#}");
+    assert_eq!(elsewhere.requests().len(), 2, "{:#?}", elsewhere.requests());
+}
+
+#[test]
+fn a_token_server_that_answers_429_is_asked_twice() {
+    // The registry challenges, its token server rate-limits: the same rule as for the
+    // registry's own 429.
+    let proxy = Proxy::standalone("127.0.0.1", Fault::status(404));
+    let realm = format!("{}/token", proxy.url());
+    proxy.rule(Rule::prefix("/token", Fault::rate_limited("1")));
+    proxy.rule(Rule::contains("/manifests/", Fault::bearer_challenge(&realm)).method("HEAD"));
+    let image = format!("{}/faults/token-limited:v1", proxy.host());
+    let (run, took) = timed(&["--timeout", "60s", "--plain-http", &proxy.host(), &image]);
+    assert_eq!(run.code, 6, "{}{}", run.stdout, run.stderr);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let r = run.image(&image);
+    assert_eq!(r["reason"], "rate_limited", "{r:#}");
+    assert_eq!(r["attempts"], 2, "{r:#}");
+    let message = text(&r["message"]);
+    assert!(message.contains("429 2 times"), "{message}");
+    let tokens = proxy
+        .requests()
+        .into_iter()
+        .filter(|s| s.path.starts_with("/token?"))
+        .count();
+    assert_eq!(tokens, 2, "{:#?}", proxy.requests());
+}
+
+#[test]
 fn retry_after_zero_or_in_the_past_does_not_hammer_the_registry() {
     // Back-off alone makes ~4-5 attempts in 2s; honouring "retry now" literally makes hundreds.
+    // A 429 is retried once at most: two HEADs.
     let cases = [
         (
             "429, Retry-After: 0",
             Fault::rate_limited("0"),
             "rate_limited",
+            2,
         ),
         (
             "429, Retry-After in 1970",
             Fault::rate_limited("Thu, 01 Jan 1970 00:00:00 GMT"),
             "rate_limited",
+            2,
         ),
         (
             "503, Retry-After: 0",
             Fault::respond(Canned::new(503).header("Retry-After", "0")),
             "server_error",
+            12,
         ),
     ];
     let mut problems = Vec::new();
-    for (name, fault, reason) in cases {
+    for (name, fault, reason, most) in cases {
         let (proxy, image) = proxied("faults/retry-after-zero");
         proxy.rule(Rule::contains("/manifests/", fault).method("HEAD"));
         let (run, took) = timed(&["--timeout", "2s", "--plain-http", &proxy.host(), &image]);
@@ -308,7 +430,7 @@ fn retry_after_zero_or_in_the_past_does_not_hammer_the_registry() {
         let r = run.image(&image);
         let sent = heads(&proxy).len();
         // The registry answered at once every time: that is the verdict, not a time-out.
-        if sent > 12 || r["reason"] != reason {
+        if sent > most || r["reason"] != reason {
             problems.push(format!(
                 "{name}: {sent} HEADs in {took:?}, reason {}, attempts {}: {}",
                 r["reason"], r["attempts"], r["message"]
