@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the cluster tests' Kubernetes (tests/cluster/kube: one binary that is kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kubectl and etcd) and the pause program, into
-# a cache outside the checkout, keyed by the Kubernetes version and a hash of the Go module's
-# files: a second run, or a fresh clone on the same machine, finds them there in a second.
+# kube-controller-manager, kube-scheduler, kubelet, kubectl and a trace sink for the API server's
+# spans) and the pause program, into a cache outside the checkout, keyed by the Kubernetes version
+# and a hash of the Go module's files: a second run, or a fresh clone on the same machine, finds
+# them there in a second.
 #
 # Prints the path of the cache folder holding `kube` and `pause` on its last line.
 # The cache is ${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}.
@@ -27,7 +28,7 @@ if [ "$want" != "$have" ]; then
   exit 1
 fi
 
-key=$(cat "$here/kube/go.mod" "$here/kube/go.sum" "$here/kube/main.go" "$here/pause/pause.c" "$0" | sha256sum | cut -c1-12)
+key=$(cat "$here/kube/go.mod" "$here/kube/go.sum" "$here/kube/"*.go "$here/pause/pause.c" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/kube-$version-$key
 if [ -x "$cache/kube" ] && [ -x "$cache/pause" ]; then
   echo "$cache"

@@ -17,7 +17,9 @@
 use crate::common::proxy::{Fault, Proxy, Rule};
 use crate::harness::{Namespace, cluster, condition, minutes, wait_for};
 use crate::jobs::{job, pulled_always, wait_job};
-use crate::webhook::{Calls, dry_run, install, opted_in, webhook_calls};
+use crate::webhook::{
+    Calls, dry_run, install, opted_in, span_figures, trace_mark, webhook_calls, webhook_spans,
+};
 
 /// The pods of the Job.
 const PODS: usize = 300;
@@ -59,6 +61,7 @@ fn run(mode: &str, ns: &Namespace, proxy: &Proxy, image: &str) -> usize {
     let c = cluster();
     let before = proxy.requests().len();
     let calls_before = webhook_calls(c, ".pullcheck.dev");
+    let mark = trace_mark();
     c.apply(&ns.name, &wide_job("wide", image));
     let job = wait_for(&format!("Job {}/wide to end", ns.name), minutes(15), || {
         let job = c.get(&ns.name, "job/wide").ok_or("no Job")?;
@@ -117,6 +120,12 @@ fn run(mode: &str, ns: &Namespace, proxy: &Proxy, image: &str) -> usize {
         webhook.count,
         share(webhook.within_5ms),
         share(webhook.within_25ms),
+    );
+    let mut spans = webhook_spans(c, ".pullcheck.dev", mark, webhook.count as usize);
+    println!(
+        "scale, mode {mode}: the API server's own timing of its calls to the webhook (its tracing \
+         spans): {}",
+        span_figures(&mut spans)
     );
     assert_eq!(failed, 0, "{mode}: false failures");
     assert!(

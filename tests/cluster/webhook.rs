@@ -643,6 +643,7 @@ fn admission_latency_of_500_pod_creations_with_and_without_the_webhook() {
     post_times(&url(&with.name), &body, 20);
     post_times(&url(&without.name), &body, 20);
     let before = webhook_calls(c, "pods.pullcheck.dev");
+    let mark = trace_mark();
     let (mut on, mut off) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         on.extend(post_times(&url(&with.name), &body, 100));
@@ -668,6 +669,11 @@ fn admission_latency_of_500_pod_creations_with_and_without_the_webhook() {
         (after.sum - before.sum) / calls * 1000.0,
         (after.within_5ms - before.within_5ms) / calls * 100.0,
         (after.within_25ms - before.within_25ms) / calls * 100.0,
+    );
+    let mut spans = webhook_spans(c, "pods.pullcheck.dev", mark, calls as usize);
+    println!(
+        "the API server's own timing of the same calls (its tracing spans): {}",
+        span_figures(&mut spans)
     );
 }
 
@@ -711,6 +717,65 @@ pub fn webhook_calls(c: &crate::harness::Cluster, name: &str) -> Calls {
         }
     }
     calls
+}
+
+/// Now, as the API server's spans time their calls (nanoseconds since the Unix epoch): the start
+/// of a window for [`webhook_spans`].
+pub fn trace_mark() -> u64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The API server's own timing of its calls to the webhooks whose name ends in `name`, made
+/// since `mark` ([`trace_mark`]) and until now, in seconds: the spans of its tracing ("Call
+/// mutating webhook", "Call validating webhook"), at nanosecond grain, where its histogram
+/// (`apiserver_admission_webhook_admission_duration_seconds`, [`webhook_calls`]) has no bucket
+/// between 5 and 25 ms. The cluster's trace sink appends them to `traces/webhook-calls.jsonl`
+/// (tests/cluster/cluster.sh). The API server exports its spans in batches, every few seconds:
+/// waits until `calls` of them are in (the histogram's count of the same calls), at most a
+/// minute, and gives what is in then (its exporter drops spans when its queue is full; the count
+/// printed says so).
+pub fn webhook_spans(c: &crate::harness::Cluster, name: &str, mark: u64, calls: usize) -> Vec<f64> {
+    let until = trace_mark();
+    let file = c.dir.join("traces").join("webhook-calls.jsonl");
+    let read = || {
+        std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|span| span["webhook"].as_str().is_some_and(|w| w.ends_with(name)))
+            .filter(|span| {
+                span["start_unix_nano"]
+                    .as_u64()
+                    .is_some_and(|at| (mark..=until).contains(&at))
+            })
+            .filter_map(|span| span["duration_nano"].as_u64())
+            .map(|nanos| nanos as f64 / 1e9)
+            .collect::<Vec<f64>>()
+    };
+    let start = std::time::Instant::now();
+    loop {
+        let spans = read();
+        if spans.len() >= calls || start.elapsed() > std::time::Duration::from_secs(60) {
+            return spans;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// The figures of [`webhook_spans`]: their count, p50, p99 and the largest, in milliseconds.
+pub fn span_figures(spans: &mut [f64]) -> String {
+    if spans.is_empty() {
+        return "no spans".into();
+    }
+    let (p50, p99) = percentiles(spans);
+    let max = spans.iter().copied().fold(0.0, f64::max) * 1000.0;
+    format!(
+        "{} spans: p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
+        spans.len()
+    )
 }
 
 /// The API server's URL, from the admin's kubeconfig.

@@ -1,7 +1,9 @@
 // Command kube is the cluster tests' Kubernetes: one binary that runs as kube-apiserver,
 // kube-controller-manager, kube-scheduler, kubelet or kubectl, chosen by its first argument or
 // by the name it is called by, as hyperkube did. One binary means the packages the
-// five commands share compile and link once.
+// five commands share compile and link once. A sixth command, trace-sink (tracesink.go), keeps
+// the API server's spans of its calls to webhooks, with the OTLP and gRPC modules the API
+// server's own tracing already links.
 package main
 
 import (
@@ -44,6 +46,8 @@ func main() {
 	// Every upstream main reads os.Args: make it what the chosen command's own binary would see.
 	os.Args = append([]string{name}, args...)
 	switch {
+	case name == "trace-sink":
+		os.Exit(traceSink(args))
 	case name == "kubectl":
 		logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) // nolint:errcheck
 		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
@@ -58,11 +62,11 @@ func main() {
 }
 
 func known(name string) bool {
-	return name == "kubectl" || commands[name] != nil
+	return name == "kubectl" || name == "trace-sink" || commands[name] != nil
 }
 
 func names() []string {
-	out := []string{"kubectl"}
+	out := []string{"kubectl", "trace-sink"}
 	for n := range commands {
 		out = append(out, n)
 	}
