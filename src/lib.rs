@@ -90,7 +90,8 @@
 //! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
 //!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `audit`: `--audit`'s warnings of what
 //!   it would add, `decision`: what a review comes to,
-//!   `limit_ranges`: the namespace's LimitRanges read per review, `patch`, `server`, `tls`,
+//!   `limit_ranges`: the namespace's LimitRanges for each review, from the cluster's kept in
+//!   memory by a watch (`store`) or listed, `patch`, `server`, `tls`,
 //!   `metrics`, and `cert`, its own certificate and caBundle).
 //! - `watch` (cargo feature `watch`): `pullcheck watch`, the stuck-pod controller (`classify`:
 //!   the kubelet's words, permanent or transient; `grace`: each verdict's grace; `seen`: what

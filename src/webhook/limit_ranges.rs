@@ -1,8 +1,13 @@
-//! The namespace's LimitRanges, read from the API server for each review that may inject, so
-//! that the init container's resources pass them ([`crate::inject::LimitRanges`]). Bounded
-//! in time and never in the way of admission: on any failure the review goes on with the
-//! LimitRanges unknown (the init container then takes the values of one of the pod's own
-//! containers, which the namespace admits) and a warning says why.
+//! The namespace's LimitRanges for each review that may inject, so that the init container's
+//! resources pass them ([`crate::inject::LimitRanges`]). They come from the cluster's
+//! LimitRanges kept in memory by a watch ([`store`]) once that store is whole, with no call to
+//! the API server on the review's way; before that, and while the watch fails, from a list of
+//! the namespace's, made for the review. That list is bounded in time and never in the way of
+//! admission: on any failure the review goes on with the LimitRanges unknown (the init
+//! container then takes the values of one of the pod's own containers, which the namespace
+//! admits) and a warning says why.
+
+mod store;
 
 use crate::inject::{LimitRanges, LimitRangesError};
 use k8s_openapi::api::core::v1::LimitRange;
@@ -10,18 +15,43 @@ use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// How long one read may take: well within the chart's `timeoutSeconds` (2 s), after which
+/// How long one list may take: well within the chart's `timeoutSeconds` (2 s), after which
 /// the API server admits the object without the webhook's patch.
 const READ_TIME: Duration = Duration::from_millis(750);
-/// The most LimitRanges read in one namespace (a namespace holds one or two).
+/// The most LimitRanges read in one namespace (a namespace holds one or two), listed or found
+/// in the store alike.
 const MAX_LIMIT_RANGES: u32 = 50;
 
-/// Reads LimitRanges with the webhook's own service account (`list` on `limitranges`: the
-/// chart's ClusterRole).
+/// Reads LimitRanges with the webhook's own service account (`list` and `watch` on
+/// `limitranges`: the chart's ClusterRole).
 pub(crate) struct Reader {
     /// `None` outside a cluster (no in-cluster configuration): said once at start, and every
     /// review then goes on with the LimitRanges unknown.
     client: Option<kube::Client>,
+    /// The cluster's LimitRanges kept by a watch, once [`Reader::keep`] started it.
+    store: Option<store::Store>,
+}
+
+/// Where a review's LimitRanges were read: the `source` label of the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The store the watch keeps: no call to the API server.
+    Store,
+    /// A list of the namespace's, made for the review (the store not whole).
+    Api,
+}
+
+impl Source {
+    /// Every source, in the order of the metrics.
+    pub(crate) const ALL: [Source; 2] = [Source::Store, Source::Api];
+
+    /// The `source` label of the metrics.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Source::Store => "store",
+            Source::Api => "api",
+        }
+    }
 }
 
 impl Reader {
@@ -30,15 +60,15 @@ impl Reader {
         let client = kube::Config::incluster()
             .map_err(|e| e.to_string())
             .and_then(|config| kube::Client::try_from(config).map_err(|e| e.to_string()));
-        match client {
-            Ok(client) => (
-                Reader {
-                    client: Some(client),
-                },
-                None,
-            ),
-            Err(e) => (Reader { client: None }, Some(e)),
-        }
+        let (client, why) = match client {
+            Ok(client) => (Some(client), None),
+            Err(e) => (None, Some(e)),
+        };
+        let reader = Reader {
+            client,
+            store: None,
+        };
+        (reader, why)
     }
 
     /// The in-cluster client it reads with, for the webhook's other reads (`None` outside a
@@ -47,37 +77,68 @@ impl Reader {
         self.client.clone()
     }
 
-    /// The LimitRanges of `namespace`; `Err` (a warning for the review) when they cannot be
-    /// read within [`READ_TIME`]. `Ok(Unknown)` without a client.
-    pub(crate) async fn read(&self, namespace: &str) -> Result<LimitRanges, ReadError> {
-        let Some(client) = &self.client else {
-            return Ok(LimitRanges::Unknown);
-        };
-        let api: Api<LimitRange> = Api::namespaced(client.clone(), namespace);
-        let params = ListParams::default().limit(MAX_LIMIT_RANGES);
-        let list = match tokio::time::timeout(READ_TIME, api.list(&params)).await {
-            Err(_) => return Err(ReadError::Timeout(READ_TIME)),
-            Ok(Err(e)) if matches!(&e, kube::Error::Api(status) if status.code == 403) => {
-                return Err(ReadError::Forbidden(e));
-            }
-            Ok(Err(e)) => return Err(ReadError::Api(e)),
-            Ok(Ok(list)) => list,
-        };
-        if list
-            .metadata
-            .continue_
-            .as_deref()
-            .is_some_and(|c| !c.is_empty())
-        {
-            return Err(ReadError::TooMany(MAX_LIMIT_RANGES));
+    /// Starts keeping the cluster's LimitRanges in memory, on a task of the current runtime:
+    /// reviews read them there from its first list on. Nothing outside a cluster.
+    pub(crate) fn keep(&mut self) {
+        if let Some(client) = &self.client {
+            self.store = Some(store::Store::start(client.clone()));
         }
-        let objects: Vec<Value> = list
-            .items
-            .iter()
-            .map(|lr| json!({"kind": "LimitRange", "spec": lr.spec}))
-            .collect();
-        Ok(LimitRanges::from_objects(&objects)?)
     }
+
+    /// The LimitRanges of `namespace`, and where they were read (`None`: nowhere). From the
+    /// store when it is whole; otherwise listed, and `Err` (a warning for the review) when
+    /// they cannot be within [`READ_TIME`]. `Ok(Unknown)` without a client.
+    pub(crate) async fn read(
+        &self,
+        namespace: &str,
+    ) -> (Result<LimitRanges, ReadError>, Option<Source>) {
+        let Some(client) = &self.client else {
+            return (Ok(LimitRanges::Unknown), None);
+        };
+        let Some(store) = &self.store else {
+            return (list(client, namespace).await, Some(Source::Api));
+        };
+        if let Some(kept) = store.lookup(namespace) {
+            return (kept, Some(Source::Store));
+        }
+        let listed = list(client, namespace).await;
+        if matches!(&listed, Ok(LimitRanges::Known(items)) if items.is_empty()) {
+            store.listed_none(namespace);
+        }
+        (listed, Some(Source::Api))
+    }
+}
+
+/// The LimitRanges of `namespace`, listed from the API server within [`READ_TIME`].
+async fn list(client: &kube::Client, namespace: &str) -> Result<LimitRanges, ReadError> {
+    let api: Api<LimitRange> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().limit(MAX_LIMIT_RANGES);
+    let list = match tokio::time::timeout(READ_TIME, api.list(&params)).await {
+        Err(_) => return Err(ReadError::Timeout(READ_TIME)),
+        Ok(Err(e)) if matches!(&e, kube::Error::Api(status) if status.code == 403) => {
+            return Err(ReadError::Forbidden(e));
+        }
+        Ok(Err(e)) => return Err(ReadError::Api(e)),
+        Ok(Ok(list)) => list,
+    };
+    if list
+        .metadata
+        .continue_
+        .as_deref()
+        .is_some_and(|c| !c.is_empty())
+    {
+        return Err(ReadError::TooMany(MAX_LIMIT_RANGES));
+    }
+    known(&list.items)
+}
+
+/// What a namespace's LimitRanges come to, listed or found in the store.
+fn known<'a>(items: impl IntoIterator<Item = &'a LimitRange>) -> Result<LimitRanges, ReadError> {
+    let objects: Vec<Value> = items
+        .into_iter()
+        .map(|lr| json!({"kind": "LimitRange", "spec": lr.spec}))
+        .collect();
+    Ok(LimitRanges::from_objects(&objects)?)
 }
 
 /// Why a namespace's LimitRanges could not be read (the review goes on without them).
@@ -95,7 +156,7 @@ pub(crate) enum ReadError {
     /// Any other error of the API server or on the way to it.
     #[error("{0}")]
     Api(#[source] kube::Error),
-    /// More than this many: the list was cut.
+    /// More than this many in the namespace: the list was cut there, or the store holds more.
     #[error("more than {0} LimitRanges")]
     TooMany(u32),
     /// What was read is not LimitRanges.

@@ -1,8 +1,10 @@
 //! The webhook's Prometheus metrics: admissions by outcome (`--audit`'s by what it would
-//! have done), the verdicts at admission ([`Counts`]) and a latency histogram
-//! ([`crate::serve::Histogram`]), written in the text format by hand.
+//! have done), the verdicts at admission ([`Counts`]), a latency histogram
+//! ([`crate::serve::Histogram`]) and the reads of LimitRanges by where they were answered,
+//! written in the text format by hand.
 
 use super::decision::{Outcome, Skip, Would};
+use super::limit_ranges::Source;
 use super::verdicts::Counts;
 use crate::serve::Histogram;
 use std::fmt::Write;
@@ -30,6 +32,8 @@ pub(crate) struct Metrics {
     /// `--audit`'s answers, by what enforcing would have done.
     audited: [AtomicU64; Would::ALL.len()],
     latency: Histogram,
+    /// The namespaces' LimitRanges read for reviews, by where.
+    limit_range_reads: [AtomicU64; Source::ALL.len()],
 }
 
 impl Default for Metrics {
@@ -43,6 +47,7 @@ impl Default for Metrics {
             verdicts: Arc::default(),
             audited: Default::default(),
             latency: Histogram::new(BUCKETS),
+            limit_range_reads: Default::default(),
         }
     }
 }
@@ -64,6 +69,12 @@ impl Metrics {
         }
         .fetch_add(1, Ordering::Relaxed);
         self.latency.observe(took);
+    }
+
+    /// Counts one read of a namespace's LimitRanges.
+    pub(crate) fn limit_ranges_read(&self, source: Source) {
+        let at = Source::ALL.iter().position(|s| *s == source).unwrap_or(0);
+        self.limit_range_reads[at].fetch_add(1, Ordering::Relaxed);
     }
 
     /// The text exposition format (version 0.0.4).
@@ -107,6 +118,21 @@ impl Metrics {
             "Time from a review's request to its answer.",
         );
         self.verdicts.write(&mut out);
+        let name = "pullcheck_webhook_limit_range_reads_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Namespaces' LimitRanges read for reviews, by source: the store a \
+             watch keeps, or a list from the API server."
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (source, count) in Source::ALL.iter().zip(&self.limit_range_reads) {
+            let _ = writeln!(
+                out,
+                "{name}{{source=\"{}\"}} {}",
+                source.as_str(),
+                get(count)
+            );
+        }
         out
     }
 }

@@ -15,7 +15,7 @@
 //! - [`verdicts`]: `--verdicts` and `--deny-missing`: the images of what is created, asked of
 //!   their registries through one cache, and a proven miss said as a warning or a refusal;
 //! - [`limit_ranges`]: each namespace's LimitRanges, which the init container's resources
-//!   must pass, read within a bound;
+//!   must pass: the cluster's, kept in memory by a watch, or listed within a bound;
 //! - [`cert`]: the webhook's own TLS certificate (`--self-signed`): a CA and a serving
 //!   certificate made in memory, the CA written into the `MutatingWebhookConfiguration`'s
 //!   `caBundle`, renewed before expiry without a restart.
@@ -125,7 +125,11 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
             };
         let (listener, bound) = crate::serve::bind(listen).await?;
         log::info(Component::Webhook, &format!("listening on {bound}"));
-        let (limit_ranges, no_client) = limit_ranges::Reader::in_cluster();
+        let (mut limit_ranges, no_client) = limit_ranges::Reader::in_cluster();
+        // In watch mode nothing is injected and no LimitRange is read: no watch of them either.
+        if admitter.injects() {
+            limit_ranges.keep();
+        }
         if let Some(why) = no_client {
             log::warning(
                 Component::Webhook,

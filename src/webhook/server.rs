@@ -45,7 +45,8 @@ pub(crate) struct Shared {
     pub(crate) admitter: Admitter,
     /// `--verdicts`: the images of what is created, judged.
     pub(crate) verdicts: Option<super::verdicts::Verdicts>,
-    /// The namespaces' LimitRanges, read for each review that may inject.
+    /// The namespaces' LimitRanges, read for each review that may inject (from the store a
+    /// watch keeps, or listed).
     pub(crate) limit_ranges: super::limit_ranges::Reader,
     pub(crate) metrics: Metrics,
     pub(crate) ready: Arc<AtomicBool>,
@@ -175,14 +176,20 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     };
     // The server runs on one thread: a large review (up to 3 MiB, most of a second in a debug
     // build) is decided on the blocking pool, so that small reviews and the probes go on meanwhile.
-    // The LimitRanges first (bounded: `limit_ranges::READ_TIME`), so that the decision
-    // itself does no I/O.
+    // The LimitRanges first (from memory, or a list bounded by `limit_ranges::READ_TIME`), so
+    // that the decision itself does no I/O.
     // In watch mode nothing is injected, so there are no resources to fit: no read.
     let injects = shared.admitter.injects();
     // The verdicts beside them, within their own budget.
     let ranges = async {
         match super::limit_ranges::namespace_of(&body).filter(|_| injects) {
-            Some(namespace) => Some(shared.limit_ranges.read(&namespace).await),
+            Some(namespace) => {
+                let (read, source) = shared.limit_ranges.read(&namespace).await;
+                if let Some(source) = source {
+                    shared.metrics.limit_ranges_read(source);
+                }
+                Some(read)
+            }
             None => None,
         }
     };

@@ -100,12 +100,13 @@ fn named<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
 }
 
 /// The one rule that lets the webhook read the namespaces' LimitRanges (so that the init
-/// container's resources pass them), bound to its account, whatever the other values.
+/// container's resources pass them; `watch` keeps them in its memory), bound to its account,
+/// whatever the other values.
 fn limit_ranges_rule(docs: &[Value]) {
     let role = named(docs, "ClusterRole", "pullcheck-limitranges");
     assert_eq!(
         role["rules"],
-        json!([{"apiGroups": [""], "resources": ["limitranges"], "verbs": ["get", "list"]}])
+        json!([{"apiGroups": [""], "resources": ["limitranges"], "verbs": ["get", "list", "watch"]}])
     );
     let binding = named(docs, "ClusterRoleBinding", "pullcheck-limitranges");
     assert_eq!(binding["roleRef"]["name"], "pullcheck-limitranges");
@@ -407,10 +408,16 @@ fn webhook_container_of(docs: &[Value]) -> &Value {
         .expect("the webhook's container")
 }
 
+/// The pods webhook's condition: the API server sends a pod only when it has no init container
+/// of pullcheck's (a Job's pods, and the reinvocation, cost no call).
+const WITHOUT_PULLCHECK: &str = "!has(object.spec.initContainers) || \
+     !object.spec.initContainers.exists(c, c.name == 'pullcheck')";
+
 /// One webhook of the configuration: `resource` of `group`, CREATE only, never blocking, no
-/// caBundle (the webhook writes it), in the namespaces `selected` selects but the release's.
+/// caBundle (the webhook writes it), in the namespaces `selected` selects but the release's;
+/// pods only when they lack pullcheck's container.
 fn webhook_entry(resource: &str, group: &str, selected: Value) -> Value {
-    json!({
+    let mut entry = json!({
         "name": format!("{resource}.pullcheck.dev"),
         "admissionReviewVersions": ["v1"],
         "clientConfig": {"service": {"name": "pullcheck-webhook", "namespace": "pullcheck",
@@ -426,7 +433,12 @@ fn webhook_entry(resource: &str, group: &str, selected: Value) -> Value {
             selected,
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["pullcheck"]},
         ]},
-    })
+    });
+    if resource == "pods" {
+        entry["matchConditions"] =
+            json!([{"name": "without-pullcheck", "expression": WITHOUT_PULLCHECK}]);
+    }
+    entry
 }
 
 #[test]
@@ -469,6 +481,12 @@ fn chart_renders_the_webhook_configuration() {
             "{mode}"
         );
     }
+    // With the verdicts too: a pod that has the container checks its images as it starts.
+    let config = config_of(&["--set", "mode=both", "--set", "admission.verdicts=true"]);
+    assert_eq!(
+        config["webhooks"][0]["matchConditions"],
+        json!([{"name": "without-pullcheck", "expression": WITHOUT_PULLCHECK}])
+    );
 }
 
 /// `helm template RELEASE charts/pullcheck ARGS…`, which must fail; its standard error.
