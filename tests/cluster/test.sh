@@ -27,13 +27,20 @@ tests/cluster/cluster.sh up
 # most 5 names of an image, and the tests side by side pull the same image under many names
 # (each fault proxy is a registry host of its own), after which no absence is provable.
 first=(proof::the_seed_case_still_fails_fast_always_and_if_not_present_with_the_node_readable)
+# The admission latency measurements run next, one at a time: beside the other tests the API
+# server's tail is the machine's load, not the webhook's (docs/webhook.md, the cached verdicts).
+alone=(
+  webhook::admission_latency_of_500_pod_creations_with_and_without_the_webhook
+  verdicts::kubectl_apply_prints_a_proven_miss_and_deny_refuses_it
+)
 # The scale test (300 pods at once) runs last, alone: beside it every other test would wait on
 # a node busy starting its pods.
 last=(scale::)
 if [ $# -eq 0 ]; then
   cargo test --test cluster --features webhook -- --exact --nocapture "${first[@]}"
+  cargo test --test cluster --features webhook -- --exact --nocapture --test-threads 1 "${alone[@]}"
   skips=()
-  for t in "${first[@]}" "${last[@]}"; do skips+=(--skip "$t"); done
+  for t in "${first[@]}" "${alone[@]}" "${last[@]}"; do skips+=(--skip "$t"); done
   set -- "${skips[@]}"
 else
   last=()
