@@ -83,6 +83,22 @@ where
     }
 }
 
+/// One counter family of fixed series in the text format: its HELP and TYPE lines, then each
+/// series (its labels as written, `{key="value"}` or nothing, and its value).
+#[cfg(feature = "webhook")]
+pub(crate) fn family<L: std::fmt::Display>(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (L, u64)>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (labels, value) in series {
+        let _ = writeln!(out, "{name}{labels} {value}");
+    }
+}
+
 /// A Prometheus counter family: one counter per set of label values seen (`N` labels),
 /// written in the text format in the order of the values. (The webhook's outcomes are a fixed
 /// list, every one written even at 0: plain atomics there.)

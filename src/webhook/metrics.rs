@@ -6,7 +6,7 @@
 use super::decision::{Outcome, Skip, Would};
 use super::limit_ranges::Source;
 use super::verdicts::Counts;
-use crate::serve::Histogram;
+use crate::serve::{Histogram, family};
 use std::fmt::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,21 +118,16 @@ impl Metrics {
             "Time from a review's request to its answer.",
         );
         self.verdicts.write(&mut out);
-        let name = "pullcheck_webhook_limit_range_reads_total";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Namespaces' LimitRanges read for reviews, by source: the store a \
-             watch keeps, or a list from the API server."
+        family(
+            &mut out,
+            "pullcheck_webhook_limit_range_reads_total",
+            "Namespaces' LimitRanges read for reviews, by source: the store a watch keeps, or a \
+             list from the API server.",
+            Source::ALL
+                .iter()
+                .zip(&self.limit_range_reads)
+                .map(|(source, count)| (format!("{{source=\"{}\"}}", source.as_str()), get(count))),
         );
-        let _ = writeln!(out, "# TYPE {name} counter");
-        for (source, count) in Source::ALL.iter().zip(&self.limit_range_reads) {
-            let _ = writeln!(
-                out,
-                "{name}{{source=\"{}\"}} {}",
-                source.as_str(),
-                get(count)
-            );
-        }
         out
     }
 }

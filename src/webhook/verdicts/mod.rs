@@ -32,6 +32,7 @@ use crate::node::NodeImages;
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::{ClientOptions, PlatformPolicy};
+use crate::serve::family;
 use cache::{Cache, Key, Lookup};
 use hyper::body::Bytes;
 use judge::{Found, Missing};
@@ -70,7 +71,7 @@ impl Counts {
             out,
             "pullcheck_webhook_verdict_cache_total",
             "Images judged at admission, by whether their verdict was kept.",
-            &[
+            [
                 ("{result=\"hit\"}", get(&self.hits)),
                 ("{result=\"miss\"}", get(&self.misses)),
             ],
@@ -79,33 +80,23 @@ impl Counts {
             out,
             "pullcheck_webhook_verdict_registry_requests_total",
             "Manifest requests sent to registries for admission verdicts.",
-            &[("", get(&self.requests))],
+            [("", get(&self.requests))],
         );
         family(
             out,
             "pullcheck_webhook_verdict_budget_exceeded_total",
             "Reviews answered at their budget, without every verdict.",
-            &[("", get(&self.budget_exceeded))],
+            [("", get(&self.budget_exceeded))],
         );
         family(
             out,
             "pullcheck_webhook_verdicts_total",
             "Proven misses said at admission, by what was done.",
-            &[
+            [
                 ("{action=\"warned\"}", get(&self.warned)),
                 ("{action=\"refused\"}", get(&self.refused)),
             ],
         );
-    }
-}
-
-/// One counter family in the text format: its HELP and TYPE lines, then each series (its labels
-/// as written, and its value).
-fn family(out: &mut String, name: &str, help: &str, series: &[(&str, u64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} counter");
-    for (labels, value) in series {
-        let _ = writeln!(out, "{name}{labels} {value}");
     }
 }
 
