@@ -212,7 +212,7 @@ pub(crate) fn inject_valid(
         output: Output::default(),
         pending: Vec::new(),
         spots: 0,
-        pod_specs: 0,
+        tally: Tally::default(),
     };
     let read =
         manifests::read_each(input, source, &mut each).map_err(|e| InjectError(e.to_string()))?;
@@ -230,7 +230,7 @@ pub(crate) fn inject_valid(
                 warnings,
                 notes: std::mem::take(&mut each.written),
                 spots: each.spots,
-                pod_specs: each.pod_specs,
+                tally: each.tally,
                 format,
                 output: each.output(),
             }
@@ -243,13 +243,32 @@ pub(crate) fn inject_valid(
     };
     let mut warnings = done.warnings;
     closing_warnings(source, done.spots, valid, &mut warnings);
+    // `pullcheck inject`'s own: the webhook's pods are not the user's to change this way.
+    warnings.extend(node_grant_warning(done.tally.node_lookups));
     Ok(Injected {
         output: done.output,
         warnings,
         notes: done.notes,
-        pod_specs: done.pod_specs,
+        pod_specs: done.tally.pod_specs,
         format: done.format,
     })
+}
+
+/// The one warning of a run that wrote `pods` pod specs whose init container looks the node up
+/// for an `IfNotPresent` image: a registry miss of such an image counts only when the node's
+/// image list proves the node lacks it, and the list is read only with `get` on nodes, which
+/// inject cannot see from a manifest. `None` when there are none.
+fn node_grant_warning(pods: usize) -> Option<String> {
+    let have = match pods {
+        0 => return None,
+        1 => "1 pod spec has".to_string(),
+        n => format!("{n} pod specs have"),
+    };
+    Some(format!(
+        "{have} IfNotPresent images (set, or defaulted for a tag other than latest): a registry \
+         miss of such an image is only a warning unless the pod's service account may get nodes \
+         (examples/node-images-rbac.yaml), which lets the init container prove the node lacks it"
+    ))
 }
 
 /// The warnings of a whole run, after those of its pod specs: nothing found, the default
@@ -285,8 +304,8 @@ struct Done {
     notes: Vec<String>,
     /// Pod specs found.
     spots: usize,
-    /// Pod specs edited.
-    pod_specs: usize,
+    /// Pod specs edited, and what they need.
+    tally: Tally,
     format: Format,
     output: String,
 }
@@ -310,7 +329,16 @@ struct EachDocument<'a> {
     /// its edits and the output at once.
     pending: Vec<Edit>,
     spots: usize,
-    pod_specs: usize,
+    tally: Tally,
+}
+
+/// What the pod specs written add up to, across the documents of a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Tally {
+    /// Pod specs with the init container (added now, or already as it would be).
+    pub(super) pod_specs: usize,
+    /// Of those, the ones whose init container looks the node up for an `IfNotPresent` image.
+    pub(super) node_lookups: usize,
 }
 
 impl EachDocument<'_> {
@@ -330,7 +358,7 @@ impl manifests::EachDocument for EachDocument<'_> {
         self.output = Output::new(self.input.len());
         self.pending = Vec::new();
         self.spots = 0;
-        self.pod_specs = 0;
+        self.tally = Tally::default();
     }
 
     fn document(&mut self, tree: &Tree, found: Manifests) {
@@ -346,7 +374,7 @@ impl manifests::EachDocument for EachDocument<'_> {
             &found,
             &mut self.warnings,
             &mut self.written,
-            &mut self.pod_specs,
+            &mut self.tally,
         );
         self.spots += found.spots.len();
         self.notes.extend(found.notes);
@@ -356,7 +384,7 @@ impl manifests::EachDocument for EachDocument<'_> {
 
 /// The inject core: the edits of the pod specs `found` in `tree`, as `writer` writes them,
 /// their warnings added to `warnings`, what was written and why (a Job's failure policy) to
-/// `notes`, and the pod specs edited counted in `pod_specs`. `owner`: the kind of a Pod's
+/// `notes`, and the pod specs edited counted in `tally`. `owner`: the kind of a Pod's
 /// controller, at admission (it decides what the restart-policy warning can advise, where a
 /// manifest says it by its own kind).
 #[allow(clippy::too_many_arguments)]
@@ -369,7 +397,7 @@ pub(super) fn plan<W: Writer>(
     found: &Manifests,
     warnings: &mut Vec<String>,
     notes: &mut Vec<String>,
-    pod_specs: &mut usize,
+    tally: &mut Tally,
 ) -> Vec<W::Edit> {
     let mut run = Run {
         wants: Wants {
@@ -388,7 +416,8 @@ pub(super) fn plan<W: Writer>(
         volumes_done: HashMap::new(),
         spots_by_volumes: HashMap::new(),
         jobs_done: HashSet::new(),
-        pod_specs: *pod_specs,
+        pod_specs: tally.pod_specs,
+        node_lookups: tally.node_lookups,
     };
     for (i, spot) in found.spots.iter().enumerate() {
         run.spots_by_volumes
@@ -401,7 +430,10 @@ pub(super) fn plan<W: Writer>(
     }
     *warnings = run.warnings;
     *notes = run.notes;
-    *pod_specs = run.pod_specs;
+    *tally = Tally {
+        pod_specs: run.pod_specs,
+        node_lookups: run.node_lookups,
+    };
     run.edits
 }
 
@@ -422,7 +454,7 @@ fn whole(input: &str, source: &str, valid: &ValidOptions) -> Result<Done, Inject
     let found = manifests::read(input, source).map_err(|e| InjectError(e.to_string()))?;
     let mut warnings = found.notes.clone();
     let mut notes = Vec::new();
-    let mut pod_specs = 0;
+    let mut tally = Tally::default();
     let splicer = Splicer::new(input, &found.tree, found.format == Format::Json);
     let edits = plan(
         &splicer,
@@ -433,7 +465,7 @@ fn whole(input: &str, source: &str, valid: &ValidOptions) -> Result<Done, Inject
         &found,
         &mut warnings,
         &mut notes,
-        &mut pod_specs,
+        &mut tally,
     );
     let edits = crlf(edits, input.contains("\r\n"));
     let spots = found.spots.len();
@@ -445,7 +477,7 @@ fn whole(input: &str, source: &str, valid: &ValidOptions) -> Result<Done, Inject
         warnings,
         notes,
         spots,
-        pod_specs,
+        tally,
         format,
         output: apply(input, &edits),
     })
@@ -843,6 +875,90 @@ mod tests {
             ["t: no pod spec found; the output is the input unchanged"]
         );
         assert_eq!(run("").output, "");
+    }
+
+    #[test]
+    fn every_image_left_out_is_named_and_a_native_sidecars_placeholder_is_checked() {
+        // JobSet's in-place restart example: a native sidecar with a placeholder image, as
+        // `check --pod-spec` reads it (one invalid image), and a sidecar the kubelet never
+        // pulls.
+        let input = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+                     initContainers:\n  - {name: agent, image: <CHANGE ME>, restartPolicy: Always}\n  \
+                     - {name: cache, image: 'local/cache:dev', restartPolicy: Always, imagePullPolicy: Never}\n  \
+                     containers: [{name: main, image: 'reg.example.com/app:latest'}]\n";
+        let checked: Vec<String> = manifests::read(input, "test")
+            .unwrap()
+            .images()
+            .into_iter()
+            .map(|i| i.image)
+            .collect();
+        assert_eq!(checked, ["<CHANGE ME>", "reg.example.com/app:latest"]);
+        let out = run(input);
+        let init = &parse(&out.output)["spec"]["initContainers"][0];
+        assert_eq!(init["args"], parse("[check, \"<CHANGE ME>\"]"));
+        assert_eq!(init["env"][0]["value"], "reg.example.com/app:latest");
+        assert_eq!(
+            out.notes,
+            [
+                "test: document 1: Pod/p spec: not checked: sidecar cache \"local/cache:dev\": \
+              imagePullPolicy Never, so the kubelet never pulls it and the node must already hold \
+              it (check --pod-spec leaves it out too)"
+            ]
+        );
+        assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+        // Many are counted past the first eight.
+        let many: Vec<String> = (0..10)
+            .map(|i| format!("container c{i} \"l:{i}\""))
+            .collect();
+        let note = pod::never_note(&many).unwrap();
+        assert!(
+            note.starts_with("not checked: container c0 \"l:0\", ")
+                && note.contains("container c7 \"l:7\" and 2 more: imagePullPolicy Never, so the kubelet never pulls them"),
+            "{note}"
+        );
+        assert_eq!(pod::never_note(&[]), None);
+    }
+
+    #[test]
+    fn if_not_present_images_looked_up_on_the_node_are_said_once_per_run() {
+        let pod = |name: &str, image: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  restartPolicy: Never\n  \
+                 containers: [{{name: c, image: '{image}'}}]\n"
+            )
+        };
+        let input = format!(
+            "{}---\n{}---\n{}",
+            pod("a", "r.io/a:1"),
+            pod("b", "r.io/b:latest"),
+            pod(
+                "c",
+                "r.io/c@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+            )
+        );
+        let node = InjectOptions {
+            node_images: true,
+            ..opts("reg.example.com/pullcheck:1")
+        };
+        let out = inject(&input, "test", &node).unwrap();
+        assert_eq!(out.pod_specs, 3);
+        assert_eq!(
+            out.warnings,
+            [
+                "2 pod specs have IfNotPresent images (set, or defaulted for a tag other than \
+              latest): a registry miss of such an image is only a warning unless the pod's \
+              service account may get nodes (examples/node-images-rbac.yaml), which lets the \
+              init container prove the node lacks it"
+            ]
+        );
+        // Without the look-up (a library caller's default, or --no-node-images) a miss counts.
+        assert!(run(&input).warnings.is_empty());
+        assert_eq!(node_grant_warning(0), None);
+        assert!(
+            node_grant_warning(1)
+                .unwrap()
+                .starts_with("1 pod spec has ")
+        );
     }
 
     /// `inject` as it was: the whole input read, then edited.

@@ -4,7 +4,7 @@
 //! ([`super::plan`], as for `pullcheck inject`), and each edit names what it changes by JSON
 //! pointer (RFC 6901) into the object as sent.
 
-use super::{InjectError, ValidOptions, closing_warnings, plan};
+use super::{InjectError, Tally, ValidOptions, closing_warnings, plan};
 use crate::manifests::splice::{Refusal, Writer, Y};
 use crate::manifests::tree::{Kind, NodeId, Tree};
 use crate::manifests::{self};
@@ -259,7 +259,7 @@ pub(crate) fn inject_object(
     let found = manifests::read_object(object, source).map_err(|e| InjectError(e.to_string()))?;
     let writer = ObjectWriter::new(&found.tree);
     let mut warnings = found.notes.clone();
-    let (mut notes, mut pod_specs) = (Vec::new(), 0);
+    let (mut notes, mut tally) = (Vec::new(), Tally::default());
     let changes = plan(
         &writer,
         source,
@@ -269,7 +269,7 @@ pub(crate) fn inject_object(
         &found,
         &mut warnings,
         &mut notes,
-        &mut pod_specs,
+        &mut tally,
     );
     closing_warnings(source, found.spots.len(), valid, &mut warnings);
     Ok(ObjectInjected {

@@ -35,6 +35,28 @@ pub(super) struct Run<'a, W: Writer> {
     /// What was written and why, for stderr.
     pub(super) notes: Vec<String>,
     pub(super) pod_specs: usize,
+    /// Pod specs written whose init container looks the node up for an `IfNotPresent` image.
+    pub(super) node_lookups: usize,
+}
+
+/// How many containers a note names before it counts the rest.
+const NAMED: usize = 8;
+
+/// The note of the containers a pod spec's init container leaves out (`imagePullPolicy:
+/// Never`), so that no image is left out without a word; `None` when there are none.
+pub(super) fn never_note(never: &[String]) -> Option<String> {
+    if never.is_empty() {
+        return None;
+    }
+    let mut named = never[..never.len().min(NAMED)].join(", ");
+    if never.len() > NAMED {
+        named.push_str(&format!(" and {} more", never.len() - NAMED));
+    }
+    let them = if never.len() == 1 { "it" } else { "them" };
+    Some(format!(
+        "not checked: {named}: imagePullPolicy Never, so the kubelet never pulls {them} and the \
+         node must already hold {them} (check --pod-spec leaves {them} out too)"
+    ))
 }
 
 /// A volumes' holder's `volumes` as found: its items, the indices of ours, and the names of
@@ -132,6 +154,12 @@ impl<'a, W: Writer> Run<'a, W> {
             && self.jobs_done.insert(job)
         {
             self.failure_policy(job, pod, &at);
+        }
+        if let Some(note) = never_note(&checked.never) {
+            self.notes.push(format!("{}: {at}: {note}", self.source));
+        }
+        if self.wants.looks_up_node(spot) {
+            self.node_lookups += 1;
         }
         self.pod_specs += 1;
     }

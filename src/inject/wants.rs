@@ -15,11 +15,16 @@ use std::collections::HashSet;
 
 /// What a pod spec's init container checks: images, in order, without duplicates; those with
 /// whitespace or a comma as arguments; and the containers' facts for the start check, from the
-/// same containers.
+/// same containers. Every image the reader found is in one of the first two, whatever list it
+/// is in (a native sidecar's placeholder too, as `check --pod-spec` checks it), but those of
+/// `never`.
 pub(super) struct Checked {
     pub(super) images: Vec<(String, PullPolicy)>,
     pub(super) extra_args: Vec<String>,
     pub(super) facts: Vec<ContainerFacts>,
+    /// The containers left out, `imagePullPolicy: Never` (`check --pod-spec` leaves them out
+    /// too): each as `list name "image"`, for the note that names them.
+    pub(super) never: Vec<String>,
 }
 
 impl Checked {
@@ -27,8 +32,12 @@ impl Checked {
         let mut images: Vec<(String, PullPolicy)> = Vec::new();
         let mut extra_args: Vec<String> = Vec::new();
         let mut facts: Vec<ContainerFacts> = Vec::new();
+        let mut never: Vec<String> = Vec::new();
         for c in &spec.containers {
             if c.image_pull_policy.as_deref() == Some("Never") {
+                // The image as the reader read it, quoted and bounded: a note is one line.
+                let image = crate::escape::cut(&format!("{:?}", c.image), 160);
+                never.push(format!("{} {} {image}", c.list.as_str(), c.name));
                 continue;
             }
             // The reader trimmed it and left out what cannot be checked.
@@ -52,6 +61,7 @@ impl Checked {
             images,
             extra_args,
             facts,
+            never,
         }
     }
 }
@@ -126,7 +136,7 @@ impl Wants<'_> {
 
     /// Whether the init container looks the node up: with `--node-images` (the default), for
     /// a pod with an `IfNotPresent` image (a pod of `Always` images needs nothing of the node).
-    fn looks_up_node(&self, spot: &Spot) -> bool {
+    pub(super) fn looks_up_node(&self, spot: &Spot) -> bool {
         self.options.node_images
             && Checked::of(&self.manifests.pod_specs[spot.spec])
                 .images

@@ -1038,10 +1038,11 @@ pub(crate) mod tests {
             assert_eq!(v["images"][0]["fatal"], false, "{json}");
             assert_eq!(v["images"][0]["not_counted"], json, "{json}");
             let term = termination_message(&report, 1024);
-            assert!(
-                term.contains(&format!("(not counted: {})", why.because())),
-                "{term}"
-            );
+            let said = match why.to_prove() {
+                Some(proof) => format!("(not counted: {}; {proof})", why.because()),
+                None => format!("(not counted: {})", why.because()),
+            };
+            assert!(term.contains(&said), "{term}");
         }
         // Two causes in one run: a clause each.
         let mut a = result("a", Status::Unauthorized);

@@ -704,6 +704,26 @@ impl NotCounted {
             NotCounted::PodLoopback => "a registry on the node's loopback, not the pod's",
         }
     }
+
+    /// What would prove the failure, where something can: for the termination message, whose
+    /// hint keeps only its first clause. A miss of an `IfNotPresent` image is proven by the
+    /// node's complete image list (read with `get` on nodes) or, once the kubelet's own pull
+    /// fails, by the stuck-pod controller.
+    pub fn to_prove(self) -> Option<&'static str> {
+        match self {
+            NotCounted::MayBeOnNode => Some(
+                "to prove it: get on nodes (examples/node-images-rbac.yaml), or the stuck-pod \
+                 controller, pullcheck watch",
+            ),
+            NotCounted::AllowUnauthenticated
+            | NotCounted::CloudIdentityUnavailable
+            | NotCounted::CredentialProviderUnavailable
+            | NotCounted::NodeCredentialsRefused
+            | NotCounted::OnUnreachableWarn
+            | NotCounted::OnUnverifiableWarn
+            | NotCounted::PodLoopback => None,
+        }
+    }
 }
 
 #[cfg(test)]

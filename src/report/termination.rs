@@ -7,7 +7,8 @@
 //! kubelet keeps: a first line that stands alone (the summary: the run's status), then one line
 //! per failing image, most important first. Each line holds, in this order, the image as given,
 //! its reason (which names its status: docs/reference/reasons.md; with the containers that
-//! will not start, for `wont_start`, and the cause when it is not counted), the "did you mean"
+//! will not start, for `wont_start`, and the cause when it is not counted, with what would
+//! prove it, given once: a hint keeps only its first clause), the "did you mean"
 //! suggestions or the platforms the index has, and the first clause of its hint (given once:
 //! later images with the same hint leave it out). URLs and
 //! details stay in the logs and the JSON. What does not fit is cut at a word boundary, from the
@@ -47,10 +48,16 @@ pub fn termination_message(report: &Report, max: usize) -> String {
         .filter(|r| !r.is_ok())
         .collect();
     let mut hints_given: Vec<&str> = Vec::new();
+    let mut proofs_given: Vec<&str> = Vec::new();
     for (i, r) in problems.iter().enumerate() {
         let hint = first_clause(&r.hint);
         let repeat = hints_given.contains(&hint);
-        let line = short_line(r, if repeat { "" } else { hint });
+        // What would prove a failure that does not count, said once too.
+        let proof = match r.counted {
+            super::Counted::No(why) => why.to_prove().filter(|p| !proofs_given.contains(p)),
+            super::Counted::Yes => None,
+        };
+        let line = short_line(r, if repeat { "" } else { hint }, proof);
         let left = problems.len() - i - 1;
         // Keep room for the "… and N more" line unless this is the last problem.
         let reserve = if left == 0 { 0 } else { more_line(left).len() };
@@ -59,6 +66,7 @@ pub fn termination_message(report: &Report, max: usize) -> String {
             if !repeat {
                 hints_given.push(hint);
             }
+            proofs_given.extend(proof);
             continue;
         }
         // This line does not fit whole: keep its first words if a useful part fits (its
@@ -79,11 +87,15 @@ pub fn termination_message(report: &Report, max: usize) -> String {
     out
 }
 
-/// `\nIMAGE: tag_missing; did you mean v2? — HINT`, every value escaped.
-fn short_line(r: &ImageResult, hint: &str) -> String {
+/// `\nIMAGE: tag_missing; did you mean v2? — HINT`, every value escaped; a failure that does
+/// not count says why, and `proof`, what would prove it.
+fn short_line(r: &ImageResult, hint: &str, proof: Option<&str>) -> String {
     let mut line = format!("\n{}: {}", escape(&r.image), r.reason);
     if let super::Counted::No(why) = r.counted {
-        line.push_str(&format!(" (not counted: {})", why.because()));
+        match proof {
+            Some(proof) => line.push_str(&format!(" (not counted: {}; {proof})", why.because())),
+            None => line.push_str(&format!(" (not counted: {})", why.because())),
+        }
     }
     // A container that will not start is named: the image alone does not say which to fix.
     let refused: Vec<String> = r
@@ -240,6 +252,34 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_miss_the_node_may_hold_says_what_would_prove_it_once() {
+        use crate::report::{Counted, NotCounted};
+        let mut a = result("reg.io/a:v1", Status::NotFound);
+        let mut b = result("reg.io/b:v1", Status::NotFound);
+        for r in [&mut a, &mut b] {
+            r.reason = Reason::RepositoryMissing;
+            r.counted = Counted::No(NotCounted::MayBeOnNode);
+            r.hint = "If the image should exist, push it or fix its tag; if the node holds it, \
+                      nothing to do."
+                .into();
+        }
+        let msg = termination_message(&Report::new(vec![a, b]), 1024);
+        let lines: Vec<&str> = msg.lines().collect();
+        assert_eq!(
+            lines[1],
+            "reg.io/a:v1: repository_missing (not counted: IfNotPresent, and nothing proves the \
+             node lacks it; to prove it: get on nodes (examples/node-images-rbac.yaml), or the \
+             stuck-pod controller, pullcheck watch) — If the image should exist, push it or fix \
+             its tag"
+        );
+        assert_eq!(
+            lines[2],
+            "reg.io/b:v1: repository_missing (not counted: IfNotPresent, and nothing proves the \
+             node lacks it)"
+        );
+    }
+
     /// One result of each failure kind, with the words each would carry.
     fn every_kind() -> Vec<ImageResult> {
         use crate::report::{ContainerStart, Counted, NotCounted, StartStatus};
@@ -319,7 +359,7 @@ mod tests {
         assert_eq!(limits, [1024, 1024, 1024, 945, 245, 122, 40]);
         assert_eq!(termination_limit(None), 1024);
         for r in every_kind() {
-            let full = short_line(&r, first_clause(&r.hint));
+            let full = short_line(&r, first_clause(&r.hint), None);
             let full = full.trim_start_matches('\n');
             let image = full.find(&*escape(&r.image)).unwrap();
             let reason = full[image..].find(r.reason.as_str()).unwrap() + image;

@@ -508,6 +508,71 @@ fn aws_imds_with_a_hop_limit_of_one_and_no_imdsv1_is_unavailable_and_says_why() 
     assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
 }
 
+/// The stand-in's `/_times`: (method and path, arrived or dropped, seconds on its clock).
+fn times(standin: &StandIn) -> Vec<(String, String, f64)> {
+    let mut s = TcpStream::connect(("127.0.0.1", standin.port)).unwrap();
+    s.write_all(b"GET /_times HTTP/1.0\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("[]");
+    let lines: Vec<String> = serde_json::from_str(body).unwrap();
+    lines
+        .iter()
+        .map(|l| {
+            let mut w = l.rsplitn(3, ' ');
+            let at = w.next().unwrap().parse().unwrap();
+            let what = w.next().unwrap().to_string();
+            (w.next().unwrap().to_string(), what, at)
+        })
+        .collect()
+}
+
+#[test]
+fn aws_imds_answering_each_step_just_in_time_still_ends_within_its_one_second() {
+    // Each step within its own limit (the token's half second, a second for the role and the
+    // keys): the three together must still end one second after the first request, and the
+    // check then goes on without a cloud credential.
+    let reg = aws_registry();
+    let standin = aws_standin(json!({
+        "imds": "v2",
+        "imds_delay": {"token": 0.4, "roles": 0.9, "keys": 0.9},
+    }));
+    let c = Cloud::new(reg, ECR_HOST, &standin.url());
+    let image = c.image("cloud/imds-slow:v1");
+    let (run, elapsed) = c.run(std::slice::from_ref(&image));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["reason"], "no_credentials", "{r:#}");
+    assert_eq!(r["not_counted"], "cloud_identity_unavailable", "{r:#}");
+    let msg = r["message"].as_str().unwrap();
+    assert!(msg.contains("aws cloud credentials unavailable"), "{msg}");
+    let times = times(&standin);
+    let first = times.first().map(|t| t.2).expect("IMDS was asked");
+    let last = times.iter().map(|t| t.2).fold(first, f64::max);
+    // The last stamp is the stand-in seeing the check give up on the step it was waiting for.
+    assert!(
+        times.iter().any(|t| t.1 == "dropped"),
+        "the check waited every step out: {times:?}"
+    );
+    let lookup = Duration::from_secs_f64(last - first);
+    assert!(
+        lookup < Duration::from_millis(1300),
+        "{lookup:?}: {times:?}"
+    );
+    assert!(
+        lookup >= Duration::from_millis(900),
+        "{lookup:?}: {times:?}"
+    );
+    // The check's own time holds the lookup and the anonymous request after it, nothing more.
+    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
+    let log = standin.log();
+    assert!(
+        !log.iter().any(|l| l.starts_with("POST /ecr/")),
+        "no keys, so ECR is not asked: {log:?}"
+    );
+}
+
 #[test]
 fn aws_without_any_source_is_unavailable_and_the_image_unauthorized() {
     let reg = aws_registry();

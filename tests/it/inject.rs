@@ -1348,12 +1348,54 @@ spec:
         "reg.example.com/app:1 reg.example.com/migrate:1"
     );
     kubernetes_validate("never", &out.stdout);
+    // Each image left out is named, once per pod spec.
+    assert!(
+        out.stderr.contains(
+            "pullcheck: note: stdin: document 1: Pod/p spec: not checked: initContainer setup \
+             \"local/setup:dev\", container b \"local/sidecar:dev\": imagePullPolicy Never, so \
+             the kubelet never pulls them and the node must already hold them (check --pod-spec \
+             leaves them out too)"
+        ),
+        "{}",
+        out.stderr
+    );
 
     // Nothing left to check: an empty list (pullcheck then says there is nothing to check).
     let only_local = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
         containers: [{name: a, image: local/x, imagePullPolicy: Never}]\n";
     let out = inject_ok(&["--image", IMAGE], only_local);
     assert_eq!(env_images(pullcheck_of(&docs(&out.stdout)[0], "spec")), "");
+}
+
+#[test]
+fn if_not_present_images_without_the_node_grant_are_said_once_per_run() {
+    // Two pod specs with IfNotPresent images (one written, one defaulted: a tag other than
+    // latest) and one of Always images only: one line for the run, counting the two.
+    let pods = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  restartPolicy: Never\n  \
+        containers: [{name: a, image: 'reg.example.com/a:latest', imagePullPolicy: IfNotPresent}]\n\
+        ---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  restartPolicy: Never\n  \
+        containers: [{name: b, image: 'reg.example.com/b:1'}, {name: c, image: 'reg.example.com/c:2'}]\n\
+        ---\napiVersion: v1\nkind: Pod\nmetadata: {name: c}\nspec:\n  restartPolicy: Never\n  \
+        containers: [{name: c, image: 'reg.example.com/c'}]\n";
+    let warning = "pullcheck: warning: 2 pod specs have IfNotPresent images (set, or defaulted for \
+        a tag other than latest): a registry miss of such an image is only a warning unless the \
+        pod's service account may get nodes (examples/node-images-rbac.yaml), which lets the \
+        init container prove the node lacks it";
+    let out = inject_ok(&["--image", IMAGE], pods);
+    assert_eq!(out.stderr, format!("{warning}\n"));
+    assert!(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/node-images-rbac.yaml")
+            .is_file()
+    );
+    // Without the node look-up every image is checked as Always: a miss counts, nothing to say.
+    let out = inject_ok(&["--image", IMAGE, "--no-node-images"], pods);
+    assert_eq!(out.stderr, "");
+    // Always images only.
+    let latest = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  \
+        containers: [{name: a, image: 'reg.example.com/a'}, {name: b, image: 'reg.example.com/b:1', imagePullPolicy: Always}]\n";
+    let out = inject_ok(&["--image", IMAGE], latest);
+    assert_eq!(out.stderr, "");
 }
 
 #[test]

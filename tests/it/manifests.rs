@@ -515,6 +515,96 @@ fn check_arguments_are_checked_at_inject_time() {
     assert!(out.stderr.contains("--ca-file"), "{}", out.stderr);
 }
 
+/// The (image, status) pairs of a `check -o json` run.
+fn statuses(run: &Run) -> BTreeSet<(String, String)> {
+    run.json()["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["image"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_native_sidecars_placeholder_is_one_invalid_image_for_check_and_inject_alike() {
+    // JobSet's in-place restart example: a native sidecar whose image is `<CHANGE ME>`. The
+    // kubelet refuses that reference (InvalidImageName) and never starts the sidecar, so the
+    // pod is stuck without pullcheck too: both faces check it and count it. The sidecar with
+    // imagePullPolicy Never is left out by both, and inject says so.
+    let reg = crate::common::plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("sidecar/worker", "v1");
+    let worker = format!("{host}/sidecar/worker:v1");
+    let job = format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {{name: in-place}}\nspec:\n  template:\n    \
+         spec:\n      restartPolicy: Never\n      initContainers:\n      \
+         - {{name: agent, image: <CHANGE ME>, restartPolicy: Always}}\n      \
+         - {{name: cache, image: 'local/cache:dev', restartPolicy: Always, imagePullPolicy: Never}}\n      \
+         containers:\n      - {{name: worker, image: '{worker}', imagePullPolicy: Always}}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.yaml");
+    std::fs::write(&path, &job).unwrap();
+    let expected = BTreeSet::from([
+        ("<CHANGE ME>".to_string(), "invalid_reference".to_string()),
+        (worker.clone(), "ok".to_string()),
+    ]);
+
+    // check --pod-spec.
+    assert_eq!(
+        check_images(&path),
+        BTreeSet::from(["<CHANGE ME>".to_string(), worker.clone()])
+    );
+    let checked = pullcheck()
+        .check(&["-o", "json", "--plain-http", &host, "--pod-spec"])
+        .arg(&path)
+        .run();
+    assert_eq!(checked.code, 3, "{}{}", checked.stdout, checked.stderr);
+    assert_eq!(statuses(&checked), expected);
+
+    // inject: the placeholder is one argument, the worker in PULLCHECK_IMAGES, and the
+    // sidecar left out is named.
+    let out = inject(&["--image", IMAGE], &job);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "pullcheck: note: stdin: document 1: Job/in-place spec.template.spec: not checked: \
+             sidecar cache \"local/cache:dev\": imagePullPolicy Never, so the kubelet never \
+             pulls it and the node must already hold it (check --pod-spec leaves it out too)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let injected: Value = serde_yaml_ng::from_str(&out.stdout).unwrap();
+    let init = &injected["spec"]["template"]["spec"]["initContainers"][0];
+    assert_eq!(init["name"], "pullcheck");
+    assert_eq!(init["args"], json!(["check", "<CHANGE ME>"]));
+    // The init container's own command line and environment, run as the kubelet would; the
+    // test's flags first (a hostNetwork pod's, so that the registry on loopback is asked).
+    let mut cmd = pullcheck()
+        .check(&["-o", "json", "--termination-log", ""])
+        .args(["--plain-http", &host, "--network", "host"])
+        .args(
+            init["args"].as_array().unwrap()[1..]
+                .iter()
+                .map(|a| a.as_str().unwrap()),
+        )
+        .without_env_prefix("PULLCHECK_");
+    for e in init["env"].as_array().unwrap() {
+        if let Some(v) = e["value"].as_str() {
+            cmd = cmd.env(e["name"].as_str().unwrap(), v);
+        }
+    }
+    let ran = cmd.run();
+    assert_eq!(ran.code, 3, "{}{}", ran.stdout, ran.stderr);
+    assert_eq!(statuses(&ran), expected);
+}
+
 #[test]
 fn placeholder_image_stays_one_image() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -317,7 +317,11 @@ fn a_truncated_node_list_is_named_as_the_cause_in_the_summary_json_and_terminati
     assert_eq!(text.stdout.lines().last(), Some(summary), "{}", text.stdout);
     assert_eq!(term.lines().next(), Some(summary), "{term}");
     assert!(
-        term.contains("(not counted: IfNotPresent, and nothing proves the node lacks it)"),
+        term.contains(
+            "(not counted: IfNotPresent, and nothing proves the node lacks it; to prove it: get \
+             on nodes (examples/node-images-rbac.yaml), or the stuck-pod controller, pullcheck \
+             watch)"
+        ),
         "{term}"
     );
 }

@@ -4,13 +4,17 @@ AWS IMDS, STS (AssumeRoleWithWebIdentity), EKS Pod Identity's agent, ECR's API
 metadata server, Entra ID's token endpoint, Azure IMDS and ACR's /oauth2/exchange.
 
 Usage: python cloud.py CONFIG_JSON. Prints the port, serves until stdin closes. GET /_log
-answers the requests seen, as JSON lines "METHOD path outcome".
+answers the requests seen, as JSON lines "METHOD path outcome". With "imds_delay" (seconds per
+step: "token", "roles", "keys"), each IMDS answer waits that long first, and GET /_times answers
+when each request came and when its client gave up on it (seconds on one monotonic clock, as
+JSON lines "METHOD path arrived|dropped SECONDS").
 """
 
 import base64
 import hmac
 import json
 import re
+import select
 import sys
 import threading
 import time
@@ -26,6 +30,7 @@ AWS = CONFIG.get("aws", {})
 GOOGLE = CONFIG.get("google", {})
 AZURE = CONFIG.get("azure", {})
 LOG = []
+TIMES = []
 LOCK = threading.Lock()
 
 SIGV4 = re.compile(
@@ -115,6 +120,29 @@ class Handler(BaseHTTPRequestHandler):
     def headers_lower(self):
         return {k.lower(): v for k, v in self.headers.items()}
 
+    def stamp(self, what):
+        with LOCK:
+            TIMES.append("%s %s %s %.6f" % (self.command, self.path, what, time.monotonic()))
+
+    def delayed(self, step):
+        """Waits the configured delay of an IMDS step; False when the client gave up first (its
+        connection closed), which is then stamped as dropped."""
+        delay = AWS.get("imds_delay", {}).get(step)
+        if delay is None:
+            return True
+        self.stamp("arrived")
+        until = time.monotonic() + delay
+        while True:
+            left = until - time.monotonic()
+            if left <= 0:
+                return True
+            readable, _, _ = select.select([self.connection], [], [], left)
+            if readable and self.connection.recv(1, 2) == b"":  # 2: MSG_PEEK
+                self.stamp("dropped")
+                self.record("dropped")
+                self.close_connection = True
+                return False
+
     def hang(self):
         self.record("hang")
         time.sleep(5)
@@ -129,6 +157,8 @@ class Handler(BaseHTTPRequestHandler):
             if mode == "v2":
                 if not self.headers.get("x-aws-ec2-metadata-token-ttl-seconds"):
                     return self.answer(400, "missing ttl")
+                if not self.delayed("token"):
+                    return None
                 return self.answer(200, "imds-session-token", "text/plain")
         self.answer(404, "{}")
 
@@ -139,6 +169,10 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 seen = json.dumps(LOG)
             return self.answer(200, seen, outcome="log")
+        if path == "/_times":
+            with LOCK:
+                seen = json.dumps(TIMES)
+            return self.answer(200, seen, outcome="log")
         if path.startswith("/latest/meta-data/iam/security-credentials/") and "imds" in AWS:
             mode = AWS["imds"]
             token_ok = h.get("x-aws-ec2-metadata-token") == "imds-session-token"
@@ -148,8 +182,12 @@ class Handler(BaseHTTPRequestHandler):
             role = AWS.get("imds_role", "node-role")
             rest = path[len("/latest/meta-data/iam/security-credentials/"):]
             if rest == "":
+                if not self.delayed("roles"):
+                    return None
                 return self.answer(200, role + "\n", "text/plain")
             if rest == role:
+                if not self.delayed("keys"):
+                    return None
                 return self.answer(200, aws_keys_json())
             return self.answer(404, "{}")
         if path == "/pod-identity" and "pod_identity_token" in AWS:
