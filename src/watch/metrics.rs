@@ -1,5 +1,5 @@
 //! The watcher's Prometheus metrics, in the text format by hand as the webhook's are: stuck
-//! pods seen by cause, pods failed by reason, the time from the first waiting state to the
+//! pods seen by cause, words not recognised by waiting reason, pods failed by reason, the time from the first waiting state to the
 //! action, whether this replica leads, and the pending pods it holds; with the metric types
 //! of [`crate::serve`].
 
@@ -19,6 +19,8 @@ const BUCKETS: &[f64] = &[
 pub(crate) struct Metrics {
     /// By verdict (`permanent` or `transient`) and the reason's or the cause's word.
     stuck: Counters<2>,
+    /// Containers whose words the classifier does not know, by the kubelet's waiting reason.
+    unrecognized: Counters<1>,
     /// By reason word and dry run.
     failed: Counters<2>,
     /// From the first waiting state seen to the failure.
@@ -39,6 +41,7 @@ impl Default for Metrics {
     fn default() -> Metrics {
         Metrics {
             stuck: Counters::new(["verdict", "reason"]),
+            unrecognized: Counters::new(["waiting_reason"]),
             failed: Counters::new(["reason", "dry_run"]),
             delay: Histogram::new(BUCKETS),
             spared: Counters::new(["reason"]),
@@ -55,6 +58,17 @@ impl Metrics {
     pub(crate) fn stuck(&self, permanent: bool, word: &'static str) {
         let verdict = if permanent { "permanent" } else { "transient" };
         self.stuck.add([verdict, word]);
+    }
+
+    /// One container whose words the classifier does not know, reported once. The label is one
+    /// of the waiting reasons the watcher looks at, so the series stay few whatever the words.
+    pub(crate) fn unrecognized(&self, waiting: &str) {
+        let label = super::classify::WATCHED
+            .iter()
+            .find(|w| **w == waiting)
+            .copied()
+            .unwrap_or("other");
+        self.unrecognized.add([label]);
     }
 
     /// One pod failed (or, in a dry run, that would have been), `waited` after its container
@@ -87,6 +101,11 @@ impl Metrics {
             &mut out,
             "pullcheck_watch_stuck_pods_total",
             "Stuck containers seen past their grace, by cause.",
+        );
+        self.unrecognized.write(
+            &mut out,
+            "pullcheck_watch_unrecognized_total",
+            "Stuck containers whose kubelet's words pullcheck does not recognise (reported once each, never acted on), by waiting reason.",
         );
         self.failed.write(
             &mut out,
@@ -147,6 +166,8 @@ mod tests {
         m.spared("manifest_missing");
         m.owner_limited("manifest_missing");
         m.owner_limited("manifest_missing");
+        m.unrecognized("ErrImagePull");
+        m.unrecognized("SomethingNew");
         let text = m.render();
         for line in [
             "pullcheck_watch_stuck_pods_total{verdict=\"permanent\",reason=\"tag_missing\"} 1",
@@ -158,6 +179,8 @@ mod tests {
             "pullcheck_watch_leader 0",
             "pullcheck_watch_spared_pods_total{reason=\"manifest_missing\"} 1",
             "pullcheck_watch_owner_limited_pods_total{reason=\"manifest_missing\"} 2",
+            "pullcheck_watch_unrecognized_total{waiting_reason=\"ErrImagePull\"} 1",
+            "pullcheck_watch_unrecognized_total{waiting_reason=\"other\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line}\n{text}");
         }

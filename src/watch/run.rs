@@ -234,6 +234,9 @@ impl Watcher {
                         }
                     }
                     self.metrics.stuck(permanent, f.word());
+                    if f.verdict.unrecognized() {
+                        self.metrics.unrecognized(&f.waiting);
+                    }
                     h.seen.reported(&f.container, f.word());
                 }
             }
@@ -290,13 +293,23 @@ impl Watcher {
     }
 }
 
-/// The Event's reason and note for a cause that is only reported.
+/// The Event's reason and note for a cause that is only reported. Words the classifier does not
+/// know get an Event of their own, so that a runtime's new wording is seen where an operator
+/// looks, not passed over as one more transient cause.
 fn report_words(f: &Finding, permanent: bool) -> (&'static str, String) {
     if permanent {
         let kept = f.kept.as_deref().unwrap_or("kept");
         (
             "StuckPermanent",
             format!("{} — not failed: {kept}", f.message()),
+        )
+    } else if f.verdict.unrecognized() {
+        (
+            "StuckUnrecognized",
+            format!(
+                "{} — words pullcheck does not recognise: left to the kubelet, never acted on; if they name a cause that will not mend, report them with the node's runtime and version",
+                f.message()
+            ),
         )
     } else {
         (
@@ -445,6 +458,28 @@ mod tests {
         assert_eq!(listed.now["a"].seen, seen, "the first time seen is kept");
         pod_event(&mut listed, Event::Delete(pod("a", "ErrImagePull")));
         assert!(listed.now.is_empty());
+    }
+
+    #[test]
+    fn words_not_recognised_get_their_own_event() {
+        use super::super::classify::{Transient, Verdict};
+        let finding = |verdict| Finding {
+            container: "main".into(),
+            image: "r/app:v9".into(),
+            waiting: "ErrImagePull".into(),
+            words: "a runtime's new words".into(),
+            verdict,
+            since: Timestamp::from_second(1_800_000_000).unwrap(),
+            kept: None,
+        };
+        let (reason, note) = report_words(&finding(Verdict::Transient(Transient::Unknown)), false);
+        assert_eq!(reason, "StuckUnrecognized");
+        assert!(note.contains("a runtime's new words"), "{note}");
+        assert!(note.contains("does not recognise"), "{note}");
+        let (reason, _) = report_words(&finding(Verdict::Transient(Transient::Doubtful)), false);
+        assert_eq!(reason, "StuckTransient");
+        let (reason, _) = report_words(&finding(Verdict::Transient(Transient::Connect)), false);
+        assert_eq!(reason, "StuckTransient");
     }
 
     #[test]

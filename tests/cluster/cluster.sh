@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real single-node Kubernetes for the tests: etcd (Debian's), kube-apiserver, kube-controller-manager,
-# kube-scheduler, containerd (Debian's, CRI on) and the kubelet, with a plain-HTTP registry
+# kube-scheduler, containerd (CRI on; the runtime below) and the kubelet, with a plain-HTTP registry
 # (Debian's docker-registry) that holds the pause image, pullcheck's image and a small tools
 # image. Everything is on this machine: loopback, and a bridge of its own (pullcheck0,
 # 10.213.0.0/24) that only the node's network namespaces use.
@@ -12,9 +12,19 @@
 #                                   registry's storage): the next `up` starts from nothing
 #   tests/cluster/cluster.sh env    print the variables of a running cluster (source it)
 #
+# The node's container runtime is PULLCHECK_CLUSTER_RUNTIME (each words a failed pull its own way):
+#   containerd2         containerd v2.4.2, built from its Go module (build-containerd.sh), pulling
+#                       through its transfer service, as containerd 2 does by default
+#   containerd2-local   the same containerd, pulling on its older local path
+#                       (use_local_image_pull, which a config with registry mirrors also takes)
+#   containerd1.6       Debian's containerd 1.6
+# Unset, it is the runtime the state folder was made with, and containerd2 for a new one. A state
+# folder keeps its runtime (containerd's root is the runtime's own): another one needs `clean`.
+#
 # All state is in one folder, ${PULLCHECK_CLUSTER_DIR:-target/cluster}; `up` writes `env` there
-# (KUBECONFIG, PULLCHECK_CLUSTER_REGISTRY, ...). Needs root. docs/kubernetes-in-tests.md says
-# how this node differs from a production one, and why that does not change what is proven.
+# (KUBECONFIG, PULLCHECK_CLUSTER_REGISTRY, PULLCHECK_CLUSTER_RUNTIME with the runtime's version,
+# ...). Needs root. docs/kubernetes-in-tests.md says how this node differs from a production one,
+# and why that does not change what is proven.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../../scripts/lib.sh
@@ -85,6 +95,7 @@ wait_for() {
 need() {
   [ "$(id -u)" = 0 ] || die "needs root: it runs containerd and the kubelet, makes a bridge and mounts"
   local missing=()
+  # Debian's containerd is also the tests' `ctr`, whatever the runtime.
   command -v containerd >/dev/null || missing+=(containerd)
   command -v etcd >/dev/null || missing+=(etcd-server)
   command -v runc >/dev/null || missing+=(runc)
@@ -366,29 +377,33 @@ controllers_up() {
     --bind-address 127.0.0.1 --secure-port 10259 --leader-elect=false --profiling=false
 }
 
-containerd_up() {
-  local c=$state/containerd
-  mkdir -p "$c/root" "$c/state" "$state/certs.d" "$state/cni/net.d" "$state/cni/ipam"
-  cat >"$state/cni/net.d/10-pullcheck.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "pullcheck",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "$bridge",
-      "isGateway": true,
-      "ipMasq": false,
-      "ipam": {
-        "type": "host-local",
-        "dataDir": "$state/cni/ipam",
-        "ranges": [[{"subnet": "$pod_cidr", "rangeStart": "10.213.0.10", "gateway": "$node_ip"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    }
-  ]
+# The runtime of this `up` (PULLCHECK_CLUSTER_RUNTIME, or the state folder's): sets `runtime`
+# (containerd2, containerd2-local, containerd1.6) and refuses a runtime other than the one the
+# state folder was made with. The versioned names the env file gives (containerd-2.4.2, ...) are
+# taken too, so that a shell that sourced it can still run `up`.
+pick_runtime() {
+  local kept=
+  if [ -f "$state/runtime" ]; then
+    kept=$(cat "$state/runtime")
+  elif [ -d "$state/containerd/root" ]; then
+    # A state folder from before the runtime could be picked: Debian's containerd made it.
+    kept=containerd1.6
+  fi
+  local want=${PULLCHECK_CLUSTER_RUNTIME:-${kept:-containerd2}}
+  case $want in
+    containerd2-local | containerd-2.*-local-pull) runtime=containerd2-local ;;
+    containerd2 | containerd-2.*) runtime=containerd2 ;;
+    containerd1.6 | containerd-1.6*) runtime=containerd1.6 ;;
+    *) die "PULLCHECK_CLUSTER_RUNTIME=$want: not a runtime of the test cluster (containerd2, containerd2-local or containerd1.6)" ;;
+  esac
+  if [ -n "$kept" ] && [ "$kept" != "$runtime" ]; then
+    die "the state folder $state was made with the runtime $kept, not $runtime: run \`tests/cluster/cluster.sh clean\` first (a runtime's images and containers are its own)"
+  fi
 }
-EOF
+
+# containerd 1.6's configuration (version 2).
+containerd_config_v2() {
+  local c=$state/containerd
   cat >"$c/config.toml" <<EOF
 version = 2
 root = "$c/root"
@@ -421,12 +436,108 @@ state = "$c/state"
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "$state/certs.d"
 EOF
+}
+
+# containerd 2's own configuration (version 3: the CRI plugin is split into an images plugin and a
+# runtime plugin), the same settings as containerd_config_v2's. $1: use_local_image_pull, false
+# (the transfer service, containerd 2's default) or true (the local pull of containerd 1.x).
+containerd_config_v3() {
+  local c=$state/containerd
+  cat >"$c/config.toml" <<EOF
+version = 3
+root = "$c/root"
+state = "$c/state"
+# NRI would listen on the machine's /var/run/nri/nri.sock; nothing here uses it.
+disabled_plugins = ["io.containerd.nri.v1.nri"]
+[grpc]
+  address = "$c/containerd.sock"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  use_local_image_pull = $1
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$registry_host/pause:3.10"
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "$state/certs.d"
+[plugins."io.containerd.cri.v1.runtime"]
+  # As in containerd_config_v2: this machine's root cannot lower its oom_score_adj.
+  restrict_oom_score_adj = true
+  # containerd 2 has no enable_cdi (CDI is always on): no spec folder instead, so no device of
+  # the machine's is ever injected.
+  cdi_spec_dirs = []
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$c/runc"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$state/cni/net.d"
+EOF
+}
+
+# containerd's binary and the runtime's versioned name (`runtime_name`: containerd-2.4.2,
+# containerd-2.4.2-local-pull, containerd-1.6.20), the name of its recorded words' table.
+runtime_binary() {
+  case $runtime in
+    containerd2*)
+      local built
+      built=$("$here/build-containerd.sh" | tail -n 1)
+      containerd_bin=$built/containerd
+      # containerd finds its shim on its PATH: the one built with it first, not Debian's.
+      containerd_path=$built:$PATH
+      ;;
+    containerd1.6)
+      containerd_bin=$(command -v containerd)
+      containerd_path=$PATH
+      ;;
+  esac
+  # `containerd github.com/containerd/containerd/v2 v2.4.2 REVISION`; Debian's says 1.6.20~ds1.
+  local version
+  version=$("$containerd_bin" --version | awk '{print $3}')
+  version=${version#v}
+  runtime_name=containerd-${version%%[~+]*}
+  [ "$runtime" = containerd2-local ] && runtime_name+=-local-pull
+  return 0
+}
+
+containerd_up() {
+  local c=$state/containerd
+  mkdir -p "$c/root" "$c/state" "$state/certs.d" "$state/cni/net.d" "$state/cni/ipam"
+  cat >"$state/cni/net.d/10-pullcheck.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "pullcheck",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$bridge",
+      "isGateway": true,
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$state/cni/ipam",
+        "ranges": [[{"subnet": "$pod_cidr", "rangeStart": "10.213.0.10", "gateway": "$node_ip"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+EOF
+  case $runtime in
+    containerd1.6) containerd_config_v2 ;;
+    containerd2) containerd_config_v3 false ;;
+    containerd2-local) containerd_config_v3 true ;;
+  esac
   # In a mount namespace of its own, whose /etc/resolv.conf names only the stand-in of
   # resolver_up. A slave of the machine's, so that the kubelet's volume mounts still reach the
   # containers; the pods' network namespaces are mounted under containerd's state (above), in
   # that namespace, and go with it.
   start containerd unshare --mount --propagation slave -- \
-    sh -c 'mount --bind "$1" /etc/resolv.conf && exec containerd --config "$2"' sh "$state/resolver/resolv.conf" "$c/config.toml"
+    sh -c 'mount --bind "$1" /etc/resolv.conf && PATH=$2 exec "$3" --config "$4"' \
+    sh "$state/resolver/resolv.conf" "$containerd_path" "$containerd_bin" "$c/config.toml"
   wait_for containerd 30 ctr --address "$c/containerd.sock" version
   # pullcheck's own images were pushed afresh (images): a copy the node kept from an earlier
   # `up` of a kept state would be run instead wherever the pull policy is IfNotPresent (the
@@ -506,13 +617,17 @@ export PULLCHECK_CLUSTER_API=https://$node_ip:$api_port
 export PULLCHECK_CLUSTER_CONTAINERD=$state/containerd/containerd.sock
 export PULLCHECK_CLUSTER_HOSTS_DIR=$state/certs.d
 export PULLCHECK_CLUSTER_RESOLVER=$resolver_ip
+export PULLCHECK_CLUSTER_RUNTIME=$runtime_name
 EOF
 }
 
 up() {
   need
+  pick_runtime
   cache=$("$here/build.sh" | tail -n 1)
-  log "state in $state, Kubernetes from $cache"
+  runtime_binary
+  echo "$runtime" >"$state/runtime"
+  log "state in $state, Kubernetes from $cache, runtime $runtime_name ($containerd_bin)"
   pki
   mkdir -p "$state/kubeconfig"
   kubeconfig admin admin

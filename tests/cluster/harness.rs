@@ -32,6 +32,10 @@ pub struct Cluster {
     pub containerd: PathBuf,
     /// containerd's hosts directory (`config_path`): a test may add a host's `hosts.toml`.
     pub hosts_dir: PathBuf,
+    /// The node's container runtime and its version, as `cluster.sh` names it
+    /// (`PULLCHECK_CLUSTER_RUNTIME`): `containerd-2.4.2`, `containerd-2.4.2-local-pull` (the
+    /// same containerd pulling on its local path), `containerd-1.6.20`.
+    pub runtime: String,
 }
 
 /// The repository's root.
@@ -100,6 +104,7 @@ pub fn cluster() -> &'static Cluster {
             node_ip: get("PULLCHECK_CLUSTER_NODE_IP"),
             containerd: get("PULLCHECK_CLUSTER_CONTAINERD").into(),
             hosts_dir: get("PULLCHECK_CLUSTER_HOSTS_DIR").into(),
+            runtime: get("PULLCHECK_CLUSTER_RUNTIME"),
         }
     })
 }

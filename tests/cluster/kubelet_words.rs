@@ -2,9 +2,13 @@
 //! container runs, recorded from this cluster's kubelet and containerd, with the cause
 //! pullcheck's reasons give each: the raw material of the stuck-pod controller's classifier.
 //!
-//! The table is `tests/fixtures/kubelet-recorded.tsv`, one row per case. The test fails when the
-//! kubelet's reason or normalized words for a case differ from it, printing the new row;
-//! `PULLCHECK_BLESS=1` rewrites it. Run with
+//! Each runtime words a failed pull its own way, so there is one table per runtime the cluster
+//! runs (`PULLCHECK_CLUSTER_RUNTIME`, docs/kubernetes-in-tests.md):
+//! `tests/fixtures/kubelet-recorded/<runtime>.tsv`, named as the cluster names its runtime
+//! ([`Cluster::runtime`]: `containerd-2.4.2`, `containerd-2.4.2-local-pull`,
+//! `containerd-1.6.20`), one row per case. The test fails when the kubelet's reason or
+//! normalized words for a case differ from the running runtime's table, printing the new row;
+//! `PULLCHECK_BLESS=1` rewrites that table. Run with
 //! `cargo test --test cluster --features webhook -- --nocapture kubelet_words`.
 //!
 //! Every case is a bare Pod without pullcheck, `hostNetwork` (as the Jobs of `jobs.rs`), in one
@@ -39,6 +43,25 @@
 //! - `pull QPS exceeded` (the kubelet's own pull throttle) may stand in a state's message instead
 //!   of the cause: a transient word, left out of the table ([`THROTTLED`]).
 //!
+//! What containerd 2 (v2.4.2) words otherwise (`containerd-2.4.2.tsv`, its default pull through
+//! the transfer service; `containerd-2.4.2-local-pull.tsv`, its local path):
+//! - Through the transfer service, `failed to resolve image: ` stands where 1.6 says
+//!   `failed to resolve reference "IMAGE": `: a missing tag, digest or repository reads
+//!   `failed to pull and unpack image "IMAGE": failed to resolve image: IMAGE: not found`.
+//! - Through the transfer service, an index without the node's platform is no `failed to pull
+//!   and unpack image` at all: `rpc error: code = NotFound desc = get image config descriptor: no
+//!   match for platform in manifest sha256:…: not found` (the index was stored; reading the
+//!   image's config for the node's platform fails). The local path says 1.6's words.
+//! - On both paths an HTTP status reads `unexpected status from HEAD request to URL: <code>
+//!   <phrase>` (403 adds the body's message after a newline), where 1.6 says `pulling from host
+//!   … failed with status code`; a wrong Basic password still reads as a bare `401
+//!   Unauthorized`, but no credentials on Basic auth now reads `pull access denied, repository
+//!   does not exist or may require authorization: authorization failed: no basic auth
+//!   credentials`; the token server's refusal names its URL (`unexpected status from GET
+//!   request to https://…/token?…: 401 Unauthorized`).
+//! - A loopback registry that refuses connections is tried over `https://` (1.6: `http://`).
+//! - runc's start errors lose their trailing `: unknown`.
+//!
 //! The DNS case needs a resolver that answers on this machine: `cluster.sh` runs containerd in a
 //! mount namespace of its own whose `/etc/resolv.conf` names only a stand-in on loopback that
 //! answers every name NXDOMAIN. The test reads containerd's view of that file before it creates
@@ -50,10 +73,10 @@ use crate::common::{ALICE, plain_registry, tls_basic_registry, token_registry};
 use crate::harness::{Cluster, cluster, minutes, wait_for};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const FIXTURE: &str = "tests/fixtures/kubelet-recorded.tsv";
+/// The tables' folder: one `<runtime>.tsv` each.
+const FIXTURES: &str = "tests/fixtures/kubelet-recorded";
 const NS: &str = "pc-words-kubelet";
 const COLUMNS: [&str; 8] = [
     "case",
@@ -329,6 +352,11 @@ fn cases(c: &Cluster, s: &Setup) -> Vec<Case> {
             "tag-missing",
             "tag_missing",
             &format!("{r}/tools:no-such-tag"),
+        ),
+        case(
+            "digest-missing",
+            "digest_missing",
+            &format!("{r}/tools@sha256:{}", "0".repeat(64)),
         ),
         case(
             "repository-missing",
@@ -712,13 +740,14 @@ fn tsv_line(row: &Row) -> String {
     format!("{}\n", fields.join("\t"))
 }
 
-fn fixture_path() -> PathBuf {
-    crate::harness::repo().join(FIXTURE)
+/// The running runtime's table, relative to the repository.
+fn fixture(c: &Cluster) -> String {
+    format!("{FIXTURES}/{}.tsv", c.runtime)
 }
 
-/// The committed table, by case; empty when there is none yet.
-fn read_fixture() -> BTreeMap<String, Row> {
-    let Ok(text) = std::fs::read_to_string(fixture_path()) else {
+/// The committed table at `fixture`, by case; empty when there is none yet.
+fn read_fixture(fixture: &str) -> BTreeMap<String, Row> {
+    let Ok(text) = std::fs::read_to_string(crate::harness::repo().join(fixture)) else {
         return BTreeMap::new();
     };
     text.lines()
@@ -727,16 +756,44 @@ fn read_fixture() -> BTreeMap<String, Row> {
             let fields: Vec<String> = l.split('\t').map(unescape).collect();
             let row: Row = fields
                 .try_into()
-                .unwrap_or_else(|f: Vec<String>| panic!("{FIXTURE}: {} fields in {l}", f.len()));
+                .unwrap_or_else(|f: Vec<String>| panic!("{fixture}: {} fields in {l}", f.len()));
             (row[0].clone(), row)
         })
         .collect()
 }
 
-fn table(rows: &[Row]) -> String {
+/// What the words were recorded on, for the table's header: the kubelet's version and the
+/// runtime's, as the Node reports them, and how the runtime pulls.
+fn recorded_on(c: &Cluster) -> String {
+    let info = |field: &str| {
+        c.kubectl(&[
+            "get",
+            "node",
+            &c.node,
+            "-o",
+            &format!("jsonpath={{.status.nodeInfo.{field}}}"),
+        ])
+    };
+    let pull = if c.runtime.ends_with("-local-pull") {
+        "pulling on its local path (`use_local_image_pull = true`)"
+    } else if c.runtime.starts_with("containerd-1.") {
+        "pulling in its CRI plugin (containerd 1.x has no transfer service)"
+    } else {
+        "pulling through its transfer service (the default)"
+    };
+    format!(
+        "# Runtime {}: kubelet {} on {}, {pull}.\n",
+        c.runtime,
+        info("kubeletVersion"),
+        info("containerRuntimeVersion"),
+    )
+}
+
+fn table(recorded_on: &str, rows: &[Row]) -> String {
     let mut text = String::from(
         "# The real kubelet's words for each cause, recorded from the test cluster's kubelet\n\
-         # (v1.34) and containerd by tests/cluster/kubelet_words.rs; do not edit:\n\
+         # and container runtime by tests/cluster/kubelet_words.rs; do not edit: on a cluster of\n\
+         # this runtime (tests/cluster/cluster.sh, PULLCHECK_CLUSTER_RUNTIME),\n\
          # `PULLCHECK_BLESS=1 cargo test --test cluster --features webhook -- kubelet_words`\n\
          # rewrites it. Tab-separated; `\\t`, `\\n`, `\\\\` escaped; `-` for nothing. `state` and\n\
          # `reason` are the container's first state that names the cause, `backoff_*` the\n\
@@ -745,6 +802,7 @@ fn table(rows: &[Row]) -> String {
          # give it. Registry addresses are REGISTRY, TOKEN_REGISTRY, ...; digests, ids, pod uids\n\
          # and the cluster's folder are replaced too.\n",
     );
+    text.push_str(recorded_on);
     text.push_str(&format!("{}\n", COLUMNS.join("\t")));
     for row in rows {
         text.push_str(&tsv_line(row));
@@ -810,7 +868,8 @@ fn kubelet_words_for_each_cause() {
     let started = Instant::now();
     let seen = watch_states(c, &cases);
     let n = &setup.normalizer;
-    let fixture = read_fixture();
+    let path = fixture(c);
+    let fixture = read_fixture(&path);
     let bless = std::env::var_os("PULLCHECK_BLESS").is_some_and(|v| v == "1");
     // The Events are sent after the state they explain, and not always before the poll ends:
     // read them until they match the table, or for 20 s.
@@ -832,14 +891,14 @@ fn kubelet_words_for_each_cause() {
         unread.is_empty(),
         "the kubelet pulled without a pull secret it had not read yet, so these words are not the case's: {unread:?}"
     );
-    let text = table(&rows);
+    let text = table(&recorded_on(c), &rows);
     println!(
         "the kubelet's words, {} s after the pods were made:\n{text}",
         started.elapsed().as_secs()
     );
     if bless {
-        std::fs::write(fixture_path(), &text).expect("write the table");
-        println!("wrote {FIXTURE}");
+        std::fs::write(crate::harness::repo().join(&path), &text).expect("write the table");
+        println!("wrote {path}");
         return;
     }
     let mut changed = String::new();
@@ -851,12 +910,13 @@ fn kubelet_words_for_each_cause() {
     }
     for name in fixture.keys() {
         if !rows.iter().any(|r| r[0] == *name) {
-            changed.push_str(&format!("{name}: in {FIXTURE}, no longer a case\n"));
+            changed.push_str(&format!("{name}: in {path}, no longer a case\n"));
         }
     }
     assert!(
         changed.is_empty(),
-        "the kubelet's words differ from {FIXTURE} (`PULLCHECK_BLESS=1` rewrites it):\n{changed}"
+        "the kubelet's words on {} differ from {path} (`PULLCHECK_BLESS=1` rewrites it):\n{changed}",
+        c.runtime
     );
 }
 

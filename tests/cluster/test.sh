@@ -5,8 +5,14 @@
 # on a machine builds Kubernetes from its Go modules), runs `cargo test --test cluster`, then takes
 # the cluster down. PULLCHECK_CLUSTER_KEEP=1 leaves it (and the tests' namespaces) running.
 #
+# The whole suite runs on one container runtime, PULLCHECK_CLUSTER_RUNTIME (cluster.sh; default
+# containerd2). Then, each runtime words failed pulls its own way: on each other runtime of the
+# cluster a short run, the kubelet's words against that runtime's table, the seed case, the
+# chart's default install (watch_mode) and doctor --probe (each
+# switch of runtime starts from a clean state folder: cluster.sh keeps a folder's runtime).
+#
 # Needs root and Go. Without them it says which is missing and fails: these tests never skip.
-# Arguments go to the test binary (a test name filter, say).
+# Arguments go to the test binary (a test name filter, say); then only the one runtime runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 missing=()
@@ -22,7 +28,20 @@ tests/cluster/build-helm.sh >/dev/null
 if [ "${PULLCHECK_CLUSTER_KEEP:-}" != 1 ]; then
   trap 'tests/cluster/cluster.sh down' EXIT
 fi
-tests/cluster/cluster.sh up
+runtimes=(containerd2 containerd2-local containerd1.6)
+runtime=${PULLCHECK_CLUSTER_RUNTIME:-containerd2}
+state=${PULLCHECK_CLUSTER_DIR:-target/cluster}
+# on RUNTIME: brings the cluster up on RUNTIME (the test binary's harness then finds it running),
+# cleaning first a state folder another runtime made.
+on() {
+  export PULLCHECK_CLUSTER_RUNTIME=$1
+  if [ -d "$state/containerd/root" ] && [ "$(cat "$state/runtime" 2>/dev/null)" != "$1" ]; then
+    tests/cluster/cluster.sh clean
+  fi
+  echo "== cluster tests on $1" >&2
+  tests/cluster/cluster.sh up
+}
+on "$runtime"
 # The tests that need the node's image list complete run first, alone: the kubelet lists at
 # most 5 names of an image, and the tests side by side pull the same image under many names
 # (each fault proxy is a registry host of its own), after which no absence is provable.
@@ -50,4 +69,15 @@ fi
 cargo test --test cluster --features webhook -- --test-threads 8 --nocapture "$@"
 if [ ${#last[@]} -gt 0 ]; then
   cargo test --test cluster --features webhook -- --nocapture "${last[@]}"
+  # The other runtimes: what differs between them is the kubelet's words (the words' table of
+  # each, tests/fixtures/kubelet-recorded/) and whether the seed case still fails fast on them.
+  for other in "${runtimes[@]}"; do
+    [ "$other" != "$runtime" ] || continue
+    on "$other"
+    cargo test --test cluster --features webhook -- --exact --nocapture "${first[@]}"
+    cargo test --test cluster --features webhook -- --nocapture kubelet_words::
+    # The chart's default install on this runtime: the seed Job failed and the good Job's
+    # overhead (watch_mode, figures printed), and `doctor --probe`.
+    cargo test --test cluster --features webhook -- --nocapture --test-threads 1 watch_mode:: doctor::doctor_probe
+  done
 fi
