@@ -102,7 +102,9 @@
 //! - `doctor` (cargo feature `webhook` or `watch`): `pullcheck doctor`, whether the chart works
 //!   on a cluster (`read`: the API reads and the dry-run sample, the only I/O; `selector`: a
 //!   namespaceSelector read back; `sample`: the sample and what came back; `decide`: each
-//!   check's ok or no and its fix, without I/O).
+//!   check's ok or no and its fix, without I/O; `runtimes`: the nodes' container runtimes
+//!   against those the watcher was tested with; `probe`: `--probe`, a real Job the install
+//!   must fail).
 //! - `serve` (with either cargo feature): what the two cluster-wide servers share, the
 //!   `--listen` address, the runtime, the one accept loop (TLS or not) with its bounds, the
 //!   stopping signals, the `/healthz`, `/readyz` and `/metrics` answers, and the one histogram

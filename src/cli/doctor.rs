@@ -4,8 +4,10 @@
 //! `config::DoctorConfig::from_args`.
 
 use super::OutputFormat;
+use super::values::Checked;
 use clap::Args;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// What `pullcheck help` says of the subcommand.
 const ABOUT: &str =
@@ -21,10 +23,17 @@ the installed webhook's namespaceSelector and the watcher's --namespace-label); 
 (a Job in watch mode) created with a server-side dry run in an opted-in namespace, which the API
 server sends through the webhook: changed, the webhook is reached; its init container (or the
 Job rule) there, a pod would be injected. Nothing is created. Exit 0 when every check is ok, 1
-when one is not, 2 for a usage error. Only in a build with `--features webhook` or `watch`.";
+when one is not, 2 for a usage error. Only in a build with `--features webhook` or `watch`.
+
+With --probe NAMESPACE it also proves the install end to end on this cluster's own nodes and
+runtime: it creates there a Job whose image is the install's own image repository with a random
+tag that cannot exist (so the nodes already reach that registry), waits for the Job to fail,
+prints the time, the verdict and the kubelet's words, and deletes what it made. It says no when
+the Job did not fail within --probe-timeout.";
 
 const CLUSTER: &str = "Cluster";
 const RELEASE: &str = "Release";
+const PROBE: &str = "Probe";
 const OUTPUT: &str = "Output";
 
 /// Flags of `pullcheck doctor`.
@@ -82,6 +91,31 @@ pub struct DoctorArgs {
         help_heading = RELEASE
     )]
     pub(crate) sample_namespace: Option<String>,
+
+    /// Prove the install end to end in this namespace: a real Job whose image tag cannot
+    /// exist, which the install must fail.
+    ///
+    /// The namespace must be one the install acts on (labelled for the watcher, or opted in to
+    /// the webhook in init mode); the Job and its pod are deleted afterwards. Needs `create`,
+    /// `get` and `delete` on jobs, and `list` on pods, there.
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "PULLCHECK_DOCTOR_PROBE",
+        help_heading = PROBE
+    )]
+    pub(crate) probe: Option<String>,
+
+    /// How long the probe's Job may take to fail before the probe says no.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "60s",
+        env = "PULLCHECK_DOCTOR_PROBE_TIMEOUT",
+        help_heading = PROBE,
+        value_parser = Checked::parser(super::values::parse_duration)
+    )]
+    pub(crate) probe_timeout: Checked<Duration>,
 
     /// Output format on stdout.
     #[arg(

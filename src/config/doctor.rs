@@ -7,6 +7,7 @@ use crate::cli::OutputFormat;
 use crate::cli::doctor::DoctorArgs;
 use crate::manifests::names::is_dns_label;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A validated `pullcheck doctor`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +24,8 @@ pub(crate) struct DoctorConfig {
     pub(crate) sample_namespace: Option<String>,
     /// `-o json`.
     pub(crate) json: bool,
+    /// `--probe`: the namespace to prove the install in, and `--probe-timeout`.
+    pub(crate) probe: Option<(String, Duration)>,
 }
 
 impl DoctorConfig {
@@ -43,6 +46,15 @@ impl DoctorConfig {
         if let Some(sample) = &args.sample_namespace {
             name("--sample-namespace", sample);
         }
+        if let Some(probe) = &args.probe {
+            name("--probe", probe);
+        }
+        let timeout = super::judged(
+            "--probe-timeout",
+            &args.probe_timeout,
+            Duration::from_secs(60),
+            &mut errors,
+        );
         if args.context.as_deref() == Some("") {
             errors.push("--context: empty; leave it out for the kubeconfig's current one".into());
         }
@@ -56,6 +68,7 @@ impl DoctorConfig {
             release: args.release,
             sample_namespace: args.sample_namespace,
             json: args.output == OutputFormat::Json,
+            probe: args.probe.map(|ns| (ns, timeout)),
         })
     }
 }
@@ -71,6 +84,11 @@ mod tests {
             namespace: namespace.into(),
             release: release.into(),
             sample_namespace: sample.map(Into::into),
+            probe: None,
+            probe_timeout: crate::cli::Checked {
+                given: "60s".into(),
+                value: Ok(Duration::from_secs(60)),
+            },
             output: OutputFormat::Text,
         }
     }

@@ -15,6 +15,9 @@ pub(crate) struct DeploymentSeen {
     pub(crate) mode: String,
     /// The watch container's `--namespace-label` and `--lease-name`, when it has one.
     pub(crate) watcher: Option<WatcherSeen>,
+    /// The install's image (its webhook container's, else its first container's): `--probe`
+    /// asks the nodes for a tag of its repository that cannot exist.
+    pub(crate) image: Option<String>,
 }
 
 /// The watch container's flags.
@@ -61,6 +64,14 @@ pub(crate) enum SampleSeen {
     },
 }
 
+/// The nodes' runtimes as read: `containerRuntimeVersion` (`containerd://2.4.2`) to the number
+/// of nodes that run it, or why the Nodes could not be listed. `super::runtimes` judges them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RuntimesSeen {
+    Read(std::collections::BTreeMap<String, usize>),
+    Unread(String),
+}
+
 /// Everything doctor read of one release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Seen {
@@ -79,6 +90,9 @@ pub(crate) struct Seen {
     /// The namespace asked for with `--sample-namespace`, if it is not among `opted_in`.
     pub(crate) sample_not_opted_in: Option<String>,
     pub(crate) sample: SampleSeen,
+    /// The nodes' container runtimes (read with a watcher: only its verdicts hang on their
+    /// words).
+    pub(crate) runtimes: Option<RuntimesSeen>,
 }
 
 /// One line of the answer.
@@ -476,6 +490,7 @@ mod tests {
                     namespace_label: "pullcheck.dev/watch=enabled".into(),
                     lease_name: "pc-pullcheck-watch".into(),
                 }),
+                image: Some("127.0.0.1:5000/pullcheck:ci-webhook".into()),
             }),
             configuration: Some(("pc-pullcheck".into(), vec![hook()])),
             endpoints: 2,
@@ -493,6 +508,7 @@ mod tests {
                 changed: true,
                 added: true,
             },
+            runtimes: None,
         }
     }
 

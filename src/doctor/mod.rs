@@ -4,7 +4,9 @@
 //! into the checks; here they are run and written, as text for a person or `-o json`.
 
 mod decide;
+mod probe;
 mod read;
+mod runtimes;
 mod sample;
 mod selector;
 
@@ -37,13 +39,26 @@ pub(crate) fn run(args: DoctorArgs) -> ExitCode {
     };
     let checks = runtime.block_on(async {
         let client = read::client(&config).await?;
-        read::read(&client, &config).await
+        let seen = read::read(&client, &config).await?;
+        let probe = match &config.probe {
+            Some((namespace, bound)) => {
+                let image = seen.deployment.as_ref().and_then(|d| d.image.as_deref());
+                Some(probe::run(&client, namespace, image, *bound).await)
+            }
+            None => None,
+        };
+        Ok::<_, read::ReadError>((seen, probe))
     });
     // A kubeconfig that cannot be read is a usage error (nothing was asked); an API server
     // that does not answer is a `no` like any other.
     let usage = matches!(checks, Err(read::ReadError::Config(_)));
     let checks = match checks {
-        Ok(seen) => decide::checks(&seen),
+        Ok((seen, probe)) => {
+            let mut checks = decide::checks(&seen);
+            checks.extend(seen.runtimes.as_ref().map(runtimes::check));
+            checks.extend(probe.map(|p| p.check()));
+            checks
+        }
         Err(e) => vec![unread(&e)],
     };
     let text = if config.json {

@@ -3,16 +3,19 @@
 //! dry-run sample. Everything becomes plain data ([`Seen`]) for `decide`; only the API server's
 //! own refusals and failures are errors.
 
-use super::decide::{DeploymentSeen, HookSeen, LeaseSeen, SampleSeen, Seen, WatcherSeen};
+use super::decide::{
+    DeploymentSeen, HookSeen, LeaseSeen, RuntimesSeen, SampleSeen, Seen, WatcherSeen,
+};
 use crate::config::DoctorConfig;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Container, Namespace, Pod};
+use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Why nothing could be read.
@@ -93,6 +96,7 @@ pub(crate) async fn read(client: &Client, config: &DoctorConfig) -> Result<Seen,
         watched: Vec::new(),
         sample_not_opted_in: None,
         sample: SampleSeen::NoNamespace,
+        runtimes: None,
     };
     let Some(d) = seen.deployment.clone() else {
         return Ok(seen);
@@ -106,6 +110,7 @@ pub(crate) async fn read(client: &Client, config: &DoctorConfig) -> Result<Seen,
             .map_err(api_error("get lease"))?;
         seen.lease = lease.map(|l| lease_seen(&l));
         seen.watched = namespaces(client, &w.namespace_label).await?;
+        seen.runtimes = Some(runtimes(client).await);
     }
     let hook = seen.configuration.as_ref().and_then(|(_, h)| h.first());
     if let Some(hook) = hook {
@@ -156,6 +161,9 @@ fn deployment_seen(d: &Deployment) -> DeploymentSeen {
         mode: named("webhook")
             .and_then(|c| arg_of(c, "mode"))
             .unwrap_or_else(|| "init".to_string()),
+        image: named("webhook")
+            .or(containers.first())
+            .and_then(|c| c.image.clone()),
         watcher: named("watch").map(|c| WatcherSeen {
             namespace_label: arg_of(c, "namespace-label")
                 .unwrap_or_else(|| "pullcheck.dev/watch=enabled".to_string()),
@@ -212,6 +220,28 @@ async fn namespaces(client: &Client, selector: &str) -> Result<Vec<String>, Read
         .collect();
     names.sort();
     Ok(names)
+}
+
+/// The nodes' container runtimes, by `containerRuntimeVersion`. A refusal is said in the
+/// check's words rather than failing doctor: a user may read the release but not the nodes.
+async fn runtimes(client: &Client) -> RuntimesSeen {
+    let api: Api<Node> = Api::all(client.clone());
+    match api.list(&ListParams::default()).await {
+        Ok(nodes) => {
+            let mut by_runtime = BTreeMap::new();
+            for node in nodes.items {
+                let runtime = node
+                    .status
+                    .and_then(|s| s.node_info)
+                    .map(|i| i.container_runtime_version)
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| "unknown".to_string());
+                *by_runtime.entry(runtime).or_insert(0) += 1;
+            }
+            RuntimesSeen::Read(by_runtime)
+        }
+        Err(e) => RuntimesSeen::Unread(e.to_string()),
+    }
 }
 
 async fn endpoints(client: &Client, ns: &str, service: &str) -> Result<usize, ReadError> {

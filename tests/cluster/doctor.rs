@@ -2,7 +2,9 @@
 //! test made: no release there (every fix is the install), a release in `mode: both` that is
 //! healthy with a namespace opted in (every check ok, exit 0), a namespace that is not opted in
 //! (no, and the `kubectl label` that mends it), and the webhook scaled to 0 (the API server
-//! cannot reach it: no, with why and what to do).
+//! cannot reach it: no, with why and what to do). `--probe` against the watch-mode release: a
+//! watched namespace's Job is failed and said so with the time, the verdict and the words; in a
+//! namespace the install does not act on, the probe says no at its bound; nothing is left.
 
 use crate::harness::{cluster, minutes, wait_for};
 use crate::webhook::{install, opted_in};
@@ -133,4 +135,53 @@ fn doctor_says_ok_then_not_opted_in_then_unreachable_each_with_its_fix() {
     let (said, _) = line(&out, "injected");
     assert!(said.starts_with("no "), "{said}");
     drop(ns);
+}
+
+#[test]
+fn doctor_probe_proves_the_install_and_says_no_where_it_does_not_act() {
+    let c = cluster();
+    let ns = crate::watch_mode::watched("pc-doctor-probe");
+    let release = ["-n", "pc-watch-mode", "--release", "pc-watch-mode"];
+    let mut args = release.to_vec();
+    args.extend(["--probe", &ns.name]);
+    let (_, out) = doctor(&args);
+    let (said, fix) = line(&out, "probe");
+    assert!(said.starts_with("ok "), "{out}");
+    assert!(said.contains("failed in"), "{said}");
+    assert!(said.contains("verdict manifest_missing"), "{said}");
+    assert!(said.contains("pullcheck-probe-"), "{said}");
+    assert_eq!(fix, None);
+    let seconds: f64 = said
+        .split("failed in ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .expect("the time");
+    println!(
+        "doctor --probe: the install failed its Job in {seconds:.1} s on {}",
+        c.runtime
+    );
+
+    // A namespace the install does not act on: no, at the bound, with the kubelet's words.
+    let unwatched = c.namespace("pc-doctor-probe-off");
+    let mut args = release.to_vec();
+    args.extend(["--probe", &unwatched.name, "--probe-timeout", "20s"]);
+    let (code, out) = doctor(&args);
+    assert_eq!(code, 1, "{out}");
+    let (said, fix) = line(&out, "probe");
+    assert!(said.starts_with("no "), "{said}");
+    assert!(said.contains("not failed within 20s"), "{said}");
+    assert!(fix.is_some(), "{out}");
+
+    // Nothing of the probes is left.
+    for namespace in [&ns.name, &unwatched.name] {
+        wait_for("the probe's Jobs to go", minutes(1), || {
+            let jobs = c.kubectl(&["-n", namespace, "get", "jobs", "-o", "name"]);
+            if jobs.trim().is_empty() {
+                Ok(())
+            } else {
+                Err(jobs)
+            }
+        });
+    }
 }

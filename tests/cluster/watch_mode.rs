@@ -44,7 +44,7 @@ fn the_rule() -> Value {
 
 /// A namespace of the test's own with the one label, once its Jobs are seen to get the rule
 /// (the API server matches the label from its own cache of namespaces).
-fn watched(name: &str) -> Namespace {
+pub fn watched(name: &str) -> Namespace {
     let _ = release();
     let c = cluster();
     let ns = c.namespace(name);
