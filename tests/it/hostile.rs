@@ -2221,17 +2221,7 @@ fn an_image_that_looks_like_flags_is_checked_as_an_invalid_image_by_the_injected
     let out = run(dir.path(), cmd, false);
     out.assert_no_panic();
     assert_eq!(out.code, 3, "args {args:?}: {}{}", out.stdout, out.stderr);
-    let checked: Vec<(String, String)> = out.json()["images"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["image"].as_str().unwrap().to_string(),
-                r["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let checked = crate::common::statuses(&out.json());
     for image in images {
         assert!(
             checked.contains(&(image.to_string(), "invalid_reference".to_string())),

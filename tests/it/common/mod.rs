@@ -307,6 +307,21 @@ impl From<std::process::Output> for Run {
     }
 }
 
+/// Each image's (image, status) of a `-o json` report, in its order.
+pub fn statuses(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["image"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 impl Run {
     /// stdout as JSON (`-o json`).
     pub fn json(&self) -> serde_json::Value {
@@ -316,6 +331,11 @@ impl Run {
                 self.stdout, self.stderr
             )
         })
+    }
+
+    /// Each image's (image, status) of a `-o json` run, in the order of the report.
+    pub fn statuses(&self) -> Vec<(String, String)> {
+        statuses(&self.json())
     }
 
     /// The JSON result of one image, by the image as given.
