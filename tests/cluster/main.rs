@@ -10,7 +10,7 @@
 //!   end as without pullcheck, put in by `inject` and by the webhook alike, and the seed case
 //!   still fails fast.
 //! - `kubelet_words`: the kubelet's own words for each cause, against
-//!   `tests/fixtures/kubelet-recorded.tsv`.
+//!   `tests/fixtures/kubelet-recorded/<runtime>.tsv`.
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
 //!   watcher): time to `Failed` of a missing tag, a good Job's cost, Jobs left as written.
 //! - `doctor`: `pullcheck doctor`'s answers, ok and each no with its fix, on a real release.

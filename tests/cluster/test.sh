@@ -5,11 +5,12 @@
 # on a machine builds Kubernetes from its Go modules), runs `cargo test --test cluster`, then takes
 # the cluster down. PULLCHECK_CLUSTER_KEEP=1 leaves it (and the tests' namespaces) running.
 #
-# The whole suite runs on one container runtime, PULLCHECK_CLUSTER_RUNTIME (cluster.sh; default
-# containerd2). Then, each runtime words failed pulls its own way: on each other runtime of the
-# cluster a short run, the kubelet's words against that runtime's table, the seed case, the
-# chart's default install (watch_mode) and doctor --probe (each
-# switch of runtime starts from a clean state folder: cluster.sh keeps a folder's runtime).
+# The whole suite runs on one container runtime and Kubernetes, PULLCHECK_CLUSTER_RUNTIME and
+# PULLCHECK_CLUSTER_KUBERNETES (cluster.sh; default containerd2 and v1.37.2). Then, since each
+# runtime words failed pulls its own way and each Kubernetes may act on them its own way, a
+# short run on each other pair: the kubelet's words against that runtime's table, the seed case,
+# the chart's default install and doctor --probe (each switch starts from a clean state folder:
+# cluster.sh keeps a folder's runtime and Kubernetes).
 #
 # Needs root and Go. Without them it says which is missing and fails: these tests never skip.
 # Arguments go to the test binary (a test name filter, say); then only the one runtime runs.
@@ -28,20 +29,25 @@ tests/cluster/build-helm.sh >/dev/null
 if [ "${PULLCHECK_CLUSTER_KEEP:-}" != 1 ]; then
   trap 'tests/cluster/cluster.sh down' EXIT
 fi
-runtimes=(containerd2 containerd2-local containerd1.6)
-runtime=${PULLCHECK_CLUSTER_RUNTIME:-containerd2}
+# Each pair is RUNTIME:KUBERNETES (cluster.sh's PULLCHECK_CLUSTER_RUNTIME and
+# PULLCHECK_CLUSTER_KUBERNETES). The whole suite runs on the first, what users run now: the newest
+# Kubernetes on containerd 2. containerd 1.6 pairs with Kubernetes up to 1.34 only (containerd's
+# RELEASES.md), so it runs on v1.34.4, as does containerd 2 once more.
+pairs=(containerd2:v1.37.2 containerd2-local:v1.37.2 containerd2:v1.34.4 containerd1.6:v1.34.4)
+pair=${PULLCHECK_CLUSTER_RUNTIME:-containerd2}:${PULLCHECK_CLUSTER_KUBERNETES:-v1.37.2}
 state=${PULLCHECK_CLUSTER_DIR:-target/cluster}
-# on RUNTIME: brings the cluster up on RUNTIME (the test binary's harness then finds it running),
-# cleaning first a state folder another runtime made.
+# on RUNTIME:KUBERNETES: brings the cluster up on that pair (the test binary's harness then finds
+# it running), cleaning first a state folder another pair made.
 on() {
-  export PULLCHECK_CLUSTER_RUNTIME=$1
-  if [ -d "$state/containerd/root" ] && [ "$(cat "$state/runtime" 2>/dev/null)" != "$1" ]; then
+  export PULLCHECK_CLUSTER_RUNTIME=${1%%:*} PULLCHECK_CLUSTER_KUBERNETES=${1#*:}
+  if [ -d "$state/pki" ] && { [ "$(cat "$state/runtime" 2>/dev/null)" != "$PULLCHECK_CLUSTER_RUNTIME" ] ||
+    [ "$(cat "$state/kubernetes" 2>/dev/null || echo v1.34.4)" != "$PULLCHECK_CLUSTER_KUBERNETES" ]; }; then
     tests/cluster/cluster.sh clean
   fi
-  echo "== cluster tests on $1" >&2
+  echo "== cluster tests on $PULLCHECK_CLUSTER_RUNTIME, Kubernetes $PULLCHECK_CLUSTER_KUBERNETES" >&2
   tests/cluster/cluster.sh up
 }
-on "$runtime"
+on "$pair"
 # The tests that need the node's image list complete run first, alone: the kubelet lists at
 # most 5 names of an image, and the tests side by side pull the same image under many names
 # (each fault proxy is a registry host of its own), after which no absence is provable.
@@ -71,8 +77,8 @@ if [ ${#last[@]} -gt 0 ]; then
   cargo test --test cluster --features webhook -- --nocapture "${last[@]}"
   # The other runtimes: what differs between them is the kubelet's words (the words' table of
   # each, tests/fixtures/kubelet-recorded/) and whether the seed case still fails fast on them.
-  for other in "${runtimes[@]}"; do
-    [ "$other" != "$runtime" ] || continue
+  for other in "${pairs[@]}"; do
+    [ "$other" != "$pair" ] || continue
     on "$other"
     cargo test --test cluster --features webhook -- --exact --nocapture "${first[@]}"
     cargo test --test cluster --features webhook -- --nocapture kubelet_words::
