@@ -134,8 +134,13 @@ impl StandIn {
 
     /// The requests it saw: `METHOD path outcome`.
     pub fn log(&self) -> Vec<String> {
+        self.lines("/_log")
+    }
+
+    /// One of its own JSON lists of lines (`/_log`, `/_times`), over a plain HTTP/1.0 GET.
+    fn lines(&self, path: &str) -> Vec<String> {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.write_all(b"GET /_log HTTP/1.0\r\nHost: x\r\n\r\n")
+        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
             .unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
@@ -510,14 +515,8 @@ fn aws_imds_with_a_hop_limit_of_one_and_no_imdsv1_is_unavailable_and_says_why() 
 
 /// The stand-in's `/_times`: (method and path, arrived or dropped, seconds on its clock).
 fn times(standin: &StandIn) -> Vec<(String, String, f64)> {
-    let mut s = TcpStream::connect(("127.0.0.1", standin.port)).unwrap();
-    s.write_all(b"GET /_times HTTP/1.0\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or("[]");
-    let lines: Vec<String> = serde_json::from_str(body).unwrap();
-    lines
+    standin
+        .lines("/_times")
         .iter()
         .map(|l| {
             let mut w = l.rsplitn(3, ' ');
