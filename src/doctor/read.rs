@@ -226,21 +226,28 @@ async fn namespaces(client: &Client, selector: &str) -> Result<Vec<String>, Read
 /// check's words rather than failing doctor: a user may read the release but not the nodes.
 async fn runtimes(client: &Client) -> RuntimesSeen {
     let api: Api<Node> = Api::all(client.clone());
-    match api.list(&ListParams::default()).await {
-        Ok(nodes) => {
-            let mut by_runtime = BTreeMap::new();
-            for node in nodes.items {
-                let runtime = node
-                    .status
-                    .and_then(|s| s.node_info)
-                    .map(|i| i.container_runtime_version)
-                    .filter(|v| !v.is_empty())
-                    .unwrap_or_else(|| "unknown".to_string());
-                *by_runtime.entry(runtime).or_insert(0) += 1;
-            }
-            RuntimesSeen::Read(by_runtime)
+    let mut by_runtime = BTreeMap::new();
+    // In pages: a Node carries its image list, and a large cluster's all at once would be held
+    // in memory together for the one string of each that is wanted.
+    let mut params = ListParams::default().limit(100);
+    loop {
+        let nodes = match api.list(&params).await {
+            Ok(nodes) => nodes,
+            Err(e) => return RuntimesSeen::Unread(e.to_string()),
+        };
+        for node in nodes.items {
+            let runtime = node
+                .status
+                .and_then(|s| s.node_info)
+                .map(|i| i.container_runtime_version)
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "unknown".to_string());
+            *by_runtime.entry(runtime).or_insert(0) += 1;
         }
-        Err(e) => RuntimesSeen::Unread(e.to_string()),
+        match nodes.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return RuntimesSeen::Read(by_runtime),
+        }
     }
 }
 
