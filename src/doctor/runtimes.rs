@@ -11,7 +11,11 @@ use std::collections::BTreeMap;
 /// The runtimes whose words were recorded from the real kubelet on the test cluster (one table
 /// each under `tests/fixtures/kubelet-recorded/`, which a test below keeps in step with this
 /// list), as the Node's `containerRuntimeVersion` names them.
-pub(crate) const TESTED: &[(&str, &str)] = &[("containerd", "1.6.20"), ("containerd", "2.4.2")];
+pub(crate) const TESTED: &[(&str, &str)] = &[
+    ("containerd", "1.6.20"),
+    ("containerd", "2.4.2"),
+    ("cri-o", "1.34.0"),
+];
 
 /// Whether words of this runtime were recorded: the same runtime at the same major and minor
 /// version as a tested one (a patch release keeps its messages; a minor one may not).
@@ -105,6 +109,7 @@ mod tests {
             ("containerd://2.4.7".to_string(), 3),
             ("containerd://1.7.27".to_string(), 1),
             ("cri-o://1.34.0".to_string(), 2),
+            ("cri-o://1.33.4".to_string(), 1),
         ]));
         let c = check(&seen);
         assert!(c.ok);
@@ -123,7 +128,14 @@ mod tests {
             c.says
         );
         assert!(
-            c.says.contains("cri-o://1.34.0 on 2 nodes (never tested"),
+            c.says.contains(
+                "cri-o://1.34.0 on 2 nodes (tested: its words were recorded from 1.34.0)"
+            ),
+            "{}",
+            c.says
+        );
+        assert!(
+            c.says.contains("cri-o://1.33.4 on 1 node (never tested"),
             "{}",
             c.says
         );

@@ -113,9 +113,12 @@ pub(crate) const REASONS: [Reason; 18] = [
 
 /// The waiting reasons the watcher looks at (`state.waiting.reason`), as the kubelet spells them
 /// (`pkg/kubelet/images/types.go`, `pkg/kubelet/container/sync_result.go`).
-pub(crate) const WATCHED: [&str; 7] = [
+pub(crate) const WATCHED: [&str; 8] = [
     ERR_IMAGE_PULL,
     IMAGE_PULL_BACK_OFF,
+    // The kubelet's own reason when the runtime answered the CRI's `Unavailable` (CRI-O does
+    // for a registry it cannot reach; containerd's words stay an `ErrImagePull`).
+    REGISTRY_UNAVAILABLE,
     "InvalidImageName",
     "ErrImageNeverPull",
     "CreateContainerConfigError",
@@ -126,6 +129,9 @@ pub(crate) const WATCHED: [&str; 7] = [
 pub(crate) const ERR_IMAGE_PULL: &str = "ErrImagePull";
 /// The kubelet's waiting reason between two pulls.
 pub(crate) const IMAGE_PULL_BACK_OFF: &str = "ImagePullBackOff";
+/// The kubelet's waiting reason of a pull the runtime said it could not make for want of the
+/// registry (`ErrRegistryUnavailable`, `pkg/kubelet/images/types.go`).
+pub(crate) const REGISTRY_UNAVAILABLE: &str = "RegistryUnavailable";
 
 /// Phrases of failures that can pass, in the order they are tried.
 const TRANSIENT: &[(&str, Transient)] = &[
@@ -172,8 +178,13 @@ const TRANSIENT: &[(&str, Transient)] = &[
 pub(crate) fn classify(reason: &str, message: &str, pull_error: Option<&str>) -> Option<Verdict> {
     let verdict = match reason {
         "InvalidImageName" => Verdict::Permanent(Reason::InvalidReference),
+        // Also, from Kubernetes 1.35, an image the node holds whose pull records do not let
+        // this pod use it: the kubelet says "not present" then too, on purpose. Permanent in
+        // both cases, since under `Never` it never pulls. A held image the kubelet re-verifies
+        // under `IfNotPresent` is pulled with the pod's credentials, and a refusal then comes
+        // as the pull's own words (`ErrImagePull`), classified as any pull's.
         "ErrImageNeverPull" => Verdict::Permanent(Reason::NotOnNode),
-        ERR_IMAGE_PULL => pull(message),
+        ERR_IMAGE_PULL | REGISTRY_UNAVAILABLE => pull(message),
         IMAGE_PULL_BACK_OFF => match back_off_words(message).or(pull_error) {
             Some(words) => pull(words),
             None => Verdict::Transient(Transient::Unknown),
@@ -292,6 +303,17 @@ fn pull(words: &str) -> Verdict {
             return Verdict::Permanent(*reason);
         }
     }
+    // CRI-O's containers/image words a registry's error code by its default message alone
+    // (`docker/errors.go`, registryHTTPResponseToError), last: a 401 without a token challenge
+    // (Basic auth, no credentials or wrong ones alike) is `…: authentication required`, and a
+    // 403 on a HEAD, which has no body, is the bare code, `…: denied`.
+    let last = words.trim_end();
+    if last.ends_with(": authentication required") {
+        return Verdict::Permanent(Reason::PullUnauthorized);
+    }
+    if last.ends_with(": denied") {
+        return Verdict::Permanent(Reason::Denied);
+    }
     // containerd's resolver when every host answered 404 ends `<ref>: not found`, behind
     // `failed to resolve reference "<ref>"` (1.6, 1.7) or `failed to resolve image` (2.x, the
     // transfer service and the local pull alike). A layer that is missing ends the same way
@@ -398,11 +420,19 @@ fn create(words: &str) -> Verdict {
     if (words.contains("chdir to cwd") || mkdir_cwd) && words.contains(": not a directory") {
         return Verdict::Permanent(Reason::WorkingDirNotADirectory);
     }
+    // CRI-O makes the working directory itself before runc runs (`setupWorkingDirectory` in
+    // `server/container_create.go`), and the kubelet gets Go's error bare: `mkdir
+    // <rootfs>/<cwd>: not a directory`, nothing before it.
+    if words.starts_with("mkdir ") && words.trim_end().ends_with(": not a directory") {
+        return Verdict::Permanent(Reason::WorkingDirNotADirectory);
+    }
     // runc's exec.LookPath of the command (libcontainer/standard_init_linux.go): Go's
     // `exec: "x": executable file not found in $PATH`, or for a path,
     // `exec: "/x": stat /x: no such file or directory`.
+    // CRI-O passes on runc's log line, where the quotes are escaped (`exec: \"/x\": stat /x`).
     if words.contains("executable file not found in $PATH")
-        || (words.contains("exec: \"") && words.contains("no such file or directory"))
+        || ((words.contains("exec: \"") || words.contains("exec: \\\""))
+            && words.contains("no such file or directory"))
     {
         return Verdict::Permanent(Reason::CommandNotFound);
     }
@@ -509,7 +539,22 @@ mod tests {
     ];
     /// (file stem, case, verdict): where a runtime's words give another verdict than
     /// [`RECORDED_VERDICTS`], with why.
-    const RECORDED_DIFFERENT: &[(&str, &str, &str)] = &[];
+    const RECORDED_DIFFERENT: &[(&str, &str, &str)] = &[
+        // CRI-O fails these at CreateContainer, before any start (the working directory is made
+        // by CRI-O itself, and runc 1.1's `create` looks the command up): the container waits
+        // in CreateContainerError under restartPolicy Never too, for ever, where containerd's
+        // ends in StartError and the pod fails.
+        (
+            "cri-o-1.34.0",
+            "working-dir-is-a-file-never",
+            "permanent:working_dir_not_a_directory",
+        ),
+        (
+            "cri-o-1.34.0",
+            "command-not-found-never",
+            "permanent:command_not_found",
+        ),
+    ];
 
     /// Every recorded table: (file stem, its text).
     fn recorded_tables() -> Vec<(String, String)> {
@@ -568,7 +613,24 @@ mod tests {
 
     /// One runtime's recorded table, replayed: what differs from the verdicts expected.
     fn replay(stem: &str, text: &str) -> Vec<String> {
-        let unescape = |s: &str| s.replace("\\n", "\n").replace("\\t", "\t");
+        // The table's escapes (`\t`, `\n`, `\\`), read left to right.
+        let unescape = |s: &str| {
+            let mut out = String::with_capacity(s.len());
+            let mut chars = s.chars();
+            while let Some(c) = chars.next() {
+                if c != '\\' {
+                    out.push(c);
+                    continue;
+                }
+                match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some('t') => out.push('\t'),
+                    Some(other) => out.push(other),
+                    None => out.push('\\'),
+                }
+            }
+            out
+        };
         let mut header: Vec<&str> = Vec::new();
         let mut seen = Vec::new();
         let mut failures = Vec::new();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real single-node Kubernetes for the tests: etcd (Debian's), kube-apiserver, kube-controller-manager,
-# kube-scheduler, containerd (CRI on; the runtime below) and the kubelet, with a plain-HTTP registry
+# kube-scheduler, a container runtime (containerd or CRI-O, below) and the kubelet, with a plain-HTTP registry
 # (Debian's docker-registry) that holds the pause image, pullcheck's image and a small tools
 # image. Everything is on this machine: loopback, and a bridge of its own (pullcheck0,
 # 10.213.0.0/24) that only the node's network namespaces use.
@@ -18,11 +18,14 @@
 #   containerd2-local   the same containerd, pulling on its older local path
 #                       (use_local_image_pull, which a config with registry mirrors also takes)
 #   containerd1.6       Debian's containerd 1.6
+#   crio                CRI-O v1.34.0, built from its Go module (build-crio.sh), with Debian's conmon
+#                       and runc (runtime-crio.sh has its configuration)
 # Unset, it is the runtime the state folder was made with, and containerd2 for a new one. A state
-# folder keeps its runtime (containerd's root is the runtime's own): another one needs `clean`.
+# folder keeps its runtime (a runtime's root is its own): another one needs `clean`.
 #
 # All state is in one folder, ${PULLCHECK_CLUSTER_DIR:-target/cluster}; `up` writes `env` there
 # (KUBECONFIG, PULLCHECK_CLUSTER_REGISTRY, PULLCHECK_CLUSTER_RUNTIME with the runtime's version,
+# PULLCHECK_CLUSTER_CRI, the runtime's socket,
 # ...). Needs root. docs/kubernetes-in-tests.md says how this node differs from a production one,
 # and why that does not change what is proven.
 set -euo pipefail
@@ -384,7 +387,7 @@ controllers_up() {
 }
 
 # The runtime of this `up` (PULLCHECK_CLUSTER_RUNTIME, or the state folder's): sets `runtime`
-# (containerd2, containerd2-local, containerd1.6) and refuses a runtime other than the one the
+# (containerd2, containerd2-local, containerd1.6, crio) and refuses a runtime other than the one the
 # state folder was made with. The versioned names the env file gives (containerd-2.4.2, ...) are
 # taken too, so that a shell that sourced it can still run `up`.
 pick_runtime() {
@@ -400,7 +403,8 @@ pick_runtime() {
     containerd2-local | containerd-2.*-local-pull) runtime=containerd2-local ;;
     containerd2 | containerd-2.*) runtime=containerd2 ;;
     containerd1.6 | containerd-1.6*) runtime=containerd1.6 ;;
-    *) die "PULLCHECK_CLUSTER_RUNTIME=$want: not a runtime of the test cluster (containerd2, containerd2-local or containerd1.6)" ;;
+    crio | cri-o-*) runtime=crio ;;
+    *) die "PULLCHECK_CLUSTER_RUNTIME=$want: not a runtime of the test cluster (containerd2, containerd2-local, containerd1.6 or crio)" ;;
   esac
   if [ -n "$kept" ] && [ "$kept" != "$runtime" ]; then
     die "the state folder $state was made with the runtime $kept, not $runtime: run \`tests/cluster/cluster.sh clean\` first (a runtime's images and containers are its own)"
@@ -484,10 +488,24 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 EOF
 }
 
-# containerd's binary and the runtime's versioned name (`runtime_name`: containerd-2.4.2,
-# containerd-2.4.2-local-pull, containerd-1.6.20), the name of its recorded words' table.
+# The runtime's binary (containerd_bin, or crio_dir: the folder of crio, pinns and crictl), its
+# socket (cri_socket) and versioned name (`runtime_name`: containerd-2.4.2,
+# containerd-2.4.2-local-pull, containerd-1.6.20, cri-o-1.34.0), the name of its recorded words'
+# table.
 runtime_binary() {
   case $runtime in
+    crio)
+      command -v conmon >/dev/null || {
+        log "installing Debian's conmon"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq conmon >/dev/null
+      }
+      crio_dir=$("$here/build-crio.sh" | tail -n 1)
+      cri_socket=$state/crio/crio.sock
+      # `crio version 1.34.0` on its first line.
+      runtime_name=cri-o-$("$crio_dir/crio" --version | awk 'NR == 1 {print $3}')
+      return 0
+      ;;
     containerd2*)
       local built
       built=$("$here/build-containerd.sh" | tail -n 1)
@@ -506,12 +524,13 @@ runtime_binary() {
   version=${version#v}
   runtime_name=containerd-${version%%[~+]*}
   [ "$runtime" = containerd2-local ] && runtime_name+=-local-pull
+  cri_socket=$state/containerd/containerd.sock
   return 0
 }
 
-containerd_up() {
-  local c=$state/containerd
-  mkdir -p "$c/root" "$c/state" "$state/certs.d" "$state/cni/net.d" "$state/cni/ipam"
+# The pods' network, for either runtime: the bridge plugin on our bridge, host-local addresses.
+cni_network() {
+  mkdir -p "$state/cni/net.d" "$state/cni/ipam"
   cat >"$state/cni/net.d/10-pullcheck.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -532,6 +551,12 @@ containerd_up() {
   ]
 }
 EOF
+}
+
+containerd_up() {
+  local c=$state/containerd
+  mkdir -p "$c/root" "$c/state" "$state/certs.d"
+  cni_network
   case $runtime in
     containerd1.6) containerd_config_v2 ;;
     containerd2) containerd_config_v3 false ;;
@@ -563,6 +588,32 @@ EOF
   done
 }
 
+# CRI-O (runtime-crio.sh writes its configuration): in a mount namespace of its own, as
+# containerd_up's, where /etc/resolv.conf is the stand-in resolver's and /etc/containers is the
+# node's registry configuration of the state folder (containers/image reads certs.d there only).
+crio_up() {
+  local c=$state/crio command name
+  # shellcheck source=runtime-crio.sh
+  . "$here/runtime-crio.sh"
+  cni_network
+  crio_files "$state" "$crio_dir" "$registry_host" pullcheck overlay
+  mapfile -t command < <(crio_command "$state" "$crio_dir")
+  # The bind mount's target: skopeo and buildah (need) made it on any machine that runs this.
+  [ -d /etc/containers ] || die "/etc/containers is missing: CRI-O's registry configuration is mounted there in its own namespace"
+  start crio unshare --mount --propagation slave -- \
+    sh -c 'mount --bind "$1" /etc/resolv.conf && mount --bind "$2" /etc/containers && shift 2 && exec "$@"' \
+    sh "$state/resolver/resolv.conf" "$c/containers" "${command[@]}"
+  wait_for crio 60 "$crio_dir/crictl" --runtime-endpoint "unix://$cri_socket" version
+  # As containerd_up: pullcheck's own images and other hosts' names are forgotten.
+  for name in $("$crio_dir/crictl" --runtime-endpoint "unix://$cri_socket" images 2>/dev/null | awk 'NR > 1 {print $1 ":" $2}'); do
+    case $name in
+      "$registry_host"/pullcheck:* | *:'<none>') "$crio_dir/crictl" --runtime-endpoint "unix://$cri_socket" rmi "$name" >/dev/null 2>&1 || true ;;
+      "$registry_host"/*) ;;
+      *) "$crio_dir/crictl" --runtime-endpoint "unix://$cri_socket" rmi "$name" >/dev/null 2>&1 || true ;;
+    esac
+  done
+}
+
 kubelet_up() {
   local p=$state/pki k=$state/kubelet
   mkdir -p "$k"
@@ -583,7 +634,7 @@ authentication:
   x509: {clientCAFile: $p/ca.crt}
 authorization:
   mode: AlwaysAllow
-containerRuntimeEndpoint: unix://$state/containerd/containerd.sock
+containerRuntimeEndpoint: unix://$cri_socket
 cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
@@ -622,6 +673,9 @@ export PULLCHECK_CLUSTER_NODE_IP=$node_ip
 export PULLCHECK_CLUSTER_API=https://$node_ip:$api_port
 export PULLCHECK_CLUSTER_CONTAINERD=$state/containerd/containerd.sock
 export PULLCHECK_CLUSTER_HOSTS_DIR=$state/certs.d
+export PULLCHECK_CLUSTER_CRI=unix://$cri_socket
+export PULLCHECK_CLUSTER_CRICTL=${crio_dir:+$crio_dir/crictl}
+export PULLCHECK_CLUSTER_NODE_CONTAINERS=$state/crio/containers
 export PULLCHECK_CLUSTER_RESOLVER=$resolver_ip
 export PULLCHECK_CLUSTER_RUNTIME=$runtime_name
 export PULLCHECK_CLUSTER_KUBERNETES=$kubernetes
@@ -641,7 +695,7 @@ up() {
   echo "$kubernetes" >"$state/kubernetes"
   runtime_binary
   echo "$runtime" >"$state/runtime"
-  log "state in $state, Kubernetes from $cache, runtime $runtime_name ($containerd_bin)"
+  log "state in $state, Kubernetes from $cache, runtime $runtime_name (${containerd_bin:-$crio_dir/crio})"
   pki
   mkdir -p "$state/kubeconfig"
   kubeconfig admin admin
@@ -656,12 +710,15 @@ up() {
   apiserver_up
   controllers_up
   resolver_up
-  containerd_up
+  case $runtime in
+    crio) crio_up ;;
+    *) containerd_up ;;
+  esac
   kubelet_up
   write_env
   local deadline=$(($(date +%s) + 180))
   until ready; do
-    for c in kube-controller-manager kube-scheduler kubelet containerd; do
+    for c in kube-controller-manager kube-scheduler kubelet "${runtime%%[0-9]*}"; do
       running "$c" || { echo "cluster: $c exited; the last lines of its log:" >&2; tail -n 40 "$state/logs/$c.log" >&2; exit 1; }
     done
     if [ "$(date +%s)" -ge "$deadline" ]; then
@@ -686,8 +743,15 @@ down() {
     for id in $ids; do ctr --address "$sock" -n k8s.io tasks kill -s KILL "$id" >/dev/null 2>&1 || true; done
   fi
   pkill -KILL -f "containerd-shim.*-address $sock" 2>/dev/null || true
+  # CRI-O's containers: each pod's processes (conmon among them: its monitor_cgroup is the pod's)
+  # are in the pod's cgroup, which outlives CRI-O.
+  local procs
+  for procs in /sys/fs/cgroup/*/kubepods/cgroup.procs /sys/fs/cgroup/*/kubepods/*/cgroup.procs \
+    /sys/fs/cgroup/*/kubepods/*/*/cgroup.procs /sys/fs/cgroup/*/kubepods/*/*/*/cgroup.procs; do
+    [ -f "$procs" ] && xargs -r kill -KILL <"$procs" 2>/dev/null || true
+  done
   sleep 0.5
-  for c in containerd kube-apiserver trace-sink etcd registry resolver; do stop "$c"; done
+  for c in containerd crio kube-apiserver trace-sink etcd registry resolver; do stop "$c"; done
   # Whatever else still names the state folder (a daemon whose PID file was lost to an
   # interrupted `up`): every process of ours has it in its arguments.
   pkill -KILL -f -- " $state/" 2>/dev/null || true

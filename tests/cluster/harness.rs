@@ -28,14 +28,21 @@ pub struct Cluster {
     /// The Node's address, on the cluster's own bridge: not loopback, reached from the pods'
     /// network and the host alike.
     pub node_ip: String,
-    /// containerd's socket.
+    /// containerd's socket (on a containerd node).
     pub containerd: PathBuf,
     /// containerd's hosts directory (`config_path`): a test may add a host's `hosts.toml`.
     pub hosts_dir: PathBuf,
     /// The node's container runtime and its version, as `cluster.sh` names it
     /// (`PULLCHECK_CLUSTER_RUNTIME`): `containerd-2.4.2`, `containerd-2.4.2-local-pull` (the
-    /// same containerd pulling on its local path), `containerd-1.6.20`.
+    /// same containerd pulling on its local path), `containerd-1.6.20`, `cri-o-1.34.0`.
     pub runtime: String,
+    /// The runtime's CRI endpoint (`unix://…`), as the kubelet is given it.
+    pub cri: String,
+    /// crictl, on a CRI-O node.
+    pub crictl: Option<PathBuf>,
+    /// On a CRI-O node, the folder CRI-O sees as `/etc/containers`: `registries.conf`,
+    /// `registries.conf.d/` (read again when a file there changes), `certs.d/`.
+    pub node_containers: PathBuf,
 }
 
 /// The repository's root.
@@ -105,6 +112,11 @@ pub fn cluster() -> &'static Cluster {
             containerd: get("PULLCHECK_CLUSTER_CONTAINERD").into(),
             hosts_dir: get("PULLCHECK_CLUSTER_HOSTS_DIR").into(),
             runtime: get("PULLCHECK_CLUSTER_RUNTIME"),
+            cri: get("PULLCHECK_CLUSTER_CRI"),
+            crictl: Some(get("PULLCHECK_CLUSTER_CRICTL"))
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from),
+            node_containers: get("PULLCHECK_CLUSTER_NODE_CONTAINERS").into(),
         }
     })
 }
@@ -197,8 +209,21 @@ impl Cluster {
         }
     }
 
-    /// Writes containerd's `hosts.toml` for `host` (read at every pull, no restart needed).
+    /// Whether the node's runtime is CRI-O (else containerd).
+    pub fn is_crio(&self) -> bool {
+        self.runtime.starts_with("cri-o-")
+    }
+
+    /// Makes the node's runtime trust `ca` for the TLS registry `host`: containerd's
+    /// `hosts.toml` (read at every pull, no restart needed), or CRI-O's
+    /// `certs.d/HOST/ca.crt` (containers-certs.d(5), read at every pull too).
     pub fn trust_registry(&self, host: &str, ca: &Path) {
+        if self.is_crio() {
+            let dir = self.node_containers.join("certs.d").join(host);
+            std::fs::create_dir_all(&dir).expect("certs.d");
+            std::fs::copy(ca, dir.join("ca.crt")).expect("copy the CA into certs.d");
+            return;
+        }
         let dir = self.hosts_dir.join(host);
         std::fs::create_dir_all(&dir).expect("hosts dir");
         std::fs::write(
@@ -211,9 +236,17 @@ impl Cluster {
         .expect("write hosts.toml");
     }
 
-    /// Writes containerd's `hosts.toml` for a plain-HTTP `host` (a test's fault proxy),
-    /// naming it as its `[host]` and its `server`, as containerd 1.6 needs.
+    /// Makes the node's runtime speak plain HTTP to `host` (a test's fault proxy):
+    /// containerd's `hosts.toml`, naming it as its `[host]` and its `server`, as containerd 1.6
+    /// needs; or a CRI-O drop-in, `insecure = true` (HTTPS unverified, then plain HTTP), once
+    /// CRI-O has read it again.
     pub fn plain_http_registry(&self, host: &str) {
+        if self.is_crio() {
+            let file = format!("{}.conf", host.replace([':', '/'], "_"));
+            let text = format!("[[registry]]\nlocation = \"{host}\"\ninsecure = true\n");
+            self.crio_drop_in(&file, &text);
+            return;
+        }
         let dir = self.hosts_dir.join(host);
         std::fs::create_dir_all(&dir).expect("hosts dir");
         std::fs::write(
@@ -250,6 +283,87 @@ impl Cluster {
             &format!("--docker-username={user}"),
             &format!("--docker-password={password}"),
         ]);
+    }
+
+    /// Writes `registries.conf.d/NAME` on a CRI-O node and waits until CRI-O has read its
+    /// registries again (it watches that folder, and logs each reload).
+    pub fn crio_drop_in(&self, name: &str, text: &str) {
+        let log = self.dir.join("logs/crio.log");
+        let reloads = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .matches("reloading registries configuration")
+                .count()
+        };
+        let before = reloads();
+        let dir = self.node_containers.join("registries.conf.d");
+        std::fs::write(dir.join(name), text).expect("write a registries.conf drop-in");
+        wait_for("CRI-O to read its registries again", minutes(1), || {
+            if reloads() > before {
+                Ok(())
+            } else {
+                Err(format!("{} reloads logged", reloads()))
+            }
+        });
+    }
+
+    /// Pulls `image` (on the cluster's plain-HTTP registry) onto the node, as the kubelet would.
+    pub fn pull_on_node(&self, image: &str) {
+        match &self.crictl {
+            Some(_) => {
+                self.crictl(&["pull", image]);
+            }
+            None => {
+                self.ctr(&["images", "pull", "--plain-http", image]);
+            }
+        }
+    }
+
+    /// Puts the image of the docker archive `archive` onto the node under `name`, as a
+    /// preloaded image would be: `ctr images import`, or into CRI-O's containers-storage with
+    /// skopeo (the store's own configuration, so the same driver and options).
+    pub fn import_on_node(&self, archive: &Path, name: &str) {
+        if !self.is_crio() {
+            self.ctr(&["images", "import", archive.to_str().expect("a UTF-8 path")]);
+            return;
+        }
+        let crio = self.dir.join("crio");
+        let store = format!(
+            "containers-storage:[overlay@{}+{}]{name}",
+            crio.join("storage").display(),
+            crio.join("run/storage").display()
+        );
+        let out = Command::new("skopeo")
+            .env("CONTAINERS_STORAGE_CONF", crio.join("storage.conf"))
+            .args(["copy", "-q"])
+            .arg(format!("docker-archive:{}", archive.display()))
+            .arg(&store)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run skopeo");
+        assert!(
+            out.status.success(),
+            "skopeo copy into CRI-O's storage: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `crictl ARGS…` on the cluster's CRI-O.
+    pub fn crictl(&self, args: &[&str]) -> String {
+        let crictl = self.crictl.as_ref().expect("crictl: the node runs CRI-O");
+        let out = Command::new(crictl)
+            .args(["--runtime-endpoint", &self.cri])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run crictl");
+        assert!(
+            out.status.success(),
+            "crictl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// `ctr ARGS…` on the cluster's containerd, in the kubelet's `k8s.io` namespace.

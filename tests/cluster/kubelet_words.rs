@@ -180,7 +180,7 @@ fn set_up(c: &'static Cluster) -> Setup {
     // The images that run, on the node before the pods are made: the cases pull only what fails.
     for image in ["tools:1", "tools-nobody:1", "tools-nocmd:1"] {
         let image = format!("{}/{image}", c.registry);
-        c.ctr(&["images", "pull", "--plain-http", &image]);
+        c.pull_on_node(&image);
     }
     let registry = token_registry();
     let token_host = registry.host();
@@ -774,7 +774,9 @@ fn recorded_on(c: &Cluster) -> String {
             &format!("jsonpath={{.status.nodeInfo.{field}}}"),
         ])
     };
-    let pull = if c.runtime.ends_with("-local-pull") {
+    let pull = if c.is_crio() {
+        "pulling with containers/image"
+    } else if c.runtime.ends_with("-local-pull") {
         "pulling on its local path (`use_local_image_pull = true`)"
     } else if c.runtime.starts_with("containerd-1.") {
         "pulling in its CRI plugin (containerd 1.x has no transfer service)"
@@ -810,7 +812,7 @@ fn table(recorded_on: &str, rows: &[Row]) -> String {
     text
 }
 
-/// Fails unless every nameserver in containerd's `/etc/resolv.conf` (as its mount namespace
+/// Fails unless every nameserver in the runtime's `/etc/resolv.conf` (as its mount namespace
 /// sees it) is the cluster's loopback stand-in: the DNS case must not query off the machine.
 fn check_resolver_is_local(c: &Cluster) {
     let env = std::fs::read_to_string(c.dir.join("env")).expect("the cluster's env");
@@ -821,7 +823,12 @@ fn check_resolver_is_local(c: &Cluster) {
             panic!("the cluster has no resolver of its own (PULLCHECK_CLUSTER_RESOLVER): bring it up with this tree's tests/cluster/cluster.sh")
         });
     assert!(resolver.starts_with("127."), "resolver {resolver}");
-    let config = c.dir.join("containerd/config.toml").display().to_string();
+    let (binary, config): (&[u8], _) = if c.is_crio() {
+        (b"crio", c.dir.join("crio/crio.conf"))
+    } else {
+        (b"containerd", c.dir.join("containerd/config.toml"))
+    };
+    let config = config.display().to_string();
     let pid = std::fs::read_dir("/proc")
         .expect("/proc")
         .flatten()
@@ -834,15 +841,15 @@ fn check_resolver_is_local(c: &Cluster) {
         .find(|e| {
             let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
             let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-            args.first().is_some_and(|a| a.ends_with(b"containerd"))
+            args.first().is_some_and(|a| a.ends_with(binary))
                 && args
                     .windows(2)
                     .any(|w| w[0] == b"--config" && w[1] == config.as_bytes())
         })
         .map(|e| e.path())
-        .expect("the cluster's containerd process");
+        .expect("the cluster's runtime process");
     let resolv = std::fs::read_to_string(pid.join("root/etc/resolv.conf"))
-        .expect("containerd's /etc/resolv.conf");
+        .expect("the runtime's /etc/resolv.conf");
     let servers: Vec<&str> = resolv
         .lines()
         .filter_map(|l| l.trim().strip_prefix("nameserver"))
@@ -850,7 +857,7 @@ fn check_resolver_is_local(c: &Cluster) {
         .collect();
     assert!(
         !servers.is_empty() && servers.iter().all(|s| *s == resolver),
-        "containerd's /etc/resolv.conf must name only the stand-in {resolver}:\n{resolv}"
+        "the runtime's /etc/resolv.conf must name only the stand-in {resolver}:\n{resolv}"
     );
 }
 

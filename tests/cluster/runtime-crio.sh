@@ -21,7 +21,20 @@
 # CRI-O has no setting like containerd's restrict_oom_score_adj: a container asking for a negative
 # one (a Guaranteed pod's, -997) fails in runc ("failed to update /proc/self/oom_score_adj:
 # Permission denied"), as does the infra container CRI-O starts at -998 for a pod that shares its
-# process namespace. Other pods have no infra container (drop_infra_ctr, on by default).
+# process namespace. So CRI-O's OCI runtime is runc behind a wrapper (crio_files writes it,
+# STATE/crio/bin/runc) that raises a container's oom_score_adj to its own before runc reads it:
+# what restrict_oom_score_adj does in containerd's CRI. The same wrapper drops the hugepage limits
+# when the machine has no hugetlb hierarchy mounted (this one's kernel has the controller, unmounted):
+# CRI-O asks /proc/cgroups, which lists it, and runc then fails the container ("cannot set hugetlb
+# limit"); containerd's CRI looks for /sys/fs/cgroup/hugetlb and leaves them out, as this does.
+# Nothing else of the container changes.
+#
+# The node's registry configuration is containers/image's, in the layout of a node's
+# /etc/containers: STATE/crio/containers/registries.conf, its drop-ins in registries.conf.d/ and
+# per-host certificates in certs.d/ (containers-certs.d(5)). CRI-O runs in a mount namespace where
+# that folder is /etc/containers (the library reads certs.d there only), and reloads the
+# registries' files when they change (auto_reload_registries): a test adds a host by writing a
+# file.
 
 # crio_config STATE REGISTRY NETWORK [STORAGE]: CRI-O v1.34's configuration (`crio config` prints
 # every key with its meaning).
@@ -70,7 +83,8 @@ disable_hostport_mapping = true
 log_level = "info"
 
 [crio.runtime.runtimes.runc]
-runtime_path = "/usr/sbin/runc"
+# runc behind the oom_score_adj wrapper (above).
+runtime_path = "$c/bin/runc"
 runtime_type = "oci"
 # runc's state of our own, not the machine's /run/runc.
 runtime_root = "$c/run/runc"
@@ -78,6 +92,8 @@ monitor_path = "/usr/bin/conmon"
 monitor_cgroup = "pod"
 
 [crio.image]
+# registries.conf, its drop-ins and certs.d are read again when they change: a test writes them.
+auto_reload_registries = true
 # Credentials come from the kubelet, pull by pull; the machine's ~/.docker/config.json or
 # containers auth.json is never read.
 global_auth_file = "$c/auth.json"
@@ -102,20 +118,24 @@ enable_nri = false
 EOF
 }
 
-# crio_files STATE REGISTRY NETWORK [STORAGE]: STATE/crio/crio.conf and what it names: a
-# registries.conf with no search registries (a short name is an error, as the kubelet's
-# docker.io default makes every name qualified anyway), a signature policy that accepts anything
-# (the tests' images are unsigned), an empty auth file, containers-storage's own configuration
-# (else /etc/containers/storage.conf, if the machine has one, adds its options), and the pinns
-# helper copied beside them, where crio.conf names it whichever build made it.
+# crio_files STATE CRIO REGISTRY NETWORK [STORAGE]: STATE/crio/crio.conf and what it names: the
+# node's /etc/containers (above) with a registries.conf that has no search registries (a short name
+# is an error, as the kubelet's docker.io default makes every name qualified anyway), a signature
+# policy that accepts anything (the tests' images are unsigned), an empty auth file,
+# containers-storage's own configuration (else /etc/containers/storage.conf, if the machine has
+# one, adds its options), and the pinns helper and the runc wrapper, where crio.conf names them
+# whichever build made them.
 crio_files() {
   local state=$1 bin=$2 c=$1/crio
   shift 2
   mkdir -p "$c/run" "$c/log" "$c/keys" "$c/hooks.d" "$c/policies" "$c/tmp" "$c/bin" \
-    "$c/crio.conf.d" "$c/registries.conf.d"
+    "$c/crio.conf.d" "$c/containers/registries.conf.d" "$c/containers/certs.d"
   crio_config "$state" "$@" >"$c/crio.conf"
   cp "$bin/pinns" "$c/bin/pinns"
-  echo 'unqualified-search-registries = []' >"$c/registries.conf"
+  crio_runc >"$c/bin/runc"
+  chmod 755 "$c/bin/runc"
+  [ -f "$c/containers/registries.conf" ] ||
+    echo 'unqualified-search-registries = []' >"$c/containers/registries.conf"
   echo '{"default": [{"type": "insecureAcceptAnything"}]}' >"$c/policy.json"
   echo '{"auths": {}}' >"$c/auth.json"
   cat >"$c/storage.conf" <<EOF
@@ -123,6 +143,44 @@ crio_files() {
 driver = "${3:-overlay}"
 runroot = "$c/run/storage"
 graphroot = "$c/storage"
+EOF
+}
+
+# crio_runc: the wrapper CRI-O runs as its OCI runtime. On `create` or `run` (the bundle's
+# config.json) and `exec` (its --process file) it raises a negative oomScoreAdj to its own
+# process's (0 here) and empties hugepageLimits without a hugetlb hierarchy (above), then runs
+# Debian's runc with the same arguments. CRI-O writes both files
+# as indented JSON where each key occurs once; sed over the whole file (-z), not a JSON tool, since
+# it runs at every container start.
+crio_runc() {
+  cat <<'EOF'
+#!/bin/sh
+own=$(cat /proc/self/oom_score_adj)
+bundle=. process= prev= command=
+for a in "$@"; do
+  case $prev in
+    --bundle | -b) bundle=$a ;;
+    --process | -p) process=$a ;;
+  esac
+  case $a in
+    --bundle=*) bundle=${a#--bundle=} ;;
+    --process=*) process=${a#--process=} ;;
+    create | run | exec) [ -n "$command" ] || command=$a ;;
+  esac
+  prev=$a
+done
+case $command in
+  create | run) file=$bundle/config.json ;;
+  exec) file=$process ;;
+  *) file= ;;
+esac
+if [ -n "$file" ] && [ "$own" -ge 0 ]; then
+  sed -z -i -E "s/\"oomScoreAdj\"[[:space:]]*:[[:space:]]*-[0-9]+/\"oomScoreAdj\":$own/" "$file" || exit 1
+fi
+if [ -n "$file" ] && [ ! -d /sys/fs/cgroup/hugetlb ]; then
+  sed -z -i -E 's/"hugepageLimits"[[:space:]]*:[[:space:]]*\[[^]]*\]/"hugepageLimits":[]/' "$file" || exit 1
+fi
+exec /usr/sbin/runc "$@"
 EOF
 }
 
@@ -134,5 +192,5 @@ crio_command() {
   local c=$1/crio bin=$2
   printf '%s\n' env "CONTAINERS_STORAGE_CONF=$c/storage.conf" \
     "$bin/crio" --config "$c/crio.conf" --config-dir "$c/crio.conf.d" \
-    --registries-conf "$c/registries.conf" --registries-conf-dir "$c/registries.conf.d"
+    --registries-conf "$c/containers/registries.conf" --registries-conf-dir "$c/containers/registries.conf.d"
 }
