@@ -26,20 +26,35 @@ fi
 scripts/build-image.sh --all >/dev/null
 # The chart tests' helm, from its Go module (cached after the first build).
 tests/cluster/build-helm.sh >/dev/null
+# CRI-O (and crictl) for its pair, built from its Go module while the first pair's tests run: they
+# mostly wait on the cluster. Its log is kept; the pair waits for it (build_crio).
+crio_build=
+if [ $# -eq 0 ] || [ "${PULLCHECK_CLUSTER_RUNTIME:-}" = crio ]; then
+  mkdir -p target
+  tests/cluster/build-crio.sh >target/build-crio.log 2>&1 &
+  crio_build=$!
+fi
+build_crio() {
+  [ -n "$crio_build" ] || return 0
+  wait "$crio_build" || { cat target/build-crio.log >&2; echo "tests/cluster/build-crio.sh failed" >&2; exit 1; }
+  crio_build=
+}
 if [ "${PULLCHECK_CLUSTER_KEEP:-}" != 1 ]; then
   trap 'tests/cluster/cluster.sh down' EXIT
 fi
 # Each pair is RUNTIME:KUBERNETES (cluster.sh's PULLCHECK_CLUSTER_RUNTIME and
 # PULLCHECK_CLUSTER_KUBERNETES). The whole suite runs on the first, what users run now: the newest
 # Kubernetes on containerd 2. containerd 1.6 pairs with Kubernetes up to 1.34 only (containerd's
-# RELEASES.md), so it runs on v1.34.4, as does containerd 2 once more.
-pairs=(containerd2:v1.37.2 containerd2-local:v1.37.2 containerd2:v1.34.4 containerd1.6:v1.34.4)
+# RELEASES.md), so it runs on v1.34.4, as does containerd 2 once more; CRI-O's minor version is
+# the Kubernetes one it is made for, v1.34.
+pairs=(containerd2:v1.37.2 containerd2-local:v1.37.2 containerd2:v1.34.4 containerd1.6:v1.34.4 crio:v1.34.4)
 pair=${PULLCHECK_CLUSTER_RUNTIME:-containerd2}:${PULLCHECK_CLUSTER_KUBERNETES:-v1.37.2}
 state=${PULLCHECK_CLUSTER_DIR:-target/cluster}
 # on RUNTIME:KUBERNETES: brings the cluster up on that pair (the test binary's harness then finds
 # it running), cleaning first a state folder another pair made.
 on() {
   export PULLCHECK_CLUSTER_RUNTIME=${1%%:*} PULLCHECK_CLUSTER_KUBERNETES=${1#*:}
+  [ "$PULLCHECK_CLUSTER_RUNTIME" != crio ] || build_crio
   if [ -d "$state/pki" ] && { [ "$(cat "$state/runtime" 2>/dev/null)" != "$PULLCHECK_CLUSTER_RUNTIME" ] ||
     [ "$(cat "$state/kubernetes" 2>/dev/null || echo v1.34.4)" != "$PULLCHECK_CLUSTER_KUBERNETES" ]; }; then
     tests/cluster/cluster.sh clean
