@@ -13,6 +13,7 @@ use crate::deadline::MAX_TIMEOUT;
 use crate::keyring::{Credential, Keyring};
 use crate::node::{self, NodeLookup, NodeOptions};
 use crate::progress::Events;
+use crate::proof::NodeProof;
 use crate::pull_policy::{Policies, PullPolicy};
 use crate::reference::{Reference, ReferenceError};
 use crate::registry::{self, Client, ClientOptions, Verdict};
@@ -56,8 +57,11 @@ pub struct Options {
     /// Where progress goes while the check runs (nothing by default).
     pub events: Events,
     /// Images (as given among the images checked) whose pull policy is `IfNotPresent`: the
-    /// node's own list is read first, and those it holds are not asked of their registry. The
-    /// other images are `Always`. See [`pull_policy::to_check`](crate::pull_policy::to_check).
+    /// node's own list is read first, and those it holds are not asked of their registry,
+    /// unless its kubelet re-verifies a pod's credentials first (Kubernetes 1.35+,
+    /// [`NodeOptions::verification`]): then they are asked with the pod's credentials, and a
+    /// refusal is not counted. The other images are `Always`. See
+    /// [`pull_policy::to_check`](crate::pull_policy::to_check).
     pub if_not_present: Vec<String>,
     /// Where to read the node's images from.
     pub node: NodeOptions,
@@ -328,8 +332,9 @@ struct Schedule {
 }
 
 impl Schedule {
-    /// Scheduling: an invalid reference, or an `IfNotPresent` image the node holds, has its
-    /// result at once; every other image gets a job, started when `spawn`.
+    /// Scheduling: an invalid reference, or an `IfNotPresent` image the node holds (where its
+    /// kubelet starts it for any pod), has its result at once; every other image gets a job,
+    /// started when `spawn`.
     fn new(
         parsed: Vec<Parsed<'_>>,
         options: &Options,
@@ -363,8 +368,10 @@ impl Schedule {
                     let result = on_pod_loopback(image, &reference, facts);
                     schedule.done(result, &options.events);
                 }
+                // Held, and the kubelet starts it for any pod: no registry request. Held where
+                // the kubelet re-verifies credentials: asked below, as any other image.
                 Ok((reference, _))
-                    if node.presence(&reference) == Some(true)
+                    if node.proof(&reference, options.node.verification) == NodeProof::Holds
                         && policies.of(image, &reference.to_string())
                             == PullPolicy::IfNotPresent =>
                 {
@@ -379,10 +386,16 @@ impl Schedule {
                     schedule
                         .pending
                         .push(Some((image.clone(), reference.clone(), last.clone())));
+                    let held = node.held_unverified(
+                        &reference,
+                        policies.of(image, &reference.to_string()),
+                        options.node.verification,
+                    );
                     let job = Job {
                         containers: containers
                             .remove(&reference.to_string())
                             .unwrap_or_default(),
+                        held,
                         start_check: options.start_check,
                         route: route_of(options, image, &reference),
                         configured: options.router.configured(),
@@ -551,7 +564,11 @@ fn summary(
     policies: &Policies,
 ) -> Report {
     for result in &mut results {
-        node.annotate(result, policies.of(&result.image, &result.reference));
+        node.annotate(
+            result,
+            policies.of(&result.image, &result.reference),
+            options.node.verification,
+        );
         // Which of crane's two meanings `--insecure` took here: plain HTTP, never HTTPS
         // without verification.
         result.plain_http = result.endpoint.is_none()
@@ -801,6 +818,102 @@ mod tests {
         assert_eq!(report.exit_code, crate::report::ExitCode::Ok);
         let report = check(&images[..1], &options(Network::Host)).await;
         assert_eq!(report.images[0].status, Status::Unreachable, "{report:#?}");
+        assert_eq!(report.exit_code, crate::report::ExitCode::Unreachable);
+    }
+
+    /// The run's phases after the node's read, with `node` as what it found: for the tests
+    /// of what a node's list makes of an image, without an API server.
+    async fn run_with_node(images: &[String], options: &Options, node: &NodeLookup) -> Report {
+        let started = Instant::now();
+        let mut stop = std::pin::pin!(std::future::pending::<String>());
+        let parsed = parse(images, options, started, &mut stop).await.unwrap();
+        let client = client_for(options, images, &parsed).unwrap();
+        let policies = Policies::new(&options.if_not_present);
+        let shared = Shared {
+            client: client.clone(),
+            slots: Arc::new(Semaphore::new(4)),
+            deadline: started + options.timeout,
+            attempt_cap: options.timeout / 4,
+            timeout: options.timeout,
+            sources_read: Arc::new(String::new()),
+            sources_exist: false,
+            repeated: Repeated::default(),
+        };
+        let mut schedule = Schedule::new(parsed, options, &shared, node, &policies, true);
+        assert_eq!(schedule.wait(&options.events, &mut stop).await, None);
+        let results = schedule.results.into_iter().flatten().collect();
+        summary(results, options, &client, node, &policies)
+    }
+
+    /// An `IfNotPresent` image the node holds: on a kubelet before 1.35 it is `present_on_node`
+    /// and its registry is not asked; on 1.35+ (or with `verify`) it is asked, and a refusal
+    /// (here: nothing answers) is not counted, in words that say why; `never-verify` brings
+    /// the old answer back on any kubelet.
+    #[tokio::test(start_paused = true)]
+    async fn an_image_the_node_holds_is_asked_only_where_its_kubelet_re_verifies() {
+        use crate::proof::CredentialVerification::{self, Auto, NeverVerify, Verify};
+        use crate::report::{Counted, NotCounted};
+        let image = "127.0.0.1:1/app:v1".to_string();
+        let node = |version: &str| {
+            let body = format!(
+                r#"{{"kind":"Node","status":{{"images":[{{"names":["{image}"]}}],"nodeInfo":{{"kubeletVersion":"{version}"}}}}}}"#
+            );
+            NodeLookup::Found(
+                crate::node::NodeImages::read("n1", body.as_bytes(), Some(50), None).unwrap(),
+            )
+        };
+        let options = |verification: CredentialVerification| Options {
+            timeout: Duration::from_secs(3),
+            client: ClientOptions {
+                plain_http: vec!["127.0.0.1:1".into()],
+                ..Default::default()
+            },
+            if_not_present: vec![image.clone()],
+            node: NodeOptions {
+                name: Some("n1".into()),
+                verification,
+                ..NodeOptions::default()
+            },
+            ..Default::default()
+        };
+        let images = std::slice::from_ref(&image);
+        let cases: &[(&str, CredentialVerification, bool)] = &[
+            ("v1.34.4", Auto, false),
+            ("v1.37.2", Auto, true),
+            ("v1.35.0-gke.123", Auto, true),
+            ("v1.37.2", NeverVerify, false),
+            ("v1.34.4", Verify, true),
+        ];
+        for (version, setting, asked) in cases {
+            let report = run_with_node(images, &options(*setting), &node(version)).await;
+            let r = &report.images[0];
+            assert_eq!(r.present_on_node, Some(true), "{version}: {r:#?}");
+            assert_eq!(
+                report.exit_code,
+                crate::report::ExitCode::Ok,
+                "{version}: {r:#?}"
+            );
+            if *asked {
+                assert_eq!(r.status, Status::Unreachable, "{version}: {r:#?}");
+                assert!(r.attempts > 0, "{version}");
+                assert_eq!(r.counted, Counted::No(NotCounted::HeldByNode), "{version}");
+                assert!(
+                    r.message.contains(&format!(
+                        "not counted: node n1 holds it and imagePullPolicy is IfNotPresent, but its kubelet ({version}) re-verifies credentials"
+                    )),
+                    "{version}: {}",
+                    r.message
+                );
+            } else {
+                assert_eq!(r.reason, Reason::PresentOnNode, "{version}: {r:#?}");
+                assert_eq!(r.attempts, 0, "{version}");
+            }
+        }
+        // Always: asked and counted whatever the node holds and whatever its kubelet.
+        let mut always = options(Auto);
+        always.if_not_present.clear();
+        let report = run_with_node(images, &always, &node("v1.37.2")).await;
+        assert_eq!(report.images[0].counted, Counted::Yes);
         assert_eq!(report.exit_code, crate::report::ExitCode::Unreachable);
     }
 

@@ -49,7 +49,7 @@
 //!   plugins), tried after the pull secrets.
 //! - [`pull_policy`]: when the kubelet pulls, and so what is checked; [`node`]: the images the
 //!   node already holds (`node/read.rs`: the Node object read in one pass, keeping only the
-//!   names).
+//!   names, and the kubelet's version).
 //! - [`registry`]: all HTTP to registries, through a client made of parts, each in its own
 //!   file: `http` (one request on the wire), `token` (the `Authorization` a request carries,
 //!   the shared token cache), `state` (what the run knows of each registry), `probe` (the
@@ -61,7 +61,7 @@
 //! - [`platform`]: the node's platform and index matching, as containerd does it;
 //!   [`suggest`]: "did you mean" for missing tags and repositories.
 //! - [`route`]: where a pull goes: the node runtime's registry configuration (containerd's
-//!   hosts directory, registries.conf) as the ordered endpoints of one reference.
+//!   hosts directory, registries.conf and certs.d) as the ordered endpoints of one reference.
 //! - [`container_start`]: the container-start prediction: will each container start once
 //!   pulled? The kubelet's and the runtimes' rules (`runAsNonRoot`, the image's user, the
 //!   command), over the pod spec and the image's config.
@@ -74,7 +74,8 @@
 //!   text for people made safe and short (`escape`, `cut`). All three are leaves: no module of
 //!   the crate reaches back from them; so is [`log`], the one way every subcommand writes a
 //!   line to stderr (a component, a level, the line escaped and redacted once).
-//! - [`proof`]: whether a failure counts (a pod is failed only on proof), as pure decisions,
+//! - [`proof`]: whether a failure counts (a pod is failed only on proof), as pure decisions
+//!   (among them whether a node's kubelet re-verifies the credentials of images it holds),
 //!   and the cases `docs/reference/what-fails.md` is generated from
 //! - [`report`]: results, exit codes, text, JSON and the termination message
 //!   (`report/reason.rs`: the [`Reason`] enum, each reason's word, status, meaning and hint

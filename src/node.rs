@@ -1,7 +1,12 @@
 //! What the node already holds: the images the kubelet lists in its Node object
 //! (`status.images[].names`), read from the API server in-cluster, once per run, so that an
 //! `IfNotPresent` image the node has is `ok` without asking its registry, as the kubelet would
-//! start it without pulling.
+//! start it without pulling. Where the node's kubelet re-verifies a pod's credentials before
+//! it uses an image it holds (Kubernetes 1.35+: [`crate::proof::node_reverifies`], from the
+//! same Node's `status.nodeInfo.kubeletVersion`), holding it proves nothing by itself: the
+//! registry is asked with the pod's credentials, its `ok` is proof, and its refusal is not
+//! counted ([`NotCounted::HeldByNode`]), since the kubelet's records may still let the pod use
+//! the node's copy.
 //!
 //! The request is `GET /api/v1/nodes/NAME` to `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`
 //! with the pod's service-account token (read afresh each run: the kubelet rotates it) and the
@@ -16,9 +21,10 @@
 
 use crate::http::error_chain;
 use crate::input::{LimitedReadError, read_limited_file};
+use crate::proof::{CredentialVerification, NodeProof};
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
-use crate::report::{ImageResult, Reason, Status};
+use crate::report::{ImageResult, NotCounted, Reason, Status};
 pub use read::{NodeImages, Wanted};
 use reqwest::header::{self, HeaderValue};
 use rustls_pki_types::CertificateDer;
@@ -64,6 +70,9 @@ pub struct NodeOptions {
     /// Of the node's names, only those that can be one of the run's images are kept
     /// ([`Wanted`], [`NodeOptions::for_images`]). `None`: every name.
     pub wanted: Option<Wanted>,
+    /// Whether the node's kubelet re-verifies a pod's credentials before it uses an image it
+    /// holds (`--image-pull-credentials-verification`): from its version by default.
+    pub verification: CredentialVerification,
 }
 
 impl NodeOptions {
@@ -86,6 +95,7 @@ impl Default for NodeOptions {
             api_host: None,
             api_port: None,
             wanted: None,
+            verification: CredentialVerification::Auto,
         }
     }
 }
@@ -191,6 +201,35 @@ impl NodeLookup {
         }
     }
 
+    /// Whether the node's kubelet re-verifies a pod's credentials before it uses an image it
+    /// holds, under `setting`, by the version its Node reports; `false` without a list (nothing
+    /// is then known to be held).
+    pub(crate) fn reverifies(&self, setting: CredentialVerification) -> bool {
+        match self {
+            NodeLookup::Found(images) => {
+                crate::proof::node_reverifies(setting, images.kubelet_version.as_deref())
+            }
+            _ => false,
+        }
+    }
+
+    /// Why a registry's refusal of an `IfNotPresent` image the node holds does not count, in
+    /// words, when its kubelet re-verifies: `None` when the image is not held, not
+    /// `IfNotPresent`, or the kubelet starts it for any pod (then its registry is not asked).
+    pub(crate) fn held_unverified(
+        &self,
+        reference: &Reference,
+        policy: PullPolicy,
+        setting: CredentialVerification,
+    ) -> Option<String> {
+        let NodeLookup::Found(images) = self else {
+            return None;
+        };
+        (policy == PullPolicy::IfNotPresent
+            && self.proof(reference, setting) == NodeProof::HoldsReverified)
+            .then(|| reverified_words(images))
+    }
+
     /// The one line for stderr when the lookup failed.
     pub(crate) fn warning(&self) -> Option<String> {
         match self {
@@ -222,15 +261,20 @@ impl NodeLookup {
         result
     }
 
-    /// What the node's list proves of an image ([`crate::proof::NodeProof`]): nothing asked
-    /// when no node was named (a run about the registry alone); unknown when the lookup failed
-    /// or the list is truncated.
-    pub(crate) fn proof(&self, reference: &Reference) -> crate::proof::NodeProof {
-        use crate::proof::NodeProof;
+    /// What the node's list proves of an image ([`NodeProof`]): nothing asked when no node was
+    /// named (a run about the registry alone); unknown when the lookup failed or the list is
+    /// truncated; held, and whether the kubelet re-verifies the pod's credentials first, under
+    /// `setting`.
+    pub(crate) fn proof(
+        &self,
+        reference: &Reference,
+        setting: CredentialVerification,
+    ) -> NodeProof {
         match (self, self.presence(reference)) {
             (NodeLookup::NotNeeded | NodeLookup::Failed(NodeError::NoNode), _) => {
                 NodeProof::NotAsked
             }
+            (_, Some(true)) if self.reverifies(setting) => NodeProof::HoldsReverified,
             (_, Some(true)) => NodeProof::Holds,
             (_, Some(false)) => NodeProof::Lacks,
             (_, None) => NodeProof::Unknown,
@@ -240,17 +284,26 @@ impl NodeLookup {
     /// Completes a registry result with the image's policy and what the node says: an
     /// `IfNotPresent` image missing at its registry counts only when the node's complete list
     /// proves the node lacks it (else the node may hold it, and the kubelet would then start
-    /// the pod without pulling).
-    pub(crate) fn annotate(&self, result: &mut ImageResult, policy: PullPolicy) {
+    /// the pod without pulling); one the node holds, asked because its kubelet re-verifies
+    /// credentials (`setting`), counts only when the registry serves it, and then says so.
+    pub(crate) fn annotate(
+        &self,
+        result: &mut ImageResult,
+        policy: PullPolicy,
+        setting: CredentialVerification,
+    ) {
         result.pull_policy = policy;
         let Ok(reference) = Reference::parse(&result.reference) else {
             return;
         };
-        let proof = self.proof(&reference);
+        let proof = self.proof(&reference, setting);
         if result.fatal()
             && let Some(why) = crate::proof::by_node(result.status, policy, proof)
         {
             let words = match self {
+                NodeLookup::Found(images) if why == NotCounted::HeldByNode => {
+                    reverified_words(images)
+                }
                 NodeLookup::Found(images) => format!(
                     "imagePullPolicy is IfNotPresent and {}, and the kubelet would then start the pod without pulling",
                     images.why_incomplete().unwrap_or_default()
@@ -283,9 +336,40 @@ impl NodeLookup {
                     images.node
                 ));
             }
+            // Asked although held: the kubelet re-verifies, and the registry serves it to the
+            // pod's credentials, which is what the kubelet's pull would meet.
+            (PullPolicy::IfNotPresent, Some(true), Status::Ok)
+                if proof == NodeProof::HoldsReverified
+                    && result.reason != Reason::PresentOnNode =>
+            {
+                result.message.push_str(&format!(
+                    "; node {} holds it, and its kubelet ({}) re-verifies a pod's credentials before it uses its copy (Kubernetes 1.35+): the registry serves it to this pod's credentials",
+                    images.node,
+                    kubelet_of(images)
+                ));
+            }
             _ => {}
         }
     }
+}
+
+/// The kubelet's version for a message (foreign text, scrubbed like any; the report escapes
+/// it where it is written), or "version unknown".
+fn kubelet_of(images: &NodeImages) -> String {
+    match &images.kubelet_version {
+        Some(v) => crate::redact::foreign(v),
+        None => "version unknown".to_string(),
+    }
+}
+
+/// Why a refusal of an `IfNotPresent` image that node `images` holds, with a kubelet that
+/// re-verifies credentials, is not counted: what the kubelet does, and what only it knows.
+fn reverified_words(images: &NodeImages) -> String {
+    format!(
+        "node {} holds it and imagePullPolicy is IfNotPresent, but its kubelet ({}) re-verifies credentials before a pod uses an image it holds (Kubernetes 1.35+, KubeletEnsureSecretPulledImages): it starts this pod from its copy without a pull if the copy was preloaded, pulled anonymously or with the credentials this pod has, or its imagePullCredentialsVerificationPolicy exempts it, and pulls it with this pod's credentials otherwise; which of these holds is in the kubelet's records only, which a pod cannot read (where the kubelets never verify, --image-pull-credentials-verification never-verify)",
+        images.node,
+        kubelet_of(images)
+    )
 }
 
 /// What the run knows about the node by `until`: nothing asked when no image `needed` it, else
@@ -595,7 +679,11 @@ mod tests {
                 }
                 let mut missing = result("app:v9", Status::NotFound);
                 missing.reference = r("app:v9").to_string();
-                lookup.annotate(&mut missing, PullPolicy::IfNotPresent);
+                lookup.annotate(
+                    &mut missing,
+                    PullPolicy::IfNotPresent,
+                    CredentialVerification::Auto,
+                );
                 assert_eq!(missing.fatal(), capped == 0, "{names}: {}", missing.message);
                 if capped > 0 {
                     assert!(
@@ -727,7 +815,7 @@ mod tests {
             let mut r = result(image, *status);
             r.reference = Reference::parse(image).unwrap().to_string();
             let before = r.message.clone();
-            lookup.annotate(&mut r, *policy);
+            lookup.annotate(&mut r, *policy, CredentialVerification::Auto);
             assert_eq!(r.pull_policy, *policy, "{name}");
             assert_eq!((r.fatal(), r.present_on_node), (*fatal, *present), "{name}");
             if part.is_empty() {
@@ -746,6 +834,181 @@ mod tests {
             present.message.contains("node n1 holds it"),
             "{}",
             present.message
+        );
+    }
+
+    /// KIND_NODE with its kubelet's version replaced.
+    fn node_of_kubelet(version: &str) -> NodeLookup {
+        let body = KIND_NODE.replace("v1.31.0", version);
+        NodeLookup::Found(NodeImages::from_json("n1", body.as_bytes(), Some(50)).unwrap())
+    }
+
+    #[test]
+    fn the_kubelets_version_is_read_in_the_same_pass_and_bounded() {
+        let node = NodeImages::from_json("n", KIND_NODE.as_bytes(), Some(50)).unwrap();
+        assert_eq!(node.kubelet_version.as_deref(), Some("v1.31.0"));
+        // Kept whatever names are wanted.
+        let wanted = Wanted::of(&[r("nothing:1")]);
+        let node = NodeImages::read("n", KIND_NODE.as_bytes(), Some(50), Some(&wanted)).unwrap();
+        assert_eq!(node.kubelet_version.as_deref(), Some("v1.31.0"));
+        assert!(node.names.is_empty());
+        let long = format!("v1.35.0-{}", "x".repeat(10_000));
+        let cases: Vec<(&str, String, Option<String>)> = vec![
+            (
+                "nodeInfo before images",
+                r#"{"kind":"Node","status":{"nodeInfo":{"kubeletVersion":"v1.37.2"},"images":[{"names":["docker.io/library/app:v1.0"]}]}}"#.into(),
+                Some("v1.37.2".into()),
+            ),
+            (
+                "no nodeInfo",
+                r#"{"kind":"Node","status":{"images":[]}}"#.into(),
+                None,
+            ),
+            (
+                "nodeInfo null",
+                r#"{"kind":"Node","status":{"nodeInfo":null}}"#.into(),
+                None,
+            ),
+            (
+                "kubeletVersion null",
+                r#"{"kind":"Node","status":{"nodeInfo":{"kubeletVersion":null}}}"#.into(),
+                None,
+            ),
+            (
+                "an escaped string",
+                r#"{"kind":"Node","status":{"nodeInfo":{"kubeletVersion":"v1.35.0\u002dgke.1"}}}"#.into(),
+                Some("v1.35.0-gke.1".into()),
+            ),
+            (
+                "a version of 10,000 characters is cut",
+                format!(r#"{{"kind":"Node","status":{{"nodeInfo":{{"kubeletVersion":"{long}"}}}}}}"#),
+                Some(long.chars().take(64).collect()),
+            ),
+            (
+                "kubeletVersion outside nodeInfo is not it",
+                r#"{"kind":"Node","kubeletVersion":"v1.37.2","status":{"kubeletVersion":"v1.37.2"}}"#.into(),
+                None,
+            ),
+        ];
+        for (name, body, want) in cases {
+            let node = NodeImages::from_json("n", body.as_bytes(), Some(50))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(node.kubelet_version, want, "{name}");
+        }
+        for bad in [
+            r#"{"kind":"Node","status":{"nodeInfo":{"kubeletVersion":135}}}"#,
+            r#"{"kind":"Node","status":{"nodeInfo":"v1.35.0"}}"#,
+        ] {
+            let e = NodeImages::from_json("n", bad.as_bytes(), Some(50)).unwrap_err();
+            assert!(e.to_string().contains("not a Node"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn what_holding_an_image_proves_depends_on_the_kubelet() {
+        use CredentialVerification::{Auto, NeverVerify, Verify};
+        let held = r("app:v1.0");
+        let cases: &[(&str, CredentialVerification, NodeProof)] = &[
+            ("v1.34.4", Auto, NodeProof::Holds),
+            ("v1.35.0", Auto, NodeProof::HoldsReverified),
+            ("v1.37.2", Auto, NodeProof::HoldsReverified),
+            ("v1.35.0-gke.123", Auto, NodeProof::HoldsReverified),
+            ("garbage", Auto, NodeProof::HoldsReverified),
+            ("v1.37.2", NeverVerify, NodeProof::Holds),
+            ("v1.34.4", Verify, NodeProof::HoldsReverified),
+        ];
+        for (version, setting, want) in cases {
+            let node = node_of_kubelet(version);
+            assert_eq!(node.proof(&held, *setting), *want, "{version} {setting:?}");
+            let words = node.held_unverified(&held, PullPolicy::IfNotPresent, *setting);
+            assert_eq!(
+                words.is_some(),
+                *want == NodeProof::HoldsReverified,
+                "{version}"
+            );
+            // Always is pulled whatever the node holds; an image not held is not in question.
+            assert_eq!(
+                node.held_unverified(&held, PullPolicy::Always, *setting),
+                None
+            );
+            assert_eq!(
+                node.held_unverified(&r("app:v9"), PullPolicy::IfNotPresent, *setting),
+                None
+            );
+            // A missing image the complete list lacks is proven missing on every version.
+            assert_eq!(node.proof(&r("app:v9"), *setting), NodeProof::Lacks);
+        }
+        let failed = NodeLookup::Failed(NodeError::Unauthorized);
+        assert!(!failed.reverifies(Verify));
+        assert_eq!(
+            failed.held_unverified(&held, PullPolicy::IfNotPresent, Verify),
+            None
+        );
+    }
+
+    /// A registry's answer for an `IfNotPresent` image the node holds, on a node that
+    /// re-verifies credentials: `ok` says the registry serves the pod, a refusal or a miss is
+    /// not counted and says why; on a 1.34 node the same refusal counts as before (such an
+    /// image is never asked there: `present_result`).
+    #[test]
+    fn a_held_image_asked_of_its_registry_is_counted_only_on_its_ok() {
+        use crate::report::tests::result;
+        let auto = CredentialVerification::Auto;
+        let new = node_of_kubelet("v1.37.2");
+        let mut ok = result("app:v1.0", Status::Ok);
+        ok.reference = r("app:v1.0").to_string();
+        new.annotate(&mut ok, PullPolicy::IfNotPresent, auto);
+        assert_eq!((ok.status, ok.present_on_node), (Status::Ok, Some(true)));
+        assert!(
+            ok.message.ends_with(
+                "; node n1 holds it, and its kubelet (v1.37.2) re-verifies a pod's credentials before it uses its copy (Kubernetes 1.35+): the registry serves it to this pod's credentials"
+            ),
+            "{}",
+            ok.message
+        );
+        for status in [Status::NotFound, Status::Unauthorized, Status::Denied] {
+            let mut refused = result("app:v1.0", status);
+            refused.reference = r("app:v1.0").to_string();
+            new.annotate(&mut refused, PullPolicy::IfNotPresent, auto);
+            assert_eq!(
+                refused.counted,
+                crate::report::Counted::No(NotCounted::HeldByNode),
+                "{status:?}"
+            );
+            for words in [
+                "node n1 holds it and imagePullPolicy is IfNotPresent, but its kubelet (v1.37.2) re-verifies credentials",
+                "preloaded, pulled anonymously or with the credentials this pod has",
+                "is in the kubelet's records only",
+            ] {
+                assert!(
+                    refused.message.contains(words),
+                    "{status:?}: {}",
+                    refused.message
+                );
+            }
+        }
+        // The same refusal on a kubelet that does not re-verify: no fact of the node takes it
+        // out, and no registry word is added.
+        let old = node_of_kubelet("v1.34.4");
+        let mut refused = result("app:v1.0", Status::Unauthorized);
+        refused.reference = r("app:v1.0").to_string();
+        let before = refused.message.clone();
+        old.annotate(&mut refused, PullPolicy::IfNotPresent, auto);
+        assert!(refused.fatal());
+        assert_eq!(refused.message, before);
+        // What the 1.34 node's image gets instead: present_on_node, no request.
+        let present = old.present_result("app:v1.0", &r("app:v1.0"));
+        assert_eq!(present.reason, Reason::PresentOnNode);
+        assert_eq!(present.attempts, 0);
+        // A missing image the complete list lacks counts on the 1.37 node as on any.
+        let mut missing = result("app:v9", Status::NotFound);
+        missing.reference = r("app:v9").to_string();
+        new.annotate(&mut missing, PullPolicy::IfNotPresent, auto);
+        assert!(missing.fatal());
+        assert!(
+            missing.message.contains("does not hold it either"),
+            "{}",
+            missing.message
         );
     }
 

@@ -1,6 +1,7 @@
 //! One image's check: its attempts over its route until a verdict (retried with back-off
 //! while the failure is transient), the start prediction of its containers, and whether the
-//! verdict counts.
+//! verdict counts (an image the node holds, asked because its kubelet re-verifies credentials,
+//! counts only on the registry's `ok`).
 
 use super::walk::{Answer, Walk};
 use super::{LastSeen, Repeated, backoff};
@@ -20,10 +21,30 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+/// A refusal of an `IfNotPresent` image the node holds, whose kubelet re-verifies credentials
+/// (Kubernetes 1.35+), is not counted, for the reason `words` give: the kubelet's records may
+/// still let the pod use the node's copy. The registry's `ok`, and a start prediction made from
+/// the pod spec alone, stand.
+fn held_by_node(result: &mut ImageResult, words: &str) {
+    let why = crate::proof::by_node(
+        result.status,
+        crate::pull_policy::PullPolicy::IfNotPresent,
+        crate::proof::NodeProof::HoldsReverified,
+    );
+    if let (true, Some(why)) = (result.fatal(), why) {
+        result.not_counted(why, words);
+    }
+}
+
 /// One image's check, run as a task of its own.
 pub(super) struct Job {
     /// The containers of the pod spec that use this image.
     pub(super) containers: Vec<ContainerFacts>,
+    /// The node holds this `IfNotPresent` image and its kubelet re-verifies the pod's
+    /// credentials first (Kubernetes 1.35+): why a refusal then does not count, in words. Its
+    /// config is not read either: the kubelet may start the node's copy, which the registry's
+    /// need not describe.
+    pub(super) held: Option<String>,
     pub(super) start_check: StartCheck,
     /// Where the image is asked: the node's route for it, or without a node configuration
     /// the image's own registry alone (an error: the configuration cannot be used for it).
@@ -62,6 +83,11 @@ impl Job {
     /// Checks the image: its pull, then what its containers' specs alone decide.
     pub(super) async fn run(self) -> ImageResult {
         let mut result = self.pull().await;
+        // Before the certain predictions below: a refusal of an image the node holds is left
+        // to the kubelet's records, a `runAsUser: 0` is not.
+        if let Some(words) = &self.held {
+            held_by_node(&mut result, words);
+        }
         // Images that cannot be pulled still say what their containers' specs alone decide
         // (`runAsNonRoot` with `runAsUser: 0`).
         if result.containers.is_empty() && !self.containers.is_empty() {
@@ -119,7 +145,14 @@ impl Job {
             .containers
             .iter()
             .any(|c| c.needs_image_config() && c.refusal_without_image().is_none());
-        let read = if needed {
+        let read = if self.held.is_some() {
+            // The kubelet may start the node's copy: the registry's config would be of another
+            // image if the tag has moved since, so only the pod spec decides, as for a copy
+            // the kubelet starts for any pod.
+            Err(NotRead::Failed(
+                "the image is on the node, whose copy may not be the registry's".to_string(),
+            ))
+        } else if needed {
             // The credential the pull found it with: a pull secret's, or a node-side one (a
             // cloud identity, a plugin's answer), as the runtime would read the config with it.
             let credential = match &outcome.auth {
@@ -499,5 +532,39 @@ impl Job {
         r.attempts = attempts;
         r.elapsed_ms = start.elapsed().as_millis().try_into().unwrap_or(u64::MAX);
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::result;
+
+    /// On a node that re-verifies credentials, what the registry says of an image the node
+    /// holds: `ok` is proof, a refusal is left to the kubelet's records, and a container the
+    /// pod spec alone keeps from starting still counts.
+    #[test]
+    fn a_refusal_of_an_image_the_node_holds_is_left_to_the_kubelet() {
+        for status in Status::ALL {
+            let mut r = result("app:v1", status);
+            let before = r.message.clone();
+            held_by_node(&mut r, "node n holds it");
+            match status {
+                Status::Ok => assert_eq!(r.counted, Counted::Yes, "{status:?}"),
+                Status::InvalidReference | Status::WontStart => {
+                    assert!(r.fatal(), "{status:?}");
+                    assert_eq!(r.message, before, "{status:?}");
+                }
+                _ => {
+                    assert_eq!(r.counted, Counted::No(NotCounted::HeldByNode), "{status:?}");
+                    assert_eq!(r.message, format!("{before}; not counted: node n holds it"));
+                }
+            }
+        }
+        // A failure already not counted by a flag keeps its cause.
+        let mut r = result("app:v1", Status::Unreachable);
+        r.not_counted(NotCounted::OnUnreachableWarn, "--on-unreachable warn");
+        held_by_node(&mut r, "node n holds it");
+        assert_eq!(r.counted, Counted::No(NotCounted::OnUnreachableWarn));
     }
 }

@@ -117,7 +117,8 @@ impl Walk<'_> {
     }
 
     /// Asks the route's endpoints in order until one decides (has the image, or has it
-    /// without the node's platform); a blocked entry answers without a request.
+    /// without the node's platform); a blocked entry, or one whose certificates cannot be used,
+    /// answers without a request.
     async fn ask_each<'r>(
         &self,
         route: &'r Route,
@@ -137,6 +138,18 @@ impl Walk<'_> {
                 );
                 let url = format!("{} (blocked)", endpoint.host);
                 answers.push((endpoint, url, no_request(), verdict));
+                continue;
+            }
+            if let Some(why) = &endpoint.broken {
+                // containers/image fails this pull source and goes on to the next one.
+                let verdict = Verdict::new(
+                    Reason::NodeConfiguration,
+                    format!(
+                        "{}: the node's certificates for {} cannot be used: {why} (no request sent)",
+                        endpoint.reference, endpoint.reference.registry
+                    ),
+                );
+                answers.push((endpoint, endpoint.url(), no_request(), verdict));
                 continue;
             }
             // A fair share of what is left, so that one endpoint that hangs leaves time for

@@ -1,5 +1,6 @@
 //! `pullcheck check`'s flags and the help text around them.
 
+use super::PullCredentialsVerification;
 use super::values::{self, Checked, secret_value};
 use super::{CREDENTIALS, IMAGES, LIMITS, NODE, OUTPUT, ROUTING};
 use super::{CloudCredentials, Network, OnUnreachable, OnUnverifiable, OutputFormat};
@@ -63,8 +64,10 @@ pub struct CheckArgs {
     /// Images pulled only when the node lacks them (`IfNotPresent`).
     ///
     /// With --node, those the node already holds are `ok` (`present_on_node`) without asking
-    /// their registry (images given in other ways are `Always`: checked at the registry). Repeatable; each
-    /// value, like the environment variable, is separated by whitespace or commas.
+    /// their registry, unless its kubelet re-verifies credentials (see
+    /// --image-pull-credentials-verification); images given in other ways are `Always`: checked
+    /// at the registry. Repeatable; each value, like the environment variable, is separated by
+    /// whitespace or commas.
     #[arg(
         long = "if-not-present",
         value_name = "IMAGE",
@@ -136,6 +139,26 @@ pub struct CheckArgs {
         value_parser = Checked::parser(values::node_status_max_images_value)
     )]
     pub(crate) node_status_max_images: Checked<Option<usize>>,
+
+    /// Whether the node's kubelet re-verifies credentials of images it holds.
+    ///
+    /// Kubernetes 1.35+ (KEP-2535, feature gate KubeletEnsureSecretPulledImages, on by
+    /// default) starts an IfNotPresent image the node holds only if its records let this pod
+    /// use it, else pulls it with the pod's credentials: a held image is then asked of its
+    /// registry with the pod's credentials, and a refusal is not counted (`held_by_node`).
+    /// `auto`: from the Node's kubeletVersion (v1.35+, or unreadable: verifies). `never-verify`
+    /// (or `NeverVerify`): the gate off, or imagePullCredentialsVerificationPolicy NeverVerify:
+    /// a held image is `present_on_node`, its registry not asked. `verify` (or the policy names
+    /// NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages, AlwaysVerify): the gate on.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        env = "PULLCHECK_IMAGE_PULL_CREDENTIALS_VERIFICATION",
+        default_value = "auto",
+        help_heading = NODE
+    )]
+    pub(crate) image_pull_credentials_verification: PullCredentialsVerification,
 
     /// The service-account directory holding `token` and `ca.crt` (for tests).
     #[arg(
@@ -281,8 +304,11 @@ pub struct CheckArgs {
 
     /// CRI-O's and Podman's registries.conf.
     ///
-    /// Version 2, or a folder holding `registries.conf` and `*.conf` drop-ins: mirrors,
-    /// rewritten and blocked prefixes, short names. Not together with --hosts-dir.
+    /// Version 2: mirrors, rewritten and blocked prefixes, short names. A file; a node's
+    /// folder (/etc/containers, recognised by its `registries.conf.d/`): its `registries.conf`
+    /// (absent: an empty configuration), then the `*.conf` drop-ins of `registries.conf.d/` in
+    /// name order, no other file; or a flat folder (a ConfigMap): `registries.conf`, then its
+    /// other `*.conf` files in name order. Not together with --hosts-dir.
     #[arg(
         long,
         value_name = "PATH",
@@ -290,6 +316,36 @@ pub struct CheckArgs {
         help_heading = ROUTING
     )]
     pub(crate) registries_conf: Option<PathBuf>,
+
+    /// The drop-in folder of registries.conf (registries.conf.d).
+    ///
+    /// Its `*.conf` files are read in name order after --registries-conf, which is then a
+    /// file: the two are read as CRI-O reads the node's /etc/containers/registries.conf and
+    /// registries.conf.d, an absent file being an empty configuration and an absent folder
+    /// having no drop-ins. `inject --registries-from-node` passes both.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PULLCHECK_REGISTRIES_CONF_DIR",
+        help_heading = ROUTING
+    )]
+    pub(crate) registries_conf_dir: Option<PathBuf>,
+
+    /// containers-certs.d folders: per-host CAs and client certificates (CRI-O, Podman).
+    ///
+    /// E.g. /etc/containers/certs.d: for every host asked (mirrors and locations included),
+    /// `DIR/<host[:port]>/*.crt` are CAs trusted besides the others, and `X.cert` with `X.key`
+    /// a client certificate, as containers/image reads them. Repeatable; the environment
+    /// variable takes a `:`-separated list (the first folder with an entry for a host wins).
+    /// An absent folder holds no certificates. Not together with --hosts-dir.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PULLCHECK_CERTS_DIR",
+        help_heading = ROUTING,
+        value_delimiter = ':'
+    )]
+    pub(crate) certs_dir: Vec<PathBuf>,
 
     /// Whether an unreachable registry fails the run.
     ///

@@ -76,6 +76,24 @@ pub enum Network {
     Pod,
 }
 
+/// `--image-pull-credentials-verification`: whether the node's kubelet re-verifies a pod's
+/// credentials before it starts an image it holds (KEP-2535). The kubelet configuration's own
+/// policy names are accepted as they are written there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PullCredentialsVerification {
+    /// From the node's kubelet version: v1.35 and later verify (the gate's default), earlier
+    /// ones do not; a version that cannot be read is taken to verify.
+    Auto,
+    /// The kubelet starts an image it holds for any pod: the KubeletEnsureSecretPulledImages
+    /// gate off, or imagePullCredentialsVerificationPolicy NeverVerify.
+    #[value(alias = "NeverVerify")]
+    NeverVerify,
+    /// The gate on (1.35+ by default) with NeverVerifyPreloadedImages (the default),
+    /// NeverVerifyAllowlistedImages or AlwaysVerify.
+    #[value(aliases = ["NeverVerifyPreloadedImages", "NeverVerifyAllowlistedImages", "AlwaysVerify"])]
+    Verify,
+}
+
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum OutputFormat {

@@ -164,7 +164,7 @@ pub struct InjectArgs {
     ///
     /// A ConfigMap holding CRI-O's `registries.conf` (key `registries.conf`, and drop-ins):
     /// mounted read-only at /etc/pullcheck/registries from an `optional` volume, and passed as
-    /// `--registries-conf`; not with the two flags for containerd.
+    /// `--registries-conf`; not with --registries-from-node or the two flags for containerd.
     #[arg(
         long,
         value_name = "NAME",
@@ -187,6 +187,24 @@ pub struct InjectArgs {
         default_missing_value = crate::route::inject::DEFAULT_NODE_HOSTS
     )]
     pub(crate) hosts_from_node: Option<String>,
+
+    /// Mount the node's own CRI-O registry configuration (hostPath).
+    ///
+    /// The node's containers folder [default PATH: /etc/containers], read-only with a hostPath
+    /// volume at /etc/pullcheck/node-containers, and passed as `--registries-conf
+    /// <mount>/registries.conf --registries-conf-dir <mount>/registries.conf.d --certs-dir
+    /// <mount>/certs.d` (each may be absent on the node: no configuration, no drop-ins, no
+    /// certificates); not with --registries-configmap or the two flags for containerd. Warns
+    /// that the `baseline` and `restricted` Pod Security levels refuse hostPath volumes.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "PULLCHECK_INJECT_REGISTRIES_FROM_NODE",
+        num_args = 0..=1,
+        help_heading = ROUTING,
+        default_missing_value = crate::route::inject::DEFAULT_NODE_CONTAINERS
+    )]
+    pub(crate) registries_from_node: Option<String>,
 
     /// Mount service-account tokens for the kubelet's credential providers.
     ///

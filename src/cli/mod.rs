@@ -18,7 +18,9 @@ pub mod watch;
 pub mod webhook;
 
 pub use check::CheckArgs;
-pub(crate) use choices::{CloudCredentials, OutputFormat, PlatformCheck, PlatformMatch};
+pub(crate) use choices::{
+    CloudCredentials, OutputFormat, PlatformCheck, PlatformMatch, PullCredentialsVerification,
+};
 pub use choices::{Network, OnUnreachable, OnUnverifiable, StartCheck};
 pub(crate) use inject::DEFAULT_INJECT_IMAGE;
 pub use inject::InjectArgs;

@@ -20,9 +20,10 @@ use crate::platform::{MatchMode, Platform};
 use crate::pull_policy::{self, PullPolicy};
 use crate::reference::{DOCKER_HUB, Reference};
 use crate::registry::{ClientOptions, PlatformPolicy};
-use crate::route::Router;
+use crate::route::certs::CertsDirs;
 use crate::route::conf::RegistriesConf;
 use crate::route::hosts::HostsDirs;
+use crate::route::{RouteFlags, Router};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use std::collections::HashSet;
@@ -494,7 +495,8 @@ impl Credentials {
     }
 }
 
-/// `--node` and `--node-status-max-images`: where the node's image list comes from.
+/// `--node`, `--node-status-max-images` and `--image-pull-credentials-verification`: where the
+/// node's image list comes from, and what it proves.
 fn node_options(
     args: &CheckArgs,
     references: &[Reference],
@@ -529,13 +531,39 @@ fn node_options(
         api_host: std::env::var("KUBERNETES_SERVICE_HOST").ok(),
         api_port: std::env::var("KUBERNETES_SERVICE_PORT").ok(),
         wanted: None,
+        verification: args.image_pull_credentials_verification.into(),
     }
     .for_images(references)
 }
 
-/// The node's registry configuration (`--hosts-dir`, `--registries-conf`), read before any
-/// request so that a file the runtime could not use either stops the run here (exit 2),
-/// naming it.
+/// The paths of a list flag, without the empty ones (a variable set to nothing, `a::b`).
+fn given(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter(|p| !p.as_os_str().is_empty())
+        .cloned()
+        .collect()
+}
+
+/// A path flag, unless it is empty (a variable set to nothing).
+fn given_one(path: Option<&PathBuf>) -> Option<&PathBuf> {
+    path.filter(|p| !p.as_os_str().is_empty())
+}
+
+/// Which route flags `args` gives (an empty value is none).
+fn route_flags(args: &CheckArgs) -> RouteFlags {
+    RouteFlags {
+        hosts_dir: !given(&args.hosts_dir).is_empty(),
+        registries_conf: given_one(args.registries_conf.as_ref()).is_some(),
+        registries_conf_dir: given_one(args.registries_conf_dir.as_ref()).is_some(),
+        certs_dir: !given(&args.certs_dir).is_empty(),
+    }
+}
+
+/// The node's registry configuration (`--hosts-dir`, `--registries-conf`,
+/// `--registries-conf-dir`, `--certs-dir`), read before any request so that a file the runtime
+/// could not use either stops the run here (exit 2), naming it. (A host's certs.d folder is
+/// read when a route reaches it: containers/image fails that host alone.)
 fn routes(
     args: &CheckArgs,
     plain_http: &[String],
@@ -546,16 +574,9 @@ fn routes(
         plain_http: plain_http.to_vec(),
         ..Router::default()
     };
-    let hosts_dirs: Vec<PathBuf> = args
-        .hosts_dir
-        .iter()
-        .filter(|p| !p.as_os_str().is_empty())
-        .cloned()
-        .collect();
-    if !hosts_dirs.is_empty() && args.registries_conf.is_some() {
-        problems.error(
-            "--hosts-dir (containerd) and --registries-conf (CRI-O, Podman) describe different runtimes: give one",
-        );
+    let hosts_dirs = given(&args.hosts_dir);
+    if let Some(conflict) = route_flags(args).conflict() {
+        problems.error(conflict);
     }
     if !hosts_dirs.is_empty() {
         for dir in &hosts_dirs {
@@ -580,11 +601,28 @@ fn routes(
         }
         router.hosts = Some(hosts);
     }
-    if let Some(path) = &args.registries_conf {
-        match RegistriesConf::load(path) {
+    let conf = given_one(args.registries_conf.as_ref());
+    match (conf, given_one(args.registries_conf_dir.as_ref())) {
+        (Some(path), Some(dir)) if path.is_dir() => problems.error(format!(
+            "--registries-conf {} is a folder, which names its own drop-ins: with \
+             --registries-conf-dir {}, give the registries.conf file",
+            path.display(),
+            dir.display()
+        )),
+        (conf, Some(dir)) => match RegistriesConf::load_node(conf.map(PathBuf::as_path), dir) {
+            Ok(c) => router.conf = Some(c),
+            // The error names the file or folder.
+            Err(e) => problems.error(format!("--registries-conf {e}")),
+        },
+        (Some(path), None) => match RegistriesConf::load(path) {
             Ok(c) => router.conf = Some(c),
             Err(e) => problems.error(format!("--registries-conf {e}")),
-        }
+        },
+        (None, None) => {}
+    }
+    let certs = given(&args.certs_dir);
+    if !certs.is_empty() {
+        router.certs = Some(CertsDirs::new(certs));
     }
     router
 }
@@ -789,6 +827,74 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(parse_duration(input).ok(), *want, "{input:?}");
         }
+    }
+
+    #[test]
+    fn route_flags_of_two_runtimes_are_refused_and_a_nodes_files_may_be_absent() {
+        let cases: &[(&[&str], Option<&str>)] = &[
+            (&["--hosts-dir", "/h"], None),
+            (
+                &["--registries-conf", "/r", "--registries-conf-dir", "/d"],
+                None,
+            ),
+            (&["--certs-dir", "/c:/d"], None),
+            (
+                &["--hosts-dir", "/h", "--certs-dir", "/c"],
+                Some("--hosts-dir (containerd) and --certs-dir (CRI-O, Podman)"),
+            ),
+            (
+                &["--hosts-dir", "/h", "--registries-conf", "/r"],
+                Some("--hosts-dir (containerd) and --registries-conf (CRI-O, Podman)"),
+            ),
+            (
+                &["--hosts-dir", "/h", "--registries-conf-dir", "/d"],
+                Some("and --registries-conf-dir (CRI-O, Podman)"),
+            ),
+        ];
+        for (argv, want) in cases {
+            let got = route_flags(&args(argv)).conflict();
+            match want {
+                None => assert!(got.is_none(), "{argv:?}: {got:?}"),
+                Some(w) => assert!(
+                    got.as_deref().is_some_and(|g| g.contains(w)),
+                    "{argv:?}: {got:?}"
+                ),
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let absent = format!("{d}/registries.conf");
+        let dropins = format!("{d}/registries.conf.d");
+        let c = config(
+            &[
+                "--registries-conf",
+                &absent,
+                "--registries-conf-dir",
+                &dropins,
+                "--certs-dir",
+                &format!("{d}/certs.d"),
+                "a.corp/x:1",
+            ],
+            "",
+        )
+        .unwrap();
+        assert!(c.options.router.configured());
+        let e = config(
+            &[
+                "--registries-conf",
+                &d,
+                "--registries-conf-dir",
+                &dropins,
+                "a.corp/x:1",
+            ],
+            "",
+        )
+        .unwrap_err();
+        assert!(
+            e.0.iter()
+                .any(|m| m.contains("is a folder, which names its own drop-ins")),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -65,6 +65,7 @@ impl InjectConfig {
                 hosts_configmap: args.hosts_configmap.filter(|v| !v.is_empty()),
                 registries_configmap: args.registries_configmap.filter(|v| !v.is_empty()),
                 hosts_from_node: args.hosts_from_node.filter(|v| !v.is_empty()),
+                registries_from_node: args.registries_from_node.filter(|v| !v.is_empty()),
             },
             limit_ranges,
         };

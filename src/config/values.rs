@@ -68,6 +68,20 @@ impl From<cli::OnUnverifiable> for crate::check::OnUnverifiable {
     }
 }
 
+impl From<cli::PullCredentialsVerification> for crate::proof::CredentialVerification {
+    fn from(c: cli::PullCredentialsVerification) -> crate::proof::CredentialVerification {
+        match c {
+            cli::PullCredentialsVerification::Auto => crate::proof::CredentialVerification::Auto,
+            cli::PullCredentialsVerification::NeverVerify => {
+                crate::proof::CredentialVerification::NeverVerify
+            }
+            cli::PullCredentialsVerification::Verify => {
+                crate::proof::CredentialVerification::Verify
+            }
+        }
+    }
+}
+
 impl From<cli::Network> for crate::check::Network {
     fn from(c: cli::Network) -> crate::check::Network {
         match c {

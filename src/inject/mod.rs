@@ -45,7 +45,8 @@
 //! modes and the final newline included; a document that does not change is not touched.
 //! Injecting into its own output changes nothing. The volumes it added are recognised (named
 //! `pullcheck-secret-…` with a secret, `pullcheck-ca`, `pullcheck-hosts` or
-//! `pullcheck-registries` with a ConfigMap, `pullcheck-node-hosts` with a hostPath,
+//! `pullcheck-registries` with a ConfigMap, `pullcheck-node-hosts` or
+//! `pullcheck-node-registries` with a hostPath,
 //! `pullcheck-serviceaccount` or `pullcheck-provider-tokens` projected; mounted by no other
 //! container) and replaced, never duplicated. A pod whose own volume has the name of one that
 //! would be added is left unchanged, with a warning.
@@ -108,10 +109,11 @@ pub(crate) const SERVICE_ACCOUNT_VOLUME: &str = "pullcheck-serviceaccount";
 /// Where that token (`token`) and the cluster's CA (`ca.crt`) are mounted.
 pub(crate) const SERVICE_ACCOUNT_MOUNT: &str = "/var/run/pullcheck/serviceaccount";
 /// The names of the volumes the route choices add, with the kind of volume each is.
-const ROUTE_VOLUMES: [(&str, &str); 3] = [
+const ROUTE_VOLUMES: [(&str, &str); 4] = [
     ("pullcheck-hosts", "configMap"),
     ("pullcheck-registries", "configMap"),
     ("pullcheck-node-hosts", "hostPath"),
+    ("pullcheck-node-registries", "hostPath"),
 ];
 /// The user the init container runs as (distroless `nonroot`).
 pub(crate) const RUN_AS_USER: u64 = 65532;
@@ -156,7 +158,7 @@ pub struct InjectOptions {
     /// the credential-provider plugins with `tokenAttributes`.
     pub provider_tokens: Option<InjectAdditions>,
     /// The node's registry configuration to mount (`--hosts-configmap`,
-    /// `--registries-configmap`, `--hosts-from-node`).
+    /// `--registries-configmap`, `--hosts-from-node`, `--registries-from-node`).
     pub route: RouteMounts,
     /// The namespace's LimitRanges (`--limit-range-file`; the webhook reads them), which the
     /// init container's resources must pass ([`resources`]).

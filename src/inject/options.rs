@@ -5,7 +5,8 @@
 use super::container::with_route_args;
 use super::{InjectError, InjectOptions};
 use crate::manifests::names::is_dns_subdomain;
-use crate::route::inject::Additions;
+use crate::route::RouteFlags;
+use crate::route::inject::{Additions, RouteMounts};
 
 /// Options that passed [`validate`]: made only there, so that the core never reads options
 /// that `inject` would refuse.
@@ -39,6 +40,106 @@ impl ValidOptions {
     }
 }
 
+/// Checks the route choices: ConfigMap names, absolute paths on the node, and one runtime.
+fn route_choices(route: &RouteMounts) -> Result<(), InjectError> {
+    for (flag, name) in [
+        ("--hosts-configmap", &route.hosts_configmap),
+        ("--registries-configmap", &route.registries_configmap),
+    ] {
+        if let Some(name) = name
+            && !is_dns_subdomain(name)
+        {
+            return Err(InjectError(format!(
+                "{flag} {name:?}: not a ConfigMap name"
+            )));
+        }
+    }
+    for (flag, path) in [
+        ("--hosts-from-node", &route.hosts_from_node),
+        ("--registries-from-node", &route.registries_from_node),
+    ] {
+        if let Some(path) = path
+            && !path.is_empty()
+            && (!path.starts_with('/') || path.split('/').any(|p| p == ".."))
+        {
+            return Err(InjectError(format!(
+                "{flag} {path:?}: an absolute path on the node"
+            )));
+        }
+    }
+    let containerd = route.hosts_configmap.is_some() || route.hosts_from_node.is_some();
+    for (flag, set) in [
+        (
+            "--registries-configmap",
+            route.registries_configmap.is_some(),
+        ),
+        (
+            "--registries-from-node",
+            route.registries_from_node.is_some(),
+        ),
+    ] {
+        if set && containerd {
+            return Err(InjectError(format!(
+                "{flag} (CRI-O, Podman) and --hosts-configmap / --hosts-from-node \
+                 (containerd) describe different runtimes: give the one your nodes run"
+            )));
+        }
+    }
+    if route.registries_from_node.is_some() && route.registries_configmap.is_some() {
+        // Both would pass --registries-conf: the check reads one configuration.
+        return Err(InjectError(
+            "--registries-from-node and --registries-configmap both give registries.conf: \
+             give one (the node's own, or a copy in a ConfigMap)"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the check arguments, with those the route choices add, with `check`'s own parser
+/// and its rule of one runtime: refused here, once, rather than in every pod the manifests
+/// start.
+fn check_arguments(check_args: &[String], route_args: &[String]) -> Result<(), InjectError> {
+    let argv = ["pullcheck", "check"]
+        .into_iter()
+        .map(str::to_string)
+        .chain(with_route_args(check_args, route_args));
+    let args = match <crate::cli::Cli as clap::Parser>::try_parse_from(argv) {
+        Ok(crate::cli::Cli {
+            command: crate::cli::Command::Check(args),
+        }) => args,
+        Ok(_) => return Ok(()),
+        Err(e) => {
+            let message = e.render().to_string();
+            // clap's message and its tip, without the usage lines.
+            let first = message
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
+            let first = first.trim_start_matches("error: ");
+            return Err(InjectError(format!(
+                "the arguments after -- are for `pullcheck check`, which refuses them: {first}"
+            )));
+        }
+    };
+    // Values from the command line are never empty (clap refuses them).
+    let flags = RouteFlags {
+        hosts_dir: !args.hosts_dir.is_empty(),
+        registries_conf: args.registries_conf.is_some(),
+        registries_conf_dir: args.registries_conf_dir.is_some(),
+        certs_dir: !args.certs_dir.is_empty(),
+    };
+    match flags.conflict() {
+        Some(conflict) => Err(InjectError(format!(
+            "the arguments after -- are for `pullcheck check`, which refuses them with what inject adds: {conflict}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Checks the options, and the check arguments (with those the route choices add) with
 /// `check`'s own parser; with the `--ca-file` paths of the check arguments and what the route
 /// choices add.
@@ -61,57 +162,9 @@ pub(crate) fn validate(options: InjectOptions) -> Result<ValidOptions, InjectErr
             )));
         }
     }
-    let route = &options.route;
-    for (flag, name) in [
-        ("--hosts-configmap", &route.hosts_configmap),
-        ("--registries-configmap", &route.registries_configmap),
-    ] {
-        if let Some(name) = name
-            && !is_dns_subdomain(name)
-        {
-            return Err(InjectError(format!(
-                "{flag} {name:?}: not a ConfigMap name"
-            )));
-        }
-    }
-    if let Some(path) = &route.hosts_from_node
-        && !path.is_empty()
-        && (!path.starts_with('/') || path.split('/').any(|p| p == ".."))
-    {
-        return Err(InjectError(format!(
-            "--hosts-from-node {path:?}: an absolute path on the node"
-        )));
-    }
-    if route.registries_configmap.is_some()
-        && (route.hosts_configmap.is_some() || route.hosts_from_node.is_some())
-    {
-        return Err(InjectError(
-            "--registries-configmap (CRI-O, Podman) and --hosts-configmap / --hosts-from-node \
-             (containerd) describe different runtimes: give the one your nodes run"
-                .to_string(),
-        ));
-    }
-    let additions = crate::route::inject::additions(route);
-    // Refused here, once, rather than in every pod the manifests start.
-    let argv = ["pullcheck", "check"]
-        .into_iter()
-        .map(str::to_string)
-        .chain(with_route_args(&options.check_args, &additions.args));
-    if let Err(e) = <crate::cli::Cli as clap::Parser>::try_parse_from(argv) {
-        let message = e.render().to_string();
-        // clap's message and its tip, without the usage lines.
-        let first = message
-            .lines()
-            .take_while(|l| !l.starts_with("Usage:"))
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join("; ");
-        let first = first.trim_start_matches("error: ");
-        return Err(InjectError(format!(
-            "the arguments after -- are for `pullcheck check`, which refuses them: {first}"
-        )));
-    }
+    route_choices(&options.route)?;
+    let additions = crate::route::inject::additions(&options.route);
+    check_arguments(&options.check_args, &additions.args)?;
     let mut ca_files = Vec::new();
     let mut args = options.check_args.iter();
     while let Some(arg) = args.next() {

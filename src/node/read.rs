@@ -1,10 +1,16 @@
-//! A Node object read in one pass: `kind` and `status.images[].names`, keeping only the names
-//! a run can use ([`Wanted`]), counting every image, and noting where the kubelet's caps
-//! (images per node, names per image) leave the list short.
+//! A Node object read in one pass: `kind`, `status.images[].names` and
+//! `status.nodeInfo.kubeletVersion`, keeping only the names a run can use ([`Wanted`]), counting
+//! every image, and noting where the kubelet's caps (images per node, names per image) leave
+//! the list short. The kubelet's version says what "the node holds it" proves
+//! ([`crate::proof::node_reverifies`]).
 
 use super::{MAX_NAMES_PER_IMAGE, NodeError};
 use crate::reference::Reference;
 use std::collections::HashSet;
+
+/// The most of `kubeletVersion` kept, in characters: a real one (`v1.35.0-gke.1234567`) is
+/// about 20; the major and minor that decide come first.
+const MAX_KUBELET_VERSION: usize = 64;
 
 /// The images a node holds, as its Node object lists them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +28,9 @@ pub struct NodeImages {
     pub(crate) names_capped: usize,
     /// The cap the list was read against, for messages.
     pub(super) max_images: Option<usize>,
+    /// `status.nodeInfo.kubeletVersion` (`v1.35.0`), cut at [`MAX_KUBELET_VERSION`]
+    /// characters; `None` when the Node does not say.
+    pub(crate) kubelet_version: Option<String>,
 }
 
 /// The names a run can use of a Node's list: the normalised forms of its images (and, for a
@@ -87,18 +96,20 @@ impl Keep<'_> {
     }
 }
 
-/// What the Node's answer gave: the kind, how many images it lists, the names kept, and how
-/// many images are listed with as many names as the kubelet shows.
+/// What the Node's answer gave: the kind, how many images it lists, the names kept, how
+/// many images are listed with as many names as the kubelet shows, and the kubelet's version.
 #[derive(Default)]
 struct Read {
     kind: Option<String>,
     listed: usize,
     names: HashSet<String>,
     names_capped: usize,
+    kubelet_version: Option<String>,
 }
 
-/// A Node object read in one pass: `kind` and `status.images[].names`; serde skips the rest
-/// without keeping it, and each name is looked at in place ([`Keep`]).
+/// A Node object read in one pass: `kind`, `status.images[].names` and
+/// `status.nodeInfo.kubeletVersion`; serde skips the rest without keeping it, and each name is
+/// looked at in place ([`Keep`]).
 struct NodeSeed<'a>(&'a Keep<'a>);
 
 impl<'de> serde::de::DeserializeSeed<'de> for NodeSeed<'_> {
@@ -137,6 +148,10 @@ impl<'de> serde::de::Visitor<'de> for NodeSeed<'_> {
 enum Level {
     /// `status`: a map (or null).
     Status,
+    /// `status.nodeInfo`: a map (or null).
+    NodeInfo,
+    /// `status.nodeInfo.kubeletVersion`: a string (or null).
+    KubeletVersion,
     /// `status.images`: a list (or null).
     Images,
     /// One entry of `images`: a map.
@@ -158,7 +173,11 @@ impl<'de> serde::de::DeserializeSeed<'de> for Field<'_, '_> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         match self.level {
-            Level::Status | Level::Images | Level::Names => d.deserialize_option(self),
+            Level::Status
+            | Level::NodeInfo
+            | Level::KubeletVersion
+            | Level::Images
+            | Level::Names => d.deserialize_option(self),
             Level::Image => d.deserialize_map(self),
             Level::Name => d.deserialize_str(self),
         }
@@ -169,9 +188,9 @@ impl<'de> serde::de::Visitor<'de> for Field<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.level {
-            Level::Status | Level::Image => "a map",
+            Level::Status | Level::NodeInfo | Level::Image => "a map",
             Level::Images | Level::Names => "a sequence",
-            Level::Name => "a string",
+            Level::Name | Level::KubeletVersion => "a string",
         })
     }
     fn visit_none<E>(self) -> Result<(), E> {
@@ -182,24 +201,29 @@ impl<'de> serde::de::Visitor<'de> for Field<'_, '_> {
     }
     fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         match self.level {
-            Level::Status => d.deserialize_map(self),
+            Level::Status | Level::NodeInfo => d.deserialize_map(self),
+            Level::KubeletVersion => d.deserialize_str(self),
             _ => d.deserialize_seq(self),
         }
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let (wanted, next) = match self.level {
-            Level::Status => ("images", Level::Images),
-            _ => ("names", Level::Names),
-        };
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            if key == wanted {
-                map.next_value_seed(Field {
+            let next = match (self.level, key.as_ref()) {
+                (Level::Status, "images") => Some(Level::Images),
+                (Level::Status, "nodeInfo") => Some(Level::NodeInfo),
+                (Level::NodeInfo, "kubeletVersion") => Some(Level::KubeletVersion),
+                (Level::Image, "names") => Some(Level::Names),
+                _ => None,
+            };
+            match next {
+                Some(level) => map.next_value_seed(Field {
                     keep: self.keep,
                     read: &mut *self.read,
-                    level: next,
-                })?;
-            } else {
-                map.next_value::<serde::de::IgnoredAny>()?;
+                    level,
+                })?,
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
         }
         Ok(())
@@ -229,9 +253,14 @@ impl<'de> serde::de::Visitor<'de> for Field<'_, '_> {
         }
         Ok(())
     }
-    fn visit_str<E>(self, name: &str) -> Result<(), E> {
+    fn visit_str<E>(self, s: &str) -> Result<(), E> {
+        if self.level == Level::KubeletVersion {
+            // Looked at in place, and only its start kept: a Node may hold any string there.
+            self.read.kubelet_version = Some(s.chars().take(MAX_KUBELET_VERSION).collect());
+            return Ok(());
+        }
         // Names that do not parse as references (none should) are skipped.
-        if let Some(kept) = self.keep.keep(name) {
+        if let Some(kept) = self.keep.keep(s) {
             self.read.names.insert(kept);
         }
         Ok(())
@@ -284,6 +313,7 @@ impl NodeImages {
             truncated: max_images.is_some_and(|max| listed >= max),
             names_capped: parsed.names_capped,
             max_images,
+            kubelet_version: parsed.kubelet_version,
         })
     }
 

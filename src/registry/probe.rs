@@ -14,7 +14,8 @@
 //!    is `GET /v2/` sent, once per registry, to tell a web server from a missing image.
 //!
 //! A loopback registry that answers HTTPS in plain HTTP is asked again in plain HTTP, as
-//! containerd asks it (see [`Registries::loopback_fallback`]).
+//! containerd asks it (see [`Registries::loopback_fallback`]), unless the route is
+//! containers/image's (`Endpoint::loopback_fallback`).
 //!
 //! [`Probe`] is that flow, over the parts of the client it needs: the wire, the registries'
 //! states (with their tokens) and the follow-ups.
@@ -100,26 +101,20 @@ impl Probe<'_> {
                 };
             }
         };
-        self.probe_state(
-            &state,
-            &endpoint.reference,
-            credentials,
-            progress,
-            deadline,
-            explain,
-        )
-        .await
+        self.probe_state(&state, endpoint, credentials, progress, deadline, explain)
+            .await
     }
 
     async fn probe_state(
         &self,
         state: &Arc<RegistryState>,
-        reference: &Reference,
+        endpoint: &Endpoint,
         credentials: &[&Credential],
         progress: &Progress,
         deadline: Instant,
         explain: bool,
     ) -> Outcome {
+        let reference = &endpoint.reference;
         let mut state = state.clone();
         let asked = loop {
             let asked = self
@@ -128,6 +123,7 @@ impl Probe<'_> {
             let plain = asked
                 .last
                 .as_ref()
+                .filter(|_| endpoint.loopback_fallback)
                 .and_then(|(fact, _, _)| self.registries.loopback_fallback(&state, fact));
             match plain {
                 Some(plain) if !Arc::ptr_eq(&plain, &state) => state = plain,

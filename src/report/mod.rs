@@ -1025,6 +1025,12 @@ pub(crate) mod tests {
                 "may_be_on_node",
                 "pullcheck: no image failed; 1 image not verified (not found at the registry; not counted: IfNotPresent, and nothing proves the node lacks it)",
             ),
+            (
+                NotCounted::HeldByNode,
+                Status::Unauthorized,
+                "held_by_node",
+                "pullcheck: no image failed; 1 image not verified (on the node, its registry did not serve it to this pod; not counted: the node holds it, and only the kubelet's records say whether this pod may use it (Kubernetes 1.35+ re-verifies credentials))",
+            ),
         ];
         assert_eq!(cases.len(), NotCounted::ALL.len());
         for (why, status, json, summary) in cases {

@@ -64,11 +64,11 @@ reasons! {
         "The manifest exists and the credentials in use may read it.",
         None,
     ),
-    /// An `IfNotPresent` image the node holds.
+    /// An `IfNotPresent` image the node holds, on a kubelet that starts it for any pod.
     PresentOnNode => (
         "present_on_node",
         Status::Ok,
-        "An `IfNotPresent` image the node holds: the kubelet will not pull it, and its registry was not asked.",
+        "An `IfNotPresent` image the node holds, whose kubelet starts it for any pod (before Kubernetes 1.35, or `--image-pull-credentials-verification never-verify`): the kubelet will not pull it, and its registry was not asked.",
         None,
     ),
     /// The tag does not exist in a repository that does.
@@ -336,7 +336,7 @@ reasons! {
         Status::Unverifiable,
         "A plain-HTTP registry asked over TLS.",
         Some(
-            "Add --plain-http with the registry's host, or let pullcheck read the node's configuration (inject --hosts-from-node, or --hosts-dir); the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
+            "Add --plain-http with the registry's host, or let pullcheck read the node's configuration (inject --hosts-from-node for containerd, --registries-from-node for CRI-O; by hand --hosts-dir or --registries-conf); the node pulls it only if its runtime is told so too (containerd: an http:// host in its hosts.toml; CRI-O: insecure = true in registries.conf).",
         ),
     ),
     /// A TLS failure.
@@ -345,7 +345,7 @@ reasons! {
         Status::Unverifiable,
         "A certificate this pod does not trust, or a failed TLS handshake.",
         Some(
-            "Trust the registry's CA with --ca-file (inject: --ca-configmap mounts it), check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d: inject --hosts-from-node reads it).",
+            "Trust the registry's CA with --ca-file (inject: --ca-configmap mounts it), check that its certificate names this host, or use --plain-http if it serves plain HTTP; the node may trust a CA this pod lacks (its system store, containerd's certs.d or CRI-O's /etc/containers/certs.d: inject --hosts-from-node or --registries-from-node reads them).",
         ),
     ),
     /// The resolver says the host does not exist.
@@ -405,14 +405,17 @@ reasons! {
             "Add a command (or args) to the container, or an ENTRYPOINT or CMD to the image.",
         ),
     ),
-    /// `imagePullPolicy: Never` and the node does not hold the image (the kubelet's
-    /// `ErrImageNeverPull`).
+    /// `imagePullPolicy: Never` and the kubelet will not start the image (its
+    /// `ErrImageNeverPull`): the node does not hold it, or, from Kubernetes 1.35 (whose kubelet
+    /// re-verifies credentials), holds a copy its records do not let this pod use. The kubelet
+    /// words both alike on purpose, so as not to tell a pod what the node holds; under `Never`
+    /// it pulls in neither case, so both are permanent.
     NotOnNode => (
         "not_on_node",
         Status::NotFound,
-        "`pullcheck watch`, from the kubelet's words: `imagePullPolicy: Never`, and the node does not hold the image (the kubelet's `ErrImageNeverPull`): it is never pulled.",
+        "`pullcheck watch`, from the kubelet's words: `imagePullPolicy: Never`, and the kubelet will not start the image (its `ErrImageNeverPull`, \"not present\"): the node does not hold it, or, from Kubernetes 1.35, holds a copy that its records do not let this pod use (pulled with credentials this pod lacks); it is never pulled.",
         Some(
-            "Load the image onto the node, or set imagePullPolicy to IfNotPresent so that the kubelet pulls it.",
+            "Load the image onto the node, or set imagePullPolicy to IfNotPresent so that the kubelet pulls it; from Kubernetes 1.35 a node that holds it says the same when the pod lacks the credentials it was pulled with: give the pod that pull secret, or use IfNotPresent.",
         ),
     ),
     /// The node's pull answered 401, and the kubelet's words do not say whether a credential
@@ -607,11 +610,18 @@ pub enum NotCounted {
     /// A registry on loopback seen from a pod that is not `hostNetwork`: the pod's loopback
     /// is not the node's, so it was not asked.
     PodLoopback,
+    /// An `IfNotPresent` image the node holds, on a node whose kubelet re-verifies a pod's
+    /// credentials before it uses its copy (Kubernetes 1.35+, KEP-2535), and the registry did
+    /// not serve it to this pod's credentials: the kubelet still starts it without a pull when
+    /// its own records allow (the copy was preloaded, pulled anonymously or with the
+    /// credentials this pod has, or its policy exempts it), and those records are the node's
+    /// alone.
+    HeldByNode,
 }
 
 impl NotCounted {
     /// Every cause, in the order the summary names them.
-    pub const ALL: [NotCounted; 8] = [
+    pub const ALL: [NotCounted; 9] = [
         NotCounted::AllowUnauthenticated,
         NotCounted::CloudIdentityUnavailable,
         NotCounted::CredentialProviderUnavailable,
@@ -620,6 +630,7 @@ impl NotCounted {
         NotCounted::OnUnverifiableWarn,
         NotCounted::PodLoopback,
         NotCounted::MayBeOnNode,
+        NotCounted::HeldByNode,
     ];
 
     /// The JSON value of `not_counted`.
@@ -633,6 +644,7 @@ impl NotCounted {
             NotCounted::NodeCredentialsRefused => "node_credentials_refused",
             NotCounted::MayBeOnNode => "may_be_on_node",
             NotCounted::PodLoopback => "pod_loopback",
+            NotCounted::HeldByNode => "held_by_node",
         }
     }
 
@@ -650,6 +662,17 @@ impl NotCounted {
                 status == Status::Unverifiable
             }
             NotCounted::MayBeOnNode => status == Status::NotFound,
+            // Whatever the registry refuses the pod, the kubelet may not ask it: a start
+            // prediction stands on the pod spec alone and is not among these.
+            NotCounted::HeldByNode => matches!(
+                status,
+                Status::NotFound
+                    | Status::WrongPlatform
+                    | Status::Unauthorized
+                    | Status::Denied
+                    | Status::Unreachable
+                    | Status::Unverifiable
+            ),
         }
     }
 
@@ -663,7 +686,8 @@ impl NotCounted {
             | NotCounted::CredentialProviderUnavailable
             | NotCounted::NodeCredentialsRefused
             | NotCounted::MayBeOnNode
-            | NotCounted::PodLoopback => false,
+            | NotCounted::PodLoopback
+            | NotCounted::HeldByNode => false,
         }
     }
 
@@ -684,6 +708,7 @@ impl NotCounted {
             NotCounted::OnUnverifiableWarn => "cannot be checked from this pod",
             NotCounted::MayBeOnNode => "not found at the registry",
             NotCounted::PodLoopback => "not checked",
+            NotCounted::HeldByNode => "on the node, its registry did not serve it to this pod",
         }
     }
 
@@ -702,18 +727,26 @@ impl NotCounted {
             NotCounted::NodeCredentialsRefused => "the node's own identity may have access",
             NotCounted::MayBeOnNode => "IfNotPresent, and nothing proves the node lacks it",
             NotCounted::PodLoopback => "a registry on the node's loopback, not the pod's",
+            NotCounted::HeldByNode => {
+                "the node holds it, and only the kubelet's records say whether this pod may use it (Kubernetes 1.35+ re-verifies credentials)"
+            }
         }
     }
 
     /// What would prove the failure, where something can: for the termination message, whose
     /// hint keeps only its first clause. A miss of an `IfNotPresent` image is proven by the
     /// node's complete image list (read with `get` on nodes) or, once the kubelet's own pull
-    /// fails, by the stuck-pod controller.
+    /// fails, by the stuck-pod controller. An image the node holds is proven unusable only by
+    /// the kubelet's own attempt, which the stuck-pod controller reads.
     pub fn to_prove(self) -> Option<&'static str> {
         match self {
             NotCounted::MayBeOnNode => Some(
                 "to prove it: get on nodes (examples/node-images-rbac.yaml), or the stuck-pod \
                  controller, pullcheck watch",
+            ),
+            NotCounted::HeldByNode => Some(
+                "to prove it: the kubelet's own pull, which the stuck-pod controller, pullcheck \
+                 watch, reads",
             ),
             NotCounted::AllowUnauthenticated
             | NotCounted::CloudIdentityUnavailable

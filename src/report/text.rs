@@ -101,6 +101,13 @@ fn line(out: &mut String, r: &ImageResult, layout: Layout, notes: &mut PlatformN
         if r.plain_http {
             out.push_str(" (plain HTTP)");
         }
+        // Asked although the node holds it: its kubelet re-verifies credentials (1.35+).
+        if r.reason != Reason::PresentOnNode
+            && r.present_on_node == Some(true)
+            && r.pull_policy == crate::pull_policy::PullPolicy::IfNotPresent
+        {
+            out.push_str(" (on the node; its registry serves it to this pod's credentials)");
+        }
         if let Some(why) = r.platform_note {
             if notes.first(why) {
                 let _ = write!(out, " platform not checked ({why})");
@@ -153,6 +160,28 @@ mod tests {
             text.starts_with(
                 "ok                docker.io/library/a (on the node; its registry was not asked)\n"
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_image_on_a_node_that_re_verifies_says_its_registry_confirmed_it() {
+        let mut r = result("a", Status::Ok);
+        r.digest = Some("sha256:ab".into());
+        r.present_on_node = Some(true);
+        r.pull_policy = crate::pull_policy::PullPolicy::IfNotPresent;
+        let text = render_text(&Report::new(vec![r.clone()]), false, Layout::Lines);
+        assert!(
+            text.starts_with(
+                "ok                docker.io/library/a sha256:ab (on the node; its registry serves it to this pod's credentials)\n"
+            ),
+            "{text}"
+        );
+        // Always: the kubelet pulls it whatever the node holds; nothing to say.
+        r.pull_policy = crate::pull_policy::PullPolicy::Always;
+        let text = render_text(&Report::new(vec![r]), false, Layout::Lines);
+        assert!(
+            text.starts_with("ok                docker.io/library/a sha256:ab\n"),
             "{text}"
         );
     }

@@ -1,10 +1,18 @@
 //! containers-registries.conf(5), version 2, as containers/image (the library CRI-O and Podman
 //! pull with) reads it: `--registries-conf PATH`.
 //!
-//! - PATH is a file, or a folder: its `registries.conf` first, then its other `*.conf` files
-//!   in name order as drop-ins (as `registries.conf.d`). A drop-in replaces a `[[registry]]`
-//!   of the same prefix, and `unqualified-search-registries` when it sets it; `[aliases]`
-//!   merge, later files winning.
+//! - PATH is a file, or a folder. A folder that holds `registries.conf.d/` is a node's
+//!   `/etc/containers`: its `registries.conf`, then the `*.conf` files of `registries.conf.d/`
+//!   in name order, and nothing else of the folder (`storage.conf`, `policy.json`, ...). Any
+//!   other folder is the flat layout of a ConfigMap: its `registries.conf` first, then its
+//!   other `*.conf` files in name order as drop-ins.
+//! - `--registries-conf-dir DIR` names the drop-in folder on its own (CRI-O's flag of that
+//!   name): PATH is then the main file.
+//! - In a node's layout, both are read as containers/image reads the system's
+//!   `/etc/containers/registries.conf` and `registries.conf.d/`: an absent file is an empty
+//!   configuration, an absent folder has no drop-ins. A drop-in replaces a `[[registry]]` of
+//!   the same prefix, and `unqualified-search-registries` when it sets it; `[aliases]` merge,
+//!   later files winning.
 //! - `[[registry]]`: `prefix` (longest match on the repository name; `*.example.com` matches
 //!   sub-domains), `location` (replaces the prefix), `insecure`, `blocked`, and
 //!   `[[registry.mirror]]` tried in order before the location, each with `insecure` and
@@ -27,6 +35,8 @@ pub const MAX_REGISTRIES: usize = 1000;
 pub const MAX_MIRRORS: usize = 100;
 /// The most files of a registries.conf folder (`registries.conf` and its drop-ins).
 pub(crate) const MAX_FILES: usize = 100;
+/// The drop-in folder of a node's `/etc/containers`.
+pub const DROPIN_DIR: &str = "registries.conf.d";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -224,25 +234,60 @@ pub struct RegistriesConf {
 }
 
 impl RegistriesConf {
-    /// Reads PATH (a file, or a folder of `*.conf` with `registries.conf` first).
+    /// Reads PATH: a file; a node's folder (it holds `registries.conf.d/`), read as
+    /// [`RegistriesConf::load_node`] reads it; or a flat folder of `*.conf` with
+    /// `registries.conf` first.
     pub(crate) fn load(path: &Path) -> Result<RegistriesConf, LoadError> {
-        let mut files = Vec::new();
-        if path.is_dir() {
-            let main = path.join("registries.conf");
-            let mut dropins: Vec<PathBuf> = super::dir_files(path)?
-                .into_iter()
-                .filter(|p| p.extension().is_some_and(|e| e == "conf") && *p != main)
-                .collect();
-            dropins.sort();
-            if main.is_file() {
-                files.push(main);
-            }
-            files.extend(dropins);
-        } else {
-            files.push(path.to_path_buf());
+        if !path.is_dir() {
+            return RegistriesConf::read_files(path, vec![path.to_path_buf()]);
         }
+        let main = path.join("registries.conf");
+        let node_dropins = path.join(DROPIN_DIR);
+        if node_dropins.is_dir() {
+            return RegistriesConf::load_node(Some(&main), &node_dropins);
+        }
+        let mut dropins: Vec<PathBuf> = super::dir_files(path)?
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "conf") && *p != main)
+            .collect();
+        dropins.sort();
+        let mut files = Vec::new();
+        if main.is_file() {
+            files.push(main);
+        }
+        files.extend(dropins);
+        RegistriesConf::read_files(path, files)
+    }
+
+    /// Reads a node's files as containers/image reads the system's: `main` (absent: an empty
+    /// configuration), then the `*.conf` files of `dropins` in name order (absent: none).
+    /// Nothing else of either folder is read.
+    pub(crate) fn load_node(
+        main: Option<&Path>,
+        dropins: &Path,
+    ) -> Result<RegistriesConf, LoadError> {
+        let mut files = Vec::new();
+        if let Some(main) = main
+            && exists(main)?
+        {
+            files.push(main.to_path_buf());
+        }
+        if exists(dropins)? {
+            let mut confs: Vec<PathBuf> = super::dir_files(dropins)?
+                .into_iter()
+                // containers/image takes the names that end in `.conf`, `.conf` itself too.
+                .filter(|p| p.to_str().is_some_and(|n| n.ends_with(".conf")))
+                .collect();
+            confs.sort();
+            files.extend(confs);
+        }
+        RegistriesConf::read_files(dropins, files)
+    }
+
+    /// Reads `files` in order, each laid over the ones before; `source` names them all.
+    fn read_files(source: &Path, files: Vec<PathBuf>) -> Result<RegistriesConf, LoadError> {
         if files.len() > MAX_FILES {
-            return Err(LoadError::TooManyFiles(path.to_path_buf(), files.len()));
+            return Err(LoadError::TooManyFiles(source.to_path_buf(), files.len()));
         }
         let mut conf = RegistriesConf::default();
         for file in files {
@@ -430,6 +475,16 @@ fn endpoint(
         }));
     }
     e
+}
+
+/// Whether `path` exists: `false` only when it does not, as containers/image ignores an absent
+/// system file or drop-in folder; any other failure is an error.
+fn exists(path: &Path) -> Result<bool, ReadError> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(ReadError::Io(path.to_path_buf(), Arc::new(e))),
+    }
 }
 
 /// containers/image's rewrite: the location replaces the matched prefix.
@@ -743,6 +798,94 @@ blocked = true
         std::fs::write(dir.path().join("60-bad.conf"), "[[registry]\n").unwrap();
         let e = RegistriesConf::load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("60-bad.conf"), "{e}");
+    }
+
+    #[test]
+    fn a_nodes_folder_reads_registries_conf_d_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path();
+        std::fs::write(
+            node.join("registries.conf"),
+            "unqualified-search-registries = [\"one.corp\"]\n[[registry]]\nlocation = \"a.corp\"\nblocked = true\n",
+        )
+        .unwrap();
+        // What a node's /etc/containers also holds: none of it is registries.conf.
+        std::fs::write(
+            node.join("storage.conf"),
+            "[storage]\ndriver = \"overlay\"\n",
+        )
+        .unwrap();
+        std::fs::write(node.join("containers.conf"), "[engine]\n").unwrap();
+        std::fs::write(node.join("policy.json"), "{}").unwrap();
+        std::fs::write(
+            node.join("mounts.conf"),
+            "/usr/share/rhel/secrets:/run/secrets\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(node.join("registries.d")).unwrap();
+        let d = node.join(DROPIN_DIR);
+        std::fs::create_dir_all(d.join("nested")).unwrap();
+        std::fs::write(
+            d.join("20-b.conf"),
+            "unqualified-search-registries = [\"two.corp\"]\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("10-a.conf"), "[[registry]]\nlocation = \"a.corp\"\n").unwrap();
+        std::fs::write(d.join("README"), "not toml [").unwrap();
+        std::fs::write(d.join("nested").join("x.conf"), "not toml [").unwrap();
+        let c = RegistriesConf::load(node).unwrap();
+        assert!(!c.registries["a.corp"].blocked, "the drop-in replaces it");
+        assert!(c.registries["a.corp"].file.ends_with("10-a.conf"));
+        assert_eq!(c.unqualified_search_registries, ["two.corp"]);
+        // The same files named apart, as `inject --registries-from-node` passes them.
+        let apart = RegistriesConf::load_node(Some(&node.join("registries.conf")), &d).unwrap();
+        assert!(!apart.registries["a.corp"].blocked);
+        assert_eq!(apart.unqualified_search_registries, ["two.corp"]);
+        // Drop-ins in name order: a later file wins.
+        std::fs::write(
+            d.join("30-c.conf"),
+            "[[registry]]\nlocation = \"a.corp\"\nblocked = true\n",
+        )
+        .unwrap();
+        assert!(RegistriesConf::load(node).unwrap().registries["a.corp"].blocked);
+        // A bad drop-in is named.
+        std::fs::write(d.join("40-bad.conf"), "[[registry]\n").unwrap();
+        let e = RegistriesConf::load(node).unwrap_err().to_string();
+        assert!(e.contains("40-bad.conf"), "{e}");
+    }
+
+    #[test]
+    fn a_nodes_absent_files_are_an_empty_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path();
+        // Neither the file nor the folder: nothing configured, as containers/image reads a
+        // node without them.
+        let c =
+            RegistriesConf::load_node(Some(&node.join("registries.conf")), &node.join(DROPIN_DIR))
+                .unwrap();
+        assert!(c.registries.is_empty() && c.unqualified_search_registries.is_empty());
+        // The folder alone, in a node's folder without registries.conf.
+        let d = node.join(DROPIN_DIR);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("m.conf"), "[[registry]]\nlocation = \"a.corp\"\n").unwrap();
+        assert!(
+            RegistriesConf::load(node)
+                .unwrap()
+                .registries
+                .contains_key("a.corp")
+        );
+        assert!(
+            RegistriesConf::load_node(None, &d)
+                .unwrap()
+                .registries
+                .contains_key("a.corp")
+        );
+        // More drop-ins than pullcheck reads.
+        for i in 0..MAX_FILES {
+            std::fs::write(d.join(format!("{i:03}.conf")), "").unwrap();
+        }
+        let e = RegistriesConf::load(node).unwrap_err();
+        assert!(matches!(e, LoadError::TooManyFiles(..)), "{e}");
     }
 
     #[test]

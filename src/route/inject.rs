@@ -4,6 +4,9 @@
 //!
 //! ConfigMaps are mounted as `optional` volumes, so that a missing ConfigMap never holds the
 //! pod (pullcheck then reads an empty directory and asks the registries directly, as before).
+//! A node's own folder is a `DirectoryOrCreate` hostPath for the same reason; on a CRI-O node
+//! (`--registries-from-node`) its `registries.conf`, `registries.conf.d/` and `certs.d/` may
+//! each be absent, which containers/image reads as no configuration, and so does the check.
 
 use serde_json::{Value, json};
 
@@ -15,6 +18,10 @@ pub(crate) const NODE_HOSTS_MOUNT: &str = "/etc/pullcheck/node-hosts.d";
 pub(crate) const REGISTRIES_MOUNT: &str = "/etc/pullcheck/registries";
 /// containerd's usual `config_path`.
 pub(crate) const DEFAULT_NODE_HOSTS: &str = "/etc/containerd/certs.d";
+/// Where the node's own containers folder (CRI-O's `/etc/containers`) is mounted.
+pub(crate) const NODE_CONTAINERS_MOUNT: &str = "/etc/pullcheck/node-containers";
+/// The folder containers/image reads on a node: registries.conf, registries.conf.d, certs.d.
+pub(crate) const DEFAULT_NODE_CONTAINERS: &str = "/etc/containers";
 
 /// The route choices of `inject`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,6 +33,9 @@ pub struct RouteMounts {
     pub(crate) registries_configmap: Option<String>,
     /// `--hosts-from-node [PATH]`: the node's own hosts directory, by `hostPath`.
     pub(crate) hosts_from_node: Option<String>,
+    /// `--registries-from-node [PATH]`: the node's own containers folder (registries.conf,
+    /// its drop-ins, certs.d), by `hostPath`.
+    pub(crate) registries_from_node: Option<String>,
 }
 
 /// What to add to the pod.
@@ -100,6 +110,36 @@ pub(crate) fn additions(choices: &RouteMounts) -> Additions {
             REGISTRIES_MOUNT.to_string(),
         ]);
     }
+    if let Some(path) = &choices.registries_from_node {
+        let path = if path.is_empty() {
+            DEFAULT_NODE_CONTAINERS
+        } else {
+            path.as_str()
+        };
+        // DirectoryOrCreate: a node without the folder still starts the pod.
+        out.volumes.push(json!({
+            "name": "pullcheck-node-registries",
+            "hostPath": {"path": path, "type": "DirectoryOrCreate"},
+        }));
+        out.mounts.push(json!({
+            "name": "pullcheck-node-registries",
+            "mountPath": NODE_CONTAINERS_MOUNT,
+            "readOnly": true,
+        }));
+        // The file and the drop-in folder named apart, so that the folder's other files
+        // (storage.conf, policy.json) are never read as drop-ins, and either may be absent.
+        out.args.extend([
+            "--registries-conf".to_string(),
+            format!("{NODE_CONTAINERS_MOUNT}/registries.conf"),
+            "--registries-conf-dir".to_string(),
+            format!("{NODE_CONTAINERS_MOUNT}/registries.conf.d"),
+            "--certs-dir".to_string(),
+            format!("{NODE_CONTAINERS_MOUNT}/certs.d"),
+        ]);
+        out.warnings.push(format!(
+            "--registries-from-node mounts {path} with a hostPath volume, which the `baseline` and `restricted` Pod Security levels refuse; use --registries-configmap in such namespaces"
+        ));
+    }
     out
 }
 
@@ -117,7 +157,7 @@ mod tests {
         let a = additions(&RouteMounts {
             hosts_configmap: Some("node-hosts".into()),
             registries_configmap: Some("node-registries".into()),
-            hosts_from_node: None,
+            ..Default::default()
         });
         assert_eq!(a.volumes[0]["configMap"]["optional"], true);
         assert_eq!(a.volumes[1]["configMap"]["name"], "node-registries");
@@ -152,5 +192,41 @@ mod tests {
             both.args,
             ["--hosts-dir", &format!("{HOSTS_MOUNT}:{NODE_HOSTS_MOUNT}")]
         );
+    }
+
+    #[test]
+    fn node_containers_folder_by_host_path_warns() {
+        let a = additions(&RouteMounts {
+            registries_from_node: Some(String::new()),
+            ..Default::default()
+        });
+        assert_eq!(a.volumes.len(), 1);
+        assert_eq!(a.volumes[0]["name"], "pullcheck-node-registries");
+        assert_eq!(a.volumes[0]["hostPath"]["path"], DEFAULT_NODE_CONTAINERS);
+        assert_eq!(a.volumes[0]["hostPath"]["type"], "DirectoryOrCreate");
+        assert_eq!(a.mounts[0]["mountPath"], NODE_CONTAINERS_MOUNT);
+        assert_eq!(a.mounts[0]["readOnly"], true);
+        assert_eq!(
+            a.args,
+            [
+                "--registries-conf",
+                "/etc/pullcheck/node-containers/registries.conf",
+                "--registries-conf-dir",
+                "/etc/pullcheck/node-containers/registries.conf.d",
+                "--certs-dir",
+                "/etc/pullcheck/node-containers/certs.d",
+            ]
+        );
+        assert_eq!(a.warnings.len(), 1);
+        assert!(
+            a.warnings[0].contains("/etc/containers") && a.warnings[0].contains("baseline"),
+            "{:?}",
+            a.warnings
+        );
+        let other = additions(&RouteMounts {
+            registries_from_node: Some("/etc/crio/containers".into()),
+            ..Default::default()
+        });
+        assert_eq!(other.volumes[0]["hostPath"]["path"], "/etc/crio/containers");
     }
 }

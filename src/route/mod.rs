@@ -2,8 +2,9 @@
 //! the ordered endpoints one reference is asked at, each with what it may be sent.
 //!
 //! containerd reads a hosts directory ([`hosts`], `--hosts-dir`), CRI-O and Podman read
-//! `registries.conf` ([`conf`], `--registries-conf`). Both send pulls to mirrors and rewritten
-//! locations before (or instead of) the registry named in the reference. Parsing lives here and
+//! `registries.conf` ([`conf`], `--registries-conf`) and per-host certificates from a certs.d
+//! folder ([`certs`], `--certs-dir`). Both send pulls to mirrors and rewritten locations before
+//! (or instead of) the registry named in the reference. Parsing lives here and
 //! speaks no HTTP; `registry` asks each endpoint and `check` combines the answers, as the
 //! runtime would.
 //!
@@ -16,6 +17,7 @@
 //! ([`toml_values`]) before it is parsed, and hosts, registries, mirrors and headers are capped
 //! ([`MAX_TOML_VALUES`], [`hosts::MAX_HOSTS`], [`conf::MAX_REGISTRIES`], [`MAX_HEADERS`]).
 
+pub mod certs;
 pub mod conf;
 pub mod hosts;
 pub mod inject;
@@ -138,6 +140,25 @@ pub(crate) struct Tls {
     pub(crate) files: Vec<PathBuf>,
 }
 
+impl Tls {
+    /// These settings with `other`'s CAs and client certificate added (containers-certs.d(5)
+    /// over registries.conf's `insecure`): verification is skipped when either skips it, the
+    /// client certificate is this one's, else `other`'s.
+    pub(crate) fn merged(&self, other: &Tls) -> Tls {
+        let identity = self
+            .identity
+            .as_ref()
+            .or(other.identity.as_ref())
+            .map(|(chain, key)| (chain.clone(), key.clone_key()));
+        Tls {
+            ca: self.ca.iter().chain(&other.ca).cloned().collect(),
+            identity,
+            skip_verify: self.skip_verify || other.skip_verify,
+            files: self.files.iter().chain(&other.files).cloned().collect(),
+        }
+    }
+}
+
 impl fmt::Debug for Tls {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The private key is never shown.
@@ -200,6 +221,14 @@ pub(crate) struct Endpoint {
     pub(crate) reference: Reference,
     /// Set when the runtime refuses this reference without asking: the file that blocks it.
     pub(crate) blocked: Option<String>,
+    /// Set when the node's files for this host cannot be used (a certs.d folder that
+    /// containers/image refuses): why. The endpoint is not asked, and the route goes on to the
+    /// next one, as containers/image goes on to its next pull source.
+    pub(crate) broken: Option<String>,
+    /// containerd's rule for a loopback registry that answers HTTPS in plain HTTP: it is then
+    /// asked in plain HTTP. Not containers/image's, which asks such a registry in plain HTTP
+    /// only when registries.conf marks it `insecure`.
+    pub(crate) loopback_fallback: bool,
 }
 
 impl Endpoint {
@@ -220,6 +249,8 @@ impl Endpoint {
             mirror_of: None,
             reference: reference.clone(),
             blocked: None,
+            broken: None,
+            loopback_fallback: true,
         }
     }
 
@@ -262,6 +293,44 @@ pub(crate) fn is_upstream(host: &str, registry: &str) -> bool {
             && (host.eq_ignore_ascii_case(DOCKER_HUB_API) || host == "index.docker.io"))
 }
 
+/// Which route flags of `check` a run was given: containerd's hosts directory, or the files
+/// of containers/image. The two describe different runtimes, so a run takes one.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RouteFlags {
+    /// `--hosts-dir`.
+    pub(crate) hosts_dir: bool,
+    /// `--registries-conf`.
+    pub(crate) registries_conf: bool,
+    /// `--registries-conf-dir`.
+    pub(crate) registries_conf_dir: bool,
+    /// `--certs-dir`.
+    pub(crate) certs_dir: bool,
+}
+
+impl RouteFlags {
+    /// Why these flags cannot be used together, or `None`. `inject` asks it too, so that the
+    /// arguments it writes are refused once rather than in every pod.
+    pub(crate) fn conflict(&self) -> Option<String> {
+        if !self.hosts_dir {
+            return None;
+        }
+        let containers: Vec<&str> = [
+            ("--registries-conf", self.registries_conf),
+            ("--registries-conf-dir", self.registries_conf_dir),
+            ("--certs-dir", self.certs_dir),
+        ]
+        .into_iter()
+        .filter_map(|(flag, set)| set.then_some(flag))
+        .collect();
+        (!containers.is_empty()).then(|| {
+            format!(
+                "--hosts-dir (containerd) and {} (CRI-O, Podman) describe different runtimes: give one",
+                containers.join(" and ")
+            )
+        })
+    }
+}
+
 /// The ordered endpoints for one image.
 #[derive(Debug, Clone)]
 pub struct Route {
@@ -273,13 +342,15 @@ pub struct Route {
 }
 
 /// The node's registry configuration for a run: none, containerd's hosts directory, or
-/// registries.conf.
+/// registries.conf and certs.d.
 #[derive(Debug, Default)]
 pub struct Router {
     /// containerd's hosts directories.
     pub(crate) hosts: Option<hosts::HostsDirs>,
     /// registries.conf, with its drop-ins.
     pub(crate) conf: Option<conf::RegistriesConf>,
+    /// containers-certs.d folders, laid over every endpoint of a route.
+    pub(crate) certs: Option<certs::CertsDirs>,
     /// `--plain-http` registries, for endpoints that no configuration names.
     pub(crate) plain_http: Vec<String>,
 }
@@ -295,18 +366,27 @@ impl Router {
         if let Some(h) = &self.hosts {
             return h.route(reference, &self.plain_http);
         }
-        if let Some(c) = &self.conf {
-            return Ok(c.route(input, reference, &self.plain_http));
+        let mut route = match &self.conf {
+            Some(c) => c.route(input, reference, &self.plain_http),
+            None => Route {
+                endpoints: vec![Endpoint::direct(reference, &self.plain_http)],
+                notes: Vec::new(),
+            },
+        };
+        if let Some(certs) = &self.certs {
+            certs.apply(&mut route);
         }
-        Ok(Route {
-            endpoints: vec![Endpoint::direct(reference, &self.plain_http)],
-            notes: Vec::new(),
-        })
+        // containers/image's route: a loopback registry is asked over HTTPS alone unless
+        // `insecure` (or --plain-http) says otherwise.
+        for e in &mut route.endpoints {
+            e.loopback_fallback = false;
+        }
+        Ok(route)
     }
 
     /// Whether a node configuration is in use.
     pub(crate) fn configured(&self) -> bool {
-        self.hosts.is_some() || self.conf.is_some()
+        self.hosts.is_some() || self.conf.is_some() || self.certs.is_some()
     }
 }
 

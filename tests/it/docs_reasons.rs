@@ -203,7 +203,17 @@ fn what_fails() -> String {
          nodes for the pod's service account (`examples/node-images-rbac.yaml`) for an image the\n\
          node may hold; the stuck-pod controller (`pullcheck watch`) ends a pod whose pull then\n\
          fails after all. `--on-unreachable fail` and `--on-unverifiable fail` (after `--` for\n\
-         `inject`) make exits 6 and 8 count again.\n",
+         `inject`) make exits 6 and 8 count again.\n\
+         \n\
+         \"Kubernetes 1.35+\" is what the node's Node object says of its kubelet\n\
+         (`status.nodeInfo.kubeletVersion`, read with the image list): from v1.35 the kubelet\n\
+         re-verifies a pod's credentials before it starts an image the node holds (KEP-2535,\n\
+         the feature gate `KubeletEnsureSecretPulledImages`), from records no pod can read, so\n\
+         only the registry's `ok` to the pod's credentials proves such an image.\n\
+         `--image-pull-credentials-verification never-verify` (after `--` for `inject`) is for\n\
+         clusters whose kubelets never verify (the gate off, or\n\
+         `imagePullCredentialsVerificationPolicy: NeverVerify`); `verify`, for kubelets of v1.33\n\
+         and v1.34 with the gate turned on.\n",
     );
     out
 }

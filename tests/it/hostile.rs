@@ -1539,10 +1539,11 @@ fn closed_loopback_port() -> String {
 
 /// A Node of 4 MiB: the image `HOST/hostile/app:v1.0`, then `names` of one million `"A"` (no
 /// reference) or of `HOST/hostile/app:vN` (each parsed: its repository is the one asked
-/// about).
+/// about). Its kubelet is v1.34.4, which starts an image the node holds for any pod, so holding
+/// it is proof without a registry request.
 fn huge_node(host: &str, alike: bool) -> Vec<u8> {
     let mut body = format!(
-        r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"big"}},"status":{{"images":[{{"names":["{host}/hostile/app:v1.0"]}},{{"names":["#
+        r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"big"}},"status":{{"nodeInfo":{{"kubeletVersion":"v1.34.4"}},"images":[{{"names":["{host}/hostile/app:v1.0"]}},{{"names":["#
     );
     let mut i = 0;
     while body.len() < (4 << 20) - 64 {

@@ -1981,12 +1981,79 @@ fn route_flags_mount_optional_configmaps_and_pass_their_arguments() {
         out.stdout
     );
 
+    // A CRI-O node's own containers folder: hostPath, read-only, the same Pod Security
+    // warning, and the file, the drop-in folder and certs.d named apart, written so, byte
+    // for byte.
+    let args = ["--image", IMAGE, "--registries-from-node"];
+    let out = inject_ok(&args, pod);
+    assert!(
+        out.stderr.contains(
+            "--registries-from-node mounts /etc/containers with a hostPath volume, which the \
+             `baseline` and `restricted` Pod Security levels refuse; use --registries-configmap \
+             in such namespaces"
+        ),
+        "{}",
+        out.stderr
+    );
+    for written in [
+        "spec:\n  restartPolicy: Never\n  volumes:\n  - name: pullcheck-node-registries\n    \
+         hostPath:\n      path: /etc/containers\n      type: DirectoryOrCreate\n  initContainers:\n",
+        "    args: [check, --registries-conf, /etc/pullcheck/node-containers/registries.conf, \
+         --registries-conf-dir, /etc/pullcheck/node-containers/registries.conf.d, --certs-dir, \
+         /etc/pullcheck/node-containers/certs.d]\n",
+        "    volumeMounts:\n    - name: pullcheck-node-registries\n      \
+         mountPath: /etc/pullcheck/node-containers\n      readOnly: true\n",
+    ] {
+        assert!(
+            out.stdout.contains(written),
+            "{written}\n--- in:\n{}",
+            out.stdout
+        );
+    }
+    kubernetes_validate("registries-from-node", &out.stdout);
+    assert_eq!(inject_ok(&args, &out.stdout).stdout, out.stdout);
+    let without = inject_ok(&["--image", IMAGE], &out.stdout).stdout;
+    assert_no_volumes_of_ours(&without);
+    assert_eq!(
+        pullcheck_of(&docs(&without)[0], "spec"),
+        pullcheck_of(
+            &docs(&inject_ok(&["--image", IMAGE], pod).stdout)[0],
+            "spec"
+        )
+    );
+    let out = inject_ok(
+        &[
+            "--image",
+            IMAGE,
+            "--registries-from-node",
+            "/etc/crio/containers",
+        ],
+        pod,
+    );
+    assert!(
+        out.stdout.contains("path: /etc/crio/containers\n"),
+        "{}",
+        out.stdout
+    );
+    // The environment variable names it too.
+    let out = pullcheck()
+        .args(["inject", "--image", IMAGE])
+        .env("PULLCHECK_INJECT_REGISTRIES_FROM_NODE", "/etc/containers")
+        .stdin(pod)
+        .output();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        inject_ok(&["--image", IMAGE, "--registries-from-node"], pod).stdout
+    );
+
     // Environment variables set to nothing turn the choices off.
     let out = pullcheck()
         .args(["inject", "--image", IMAGE])
         .env("PULLCHECK_INJECT_HOSTS_FROM_NODE", "")
         .env("PULLCHECK_INJECT_HOSTS_CONFIGMAP", "")
         .env("PULLCHECK_INJECT_REGISTRIES_CONFIGMAP", "")
+        .env("PULLCHECK_INJECT_REGISTRIES_FROM_NODE", "")
         .stdin(pod)
         .output();
     assert!(
@@ -1997,23 +2064,68 @@ fn route_flags_mount_optional_configmaps_and_pass_their_arguments() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text, inject_ok(&["--image", IMAGE], pod).stdout);
 
-    // Refused at once: two runtimes, a bad name, a relative path, a flag the user also gave.
-    for bad in [
-        &["--hosts-configmap", "h", "--registries-configmap", "r"][..],
-        &["--hosts-configmap", "Not_A_Name"],
-        &["--hosts-from-node", "etc/containerd"],
-        &[
-            "--registries-configmap",
-            "r",
-            "--",
-            "--registries-conf",
-            "/x",
-        ],
+    // Refused at once: two runtimes, a bad name, a relative path, a flag the user also gave,
+    // a check argument of the other runtime.
+    for (bad, why) in [
+        (
+            &["--hosts-configmap", "h", "--registries-configmap", "r"][..],
+            "describe different runtimes",
+        ),
+        (&["--hosts-configmap", "Not_A_Name"], "not a ConfigMap name"),
+        (&["--hosts-from-node", "etc/containerd"], "an absolute path"),
+        (
+            &[
+                "--registries-configmap",
+                "r",
+                "--",
+                "--registries-conf",
+                "/x",
+            ],
+            "cannot be used multiple times",
+        ),
+        (
+            &["--registries-from-node", "--hosts-from-node"],
+            "describe different runtimes",
+        ),
+        (
+            &["--registries-from-node", "--hosts-configmap", "h"],
+            "describe different runtimes",
+        ),
+        (
+            &["--registries-from-node", "--registries-configmap", "r"],
+            "both give registries.conf",
+        ),
+        (
+            &["--registries-from-node", "etc/containers"],
+            "an absolute path",
+        ),
+        (
+            &["--registries-from-node", "/etc/../root"],
+            "an absolute path",
+        ),
+        (
+            &[
+                "--registries-from-node",
+                "--",
+                "--registries-conf-dir",
+                "/x",
+            ],
+            "cannot be used multiple times",
+        ),
+        (
+            &["--registries-from-node", "--", "--hosts-dir", "/x"],
+            "describe different runtimes",
+        ),
+        (
+            &["--registries-configmap", "r", "--", "--hosts-dir", "/x"],
+            "describe different runtimes",
+        ),
     ] {
         let mut args = vec!["--image", IMAGE];
         args.extend_from_slice(bad);
         let out = inject(&args, pod);
         assert_eq!(out.code, 2, "{bad:?}: {}", out.stderr);
+        assert!(out.stderr.contains(why), "{bad:?}: {}", out.stderr);
         assert!(out.stdout.is_empty());
     }
 }

@@ -1,10 +1,15 @@
 //! `IfNotPresent` images and the node's own image list: pullcheck reads the Node object from an
 //! API server stand-in (TLS, bearer token, the API's shapes) and asks the real registry only
-//! about what the node's list does not settle.
+//! about what the node's list does not settle. The node's kubelet version decides what holding
+//! an image settles: before v1.35 (the recorded kind node is v1.31.0) everything; from v1.35,
+//! whose kubelet re-verifies a pod's credentials before it uses its copy, only the registry's
+//! `ok` to the pod's own credentials does.
 
 use crate::check::Run;
 use crate::common::apiserver::{ApiServer, Mode, kind_node, pad_images};
-use crate::common::{Pullcheck, block_on, plain_registry, pullcheck, signal};
+use crate::common::{
+    ALICE, ALICE_PASSWORD, Pullcheck, block_on, plain_registry, pullcheck, signal, token_registry,
+};
 use pullcheck::node::NodeOptions;
 use pullcheck::pull_policy::{self, PullPolicy};
 use pullcheck::registry::ClientOptions;
@@ -155,6 +160,259 @@ fn preloaded_image_is_not_asked_of_its_registry() {
     assert_one_node_request(&api);
 }
 
+/// A stand-in serving the kind node with `loaded` images, its kubelet at `version`
+/// (`status.nodeInfo.kubeletVersion`).
+fn api_of_kubelet(version: &str, loaded: &[&[&str]]) -> ApiServer {
+    let api = ApiServer::start(Mode::Serve);
+    let mut node = kind_node(NODE, loaded);
+    node["status"]["nodeInfo"]["kubeletVersion"] = version.into();
+    api.add_node(&node);
+    api
+}
+
+/// How many manifest requests `repo` has had at `reg` so far.
+fn manifest_requests(reg: &crate::common::Registry, repo: &str) -> usize {
+    reg.requests_for(repo)
+        .iter()
+        .filter(|r| r.path.contains("/manifests/"))
+        .count()
+}
+
+#[test]
+fn on_a_kubelet_of_1_35_or_later_an_image_the_node_holds_is_asked_of_its_registry() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node-reverify/pushed", "v1");
+    let pushed = format!("{host}/node-reverify/pushed:v1");
+    // Held by the node, gone from the registry (a tag deleted since, or an image loaded onto
+    // the node).
+    let gone = format!("{host}/node-reverify/gone:v1");
+    let list = format!("{pushed},{gone}");
+    let args = [
+        "--plain-http",
+        &host,
+        "--if-not-present",
+        &list,
+        "--node",
+        NODE,
+    ];
+    let held: &[&[&str]] = &[&[&pushed], &[&gone]];
+    let asked = |version: &str, vars: &[(String, String)]| {
+        let api = api_of_kubelet(version, held);
+        let before = (
+            manifest_requests(reg, "node-reverify/pushed"),
+            manifest_requests(reg, "node-reverify/gone"),
+        );
+        let endpoint = Some((
+            api.host(),
+            api.port(),
+            api.service_account_dir().to_path_buf(),
+        ));
+        let run = run_with_vars(endpoint, &args, vars);
+        // A usage error asks nothing.
+        if run.code != 2 {
+            assert_one_node_request(&api);
+        }
+        let after = (
+            manifest_requests(reg, "node-reverify/pushed"),
+            manifest_requests(reg, "node-reverify/gone"),
+        );
+        let asked = (after.0 > before.0, after.1 > before.1);
+        (run, asked)
+    };
+
+    // Kubelets before v1.35 (the gate off by default): held is proof, nothing is asked.
+    for version in ["v1.34.4", "v1.31.0"] {
+        let (run, asked) = asked(version, &[]);
+        assert_eq!(run.code, 0, "{version}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(asked, (false, false), "{version}");
+        for image in [&pushed, &gone] {
+            let r = run.image(image);
+            assert_eq!(r["reason"], "present_on_node", "{version}: {r:#}");
+            assert_eq!(r["attempts"], 0, "{version}: {r:#}");
+        }
+        assert!(run.stderr.is_empty(), "{version}: {}", run.stderr);
+    }
+
+    // v1.35 and later, a distribution's suffix, or a version that cannot be read: asked.
+    for version in ["v1.35.0", "v1.37.2", "v1.35.0-gke.123", "garbage"] {
+        let (run, asked) = asked(version, &[]);
+        assert_eq!(run.code, 0, "{version}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(asked, (true, true), "{version}");
+        let ok = run.image(&pushed);
+        assert_eq!(
+            (ok["status"].as_str(), ok["reason"].as_str()),
+            (Some("ok"), Some("found")),
+            "{version}: {ok:#}"
+        );
+        assert_eq!(ok["present_on_node"], true, "{version}");
+        assert!(
+            ok["message"].as_str().unwrap().contains(&format!(
+                "node {NODE} holds it, and its kubelet ({version}) re-verifies a pod's credentials before it uses its copy (Kubernetes 1.35+): the registry serves it to this pod's credentials"
+            )),
+            "{version}: {ok:#}"
+        );
+        let missing = run.image(&gone);
+        assert_eq!(missing["status"], "not_found", "{version}: {missing:#}");
+        assert_eq!(missing["fatal"], false, "{version}: {missing:#}");
+        assert_eq!(
+            missing["not_counted"], "held_by_node",
+            "{version}: {missing:#}"
+        );
+        assert_eq!(missing["present_on_node"], true, "{version}");
+        let message = missing["message"].as_str().unwrap();
+        for words in [
+            format!(
+                "node {NODE} holds it and imagePullPolicy is IfNotPresent, but its kubelet ({version}) re-verifies credentials before a pod uses an image it holds (Kubernetes 1.35+, KubeletEnsureSecretPulledImages)"
+            ),
+            "which of these holds is in the kubelet's records only, which a pod cannot read"
+                .to_string(),
+        ] {
+            assert!(message.contains(&words), "{version}: {message}");
+        }
+        assert_eq!(
+            run.stderr.trim_end(),
+            format!(
+                "pullcheck: warning: {gone} not counted (held_by_node): not_found repository_missing"
+            ),
+            "{version}"
+        );
+    }
+
+    // The flag, for clusters whose kubelets say otherwise: never-verify on v1.37.2 is the old
+    // answer, verify on v1.34.4 (the gate turned on) asks.
+    let var = |v: &str| {
+        vec![(
+            "PULLCHECK_IMAGE_PULL_CREDENTIALS_VERIFICATION".to_string(),
+            v.to_string(),
+        )]
+    };
+    for (version, value, want) in [
+        ("v1.37.2", "never-verify", false),
+        ("v1.37.2", "NeverVerify", false),
+        ("v1.34.4", "verify", true),
+        ("v1.34.4", "NeverVerifyPreloadedImages", true),
+    ] {
+        let (run, asked) = asked(version, &var(value));
+        assert_eq!(
+            run.code, 0,
+            "{version} {value}: {}\n{}",
+            run.stdout, run.stderr
+        );
+        assert_eq!(asked, (want, want), "{version} {value}");
+        let reason = if want { "found" } else { "present_on_node" };
+        assert_eq!(run.image(&pushed)["reason"], reason, "{version} {value}");
+    }
+    let (run, _) = asked("v1.37.2", &var("sometimes"));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--image-pull-credentials-verification"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_held_image_refused_to_the_pod_is_named_in_the_summary_and_termination_message() {
+    let reg = plain_registry();
+    let host = reg.host();
+    let image = format!("{host}/node-reverify/summary:v1");
+    let api = api_of_kubelet("v1.37.2", &[&[&image]]);
+    let args = [
+        "--plain-http",
+        &host,
+        "--if-not-present",
+        &image,
+        "--node",
+        NODE,
+    ];
+    let (text, term) = run_text(&api, &args);
+    assert_eq!(text.code, 0, "{}\n{}", text.stdout, text.stderr);
+    let summary = "pullcheck: no image failed; 1 image not verified (on the node, its registry did not serve it to this pod; not counted: the node holds it, and only the kubelet's records say whether this pod may use it (Kubernetes 1.35+ re-verifies credentials))";
+    assert_eq!(text.stdout.lines().last(), Some(summary), "{}", text.stdout);
+    assert_eq!(term.lines().next(), Some(summary), "{term}");
+    assert!(
+        term.contains(
+            "(not counted: the node holds it, and only the kubelet's records say whether this pod \
+             may use it (Kubernetes 1.35+ re-verifies credentials); to prove it: the kubelet's own \
+             pull, which the stuck-pod controller, pullcheck watch, reads)"
+        ),
+        "{term}"
+    );
+}
+
+#[test]
+fn on_a_kubelet_that_re_verifies_the_pods_own_credentials_decide_a_held_private_image() {
+    let reg = token_registry();
+    let host = reg.host();
+    let repo = "private/node-reverify";
+    reg.push_oci_manifest(repo, "v1");
+    let image = format!("{host}/{repo}:v1");
+    let ca = reg.ca_pem_path().unwrap().to_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        crate::check::docker_config(dir.path(), "config.json", &host, ALICE, ALICE_PASSWORD);
+    let config = config.to_str().unwrap();
+    let base = [
+        "--ca-file",
+        ca.as_str(),
+        "--if-not-present",
+        &image,
+        "--node",
+        NODE,
+    ];
+    let new = api_of_kubelet("v1.37.2", &[&[&image]]);
+
+    // A pod without the pull secret: the registry refuses it; the kubelet may still start
+    // the node's copy (preloaded, or pulled anonymously), or pull and be refused: not counted.
+    let run = run(Some(&new), &base);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(r["status"], "unauthorized", "{r:#}");
+    assert_eq!(r["not_counted"], "held_by_node", "{r:#}");
+    assert_eq!(r["fatal"], false);
+    assert_eq!(r["present_on_node"], true);
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("is in the kubelet's records only"),
+        "{r:#}"
+    );
+
+    // A pod with it: the registry serves it to the pod's credentials, which is the kubelet's
+    // pull too.
+    let run = self::run(
+        Some(&new),
+        &[&base[..], &["--docker-config", config]].concat(),
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let r = run.image(&image);
+    assert_eq!(
+        (r["status"].as_str(), r["reason"].as_str()),
+        (Some("ok"), Some("found")),
+        "{r:#}"
+    );
+    assert_ne!(r["auth"], "anonymous", "{r:#}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("the registry serves it to this pod's credentials"),
+        "{r:#}"
+    );
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+
+    // The same pod without the secret on a v1.34 kubelet: the node's copy is used for any pod,
+    // and the registry is not asked (no token is even asked for).
+    let before = reg.token_server().unwrap().requests_for(repo).len();
+    let old = api_of_kubelet("v1.34.4", &[&[&image]]);
+    let run = self::run(Some(&old), &base);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["reason"], "present_on_node");
+    assert_eq!(reg.token_server().unwrap().requests_for(repo).len(), before);
+}
+
 #[test]
 fn image_neither_on_the_node_nor_at_the_registry_fails() {
     let reg = plain_registry();
@@ -181,6 +439,23 @@ fn image_neither_on_the_node_nor_at_the_registry_fails() {
     let message = r["message"].as_str().unwrap();
     assert!(message.contains("does not hold it either"), "{message}");
     assert!(!reg.requests_for("node-missing/app").is_empty());
+
+    // The same on a kubelet that re-verifies credentials: a miss the complete list proves
+    // counts on every version.
+    let api = api_of_kubelet("v1.37.2", &[&["docker.io/library/other:1"]]);
+    let run = self::run(
+        Some(&api),
+        &[
+            "--plain-http",
+            &host,
+            "--if-not-present",
+            &image,
+            "--node",
+            NODE,
+        ],
+    );
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.image(&image)["present_on_node"], false);
 }
 
 #[test]
@@ -935,4 +1210,77 @@ fn check_pod_spec_looks_up_if_not_present_images_on_the_node() {
     assert!(!run.stdout.contains("local:1"), "{}", run.stdout);
     assert!(run.stderr.is_empty(), "{}", run.stderr);
     assert_one_node_request(&api);
+}
+
+#[test]
+fn inject_passes_the_credential_verification_flag_to_the_init_container() {
+    let reg = plain_registry();
+    let host = reg.host();
+    reg.push_oci_manifest("node/pod-always", "v1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pod.yaml");
+    std::fs::write(&file, ci_pod(&host)).unwrap();
+    let file = file.to_str().unwrap();
+    let inject = |value: &str| {
+        pullcheck()
+            .args(["inject", "-f", file, "--image", "r.example/pullcheck:1"])
+            .args(["--", "--plain-http", &host])
+            .args(["--image-pull-credentials-verification", value])
+            .env_remove("PULLCHECK_INJECT_NO_NODE_IMAGES")
+            .run()
+    };
+    // Checked by `check`'s own parser when inject runs, not in every pod.
+    let refused = inject("sometimes");
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("the arguments after -- are for `pullcheck check`"),
+        "{}",
+        refused.stderr
+    );
+    let out = inject("never-verify");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: serde_json::Value = serde_yaml_ng::from_str(&out.stdout).unwrap();
+    let init = &doc["spec"]["initContainers"][0];
+    let args: Vec<&str> = init["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--image-pull-credentials-verification", "never-verify"]),
+        "{args:?}"
+    );
+    let vars: Vec<(String, String)> = init["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let name = e["name"].as_str().unwrap().to_string();
+            (name, e["value"].as_str().unwrap_or(NODE).to_string())
+        })
+        .collect();
+    // The init container's run on a v1.37.2 node holding the pod's IfNotPresent images: the
+    // cluster's kubelets never verify (the flag), so holding them is proof, as before v1.35.
+    let api = api_of_kubelet(
+        "v1.37.2",
+        &[
+            &["docker.io/library/app:v1.0"],
+            &["docker.io/library/tool:2"],
+        ],
+    );
+    let endpoint = Some((
+        api.host(),
+        api.port(),
+        api.service_account_dir().to_path_buf(),
+    ));
+    let run = run_with_vars(endpoint, &args[1..], &vars);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    for image in ["app:v1.0", "tool:2"] {
+        assert_eq!(run.image(image)["reason"], "present_on_node", "{image}");
+    }
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
 }

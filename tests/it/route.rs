@@ -964,3 +964,282 @@ fn loopback_registries_are_spoken_to_in_plain_http_as_containerd_does() {
     assert_eq!(only(&run)["reason"], "tls");
     assert!(only(&run).get("plain_http").is_none(), "{}", run.stdout);
 }
+
+/// A node's `/etc/containers`, laid out as CRI-O reads it: `registries.conf`, its drop-ins in
+/// `registries.conf.d/`, per-host certificates in `certs.d/`, and the files that are none of
+/// these (`storage.conf`, `containers.conf`, `policy.json`, and a `*.conf` beside
+/// `registries.conf` that would block the registry if it were read). containers/image reads
+/// the same layout from `$HOME/.config/containers` (the per-user registries.conf, its
+/// `registries.conf.d` and `certs.d`, and nothing of the machine's `/etc/containers`), so
+/// skopeo with HOME in a temp dir is the oracle.
+struct NodeFolder {
+    home: PathBuf,
+    dir: PathBuf,
+}
+
+impl NodeFolder {
+    /// A fresh folder under `root/name` with `registries` as its registries.conf.
+    fn new(root: &Path, name: &str, registries: &str) -> NodeFolder {
+        let home = root.join(name);
+        let dir = home.join(".config/containers");
+        write(&dir.join("registries.conf"), registries);
+        write(&dir.join("storage.conf"), "[storage]\ndriver = \"vfs\"\n");
+        write(&dir.join("containers.conf"), "[engine]\n");
+        write(
+            &dir.join("policy.json"),
+            "{\"default\": [{\"type\": \"insecureAcceptAnything\"}]}\n",
+        );
+        NodeFolder { home, dir }
+    }
+
+    /// A drop-in, `registries.conf.d/NAME`.
+    fn dropin(&self, name: &str, text: &str) -> &NodeFolder {
+        write(&self.dir.join("registries.conf.d").join(name), text);
+        self
+    }
+
+    /// A file of `certs.d/HOST/`.
+    fn cert(&self, host: &str, name: &str, from: &Path) -> &NodeFolder {
+        let dir = self.dir.join("certs.d").join(host);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(from, dir.join(name)).unwrap();
+        self
+    }
+
+    /// A `*.conf` beside registries.conf (not in registries.conf.d): never a drop-in.
+    fn sibling(&self, name: &str, text: &str) -> &NodeFolder {
+        write(&self.dir.join(name), text);
+        self
+    }
+
+    /// pullcheck with what `inject --registries-from-node` passes; when the folder has
+    /// `registries.conf.d/`, also with the folder itself, which must give the same verdict.
+    fn check(&self, image: &str) -> Run {
+        let d = |p: &str| self.dir.join(p).display().to_string();
+        let (conf, dropins, certs) = (d("registries.conf"), d("registries.conf.d"), d("certs.d"));
+        // A certificate this pod lacks is a warning by default (exit 0): the verdict is
+        // compared, so it fails here.
+        let common = [
+            "-o",
+            "json",
+            "--timeout",
+            "10s",
+            "--on-unverifiable",
+            "fail",
+        ];
+        let mut args = common.to_vec();
+        args.extend([
+            "--registries-conf",
+            &conf,
+            "--registries-conf-dir",
+            &dropins,
+            "--certs-dir",
+            &certs,
+            image,
+        ]);
+        let run = check(&args);
+        if self.dir.join("registries.conf.d").is_dir() {
+            let folder = self.dir.display().to_string();
+            let mut args = common.to_vec();
+            args.extend(["--registries-conf", &folder, "--certs-dir", &certs, image]);
+            let again = check(&args);
+            assert_eq!(
+                again.code, run.code,
+                "the folder and the two flags disagree on {image}: {}{}",
+                again.stdout, again.stderr
+            );
+        }
+        run
+    }
+
+    /// `skopeo inspect --raw docker://IMAGE` with this folder as its per-user configuration.
+    fn skopeo(&self, image: &str) -> (bool, String) {
+        let out = containers_cmd("skopeo", &self.home)
+            .args(["inspect", "--raw"])
+            .arg(format!("docker://{image}"))
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+#[test]
+fn a_nodes_containers_folder_agrees_with_containers_image() {
+    if Command::new("skopeo").arg("--version").output().is_err() {
+        crate::common::cannot_run(
+            "a_nodes_containers_folder_agrees_with_containers_image",
+            "skopeo is not installed (Debian package skopeo)",
+        );
+        return;
+    }
+    let plain = plain_registry();
+    let tls = Registry::start(RegistryOptions {
+        tls: true,
+        basic_auth: None,
+    });
+    let mutual = Registry::start_mutual_tls();
+    let dead = dead_host();
+    let (p, t, mt) = (plain.host(), tls.host(), mutual.host());
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let mut tally = Tally {
+        agree: 0,
+        total: 0,
+        lines: Vec::new(),
+    };
+    let insecure = |host: &str| format!("[[registry]]\nlocation = \"{host}\"\ninsecure = true\n");
+    let ca = tls.ca_pem_path().unwrap();
+    let mutual_ca = mutual.ca_pem_path().unwrap();
+
+    // 1, 2. A mirror in a drop-in under registries.conf.d; a `*.conf` beside registries.conf
+    // that would block the registry, and storage.conf, are not drop-ins.
+    plain.push_oci_manifest("node/dropin", "v1");
+    let image = format!("{dead}/node/dropin:v1");
+    let mirrored = format!(
+        "{}[[registry.mirror]]\nlocation = \"{p}\"\ninsecure = true\n",
+        insecure(&dead)
+    );
+    let node = NodeFolder::new(root, "dropin", &insecure(&dead));
+    node.dropin("50-mirror.conf", &mirrored).sibling(
+        "99-block.conf",
+        &format!("[[registry]]\nlocation = \"{dead}\"\nblocked = true\n"),
+    );
+    let run = node.check(&image);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["endpoint"], format!("http://{p}/v2"));
+    tally.compare(
+        "mirror in a drop-in, siblings ignored",
+        "skopeo",
+        &run,
+        node.skopeo(&image),
+    );
+    let node = NodeFolder::new(root, "no-dropin", &insecure(&dead));
+    node.sibling("50-mirror.conf", &mirrored);
+    let run = node.check(&image);
+    assert_ne!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    tally.compare(
+        "mirror beside registries.conf, not a drop-in",
+        "skopeo",
+        &run,
+        node.skopeo(&image),
+    );
+
+    // 3, 4. A TLS registry whose CA is only in certs.d/<host:port>.
+    tls.push_oci_manifest("node/tls", "v1");
+    let image = format!("{t}/node/tls:v1");
+    let node = NodeFolder::new(root, "tls-ca", "");
+    node.cert(&t, "ca.crt", ca);
+    let run = node.check(&image);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    tally.compare("CA only in certs.d", "skopeo", &run, node.skopeo(&image));
+    let node = NodeFolder::new(root, "tls-other-host", "");
+    node.cert(&dead, "ca.crt", ca).cert(&t, "ca.pem", ca);
+    let run = node.check(&image);
+    assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["reason"], "tls");
+    tally.compare(
+        "CA for another host, or not named *.crt",
+        "skopeo",
+        &run,
+        node.skopeo(&image),
+    );
+
+    // 5. The CA of a mirror, found by the mirror's host.
+    let image = format!("{dead}/node/tls:v1");
+    let node = NodeFolder::new(root, "tls-mirror", "");
+    node.dropin(
+        "10-mirror.conf",
+        &format!(
+            "{}[[registry.mirror]]\nlocation = \"{t}\"\n",
+            insecure(&dead)
+        ),
+    )
+    .cert(&t, "ca.crt", ca);
+    let run = node.check(&image);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["endpoint"], format!("https://{t}/v2"));
+    tally.compare(
+        "mirror's CA in certs.d",
+        "skopeo",
+        &run,
+        node.skopeo(&image),
+    );
+
+    // 6, 7. A plain-HTTP registry marked insecure, and not; no registries.conf.d and no
+    // certs.d.
+    plain.push_oci_manifest("node/plain", "v1");
+    let image = format!("{p}/node/plain:v1");
+    let node = NodeFolder::new(root, "insecure", &insecure(&p));
+    let run = node.check(&image);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["endpoint"], format!("http://{p}/v2"));
+    tally.compare(
+        "plain HTTP, insecure = true",
+        "skopeo",
+        &run,
+        node.skopeo(&image),
+    );
+    // containerd asks a loopback registry in plain HTTP without being told; containers/image
+    // does not, and neither does pullcheck with its configuration.
+    let node = NodeFolder::new(root, "not-insecure", "");
+    let run = node.check(&image);
+    assert_eq!(run.code, 8, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["reason"], "plain_http", "{}", run.stdout);
+    tally.compare(
+        "plain HTTP, not insecure",
+        "skopeo",
+        &run,
+        node.skopeo(&image),
+    );
+
+    // 8, 9, 10. A registry that asks for a client certificate: `X.cert` with `X.key`; without
+    // them, or with the certificate alone, the handshake or the folder fails.
+    mutual.push_oci_manifest("node/mutual", "v1");
+    let image = format!("{mt}/node/mutual:v1");
+    let node = NodeFolder::new(root, "client", "");
+    node.cert(&mt, "ca.crt", mutual_ca)
+        .cert(&mt, "client.cert", mutual.client_cert_path().unwrap())
+        .cert(&mt, "client.key", mutual.client_key_path().unwrap());
+    let run = node.check(&image);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    tally.compare(
+        "client certificate in certs.d",
+        "skopeo",
+        &run,
+        node.skopeo(&image),
+    );
+    let node = NodeFolder::new(root, "no-client", "");
+    node.cert(&mt, "ca.crt", mutual_ca);
+    let run = node.check(&image);
+    assert_ne!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    tally.compare("no client certificate", "skopeo", &run, node.skopeo(&image));
+    let node = NodeFolder::new(root, "client-without-key", "");
+    node.cert(&mt, "ca.crt", mutual_ca).cert(
+        &mt,
+        "client.cert",
+        mutual.client_cert_path().unwrap(),
+    );
+    let run = node.check(&image);
+    assert_ne!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(only(&run)["reason"], "node_configuration", "{}", run.stdout);
+    assert!(
+        only(&run)["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("missing key client.key")),
+        "{}",
+        run.stdout
+    );
+    tally.compare(
+        "client certificate without its key",
+        "skopeo",
+        &run,
+        node.skopeo(&image),
+    );
+
+    println!("{}", tally.lines.join("\n"));
+    println!("runtime agreement: {} of {}", tally.agree, tally.total);
+    assert_eq!(tally.agree, tally.total, "{}", tally.lines.join("\n"));
+}

@@ -392,6 +392,32 @@ fn every_fixture_pod_spec_admitted_equals_what_inject_writes() {
 }
 
 #[test]
+fn the_nodes_own_registry_configuration_is_mounted_as_inject_mounts_it() {
+    let flags = ["--registries-from-node", "/etc/crio/containers"];
+    let webhook = Webhook::start(&flags);
+    let object = job(None);
+    let (after, _) = webhook.admit(&object);
+    assert_eq!(after, injected(&object, &flags));
+    let spec = &after["spec"]["template"]["spec"];
+    assert_eq!(
+        spec["volumes"][0]["hostPath"],
+        json!({"path": "/etc/crio/containers", "type": "DirectoryOrCreate"})
+    );
+    assert_eq!(
+        spec["initContainers"][0]["args"],
+        json!([
+            "check",
+            "--registries-conf",
+            "/etc/pullcheck/node-containers/registries.conf",
+            "--registries-conf-dir",
+            "/etc/pullcheck/node-containers/registries.conf.d",
+            "--certs-dir",
+            "/etc/pullcheck/node-containers/certs.d"
+        ])
+    );
+}
+
+#[test]
 fn pods_get_the_container_and_inject_s_reasons_as_warnings() {
     let webhook = Webhook::start(&["--namespace", "pullcheck-system"]);
     // Never: the pod gets the container, its pull secret (the service account's, merged in by

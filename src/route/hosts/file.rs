@@ -380,7 +380,9 @@ pub(super) fn load_tls(
     Ok(tls)
 }
 
-pub(super) fn read_bytes(path: &Path) -> Result<Vec<u8>, TlsError> {
+/// A certificate or key file, at most [`MAX_FILE`] bytes (also containers-certs.d's, in
+/// [`crate::route::certs`]).
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, TlsError> {
     read_limited_file(path, MAX_FILE).map_err(|e| match e {
         LimitedReadError::TooLarge => TlsError::TooLarge(path.to_path_buf()),
         LimitedReadError::Io(e) => TlsError::Io(path.to_path_buf(), Arc::new(e)),

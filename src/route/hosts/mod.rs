@@ -20,6 +20,7 @@
 mod file;
 
 use file::load_tls;
+pub(crate) use file::read_bytes;
 pub use file::{ParseError, TlsError, parse_hosts};
 
 use super::{Endpoint, Headers, ReadError, Route, Tls, is_upstream};
@@ -215,6 +216,8 @@ fn route_from(config: Option<&HostsConfig>, reference: &Reference, plain_http: &
             mirror_of: (!upstream).then(|| reference.registry.clone()),
             reference: reference.clone(),
             blocked: None,
+            broken: None,
+            loopback_fallback: true,
         });
     }
     if let (Some(c), true) = (config, endpoints.is_empty()) {

@@ -13,7 +13,10 @@
 //! will pull whatever it holds (`Always`), for an `IfNotPresent` image only when no node's
 //! complete list holds it ([`nodes`]), or a reference no runtime can parse. Anything else says
 //! nothing. A miss proven by the nodes' lists warns but is never refused: the lists lag behind
-//! an image loaded onto a node a moment ago.
+//! an image loaded onto a node a moment ago. A node holding an image is never taken as proof
+//! that a pod will run it, only as doubt about a miss: so Kubernetes 1.35+ (whose kubelet may
+//! refuse a held image to a pod whose credentials its records lack, KEP-2535) changes nothing
+//! here, and neither does the kubelet's version.
 //!
 //! - [`asked`]: which images a review asks to be judged (pure);
 //! - [`judge`]: one image asked of its registry, and what its answer proves;

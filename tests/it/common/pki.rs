@@ -1,6 +1,6 @@
 //! A throw-away certificate authority and a server certificate for `127.0.0.1` and `localhost`
 //! (and the cloud registry names the cloud-credential tests map to loopback), or for the names
-//! a test chooses.
+//! a test chooses, with a client certificate for a registry that asks for one.
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -18,6 +18,10 @@ pub struct TestPki {
     pub server_cert_pem: String,
     /// The server's private key, PKCS#8 PEM.
     pub server_key_pem: String,
+    /// A client certificate the CA signed (for a registry that asks for one), PEM.
+    pub client_cert_pem: String,
+    /// Its private key, PKCS#8 PEM.
+    pub client_key_pem: String,
 }
 
 impl TestPki {
@@ -73,11 +77,26 @@ impl TestPki {
             .signed_by(&server_key, &issuer)
             .expect("sign server certificate");
 
+        let mut client_params = CertificateParams::new(Vec::<String>::new()).expect("no SANs");
+        client_params.distinguished_name = rcgen::DistinguishedName::new();
+        client_params
+            .distinguished_name
+            .push(DnType::CommonName, "pullcheck test client");
+        client_params.use_authority_key_identifier_extension = true;
+        client_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        client_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let client_key = KeyPair::generate().expect("generate client key");
+        let client_cert = client_params
+            .signed_by(&client_key, &issuer)
+            .expect("sign client certificate");
+
         TestPki {
             ca_pem: ca_cert.pem(),
             ca_der: ca_cert.der().clone(),
             server_cert_pem: server_cert.pem(),
             server_key_pem: server_key.serialize_pem(),
+            client_cert_pem: client_cert.pem(),
+            client_key_pem: client_key.serialize_pem(),
         }
     }
 }

@@ -95,6 +95,17 @@ pub struct ManifestHead {
 struct Tls {
     ca_pem_path: PathBuf,
     ca_der: CertificateDer<'static>,
+    /// With [`Registry::start_mutual_tls`]: the client certificate the registry asks for.
+    client: Option<ClientCertificate>,
+}
+
+/// A client certificate and its key, as files (for the clients under test) and PEM (for the
+/// harness's own client).
+struct ClientCertificate {
+    cert_path: PathBuf,
+    key_path: PathBuf,
+    cert_pem: String,
+    key_pem: String,
 }
 
 /// A running `docker-registry` process. Dropping it stops the process and removes its temp dir.
@@ -119,11 +130,13 @@ struct TokenAuth {
     push_user: (String, String),
 }
 
-/// What [`Registry::try_start`] takes besides the options: a CA to reuse, a token server.
+/// What [`Registry::try_start`] takes besides the options: a CA to reuse, a token server,
+/// whether a client certificate is required.
 #[derive(Default)]
 struct Extras<'a> {
     pki: Option<&'a TestPki>,
     token_server: Option<&'a TokenServer>,
+    client_auth: bool,
 }
 
 enum StartError {
@@ -173,6 +186,7 @@ impl Registry {
         let extras = Extras {
             pki: Some(&pki),
             token_server: Some(&server),
+            client_auth: false,
         };
         let mut last = String::new();
         for _ in 0..START_ATTEMPTS {
@@ -184,6 +198,31 @@ impl Registry {
                     });
                     return registry;
                 }
+                Err(StartError::PortClash(log)) => last = log,
+                Err(StartError::Fatal(msg)) => panic!("{msg}"),
+            }
+        }
+        panic!("docker-registry: port clash {START_ATTEMPTS} times in a row; last log:\n{last}");
+    }
+
+    /// Starts an HTTPS registry, anonymous, that refuses any client without a certificate its
+    /// CA signed (distribution's `http.tls.clientcas`): the certificate and key are at
+    /// [`Registry::client_cert_path`] and [`Registry::client_key_path`]; the harness's own
+    /// client presents them. Otherwise like [`Registry::start`].
+    pub fn start_mutual_tls() -> Registry {
+        let bin = registry_bin();
+        let opts = RegistryOptions {
+            tls: true,
+            basic_auth: None,
+        };
+        let extras = Extras {
+            client_auth: true,
+            ..Extras::default()
+        };
+        let mut last = String::new();
+        for _ in 0..START_ATTEMPTS {
+            match Registry::try_start(&opts, &bin, &extras) {
+                Ok(registry) => return registry,
                 Err(StartError::PortClash(log)) => last = log,
                 Err(StartError::Fatal(msg)) => panic!("{msg}"),
             }
@@ -233,9 +272,26 @@ impl Registry {
                 yaml_str(&cert_path),
                 yaml_str(&key_path)
             ));
+            let client = extras.client_auth.then(|| {
+                config.push_str(&format!(
+                    "    clientcas:\n      - {}\n",
+                    yaml_str(&ca_pem_path)
+                ));
+                let cert_path = dir.join("client.cert");
+                let key_path = dir.join("client.key");
+                fs::write(&cert_path, &pki.client_cert_pem).expect("write client.cert");
+                fs::write(&key_path, &pki.client_key_pem).expect("write client.key");
+                ClientCertificate {
+                    cert_path,
+                    key_path,
+                    cert_pem: pki.client_cert_pem.clone(),
+                    key_pem: pki.client_key_pem.clone(),
+                }
+            });
             Tls {
                 ca_pem_path,
                 ca_der: pki.ca_der.clone(),
+                client,
             }
         });
         if let Some((user, password)) = &opts.basic_auth {
@@ -378,6 +434,18 @@ impl Registry {
         self.tls.as_ref().map(|t| t.ca_pem_path.as_path())
     }
 
+    /// The client certificate (PEM) the registry asks for ([`Registry::start_mutual_tls`]).
+    pub fn client_cert_path(&self) -> Option<&Path> {
+        let client = self.tls.as_ref()?.client.as_ref()?;
+        Some(client.cert_path.as_path())
+    }
+
+    /// Its private key (PEM).
+    pub fn client_key_path(&self) -> Option<&Path> {
+        let client = self.tls.as_ref()?.client.as_ref()?;
+        Some(client.key_path.as_path())
+    }
+
     /// The CA certificate (DER), when TLS is on.
     pub fn ca_der(&self) -> Option<&CertificateDer<'static>> {
         self.tls.as_ref().map(|t| &t.ca_der)
@@ -439,10 +507,16 @@ impl Registry {
         )
     }
 
-    /// A reqwest client for this registry: trusts its CA (if TLS), offers h2 and http/1.1,
-    /// ignores proxy environment variables, 10 s timeout. Use it inside [`super::block_on`].
+    /// A reqwest client for this registry: trusts its CA (if TLS), presents its client
+    /// certificate (if it asks for one), offers h2 and http/1.1, ignores proxy environment
+    /// variables, 10 s timeout. Use it inside [`super::block_on`].
     pub fn http_client(&self) -> reqwest::Client {
-        http_client(self.ca_der())
+        let identity = self
+            .tls
+            .as_ref()
+            .and_then(|t| t.client.as_ref())
+            .map(|c| (c.cert_pem.as_str(), c.key_pem.as_str()));
+        client_with(self.ca_der(), identity)
     }
 
     /// Every HTTP request the registry has served so far, oldest first, from its access log.
@@ -557,17 +631,38 @@ impl Drop for Registry {
 /// A reqwest client trusting `ca` (or nothing, for plain HTTP), ALPN h2 + http/1.1, no proxy,
 /// User-Agent `pullcheck-test-harness` (visible in [`Registry::logs`]).
 pub fn http_client(ca: Option<&CertificateDer<'static>>) -> reqwest::Client {
+    client_with(ca, None)
+}
+
+/// [`http_client`], presenting `identity` (a PEM certificate and its PEM key) when given.
+fn client_with(
+    ca: Option<&CertificateDer<'static>>,
+    identity: Option<(&str, &str)>,
+) -> reqwest::Client {
+    use rustls_pki_types::PrivateKeyDer;
+    use rustls_pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     if let Some(ca) = ca {
         roots.add(ca.clone()).expect("add test CA to root store");
     }
-    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .expect("rustls protocol versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    .with_root_certificates(roots);
+    let mut tls = match identity {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .expect("client certificate PEM");
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("client key PEM");
+            builder
+                .with_client_auth_cert(chain, key)
+                .expect("client certificate")
+        }
+    };
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
