@@ -216,7 +216,9 @@ impl Cluster {
 
     /// Makes the node's runtime trust `ca` for the TLS registry `host`: containerd's
     /// `hosts.toml` (read at every pull, no restart needed), or CRI-O's
-    /// `certs.d/HOST/ca.crt` (containers-certs.d(5), read at every pull too).
+    /// `certs.d/HOST/ca.crt` (containers-certs.d(5), read at every pull too). The CA is copied
+    /// beside `hosts.toml` and named relative to it, as containerd allows, so that the folder
+    /// mounted into a pod (`inject --hosts-from-node`) holds what it names.
     pub fn trust_registry(&self, host: &str, ca: &Path) {
         if self.is_crio() {
             let dir = self.node_containers.join("certs.d").join(host);
@@ -226,11 +228,11 @@ impl Cluster {
         }
         let dir = self.hosts_dir.join(host);
         std::fs::create_dir_all(&dir).expect("hosts dir");
+        std::fs::copy(ca, dir.join("ca.crt")).expect("copy the CA beside hosts.toml");
         std::fs::write(
             dir.join("hosts.toml"),
             format!(
-                "server = \"https://{host}\"\n\n[host.\"https://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"{}\"\n",
-                ca.display()
+                "server = \"https://{host}\"\n\n[host.\"https://{host}\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"ca.crt\"\n"
             ),
         )
         .expect("write hosts.toml");

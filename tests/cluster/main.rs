@@ -39,6 +39,7 @@ mod harness;
 mod jobs;
 mod kubelet_words;
 mod mirror;
+mod node_config;
 mod node_images;
 mod policy;
 mod proof;

@@ -124,7 +124,7 @@ pub fn grant_node_read(ns: &str) {
 }
 
 /// The init container's termination message of the first pod of Job `name`, once it ended.
-fn init_message(ns: &str, name: &str) -> (i64, String) {
+pub fn init_message(ns: &str, name: &str) -> (i64, String) {
     let c = cluster();
     let pods = c.job_pods(ns, name);
     let init = &pods[0]["status"]["initContainerStatuses"][0];

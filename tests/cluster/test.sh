@@ -91,12 +91,15 @@ cargo test --test cluster --features webhook -- --test-threads 8 --nocapture "$@
 if [ ${#last[@]} -gt 0 ]; then
   cargo test --test cluster --features webhook -- --nocapture "${last[@]}"
   # The other runtimes: what differs between them is the kubelet's words (the words' table of
-  # each, tests/fixtures/kubelet-recorded/) and whether the seed case still fails fast on them.
+  # each, tests/fixtures/kubelet-recorded/), the node's registry configuration, and whether the
+  # seed case still fails fast on them.
   for other in "${pairs[@]}"; do
     [ "$other" != "$pair" ] || continue
     on "$other"
     cargo test --test cluster --features webhook -- --exact --nocapture "${first[@]}"
-    cargo test --test cluster --features webhook -- --nocapture kubelet_words::
+    # The node's own registry configuration read as each runtime reads it, and what an image
+    # the node holds proves on each kubelet (Kubernetes 1.35+ re-verifies credentials).
+    cargo test --test cluster --features webhook -- --nocapture kubelet_words:: node_config:: node_images::
     # The chart's default install on this runtime: the seed Job failed and the good Job's
     # overhead (watch_mode, figures printed), and `doctor --probe`.
     cargo test --test cluster --features webhook -- --nocapture --test-threads 1 watch_mode:: doctor::doctor_probe
