@@ -234,7 +234,8 @@ registry() {
 # - pause:3.10, containerd's sandbox image, from tests/cluster/pause/pause.c;
 # - tools:1, Debian's static busybox (sh, sleep, true, ...), for the containers under test, and
 #   two variants for the start check: tools-nobody:1 (user `nobody`), tools-nocmd:1 (no command),
-#   and images/node-only.tar, an archive of an image the registry never gets;
+#   and images/node-only.tar, an archive of an image the registry never gets; tools-reverify:1,
+#   the same with a label of its own (a distinct image for node_images.rs);
 # - pullcheck:ci and pullcheck:ci-webhook, the images scripts/build-image.sh built from the
 #   Dockerfile (the init container's, and the webhook's with its cargo feature).
 images() {
@@ -257,6 +258,13 @@ images() {
     # For the start check: an image whose user is a name, and one with no command at all.
     image_from "$tmp/tools" tools-nobody:1 "docker://$registry_host/tools-nobody:1" --cmd "$sh" --env PATH=/bin --user nobody
     image_from "$tmp/tools" tools-nocmd:1 "docker://$registry_host/tools-nocmd:1" --env PATH=/bin
+  fi
+  # For the re-verification test: an image of its own content too (a label of its own), so
+  # that the Node's five names of it are the test's own whatever else pulled tools:1.
+  if ! pushed tools-reverify 1; then
+    log "pushing tools-reverify:1 (busybox)"
+    image_from "$tmp/tools" tools-reverify:1 "docker://$registry_host/tools-reverify:1" --cmd "$sh" --env PATH=/bin \
+      --label pullcheck.test=reverify
   fi
   # For the node-images test: an image of its own content (the kubelet lists at most 5 names per
   # image in the Node), named for this registry, which never gets it: only an archive for

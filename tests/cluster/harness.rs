@@ -390,6 +390,16 @@ impl Cluster {
     /// Copies the tools image into `repo` (`name:tag`) of `registry` (a TLS registry of the
     /// integration tests' harness, written to as alice); the image's reference there.
     pub fn copy_tools_into(&self, registry: &crate::common::Registry, repo: &str) -> String {
+        self.copy_into(registry, &self.tools_image(), repo)
+    }
+
+    /// [`Cluster::copy_tools_into`] for `source`, an image of the cluster's registry.
+    pub fn copy_into(
+        &self,
+        registry: &crate::common::Registry,
+        source: &str,
+        repo: &str,
+    ) -> String {
         use crate::common::{ALICE, ALICE_PASSWORD};
         let certs = tempfile::tempdir().expect("tempdir");
         let ca = registry.ca_pem_path().expect("a TLS registry");
@@ -399,7 +409,7 @@ impl Cluster {
             .args(["copy", "-q", "--src-tls-verify=false", "--dest-cert-dir"])
             .arg(certs.path())
             .args(["--dest-creds", &format!("{ALICE}:{ALICE_PASSWORD}")])
-            .arg(format!("docker://{}", self.tools_image()))
+            .arg(format!("docker://{source}"))
             .arg(format!("docker://{dest}"))
             .output()
             .expect("run skopeo");

@@ -469,8 +469,35 @@ impl Normalizer {
         }
         out = replace_host_ports(&out, "127.0.0.1:", "127.0.0.1:PORT");
         out = replace_duration(&out, "back-off ");
+        out = replace_log_times(&out);
+        // The kubelet's event correlator folds the eleventh similar Event in ten minutes into
+        // one with this prefix: how many came before the recording is timing, not words.
+        out = out.replace("(combined from similar events): ", "");
         replace_hex(&out)
     }
+}
+
+/// `text` with the value of each logrus `time="…"` (runc's log line, which CRI-O passes on in
+/// its words) replaced by `TIME`.
+fn replace_log_times(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("time=\"") {
+        let after = &rest[at + "time=\"".len()..];
+        out.push_str(&rest[..at]);
+        match after.find('"') {
+            Some(end) => {
+                out.push_str("time=\"TIME\"");
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str("time=\"");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `text` with each `host` (`IP:PORT`) not followed by another digit replaced by `label`.
@@ -947,6 +974,12 @@ fn kubelet_words_normalize() {
     assert_eq!(
         n.normalize("bad1 deadbeef 127.0.0.1:"),
         "bad1 deadbeef 127.0.0.1:"
+    );
+    assert_eq!(
+        n.normalize(
+            "(combined from similar events): Error: failed: time=\"2026-12-05T19:03:35Z\" level=error msg=\"x\" time=\"open"
+        ),
+        "Error: failed: time=\"TIME\" level=error msg=\"x\" time=\"open"
     );
     let row: Row = std::array::from_fn(|i| format!("f{i}\twith\\tab\n"));
     let line = tsv_line(&row);

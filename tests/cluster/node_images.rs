@@ -176,7 +176,13 @@ fn from_kubernetes_1_35_a_held_private_image_is_pulled_again_for_a_pod_without_i
     let registry = token_registry();
     let host = registry.host();
     let ca = registry.ca_pem_path().expect("CA").to_path_buf();
-    let image = c.copy_tools_into(registry, "private/reverify-tools:1");
+    // An image of its own content: the Node lists at most five names of an image, and the
+    // tests beside this one pull tools:1 under many.
+    let image = c.copy_into(
+        registry,
+        &format!("{}/tools-reverify:1", c.registry),
+        "private/reverify-tools:1",
+    );
     c.trust_registry(&host, &ca);
     let ns = c.namespace("pc-reverify");
     c.pull_secret(&ns.name, "regcred", &host, ALICE, ALICE_PASSWORD);
