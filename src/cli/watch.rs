@@ -21,11 +21,15 @@ ErrImageNeverPull, CreateContainerConfigError, CreateContainerError or RunContai
 kubelet's own words are classified. A permanent cause (a missing tag or Secret, a refused
 credential, a workingDir that is a file, ...) that has stood for its grace, on fresh evidence
 (no pull under way, an attempt ended since the words were first seen) and, for a missing
-image, not resolving when the watcher asks the registry itself, fails the pod when a Job owns
-it or it is annotated pullcheck.dev/fail-when-stuck: \"true\" (the condition --condition-type,
-a Warning Event, then the delete, which a Job's podFailurePolicy onPodConditions rule turns
-into a failed Job); transient causes (time-outs, refused connections, 5xx, 429, DNS, unknown
-words) are only reported. Pods of Deployments, StatefulSets and DaemonSets are never deleted. One replica acts,
+image, not resolving when the watcher asks the registry itself, fails the pod by the kubelet's
+own hand: the condition --condition-type, a Warning Event, then activeDeadlineSeconds: 1, after
+which the kubelet fails the pod (DeadlineExceeded) and keeps it; a Job's podFailurePolicy
+onPodConditions rule turns the condition into a failed Job. Any pod with restartPolicy Never or
+OnFailure is failed, whatever owns it (a Job, nothing, Argo, Tekton, KubeRay, ...), unless it is
+annotated pullcheck.dev/fail-when-stuck: \"false\"; transient causes (time-outs, refused
+connections, 5xx, 429, DNS, unknown words) are only reported. Pods of Deployments,
+StatefulSets, DaemonSets and ReplicationControllers, and restartPolicy Always pods, are never
+failed: they get the Event. Nothing is deleted. One replica acts,
 elected with a coordination.k8s.io Lease. GET /healthz, /readyz, /metrics on --listen. Only in
 a build with `--features watch`.";
 

@@ -1,15 +1,17 @@
 //! The watcher's writes, thin on purpose (what to write is decided in `decide.rs`): the pod's
 //! condition (a strategic-merge patch of `pods/status`, keyed by type, carrying the
 //! resourceVersion seen), a Warning Event (through kube-runtime's `Recorder`, which folds a
-//! repeat into the first Event's series), the delete with preconditions on the UID and the
-//! resourceVersion, and the one read besides the watches: the pod's `Failed` Events.
+//! repeat into the first Event's series), the pod's `activeDeadlineSeconds` (a patch carrying
+//! the UID and the resourceVersion read, so that only that pod as read is changed; the kubelet
+//! then fails it by its own hand), and the one read besides the watches: the pod's `Failed`
+//! Events.
 
-use super::decide::Finding;
+use super::decide::{DEADLINE_SECONDS, Finding};
 use super::seen::Seen;
 use crate::keyring::Keyring;
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::events::{self, EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
@@ -62,8 +64,9 @@ impl Actor {
         }
     }
 
-    /// Fails the pod: the condition, the Event, then the delete. `Done` once the condition is
-    /// given, whatever the delete did.
+    /// Fails the pod: the condition, the Event, then the deadline, after which the kubelet
+    /// fails it (`DeadlineExceeded`) and pulls no more. `Done` once the condition is given,
+    /// whatever the deadline's patch did.
     pub(crate) async fn fail(&self, pod: &Pod, finding: &Finding, condition_type: &str) -> Outcome {
         let (ns, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
@@ -87,7 +90,9 @@ impl Actor {
             Ok(p) => p,
             Err(e) => return outcome("patch pods/status", e),
         };
-        let note = format!("{message} — failing the pod: condition {condition_type}, then delete");
+        let note = format!(
+            "{message} — failing the pod: condition {condition_type}, then activeDeadlineSeconds {DEADLINE_SECONDS}, for the kubelet to fail it"
+        );
         if let Outcome::Failed(call, e) = self.event(pod, finding, condition_type, &note).await {
             // The Event is for people; the condition is what fails the Job: go on.
             crate::log::info(
@@ -95,9 +100,9 @@ impl Actor {
                 &format!("{ns}/{name}: {call}: {e}"),
             );
         }
-        // The condition is given: the pod is failed. A delete that finds the pod changed (the
-        // kubelet wrote its status in between) is done again on the next look (`Action::Delete`).
-        match self.delete(&patched).await {
+        // The condition is given: the pod is failed. A deadline that finds the pod changed (the
+        // kubelet wrote its status in between) is set on the next look (`Action::Deadline`).
+        match self.deadline(&patched).await {
             Outcome::Failed(call, e) => crate::log::info(
                 crate::log::Component::Watch,
                 &format!("{ns}/{name}: {call}: {e}"),
@@ -107,20 +112,27 @@ impl Actor {
         Outcome::Done
     }
 
-    /// Deletes the pod if it is still the one read (UID and resourceVersion).
-    pub(crate) async fn delete(&self, pod: &Pod) -> Outcome {
+    /// Sets the pod's `activeDeadlineSeconds` to [`DEADLINE_SECONDS`] if it is still the one
+    /// read (UID and resourceVersion): a live pod takes a deadline where it had none, or a
+    /// shorter one, and the kubelet, seeing it past, fails the pod by its own hand (phase
+    /// `Failed`, reason `DeadlineExceeded`). The pod is kept, for `kubectl describe`.
+    pub(crate) async fn deadline(&self, pod: &Pod) -> Outcome {
         let api: Api<Pod> =
             Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: pod.uid(),
-                resource_version: pod.resource_version(),
-            }),
-            ..DeleteParams::default()
-        };
-        match api.delete(&pod.name_any(), &params).await {
+        let patch = json!({
+            "metadata": {"uid": pod.uid(), "resourceVersion": pod.resource_version()},
+            "spec": {"activeDeadlineSeconds": DEADLINE_SECONDS},
+        });
+        match api
+            .patch(
+                &pod.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
+            .await
+        {
             Ok(_) => Outcome::Done,
-            Err(e) => outcome("delete pods", e),
+            Err(e) => outcome("patch pods", e),
         }
     }
 

@@ -8,12 +8,19 @@
 //!   evidence yet, and the pod is left until they are.
 //! - A transient cause that lasts `--report-after`: reported once (an Event and a metric),
 //!   never acted on.
-//! - A permanent cause on fresh evidence: the pod is failed (the condition, an Event, the
-//!   delete) when it is owned by a Job or annotated `pullcheck.dev/fail-when-stuck: "true"`,
-//!   and never when it belongs to a ReplicaSet (a Deployment's), a StatefulSet, a DaemonSet or
-//!   a ReplicationController: those only get the Event and the metric, as does every other pod.
+//! - A permanent cause on fresh evidence: the pod is failed by the kubelet's own hand (the
+//!   condition, an Event, then `activeDeadlineSeconds: 1`, after which the kubelet fails it,
+//!   `DeadlineExceeded`, and pulls no more) whatever owns it (a Job, nothing, any custom
+//!   resource), when its `restartPolicy` is `Never` or `OnFailure`. Never deleted: an owner
+//!   that finds its pod gone makes another (Argo, Tekton), or counts it as deleted by others,
+//!   a transient failure (FrameworkController). Pods of a ReplicaSet (a Deployment's), a
+//!   StatefulSet, a DaemonSet or a ReplicationController, `restartPolicy: Always` pods (the
+//!   kubelet would only restart them) and pods annotated `pullcheck.dev/fail-when-stuck:
+//!   "false"` (set on a workload's pod template, it reaches every pod made from it) only get
+//!   the Event and the metric.
 //! - A pod that already has the condition is never patched again; when the condition is this
-//!   watcher's (its reason a pullcheck word) and the pod is still there, only the delete is done.
+//!   watcher's (its reason a pullcheck word) and the deadline is not yet set (a restart between
+//!   the two writes, a conflict), only the deadline is set.
 
 use super::classify::{IMAGE_PULL_BACK_OFF, Verdict};
 use super::seen::{Seen, group, statuses, waiting};
@@ -24,11 +31,15 @@ use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use k8s_openapi::jiff::Timestamp;
 use std::time::Duration;
 
-/// The annotation that lets a pod no Job owns be failed.
+/// The annotation that opts a pod out (`"false"`); `"true"`, what it once took to fail a pod no
+/// Job owns, is now what happens anyway.
 pub(crate) const FAIL_WHEN_STUCK: &str = "pullcheck.dev/fail-when-stuck";
-/// The owners whose pods are never deleted: their controller would only make another, and a
-/// Deployment's rollout is not a Job to fail.
-const NEVER_DELETED: [&str; 4] = [
+/// The deadline written on a pod to fail: the least the API server takes, and already past for
+/// a pod stuck long enough to be failed.
+pub(crate) const DEADLINE_SECONDS: i64 = 1;
+/// The owners whose pods are never failed: their controller keeps a number of pods running
+/// and would only make another, and a Deployment's rollout is not a batch run to fail.
+const NEVER_FAILED: [&str; 4] = [
     "ReplicaSet",
     "StatefulSet",
     "DaemonSet",
@@ -52,6 +63,10 @@ pub(crate) struct Finding {
     pub(crate) since: Timestamp,
     /// Why the pod is not failed, when it is not.
     pub(crate) kept: Option<String>,
+    /// Permanent words right after transient ones, not yet said again by a later attempt (an
+    /// outage may end with one 404 before the image is served): the pod is failed only if the
+    /// watcher's own look at the registry says the same.
+    pub(crate) needs_look: bool,
 }
 
 impl Finding {
@@ -100,11 +115,11 @@ pub(crate) enum Action {
     NeedEvents,
     /// Report these (an Event and a metric each), once.
     Report(Vec<Finding>),
-    /// Fail the pod: the condition, a Warning Event, then the delete.
+    /// Fail the pod: the condition, a Warning Event, then the deadline.
     Fail(Finding),
-    /// An earlier look gave the condition and the delete did not happen (a restart between
-    /// the two, a conflict): delete only, never patch again.
-    Delete,
+    /// An earlier look gave the condition and the deadline was not set (a restart between the
+    /// two, a conflict): the deadline only, the condition never patched again.
+    Deadline,
 }
 
 /// Decides what to do with `pod` now. `events_read`: the pod's Events are current in `seen`.
@@ -121,10 +136,10 @@ pub(crate) fn decide(
     let kept = kept(pod);
     if let Some(reason) = condition(pod, &settings.condition_type) {
         // Only a condition this watcher gave (its reason is a pullcheck word) leads to the
-        // delete: another controller's condition of the same type is left to it.
+        // deadline: another controller's condition of the same type is left to it.
         let ours = crate::Reason::ALL.iter().any(|r| r.about().word == reason);
-        return if kept.is_none() && ours {
-            Action::Delete
+        return if kept.is_none() && ours && !deadline_set(pod) {
+            Action::Deadline
         } else {
             Action::Nothing
         };
@@ -175,6 +190,7 @@ pub(crate) fn decide(
             verdict,
             since,
             kept: kept.clone(),
+            needs_look: false,
         };
         if permanent && kept.is_none() {
             let attempts = seen.attempts(&status.name);
@@ -187,7 +203,10 @@ pub(crate) fn decide(
             if !evidence.live && !attempts.failed_after(evidence.since) {
                 continue;
             }
-            return Action::Fail(finding);
+            return Action::Fail(Finding {
+                needs_look: evidence.after_transient && !attempts.failed_after(evidence.since),
+                ..finding
+            });
         }
         reports.push(finding);
     }
@@ -209,28 +228,43 @@ fn past(since: Timestamp, wait: Duration, now: Timestamp) -> bool {
 fn kept(pod: &Pod) -> Option<String> {
     let owners = pod.metadata.owner_references.as_deref().unwrap_or_default();
     let controller = owners.iter().find(|o| o.controller == Some(true));
-    if let Some(o) = controller.filter(|o| NEVER_DELETED.contains(&o.kind.as_str())) {
+    if let Some(o) = controller.filter(|o| NEVER_FAILED.contains(&o.kind.as_str())) {
         return Some(format!(
-            "owned by {} {}: never deleted",
+            "owned by {} {}: left to its controller",
             o.kind,
             escape(&o.name)
         ));
     }
-    if controller.is_some_and(|o| o.kind == "Job" && o.api_version.starts_with("batch/")) {
-        return None;
+    // The API server defaults an absent restartPolicy to Always.
+    let restart = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .unwrap_or("Always");
+    if restart != "Never" && restart != "OnFailure" {
+        return Some(format!(
+            "restartPolicy {}: the kubelet restarts it, never failed",
+            escape(restart)
+        ));
     }
-    let annotated = pod
+    let opted_out = pod
         .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(FAIL_WHEN_STUCK))
-        .is_some_and(|v| v == "true");
-    if annotated {
-        return None;
+        .is_some_and(|v| v == "false");
+    if opted_out {
+        return Some(format!("annotated {FAIL_WHEN_STUCK}: \"false\""));
     }
-    Some(format!(
-        "not owned by a Job and not annotated {FAIL_WHEN_STUCK}: \"true\""
-    ))
+    None
+}
+
+/// Whether the pod's deadline is already the one the watcher writes, or shorter.
+fn deadline_set(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.active_deadline_seconds)
+        .is_some_and(|d| d <= DEADLINE_SECONDS)
 }
 
 /// The reason of the pod's condition of this type (status `True`), when it has one.
@@ -301,7 +335,7 @@ mod tests {
         }
         serde_json::from_value(json!({
             "metadata": meta,
-            "spec": {"containers": [{"name": "main", "image": "r/app:v9"}]},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "r/app:v9"}]},
             "status": {"phase": "Pending", "containerStatuses": [{
                 "name": "main", "image": "r/app:v9", "imageID": "", "ready": false, "restartCount": 0,
                 "state": {"waiting": {"reason": reason, "message": message}}
@@ -425,15 +459,17 @@ mod tests {
     }
 
     #[test]
-    fn only_jobs_and_annotated_pods_are_failed() {
+    fn batch_pods_of_any_owner_are_failed_and_the_others_kept() {
         for (owner, failed) in [
             (Some(("batch/v1", "Job")), true),
+            (Some(("ray.io/v1", "RayCluster")), true),
+            (Some(("argoproj.io/v1alpha1", "Workflow")), true),
+            (Some(("tekton.dev/v1", "TaskRun")), true),
+            (None, true),
             (Some(("apps/v1", "ReplicaSet")), false),
             (Some(("apps/v1", "StatefulSet")), false),
             (Some(("apps/v1", "DaemonSet")), false),
             (Some(("v1", "ReplicationController")), false),
-            (Some(("ray.io/v1", "RayCluster")), false),
-            (None, false),
         ] {
             let p = pod(owner, ERR_IMAGE_PULL, NOT_FOUND);
             let action = decide_at(&p, 600);
@@ -446,25 +482,45 @@ mod tests {
                 assert!(r[0].kept.is_some(), "{owner:?}");
             }
         }
-        // The annotation fails a bare pod, never a Deployment's.
-        for (owner, failed) in [(None, true), (Some(("apps/v1", "ReplicaSet")), false)] {
-            let mut p = pod(owner, ERR_IMAGE_PULL, NOT_FOUND);
+        // By restart policy: an absent one is Always (the API server's default).
+        for (policy, failed) in [
+            (Some("Never"), true),
+            (Some("OnFailure"), true),
+            (Some("Always"), false),
+            (None, false),
+        ] {
+            let mut p = pod(None, ERR_IMAGE_PULL, NOT_FOUND);
+            p.spec.as_mut().unwrap().restart_policy = policy.map(str::to_string);
+            let action = decide_at(&p, 600);
+            assert_eq!(
+                matches!(action, Action::Fail(_)),
+                failed,
+                "{policy:?}: {action:?}"
+            );
+            if let Action::Report(r) = &action {
+                assert!(
+                    r[0].kept
+                        .as_deref()
+                        .unwrap()
+                        .contains("restartPolicy Always"),
+                    "{r:?}"
+                );
+            }
+        }
+        // The annotation opts out with "false" only; "true" (once needed for a bare pod) and
+        // anything else change nothing.
+        for (value, failed) in [("false", false), ("true", true), ("no", true)] {
+            let mut p = pod(None, ERR_IMAGE_PULL, NOT_FOUND);
             p.metadata.annotations = Some(BTreeMap::from([(
                 FAIL_WHEN_STUCK.to_string(),
-                "true".to_string(),
+                value.to_string(),
             )]));
             assert_eq!(
                 matches!(decide_at(&p, 600), Action::Fail(_)),
                 failed,
-                "{owner:?}"
+                "{value}"
             );
         }
-        let mut p = pod(None, ERR_IMAGE_PULL, NOT_FOUND);
-        p.metadata.annotations = Some(BTreeMap::from([(
-            FAIL_WHEN_STUCK.to_string(),
-            "yes".to_string(),
-        )]));
-        assert!(matches!(decide_at(&p, 600), Action::Report(_)));
     }
 
     #[test]
@@ -477,7 +533,11 @@ mod tests {
             )
             .unwrap(),
         ]);
-        assert_eq!(decide_at(&p, 600), Action::Delete);
+        assert_eq!(decide_at(&p, 600), Action::Deadline);
+        // The deadline set: nothing more, the kubelet fails the pod.
+        let mut set = p.clone();
+        set.spec.as_mut().unwrap().active_deadline_seconds = Some(DEADLINE_SECONDS);
+        assert_eq!(decide_at(&set, 600), Action::Nothing);
         p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             at(500),
         ));
@@ -599,7 +659,7 @@ mod tests {
             Action::Fail(_)
         ));
         // The image resolves where the watcher asked: the same, again.
-        seen.resolves_now("main", at(200));
+        seen.await_next_attempt("main", at(200));
         assert_eq!(
             decide(&p, &seen, at(300), &settings(), true),
             Action::Nothing
@@ -623,9 +683,38 @@ mod tests {
             decide(&missing, &seen, at(70), &settings(), true),
             Action::Nothing
         );
+        // The 404 after 503s is failed only on the watcher's look, until a later attempt ends
+        // the same way.
         assert!(matches!(
             decide(&missing, &seen, at(71), &settings(), true),
-            Action::Fail(_)
+            Action::Fail(Finding {
+                needs_look: true,
+                ..
+            })
+        ));
+        // A later attempt that ends with the same words is proof without the look.
+        let mut again = seen.clone();
+        again.record_event(path, "Failed", "Error: ErrImagePull", Some(at(90)));
+        assert!(matches!(
+            decide(&missing, &again, at(91), &settings(), true),
+            Action::Fail(Finding {
+                needs_look: false,
+                ..
+            })
+        ));
+        // The look could not confirm it: the next attempt must say it again.
+        seen.await_next_attempt("main", at(72));
+        assert_eq!(
+            decide(&missing, &seen, at(80), &settings(), true),
+            Action::Nothing
+        );
+        seen.record_event(path, "Failed", "Error: ErrImagePull", Some(at(95)));
+        assert!(matches!(
+            decide(&missing, &seen, at(96), &settings(), true),
+            Action::Fail(Finding {
+                needs_look: false,
+                ..
+            })
         ));
         let _ = Transient::Connect;
     }
@@ -636,6 +725,7 @@ mod tests {
             "metadata": {"name": "p", "namespace": "team", "uid": "u1", "resourceVersion": "7",
                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "o", "uid": "o1", "controller": true}]},
             "spec": {
+                "restartPolicy": "OnFailure",
                 "initContainers": [{"name": "setup", "image": "r/setup:v9"}],
                 "containers": [{"name": "main", "image": "r/app:v1"}]
             },

@@ -110,7 +110,7 @@ impl Metrics {
         self.failed.write(
             &mut out,
             "pullcheck_watch_pods_failed_total",
-            "Pods failed (condition, Event, delete), by reason.",
+            "Pods failed (condition, Event, activeDeadlineSeconds), by reason.",
         );
         self.delay.write(
             &mut out,

@@ -11,7 +11,7 @@
 //! - `confirm`: the watcher's own manifest HEAD before a pod is failed for a missing image;
 //! - the flags are judged, all problems at once, in `config/watch.rs` (`WatchConfig`);
 //! - `run`: the watches, the tick, and the actions while this replica leads;
-//! - `act`: the writes (condition, Event, delete) and the read of the kubelet's Events;
+//! - `act`: the writes (condition, Event, activeDeadlineSeconds) and the read of the kubelet's Events;
 //! - `lease`: leader election over a `coordination.k8s.io` Lease;
 //! - `server`, `metrics`: `/healthz`, `/readyz`, `/metrics` in plain HTTP.
 

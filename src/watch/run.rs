@@ -132,6 +132,8 @@ impl Watcher {
     /// missing, the registry's own answer. `false`: the pod is not failed now.
     async fn may_fail(&self, h: &mut Held, f: &Finding, now: Timestamp) -> bool {
         let who = who(&h.pod);
+        // Permanent words right after transient ones need the look's own `not_found`.
+        let mut confirmed = !f.needs_look;
         if self.config.confirm && f.confirmable() {
             let keyring = if self.config.confirm_with_pull_secrets {
                 let (keyring, unread) = self.actor.pull_secrets(&h.pod).await;
@@ -148,14 +150,17 @@ impl Watcher {
                 crate::keyring::Keyring::default()
             };
             match confirm::look(&f.image, keyring).await {
-                Look::Inconclusive(status) => say(
-                    &who,
-                    &format!(
-                        "the registry's own answer to the watcher: {}; the kubelet's words decide",
-                        status.as_str()
-                    ),
-                    self.config.dry_run,
-                ),
+                Look::Inconclusive(status) => {
+                    confirmed |= status == crate::report::Status::NotFound;
+                    say(
+                        &who,
+                        &format!(
+                            "the registry's own answer to the watcher: {}; the kubelet's words decide",
+                            status.as_str()
+                        ),
+                        self.config.dry_run,
+                    );
+                }
                 Look::Resolves => {
                     say(
                         &who,
@@ -166,10 +171,22 @@ impl Watcher {
                         self.config.dry_run,
                     );
                     self.metrics.spared(f.word());
-                    h.seen.resolves_now(&f.container, now);
+                    h.seen.await_next_attempt(&f.container, now);
                     return false;
                 }
             }
+        }
+        if !confirmed {
+            say(
+                &who,
+                &format!(
+                    "{} — not failed yet: the first such words after transient ones (an outage may end with one 404), not confirmed by the watcher's own look; waiting for the kubelet's next attempt to say them again",
+                    f.message()
+                ),
+                self.config.dry_run,
+            );
+            h.seen.await_next_attempt(&f.container, now);
+            return false;
         }
         let owner = Owner::of(&h.pod);
         let verdict = match self.breaker.lock() {
@@ -268,11 +285,11 @@ impl Watcher {
                     Outcome::Failed(call, e) => self.failure(pod, call, &e),
                 }
             }
-            Action::Delete => {
+            Action::Deadline => {
                 if self.config.dry_run {
                     return;
                 }
-                if let Outcome::Failed(call, e) = self.actor.delete(pod).await {
+                if let Outcome::Failed(call, e) = self.actor.deadline(pod).await {
                     self.failure(pod, call, &e);
                 }
             }
@@ -471,6 +488,7 @@ mod tests {
             verdict,
             since: Timestamp::from_second(1_800_000_000).unwrap(),
             kept: None,
+            needs_look: false,
         };
         let (reason, note) = report_words(&finding(Verdict::Transient(Transient::Unknown)), false);
         assert_eq!(reason, "StuckUnrecognized");

@@ -36,6 +36,11 @@ pub(crate) struct Evidence {
     /// gave them has just ended. Words found on a first look (a new leader, a restart) may be
     /// minutes old, and count only once a later attempt has ended the same way.
     pub(crate) live: bool,
+    /// Whether the words before them, while this process watched, were transient: a registry
+    /// coming back from an outage may answer one 404 before it serves the image, so the first
+    /// permanent words after transient ones are proof only once the watcher's own look, or a
+    /// later attempt of the kubelet's, says the same.
+    pub(crate) after_transient: bool,
 }
 
 /// When the kubelet last tried and last failed for one container, from its Events (second
@@ -118,11 +123,13 @@ impl Seen {
             let Some(verdict) = classify(reason, message, self.words_of(name)) else {
                 continue;
             };
-            if self.evidence.get(name).map(|e| e.verdict) != Some(verdict) {
+            let before = self.evidence.get(name).map(|e| e.verdict);
+            if before != Some(verdict) {
                 let evidence = Evidence {
                     verdict,
                     since: now,
                     live,
+                    after_transient: matches!(before, Some(Verdict::Transient(_))),
                 };
                 self.evidence.insert(name.clone(), evidence);
             }
@@ -184,12 +191,14 @@ impl Seen {
         })
     }
 
-    /// The image now resolves where the watcher asked: the words are stale. The container's
-    /// verdict counts again only once a later attempt has ended the same way.
-    pub(crate) fn resolves_now(&mut self, container: &str, now: Timestamp) {
+    /// The container's words are not proof yet (the image resolves where the watcher asked,
+    /// or a first 404 after an outage that the watcher's look could not confirm): its verdict
+    /// counts again only once a later attempt of the kubelet's has ended the same way.
+    pub(crate) fn await_next_attempt(&mut self, container: &str, now: Timestamp) {
         if let Some(e) = self.evidence.get_mut(container) {
             e.since = now;
             e.live = false;
+            e.after_transient = false;
         }
     }
 

@@ -6,7 +6,7 @@
 //! [`rule_patch`] is the decision, a pure function from the object the API server sent to the
 //! JSON patch and the warnings; [`decide`] reads the review around it. A Job that has its own
 //! `podFailurePolicy`, or a restartPolicy other than `Never`, is admitted as written: its
-//! policy is its author's, and a warning says what the watcher's delete then means for it.
+//! policy is its author's, and a warning says what a pod the watcher fails then means for it.
 
 use super::decision::{Asked, Decision, OPT_OUT, Skip, Unchanged};
 use serde_json::{Value, json};

@@ -10,16 +10,19 @@
 //!    the image, right after the kubelet's fourth attempt; past the grace (2 minutes, before
 //!    the kubelet's next attempt) the watcher's own HEAD finds it, and the pod is spared;
 //! 3. **one 404 after an outage**: 503, 503, 503, one 404, then served: with the default grace (none
-//!    for a missing image) the 404 is acted on at once, and the watcher's HEAD finds the image.
+//!    for a missing image) the 404 is acted on at once, and the watcher's HEAD finds the image;
+//!    and the same with the watcher's own HEAD refused throughout: a 404 right after transient
+//!    words that the watcher cannot confirm waits for the kubelet's next attempt, which is
+//!    served.
 //!
 //! And the bound on owners that recreate what is failed: a test controller that makes a new
-//! pod each time the last one is gone, stopped after `--owner-failure-limit` pods.
+//! pod each time the last one is gone or failed, stopped after `--owner-failure-limit` pods.
 //!
 //! The releases here run `hostNetwork` with one replica, so that the watcher asks the registry
 //! from where the node pulls (its loopback), as it does for a kind or k3d local registry.
 
 use crate::common::proxy::{Fault, Proxy, Rule};
-use crate::harness::{Namespace, cluster, minutes, wait_for};
+use crate::harness::{Namespace, cluster, condition, minutes, wait_for};
 use crate::jobs::{pulled_always, seconds_to, wait_job};
 use crate::watch::{PodWatch, events, stuck_job};
 use crate::webhook::{Installed, install};
@@ -246,6 +249,44 @@ fn one_404_after_an_outage_is_not_acted_on_once_the_image_is_served() {
 }
 
 #[test]
+fn one_404_after_an_outage_that_the_watcher_cannot_confirm_waits_for_the_next_attempt() {
+    let release = fast();
+    let ns = watched(release, "stale-fast", "pc-stale-outage-blind");
+    let pods = PodWatch::start(&ns.name);
+    let proxy = proxy();
+    proxy.rule(kubelet_heads(Fault::status(503)).times(3 * HEADS_PER_ATTEMPT));
+    proxy.rule(kubelet_heads(Fault::status(404)).times(HEADS_PER_ATTEMPT));
+    // The watcher's own look is refused throughout: it cannot see the image served.
+    proxy.rule(
+        Rule::contains("/manifests/", Fault::status(503))
+            .method("HEAD")
+            .user_agent("pullcheck"),
+    );
+    let image = format!("{}/tools:1", proxy.host());
+    cluster().apply(&ns.name, &job("blind", &image));
+    completes(
+        &ns.name,
+        &pods,
+        "blind",
+        "503, 503, 503, one 404, then served; the watcher's look refused",
+    );
+    let looked = proxy
+        .requests_matching("/manifests/")
+        .into_iter()
+        .filter(is_pullcheck)
+        .count();
+    let kubelet = proxy
+        .requests_matching("/manifests/")
+        .into_iter()
+        .filter(|s| !is_pullcheck(s))
+        .count();
+    assert!(looked >= 1, "the watcher tried to look after the 404");
+    println!(
+        "stale words: one 404 after an outage, the watcher's look refused ({looked} HEAD(s)): waited for the kubelet's next attempt ({kubelet} HEADs of the node's in all)"
+    );
+}
+
+#[test]
 fn an_owner_that_recreates_what_is_failed_is_stopped_after_the_limit() {
     let release = fast();
     let c = cluster();
@@ -265,14 +306,16 @@ fn an_owner_that_recreates_what_is_failed_is_stopped_after_the_limit() {
              spec:\n  restartPolicy: Never\n  hostNetwork: true\n  containers:\n  - name: head\n    image: {image}\n    command: [\"true\"]\n"
         )
     };
-    // The test controller: a new pod each time the last one is gone, as KubeRay recreates a
-    // head pod.
+    // The test controller: a new pod each time the last one is gone or failed, as KubeRay
+    // deletes and recreates a failed head pod.
     let limit = 10;
     let mut made = 0;
     let started = Instant::now();
     while started.elapsed() < minutes(4) {
         let last = format!("head-{made}");
-        let gone = made == 0 || c.get(&ns.name, &format!("pod/{last}")).is_none();
+        let gone = made == 0
+            || c.get(&ns.name, &format!("pod/{last}"))
+                .is_none_or(|p| p["status"]["phase"] == "Failed");
         if gone {
             made += 1;
             c.apply(&ns.name, &pod(made));
@@ -295,7 +338,12 @@ fn an_owner_that_recreates_what_is_failed_is_stopped_after_the_limit() {
     // The last pod stays, left to the kubelet.
     std::thread::sleep(Duration::from_secs(10));
     let last = c.get(&ns.name, &format!("pod/head-{made}"));
-    assert!(last.is_some(), "the pod after the limit is not deleted");
+    assert!(
+        last.as_ref().is_some_and(
+            |p| p["status"]["phase"] == "Pending" && condition(p, "ConfigIssue").is_none()
+        ),
+        "the pod after the limit is neither failed nor given the condition: {last:#?}"
+    );
     println!(
         "watch: an owner that recreates: {failed} pods failed, then stopped ({made} made in {:.0} s): {}",
         started.elapsed().as_secs_f64(),

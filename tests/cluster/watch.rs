@@ -3,7 +3,11 @@
 //! grace, and pods that no init container was injected into, as the real kubelet leaves them:
 //!
 //! 1. a Job with a missing tag and a `podFailurePolicy` rule `FailJob` on `ConfigIssue` fails
-//!    after the grace; the pod's condition and Event carry the reason, the Job names the rule;
+//!    after the grace; the pod's condition and Event carry the reason, the Job names the rule,
+//!    and the pod is kept, failed by the kubelet (`DeadlineExceeded`) once the watcher set its
+//!    `activeDeadlineSeconds`; so are a bare `restartPolicy: Never` pod and a pod a custom
+//!    resource owns, while a `restartPolicy: Always` pod and one annotated
+//!    `pullcheck.dev/fail-when-stuck: "false"` get an Event only;
 //! 2. a registry stopped for 3 minutes while such a Job's pod waits: the pod is never failed,
 //!    and starts once the registry is back;
 //! 3. an env var from a missing Secret: failed after the grace; a Secret created within the
@@ -11,7 +15,7 @@
 //! 4. each start-check cause fails its pod after the grace; a `workingDir` that is a file and a
 //!    command that is not there end the pod by themselves under `restartPolicy: Never`, as the
 //!    kubelet reports them, with nothing for the watcher to do;
-//! 5. a Deployment's stuck pod gets an Event and is not deleted;
+//! 5. a Deployment's stuck pod gets an Event and is kept, never failed;
 //! 6. the leader killed: the other replica takes the Lease and acts on the next stuck pod;
 //! 7. `--dry-run` only reports: the log says what it would do, and nothing is written.
 //!
@@ -25,7 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::common::proxy::Proxy;
-use crate::harness::{Namespace, cluster, condition, minutes, wait_for};
+use crate::harness::{Namespace, cluster, condition, minutes, status_of, wait_for};
 use crate::jobs::{job_with, pulled_always, seconds_to, wait_job};
 use crate::webhook::{Installed, install};
 
@@ -72,8 +76,8 @@ pub fn stuck_job(name: &str, image: &str, pod_spec: &str) -> String {
     )
 }
 
-/// Every version of every pod of a namespace, as `kubectl get pods --watch` streams them: the
-/// watcher deletes the pods it fails, so their condition is read here, not afterwards.
+/// Every version of every pod of a namespace, as `kubectl get pods --watch` streams them: each
+/// version the watcher and the kubelet wrote, in order.
 pub struct PodWatch {
     child: Child,
     seen: Arc<Mutex<Vec<Value>>>,
@@ -220,8 +224,27 @@ fn fails_on_config_issue(
         warned.iter().any(|e| e["type"] == "Warning"),
         "{job}: a Warning Event on the pod: {warned:#?}"
     );
+    // Failed by the kubelet's own hand, and kept: the deadline the watcher set, the phase and
+    // reason the kubelet wrote.
+    let kept = wait_for(
+        &format!("pod {pod_name} failed by the kubelet"),
+        minutes(1),
+        || {
+            let now = cluster().get(ns, &format!("pod/{pod_name}"));
+            match &now {
+                Some(p) if p["status"]["phase"] == "Failed" => Ok(p.clone()),
+                _ => Err(status_of(&now)),
+            }
+        },
+    );
+    assert_eq!(kept["spec"]["activeDeadlineSeconds"], 1, "{pod_name}");
+    assert_eq!(
+        kept["status"]["reason"], "DeadlineExceeded",
+        "{pod_name}: {:#}",
+        kept["status"]
+    );
     println!(
-        "watch: Job {job} Failed (PodFailurePolicy on ConfigIssue, reason {reason}) {seconds} s after creation (grace {GRACE_SECONDS} s): {words}"
+        "watch: Job {job} Failed (PodFailurePolicy on ConfigIssue, reason {reason}) {seconds} s after creation (grace {GRACE_SECONDS} s), its pod kept, Failed by the kubelet (DeadlineExceeded): {words}"
     );
     issue
 }
@@ -439,6 +462,82 @@ fn a_deployments_stuck_pod_gets_an_event_and_is_kept() {
     assert_eq!(pods.uids("web-").len(), 1, "the pod was never replaced");
     assert!(pods.conditioned("web-").is_none());
     println!("watch: a Deployment's stuck pod kept, its Event: {message}");
+}
+
+#[test]
+fn a_bare_pod_and_a_custom_owners_pod_are_failed_by_the_kubelet_and_kept() {
+    let c = cluster();
+    let ns = watched("pc-watch-owners");
+    let pods = PodWatch::start(&ns.name);
+    // The owner: a ConfigMap, standing for a framework's own resource (a Workflow, a TaskRun).
+    c.kubectl(&["create", "configmap", "framework", "-n", &ns.name]);
+    let uid = c
+        .get(&ns.name, "configmap/framework")
+        .expect("the ConfigMap")["metadata"]["uid"]
+        .as_str()
+        .expect("uid")
+        .to_string();
+    let image = format!("{}/tools:no-such-tag", c.registry);
+    let pod = |name: &str, policy: &str, owned: bool, annotations: &str| {
+        let owner = if owned {
+            format!(
+                "  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: framework, uid: {uid}, controller: true}}\n"
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n{annotations}{owner}spec:\n  restartPolicy: {policy}\n  \
+             hostNetwork: true\n  containers:\n  - name: app\n    image: {image}\n    command: [\"true\"]\n"
+        )
+    };
+    let opted_out = "  annotations: {pullcheck.dev/fail-when-stuck: \"false\"}\n";
+    let created = Instant::now();
+    c.apply(&ns.name, &pod("bare", "Never", false, ""));
+    c.apply(&ns.name, &pod("owned", "OnFailure", true, ""));
+    c.apply(&ns.name, &pod("always", "Always", false, ""));
+    c.apply(&ns.name, &pod("opted-out", "Never", false, opted_out));
+    for name in ["bare", "owned"] {
+        let failed = wait_for(
+            &format!("pod {name} failed by the kubelet"),
+            minutes(3),
+            || {
+                let now = c.get(&ns.name, &format!("pod/{name}"));
+                match &now {
+                    Some(p) if p["status"]["phase"] == "Failed" => Ok(p.clone()),
+                    _ => Err(status_of(&now)),
+                }
+            },
+        );
+        let after = created.elapsed().as_secs_f64();
+        assert_eq!(failed["spec"]["activeDeadlineSeconds"], 1, "{name}");
+        assert_eq!(failed["status"]["reason"], "DeadlineExceeded", "{name}");
+        let issue = condition(&failed, "ConfigIssue").expect("the watcher's condition kept");
+        assert_eq!(issue["reason"], "manifest_missing", "{name}: {issue}");
+        println!(
+            "watch: {name} pod ({}) Failed by the kubelet (DeadlineExceeded) {after:.0} s after creation (grace {GRACE_SECONDS} s), kept; {}",
+            failed["spec"]["restartPolicy"], issue["message"]
+        );
+    }
+    // restartPolicy Always, and the opt-out: an Event, never failed.
+    for name in ["always", "opted-out"] {
+        let event = wait_for(
+            &format!("the watcher's Event on pod {name}"),
+            minutes(3),
+            || {
+                events(&ns.name, "StuckPermanent", name)
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| "none yet".to_string())
+            },
+        );
+        let message = event["message"].as_str().unwrap_or_default().to_string();
+        let now = c.get(&ns.name, &format!("pod/{name}")).expect("kept");
+        assert_eq!(now["status"]["phase"], "Pending", "{name}");
+        assert!(now["spec"]["activeDeadlineSeconds"].is_null(), "{name}");
+        assert!(pods.conditioned(name).is_none(), "{name}");
+        println!("watch: {name} pod kept Pending, its Event: {message}");
+    }
 }
 
 #[test]
