@@ -12,6 +12,7 @@
 //!   pullcheck fails the Job, now on proof (without the node's configuration the first three
 //!   are warnings, `proof.rs`).
 
+use crate::common::proxy::Proxy;
 use crate::common::{ALICE, ALICE_PASSWORD, plain_registry, token_registry};
 use crate::harness::{cluster, minutes, status_of, wait_for};
 use crate::jobs::{injected, job_with, pulled_always, seconds_to, wait_job};
@@ -20,9 +21,12 @@ use crate::proof::init_message;
 #[test]
 fn the_nodes_own_registry_configuration_gives_the_init_container_the_nodes_verdict() {
     let c = cluster();
-    // The upstream lacks everything; the mirror is the cluster's registry behind a proxy on
+    // The upstream lacks everything: the tests' plain registry behind a proxy of this test's
+    // own, so that its hosts.toml (or drop-in) is this test's alone (mirror.rs names the
+    // registry itself as an upstream). The mirror is the cluster's registry behind a proxy on
     // the node's bridge address, plain HTTP by the node's configuration alone.
-    let upstream = plain_registry().host();
+    let upstream_proxy = Proxy::start(&plain_registry().host());
+    let upstream = upstream_proxy.host();
     let mirror = c.bridge_proxy();
     let mirror_host = mirror.host();
     if c.is_crio() {
