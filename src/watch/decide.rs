@@ -67,6 +67,10 @@ pub(crate) struct Finding {
     /// outage may end with one 404 before the image is served): the pod is failed only if the
     /// watcher's own look at the registry says the same.
     pub(crate) needs_look: bool,
+    /// A missing Secret, ConfigMap or key not yet said by an attempt that ended after the
+    /// watcher first meant to act: it may have been made since the kubelet last looked, so the
+    /// kubelet's next attempt must say it again.
+    pub(crate) needs_attempt: bool,
 }
 
 impl Finding {
@@ -86,6 +90,19 @@ impl Finding {
     /// The metric's label: the verdict's word.
     pub(crate) fn word(&self) -> &'static str {
         self.verdict.as_str()
+    }
+
+    /// Whether the cause is an object the pod names that someone may create at any moment (a
+    /// Secret, a ConfigMap, a key of either), which the watcher does not read.
+    pub(crate) fn names_an_object(&self) -> bool {
+        matches!(
+            self.verdict,
+            Verdict::Permanent(
+                crate::Reason::SecretMissing
+                    | crate::Reason::ConfigMapMissing
+                    | crate::Reason::KeyMissing
+            )
+        )
     }
 
     /// Whether the registry's own answer, asked again by the watcher, can show the words stale:
@@ -191,6 +208,7 @@ pub(crate) fn decide(
             since,
             kept: kept.clone(),
             needs_look: false,
+            needs_attempt: false,
         };
         if permanent && kept.is_none() {
             let attempts = seen.attempts(&status.name);
@@ -203,8 +221,16 @@ pub(crate) fn decide(
             if !evidence.live && !attempts.failed_after(evidence.since) {
                 continue;
             }
+            // Held back before: only an attempt that ended since counts.
+            if let Some(held) = evidence.held_at
+                && !attempts.failed_after(held)
+            {
+                continue;
+            }
+            let again = attempts.failed_after(evidence.since);
             return Action::Fail(Finding {
-                needs_look: evidence.after_transient && !attempts.failed_after(evidence.since),
+                needs_look: evidence.after_transient && !again,
+                needs_attempt: finding.names_an_object() && evidence.held_at.is_none(),
                 ..finding
             });
         }
@@ -618,6 +644,49 @@ mod tests {
             decide(&stuck, &seen, at(18), &settings(), true),
             Action::Fail(_)
         ));
+    }
+
+    /// A missing Secret may be made at any moment: the watcher acts only on an attempt of the
+    /// kubelet's that ended after it first meant to act.
+    #[test]
+    fn a_missing_object_is_acted_on_only_on_a_later_attempt() {
+        let p = job_pod("CreateContainerConfigError", "secret \"db\" not found");
+        let path = "spec.containers{main}";
+        let mut seen = watched(&p);
+        seen.observe(&p, at(15));
+        let Action::Fail(first) = decide(&p, &seen, at(15), &settings(), true) else {
+            panic!();
+        };
+        assert!(first.needs_attempt && !first.needs_look, "{first:?}");
+        // Held back at 15: an attempt that ended before says nothing new.
+        seen.await_next_attempt("main", at(15));
+        seen.record_event(
+            path,
+            "Failed",
+            "Error: secret \"db\" not found",
+            Some(at(12)),
+        );
+        assert_eq!(
+            decide(&p, &seen, at(20), &settings(), true),
+            Action::Nothing
+        );
+        // The kubelet's next attempt, at 26, found it missing still: now proof.
+        seen.record_event(
+            path,
+            "Failed",
+            "Error: secret \"db\" not found",
+            Some(at(26)),
+        );
+        let Action::Fail(then) = decide(&p, &seen, at(27), &settings(), true) else {
+            panic!();
+        };
+        assert!(!then.needs_attempt, "{then:?}");
+        // A missing image needs no such attempt.
+        let image = job_pod(ERR_IMAGE_PULL, NOT_FOUND);
+        let Action::Fail(f) = decide_at(&image, 600) else {
+            panic!();
+        };
+        assert!(!f.needs_attempt);
     }
 
     /// The three ways stale words failed Jobs that would have run.

@@ -132,6 +132,20 @@ impl Watcher {
     /// missing, the registry's own answer. `false`: the pod is not failed now.
     async fn may_fail(&self, h: &mut Held, f: &Finding, now: Timestamp) -> bool {
         let who = who(&h.pod);
+        // A Secret, ConfigMap or key the kubelet said is missing may have been made since its
+        // last attempt: the watcher does not read them, so the kubelet says it once more.
+        if f.needs_attempt {
+            say(
+                &who,
+                &format!(
+                    "{} — not failed yet: it may have been created since the kubelet's last attempt; waiting for its next attempt to say the same",
+                    f.message()
+                ),
+                self.config.dry_run,
+            );
+            h.seen.await_next_attempt(&f.container, now);
+            return false;
+        }
         // Permanent words right after transient ones need the look's own `not_found`.
         let mut confirmed = !f.needs_look;
         if self.config.confirm && f.confirmable() {
@@ -489,6 +503,7 @@ mod tests {
             since: Timestamp::from_second(1_800_000_000).unwrap(),
             kept: None,
             needs_look: false,
+            needs_attempt: false,
         };
         let (reason, note) = report_words(&finding(Verdict::Transient(Transient::Unknown)), false);
         assert_eq!(reason, "StuckUnrecognized");

@@ -41,6 +41,11 @@ pub(crate) struct Evidence {
     /// permanent words after transient ones are proof only once the watcher's own look, or a
     /// later attempt of the kubelet's, says the same.
     pub(crate) after_transient: bool,
+    /// Set when the watcher held back from acting on them (the image resolved where it asked,
+    /// a first 404 after an outage it could not confirm, a missing Secret or ConfigMap that may
+    /// have been made since): they count again only once an attempt of the kubelet's has ended
+    /// after this moment.
+    pub(crate) held_at: Option<Timestamp>,
 }
 
 /// When the kubelet last tried and last failed for one container, from its Events (second
@@ -130,6 +135,7 @@ impl Seen {
                     since: now,
                     live,
                     after_transient: matches!(before, Some(Verdict::Transient(_))),
+                    held_at: None,
                 };
                 self.evidence.insert(name.clone(), evidence);
             }
@@ -191,13 +197,14 @@ impl Seen {
         })
     }
 
-    /// The container's words are not proof yet (the image resolves where the watcher asked,
-    /// or a first 404 after an outage that the watcher's look could not confirm): its verdict
-    /// counts again only once a later attempt of the kubelet's has ended the same way.
+    /// The container's words are not proof yet (the image resolves where the watcher asked, a
+    /// first 404 after an outage that the watcher's look could not confirm, a missing object
+    /// that may have been made since the kubelet last looked): its verdict counts again only
+    /// once an attempt of the kubelet's has ended after `now` with the same words. Its grace is
+    /// not started again: it has passed.
     pub(crate) fn await_next_attempt(&mut self, container: &str, now: Timestamp) {
         if let Some(e) = self.evidence.get_mut(container) {
-            e.since = now;
-            e.live = false;
+            e.held_at = Some(now);
             e.after_transient = false;
         }
     }

@@ -11,7 +11,8 @@
 //! 2. a registry stopped for 3 minutes while such a Job's pod waits: the pod is never failed,
 //!    and starts once the registry is back;
 //! 3. an env var from a missing Secret: failed after the grace; a Secret created within the
-//!    grace: the pod starts and is left alone;
+//!    grace, or at the moment the watcher means to act (it waits for the kubelet's next attempt
+//!    to say the same): the pod starts and is left alone;
 //! 4. each start-check cause fails its pod after the grace; a `workingDir` that is a file and a
 //!    command that is not there end the pod by themselves under `restartPolicy: Never`, as the
 //!    kubelet reports them, with nothing for the watcher to do;
@@ -355,6 +356,59 @@ fn a_missing_secret_fails_the_pod_after_the_grace_and_one_made_in_time_does_not(
     wait_job(&ns.name, "late", "Complete");
     assert!(pods.conditioned("late-").is_none());
     assert_eq!(pods.uids("late-").len(), 1, "never deleted");
+}
+
+#[test]
+fn a_secret_made_when_the_watcher_means_to_act_is_found_by_the_kubelets_next_attempt() {
+    let c = cluster();
+    let r = release();
+    let ns = watched("pc-watch-secret-late");
+    let pods = PodWatch::start(&ns.name);
+    let image = c.tools_image();
+    let base = stuck_job("late", &image, "");
+    let at = base.find("      containers:\n").expect("containers");
+    let job = format!(
+        "{}      containers:\n      - name: app\n        image: {image}\n        command: [\"true\"]\n        \
+         env:\n        - name: TOKEN\n          valueFrom:\n            secretKeyRef: {{name: made-late, key: token}}\n",
+        &base[..at]
+    );
+    c.apply(&ns.name, &job);
+    let created = Instant::now();
+    // Past the grace the watcher means to act, holds back, and says so: the Secret is made
+    // at that moment, after the kubelet's last attempt and before its next.
+    let said = wait_for("the watcher holding back on the missing Secret", minutes(3), || {
+        let out = c.kubectl(&[
+            "logs",
+            "-n",
+            &r.name,
+            "-l",
+            &format!("app.kubernetes.io/instance={}", r.name),
+            "-c",
+            "watch",
+            "--tail=-1",
+        ]);
+        out.lines()
+            .find(|l| l.contains(&ns.name) && l.contains("may have been created since"))
+            .map(String::from)
+            .ok_or_else(|| "not yet".to_string())
+    });
+    c.kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        "made-late",
+        "-n",
+        &ns.name,
+        "--from-literal=token=x",
+    ]);
+    let made = created.elapsed().as_secs_f64();
+    let done = wait_job(&ns.name, "late", "Complete");
+    assert!(pods.conditioned("late-").is_none(), "never given the condition");
+    assert_eq!(pods.uids("late-").len(), 1, "one pod from first to last");
+    println!(
+        "watch: a Secret made {made:.0} s after the Job, as the watcher held back: the Job Complete {} s after creation; {said}",
+        seconds_to(&done, "Complete")
+    );
 }
 
 #[test]
