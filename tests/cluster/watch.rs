@@ -376,22 +376,26 @@ fn a_secret_made_when_the_watcher_means_to_act_is_found_by_the_kubelets_next_att
     let created = Instant::now();
     // Past the grace the watcher means to act, holds back, and says so: the Secret is made
     // at that moment, after the kubelet's last attempt and before its next.
-    let said = wait_for("the watcher holding back on the missing Secret", minutes(3), || {
-        let out = c.kubectl(&[
-            "logs",
-            "-n",
-            &r.name,
-            "-l",
-            &format!("app.kubernetes.io/instance={}", r.name),
-            "-c",
-            "watch",
-            "--tail=-1",
-        ]);
-        out.lines()
-            .find(|l| l.contains(&ns.name) && l.contains("may have been created since"))
-            .map(String::from)
-            .ok_or_else(|| "not yet".to_string())
-    });
+    let said = wait_for(
+        "the watcher holding back on the missing Secret",
+        minutes(3),
+        || {
+            let out = c.kubectl(&[
+                "logs",
+                "-n",
+                &r.name,
+                "-l",
+                &format!("app.kubernetes.io/instance={}", r.name),
+                "-c",
+                "watch",
+                "--tail=-1",
+            ]);
+            out.lines()
+                .find(|l| l.contains(&ns.name) && l.contains("may have been created since"))
+                .map(String::from)
+                .ok_or_else(|| "not yet".to_string())
+        },
+    );
     c.kubectl(&[
         "create",
         "secret",
@@ -403,7 +407,10 @@ fn a_secret_made_when_the_watcher_means_to_act_is_found_by_the_kubelets_next_att
     ]);
     let made = created.elapsed().as_secs_f64();
     let done = wait_job(&ns.name, "late", "Complete");
-    assert!(pods.conditioned("late-").is_none(), "never given the condition");
+    assert!(
+        pods.conditioned("late-").is_none(),
+        "never given the condition"
+    );
     assert_eq!(pods.uids("late-").len(), 1, "one pod from first to last");
     println!(
         "watch: a Secret made {made:.0} s after the Job, as the watcher held back: the Job Complete {} s after creation; {said}",
