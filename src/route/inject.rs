@@ -51,38 +51,59 @@ pub(crate) struct Additions {
     pub(crate) warnings: Vec<String>,
 }
 
+impl Additions {
+    /// A pod volume `name` of `source` (its `configMap` or `hostPath` member), mounted
+    /// read-only at `mount_path` in the init container.
+    fn mount(&mut self, name: &str, source: (&str, Value), mount_path: &str) {
+        let (kind, value) = source;
+        let mut volume = json!({ "name": name });
+        volume[kind] = value;
+        self.volumes.push(volume);
+        self.mounts.push(json!({
+            "name": name,
+            "mountPath": mount_path,
+            "readOnly": true,
+        }));
+    }
+
+    /// A ConfigMap mounted read-only; `optional`, so that a missing one never holds the pod.
+    fn mount_config_map(&mut self, name: &str, config_map: &str, mount_path: &str) {
+        let source = json!({"name": config_map, "optional": true});
+        self.mount(name, ("configMap", source), mount_path);
+    }
+
+    /// A node's folder (`path`, or `default` when empty) mounted read-only: a
+    /// `DirectoryOrCreate` hostPath, so that a node without it still starts the pod. The path
+    /// used, for the warning every hostPath gets.
+    fn mount_from_node<'a>(
+        &mut self,
+        name: &str,
+        path: &'a str,
+        default: &'a str,
+        mount_path: &str,
+    ) -> &'a str {
+        let path = if path.is_empty() { default } else { path };
+        let source = json!({"path": path, "type": "DirectoryOrCreate"});
+        self.mount(name, ("hostPath", source), mount_path);
+        path
+    }
+}
+
 /// The volumes, mounts and arguments for `choices`.
 pub(crate) fn additions(choices: &RouteMounts) -> Additions {
     let mut out = Additions::default();
     if let Some(name) = &choices.hosts_configmap {
-        out.volumes.push(json!({
-            "name": "pullcheck-hosts",
-            "configMap": {"name": name, "optional": true},
-        }));
-        out.mounts.push(json!({
-            "name": "pullcheck-hosts",
-            "mountPath": HOSTS_MOUNT,
-            "readOnly": true,
-        }));
+        out.mount_config_map("pullcheck-hosts", name, HOSTS_MOUNT);
         out.args
             .extend(["--hosts-dir".to_string(), HOSTS_MOUNT.to_string()]);
     }
     if let Some(path) = &choices.hosts_from_node {
-        let path = if path.is_empty() {
-            DEFAULT_NODE_HOSTS
-        } else {
-            path.as_str()
-        };
-        // DirectoryOrCreate: a node without the directory still starts the pod.
-        out.volumes.push(json!({
-            "name": "pullcheck-node-hosts",
-            "hostPath": {"path": path, "type": "DirectoryOrCreate"},
-        }));
-        out.mounts.push(json!({
-            "name": "pullcheck-node-hosts",
-            "mountPath": NODE_HOSTS_MOUNT,
-            "readOnly": true,
-        }));
+        let path = out.mount_from_node(
+            "pullcheck-node-hosts",
+            path,
+            DEFAULT_NODE_HOSTS,
+            NODE_HOSTS_MOUNT,
+        );
         // After a ConfigMap's directory: the first directory with an entry wins.
         if out.args.is_empty() {
             out.args
@@ -96,36 +117,19 @@ pub(crate) fn additions(choices: &RouteMounts) -> Additions {
         ));
     }
     if let Some(name) = &choices.registries_configmap {
-        out.volumes.push(json!({
-            "name": "pullcheck-registries",
-            "configMap": {"name": name, "optional": true},
-        }));
-        out.mounts.push(json!({
-            "name": "pullcheck-registries",
-            "mountPath": REGISTRIES_MOUNT,
-            "readOnly": true,
-        }));
+        out.mount_config_map("pullcheck-registries", name, REGISTRIES_MOUNT);
         out.args.extend([
             "--registries-conf".to_string(),
             REGISTRIES_MOUNT.to_string(),
         ]);
     }
     if let Some(path) = &choices.registries_from_node {
-        let path = if path.is_empty() {
-            DEFAULT_NODE_CONTAINERS
-        } else {
-            path.as_str()
-        };
-        // DirectoryOrCreate: a node without the folder still starts the pod.
-        out.volumes.push(json!({
-            "name": "pullcheck-node-registries",
-            "hostPath": {"path": path, "type": "DirectoryOrCreate"},
-        }));
-        out.mounts.push(json!({
-            "name": "pullcheck-node-registries",
-            "mountPath": NODE_CONTAINERS_MOUNT,
-            "readOnly": true,
-        }));
+        let path = out.mount_from_node(
+            "pullcheck-node-registries",
+            path,
+            DEFAULT_NODE_CONTAINERS,
+            NODE_CONTAINERS_MOUNT,
+        );
         // The file and the drop-in folder named apart, so that the folder's other files
         // (storage.conf, policy.json) are never read as drop-ins, and either may be absent.
         out.args.extend([
