@@ -53,6 +53,27 @@ pub fn injected(yaml: &str, inject_args: &[&str], check_args: &[&str]) -> String
 }
 
 /// Waits for Job `name` to have condition `kind` (`Failed`, `Complete`); returns the Job.
+/// Waits until the first pod of Job `name` in `ns` has its first container waiting on a pull
+/// that failed (`ErrImagePull` or `ImagePullBackOff`), for at most `within`; that pod.
+pub fn wait_pull_failing(ns: &str, name: &str, within: Duration) -> serde_json::Value {
+    let c = cluster();
+    wait_for(
+        &format!("the pod of Job {ns}/{name} waiting on its failed pull"),
+        within,
+        || {
+            let pods = c.job_pods(ns, name);
+            let pod = pods.first();
+            let reason = pod.and_then(|p| {
+                p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"].as_str()
+            });
+            match (pod, reason) {
+                (Some(p), Some("ErrImagePull" | "ImagePullBackOff")) => Ok(p.clone()),
+                _ => Err(status_of(&pod.cloned())),
+            }
+        },
+    )
+}
+
 pub fn wait_job(ns: &str, name: &str, kind: &str) -> serde_json::Value {
     let c = cluster();
     wait_for(&format!("Job {ns}/{name} {kind}"), minutes(5), || {

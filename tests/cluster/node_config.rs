@@ -14,8 +14,8 @@
 
 use crate::common::proxy::Proxy;
 use crate::common::{ALICE, ALICE_PASSWORD, plain_registry, token_registry};
-use crate::harness::{cluster, minutes, status_of, wait_for};
-use crate::jobs::{injected, job_with, pulled_always, seconds_to, wait_job};
+use crate::harness::{cluster, minutes};
+use crate::jobs::{injected, job_with, pulled_always, seconds_to, wait_job, wait_pull_failing};
 use crate::proof::init_message;
 
 #[test]
@@ -93,21 +93,8 @@ fn the_nodes_own_registry_configuration_gives_the_init_container_the_nodes_verdi
     );
 
     // Neither has the tag: the node waits, pullcheck fails the Job on its exit code.
-    let waiting = wait_for(
-        "the missing tag's pod without pullcheck waiting on its pull",
-        minutes(3),
-        || {
-            let pods = c.job_pods(&ns.name, "missing-without");
-            let waiting = pods
-                .first()
-                .map(|p| p["status"]["containerStatuses"][0]["state"]["waiting"].clone())
-                .unwrap_or_default();
-            match waiting["reason"].as_str() {
-                Some("ErrImagePull" | "ImagePullBackOff") => Ok(waiting),
-                _ => Err(status_of(&pods.first().cloned())),
-            }
-        },
-    );
+    let pod = wait_pull_failing(&ns.name, "missing-without", minutes(3));
+    let waiting = &pod["status"]["containerStatuses"][0]["state"]["waiting"];
     let failed = wait_job(&ns.name, "missing", "Failed");
     let (code, message) = init_message(&ns.name, "missing");
     assert_eq!(code, 3, "{message}");

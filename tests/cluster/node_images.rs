@@ -18,7 +18,7 @@
 
 use crate::common::{ALICE, ALICE_PASSWORD, token_registry};
 use crate::harness::{cluster, condition, minutes, repo, status_of, wait_for};
-use crate::jobs::{injected, job, job_with, seconds_to, wait_job};
+use crate::jobs::{injected, job, job_with, seconds_to, wait_job, wait_pull_failing};
 use crate::proof::{grant_node_read, release};
 use crate::webhook::opted_in;
 
@@ -224,21 +224,8 @@ fn from_kubernetes_1_35_a_held_private_image_is_pulled_again_for_a_pod_without_i
             logs.contains("not counted (held_by_node)"),
             "{version}: {logs}"
         );
-        let waiting = wait_for(
-            "reverify-b's container waiting on its refused pull",
-            minutes(3),
-            || {
-                let pods = c.job_pods(&ns.name, "reverify-b");
-                let waiting = pods
-                    .first()
-                    .map(|p| p["status"]["containerStatuses"][0]["state"]["waiting"].clone())
-                    .unwrap_or_default();
-                match waiting["reason"].as_str() {
-                    Some("ErrImagePull" | "ImagePullBackOff") => Ok(waiting),
-                    _ => Err(status_of(&pods.first().cloned())),
-                }
-            },
-        );
+        let pod = wait_pull_failing(&ns.name, "reverify-b", minutes(3));
+        let waiting = &pod["status"]["containerStatuses"][0]["state"]["waiting"];
         let words = waiting["message"].as_str().unwrap_or_default();
         assert!(
             ["authoriz", "denied", "401"]

@@ -320,37 +320,57 @@ fn a_registry_stopped_for_three_minutes_is_waited_for_and_the_pod_then_starts() 
     );
 }
 
+/// [`stuck_job`] of `image` whose container's env var `TOKEN` comes from key `token` of
+/// Secret `secret`.
+fn secret_env_job(name: &str, image: &str, secret: &str) -> String {
+    let base = stuck_job(name, image, "");
+    let at = base.find("      containers:\n").expect("containers");
+    format!(
+        "{}      containers:\n      - name: app\n        image: {image}\n        command: [\"true\"]\n        \
+         env:\n        - name: TOKEN\n          valueFrom:\n            secretKeyRef: {{name: {secret}, key: token}}\n",
+        &base[..at]
+    )
+}
+
+/// Creates Secret `name` in `ns` with the key `token`.
+fn make_secret(ns: &str, name: &str) {
+    cluster().kubectl(&[
+        "create",
+        "secret",
+        "generic",
+        name,
+        "-n",
+        ns,
+        "--from-literal=token=x",
+    ]);
+}
+
+/// The whole log of the `watch` containers of release `release`'s pods.
+fn watcher_log(release: &str) -> String {
+    cluster().kubectl(&[
+        "logs",
+        "-n",
+        release,
+        "-l",
+        &format!("app.kubernetes.io/instance={release}"),
+        "-c",
+        "watch",
+        "--tail=-1",
+    ])
+}
+
 #[test]
 fn a_missing_secret_fails_the_pod_after_the_grace_and_one_made_in_time_does_not() {
     let c = cluster();
     let ns = watched("pc-watch-secret");
     let pods = PodWatch::start(&ns.name);
     let image = c.tools_image();
-    let env = |secret: &str| {
-        format!(
-            "      containers:\n      - name: app\n        image: {image}\n        command: [\"true\"]\n        \
-             env:\n        - name: TOKEN\n          valueFrom:\n            secretKeyRef: {{name: {secret}, key: token}}\n"
-        )
-    };
-    let job = |name: &str, secret: &str| {
-        let base = stuck_job(name, &image, "");
-        let at = base.find("      containers:\n").expect("containers");
-        format!("{}{}", &base[..at], env(secret))
-    };
-    c.apply(&ns.name, &job("absent", "never-made"));
+    c.apply(&ns.name, &secret_env_job("absent", &image, "never-made"));
     let created = Instant::now();
-    c.apply(&ns.name, &job("late", "made-late"));
+    c.apply(&ns.name, &secret_env_job("late", &image, "made-late"));
     // Within the grace: the kubelet's next try finds it, and the pod starts.
     std::thread::sleep(Duration::from_secs(3));
-    c.kubectl(&[
-        "create",
-        "secret",
-        "generic",
-        "made-late",
-        "-n",
-        &ns.name,
-        "--from-literal=token=x",
-    ]);
+    make_secret(&ns.name, "made-late");
     assert!(created.elapsed() < Duration::from_secs(CONFIG_GRACE_SECONDS as u64));
     fails_on_config_issue(&ns.name, &pods, "absent", &image, &["secret_missing"]);
     wait_job(&ns.name, "late", "Complete");
@@ -365,14 +385,7 @@ fn a_secret_made_when_the_watcher_means_to_act_is_found_by_the_kubelets_next_att
     let ns = watched("pc-watch-secret-late");
     let pods = PodWatch::start(&ns.name);
     let image = c.tools_image();
-    let base = stuck_job("late", &image, "");
-    let at = base.find("      containers:\n").expect("containers");
-    let job = format!(
-        "{}      containers:\n      - name: app\n        image: {image}\n        command: [\"true\"]\n        \
-         env:\n        - name: TOKEN\n          valueFrom:\n            secretKeyRef: {{name: made-late, key: token}}\n",
-        &base[..at]
-    );
-    c.apply(&ns.name, &job);
+    c.apply(&ns.name, &secret_env_job("late", &image, "made-late"));
     let created = Instant::now();
     // Past the grace the watcher means to act, holds back, and says so: the Secret is made
     // at that moment, after the kubelet's last attempt and before its next.
@@ -380,31 +393,14 @@ fn a_secret_made_when_the_watcher_means_to_act_is_found_by_the_kubelets_next_att
         "the watcher holding back on the missing Secret",
         minutes(3),
         || {
-            let out = c.kubectl(&[
-                "logs",
-                "-n",
-                &r.name,
-                "-l",
-                &format!("app.kubernetes.io/instance={}", r.name),
-                "-c",
-                "watch",
-                "--tail=-1",
-            ]);
-            out.lines()
+            watcher_log(&r.name)
+                .lines()
                 .find(|l| l.contains(&ns.name) && l.contains("may have been created since"))
                 .map(String::from)
                 .ok_or_else(|| "not yet".to_string())
         },
     );
-    c.kubectl(&[
-        "create",
-        "secret",
-        "generic",
-        "made-late",
-        "-n",
-        &ns.name,
-        "--from-literal=token=x",
-    ]);
+    make_secret(&ns.name, "made-late");
     let made = created.elapsed().as_secs_f64();
     let done = wait_job(&ns.name, "late", "Complete");
     assert!(
@@ -678,16 +674,7 @@ fn dry_run_only_reports() {
     c.apply(&ns.name, &stuck_job("dry", &image, ""));
     // The leader's log says what it would have done, once the grace is past.
     let said = wait_for("the watcher's dry-run report", minutes(2), || {
-        let out = c.kubectl(&[
-            "logs",
-            "-n",
-            &release.name,
-            "-l",
-            "app.kubernetes.io/instance=pc-watch-dry",
-            "-c",
-            "watch",
-            "--tail=-1",
-        ]);
+        let out = watcher_log(&release.name);
         out.lines()
             .find(|l| l.contains("would fail the pod (dry run)") && l.contains("no-such-tag"))
             .map(String::from)

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use crate::chart::{Release, chart, helm, helm_cmd};
 use crate::harness::{Namespace, cluster, condition, minutes, wait_for};
-use crate::jobs::{job, pulled_always, seconds_to, wait_job};
+use crate::jobs::{job, pulled_always, seconds_to, wait_job, wait_pull_failing};
 
 /// The namespace label the releases select on (the chart's default key).
 const LABEL: &str = "pullcheck.dev/inject";
@@ -270,16 +270,7 @@ fn a_job_in_a_namespace_not_opted_in_is_untouched() {
     assert_eq!(pullchecks(&stored["spec"]["template"]["spec"]), 0);
     assert!(stored["spec"]["podFailurePolicy"].is_null(), "{stored:#}");
     // Its pod waits on the pull, as Kubernetes leaves it, with no init container.
-    let pod = wait_for("the pod waiting on its pull", minutes(2), || {
-        let pods = c.job_pods(&ns.name, "untouched");
-        let waiting = pods.first().and_then(|p| {
-            let reason = p["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
-                .as_str()?
-                .to_string();
-            (reason == "ErrImagePull" || reason == "ImagePullBackOff").then(|| p.clone())
-        });
-        waiting.ok_or_else(|| format!("{pods:#?}"))
-    });
+    let pod = wait_pull_failing(&ns.name, "untouched", minutes(2));
     assert!(pod["spec"]["initContainers"].is_null(), "{:#}", pod["spec"]);
 }
 

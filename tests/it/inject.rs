@@ -1689,6 +1689,21 @@ const POLICIES_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec
                             - {name: local, image: 'e:1', imagePullPolicy: Never}\n  - {name: again, image: 'a:1', imagePullPolicy: Always}\n";
 
 /// The pod spec of the one document has no volume left (an empty list where ours were).
+/// `injected` (the output of `inject ARGS` on `pod`) is unchanged by `inject ARGS` again, and a
+/// run without the route flags takes their volumes out, leaving what `inject` writes alone.
+fn injected_again_and_without(args: &[&str], injected: &str, pod: &str) {
+    assert_eq!(inject_ok(args, injected).stdout, injected);
+    let without = inject_ok(&["--image", IMAGE], injected).stdout;
+    assert_no_volumes_of_ours(&without);
+    assert_eq!(
+        pullcheck_of(&docs(&without)[0], "spec"),
+        pullcheck_of(
+            &docs(&inject_ok(&["--image", IMAGE], pod).stdout)[0],
+            "spec"
+        )
+    );
+}
+
 fn assert_no_volumes_of_ours(text: &str) {
     let doc = &docs(text)[0];
     if let Some(volumes) = doc["spec"].get("volumes") {
@@ -1924,17 +1939,7 @@ fn route_flags_mount_optional_configmaps_and_pass_their_arguments() {
     assert_eq!(volume["configMap"]["name"], "node-hosts");
     assert_eq!(volume["configMap"]["optional"], true);
     kubernetes_validate("hosts-configmap", &out.stdout);
-    assert_eq!(inject_ok(&args, &out.stdout).stdout, out.stdout);
-    // Another run without the flag takes them out again.
-    let without = inject_ok(&["--image", IMAGE], &out.stdout).stdout;
-    assert_no_volumes_of_ours(&without);
-    assert_eq!(
-        pullcheck_of(&docs(&without)[0], "spec"),
-        pullcheck_of(
-            &docs(&inject_ok(&["--image", IMAGE], pod).stdout)[0],
-            "spec"
-        )
-    );
+    injected_again_and_without(&args, &out.stdout, pod);
 
     let out = inject_ok(
         &[
@@ -2011,16 +2016,7 @@ fn route_flags_mount_optional_configmaps_and_pass_their_arguments() {
         );
     }
     kubernetes_validate("registries-from-node", &out.stdout);
-    assert_eq!(inject_ok(&args, &out.stdout).stdout, out.stdout);
-    let without = inject_ok(&["--image", IMAGE], &out.stdout).stdout;
-    assert_no_volumes_of_ours(&without);
-    assert_eq!(
-        pullcheck_of(&docs(&without)[0], "spec"),
-        pullcheck_of(
-            &docs(&inject_ok(&["--image", IMAGE], pod).stdout)[0],
-            "spec"
-        )
-    );
+    injected_again_and_without(&args, &out.stdout, pod);
     let out = inject_ok(
         &[
             "--image",
