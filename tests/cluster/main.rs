@@ -13,6 +13,9 @@
 //!   `tests/fixtures/kubelet-recorded/<runtime>.tsv`.
 //! - `watch_mode`: the chart's default `mode: watch` (nothing added to pods, the Job rule, the
 //!   watcher): time to `Failed` of a missing tag, a good Job's cost, Jobs left as written.
+//! - `frameworks`: the frameworks' own controllers (Argo Workflows, ...), built from their Go
+//!   modules: a workload whose image tag is missing ends failed in the framework's own status in
+//!   `mode: watch` and `mode: init`, a good one runs untouched, and without pullcheck it waits.
 //! - `doctor`: `pullcheck doctor`'s answers, ok and each no with its fix, on a real release.
 //! - `release`: `scripts/release.sh` against the cluster's registry, and the cluster pulling
 //!   the release (a Pod of its image, its chart from the OCI registry), SBOM and provenance.
@@ -35,6 +38,7 @@ mod chart;
 mod common;
 mod credentials;
 mod doctor;
+mod frameworks;
 mod harness;
 mod jobs;
 mod kubelet_words;

@@ -34,6 +34,21 @@ if [ $# -eq 0 ] || [ "${PULLCHECK_CLUSTER_RUNTIME:-}" = crio ]; then
   tests/cluster/build-crio.sh >target/build-crio.log 2>&1 &
   crio_build=$!
 fi
+# The frameworks' controllers (tests/cluster/build-<framework>.sh, each from its Go module), one
+# after the other, niced, beside the first pair's tests once its timed tests are done (framework
+# below); the frameworks' tests run after the rest of that pair's suite and wait for them.
+frameworks=(argo)
+frameworks_build=
+build_frameworks() {
+  mkdir -p target
+  (for f in "${frameworks[@]}"; do nice -n 10 "tests/cluster/build-$f.sh" || exit 1; done) >target/build-frameworks.log 2>&1 &
+  frameworks_build=$!
+}
+wait_frameworks() {
+  [ -n "$frameworks_build" ] || return 0
+  wait "$frameworks_build" || { cat target/build-frameworks.log >&2; echo "a framework's build failed (target/build-frameworks.log)" >&2; exit 1; }
+  frameworks_build=
+}
 build_crio() {
   [ -n "$crio_build" ] || return 0
   wait "$crio_build" || { cat target/build-crio.log >&2; echo "tests/cluster/build-crio.sh failed" >&2; exit 1; }
@@ -79,7 +94,8 @@ last=(scale::)
 if [ $# -eq 0 ]; then
   cargo test --test cluster --features webhook -- --exact --nocapture "${first[@]}"
   cargo test --test cluster --features webhook -- --exact --nocapture --test-threads 1 "${alone[@]}"
-  skips=()
+  build_frameworks
+  skips=(--skip frameworks::)
   for t in "${first[@]}" "${alone[@]}" "${last[@]}"; do skips+=(--skip "$t"); done
   set -- "${skips[@]}"
 else
@@ -89,6 +105,9 @@ fi
 # tests (webhook_cert.rs) too.
 cargo test --test cluster --features webhook -- --test-threads 8 --nocapture "$@"
 if [ ${#last[@]} -gt 0 ]; then
+  # The frameworks, side by side: each test mostly waits on its controller and the kubelet.
+  wait_frameworks
+  cargo test --test cluster --features webhook -- --test-threads 8 --nocapture frameworks::
   cargo test --test cluster --features webhook -- --nocapture "${last[@]}"
   # The other runtimes: what differs between them is the kubelet's words (the words' table of
   # each, tests/fixtures/kubelet-recorded/), the node's registry configuration, and whether the
