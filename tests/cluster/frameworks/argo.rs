@@ -357,6 +357,12 @@ fn executor_rbac(ns: &str) {
 /// command `true`: the command given, so that the controller makes the pod without asking the
 /// registry for the image's entrypoint.
 fn workflow(name: &str, image: &str) -> String {
+    workflow_with(name, image, "")
+}
+
+/// [`workflow`] with `template` (YAML lines at the container template's level, indented by
+/// four spaces: a `retryStrategy`, say) added to its container template.
+fn workflow_with(name: &str, image: &str, template: &str) -> String {
     format!(
         r#"apiVersion: argoproj.io/v1alpha1
 kind: Workflow
@@ -370,7 +376,7 @@ spec:
     - - name: step
         template: main
   - name: main
-    container:
+{template}    container:
       image: {image}
       command: ["true"]
 "#
@@ -628,6 +634,67 @@ fn a_workflow_in_a_namespace_not_watched_still_waits_after_two_minutes() {
         &format!(
             "seconds={:.0} status=Running node=Pending node_message={waiting:?}",
             made.elapsed().as_secs_f64()
+        ),
+    );
+}
+
+/// The `retryStrategy` docs/job-frameworks.md gives: retry what fails, but not a pod that
+/// pullcheck failed (the kubelet's deadline sentence in watch mode, pullcheck's verdict as the
+/// node's message in init mode).
+const RETRY: &str = "    retryStrategy:
+      limit: 2
+      expression: \"!(lastRetry.message contains 'longer than the specified deadline' || lastRetry.message startsWith 'pullcheck: ')\"
+";
+
+#[test]
+fn a_retry_strategy_retries_the_failed_pod_unless_its_expression_names_pullchecks_failure() {
+    let c = cluster();
+    let _ = argo();
+    let ns = Mode::Watch.namespace("pc-argo-retry");
+    executor_rbac(&ns.name);
+    let pods = PodWatch::start(&ns.name);
+    let image = format!("{}/tools:no-such-tag", c.registry);
+    // `limit` alone: retryPolicy OnFailure (workflow_types.go:2117-2126) retries the deadline's
+    // `Failed` node; each new pod sticks and is failed again, three pods in all.
+    let plain = "    retryStrategy:\n      limit: 2\n";
+    c.apply(&ns.name, &workflow_with("plain", &image, plain));
+    // With the expression: evaluated after the limit check (operator.go:1114-1124), it refuses.
+    c.apply(&ns.name, &workflow_with("expr", &image, RETRY));
+    let plain = wait_workflow(&ns.name, "plain", "Failed");
+    let expr = wait_workflow(&ns.name, "expr", "Failed");
+    std::thread::sleep(Duration::from_secs(10));
+    let tried = |wf: &Value| -> usize {
+        wf["status"]["nodes"]
+            .as_object()
+            .map(|nodes| nodes.values().filter(|n| n["type"] == "Pod").count())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        tried(&plain),
+        3,
+        "limit 2: three attempts: {:#}",
+        plain["status"]
+    );
+    assert_eq!(pods.uids("plain-").len(), 3);
+    assert_eq!(
+        tried(&expr),
+        1,
+        "the expression stops at once: {:#}",
+        expr["status"]
+    );
+    assert_eq!(pods.uids("expr-").len(), 1);
+    figure(
+        "argo",
+        Mode::Watch,
+        "retry",
+        &format!(
+            "limit_alone_pods=3 with_expression_pods=1 seconds_with_expression={}",
+            seconds_between(
+                expr["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .expect("created"),
+                expr["status"]["finishedAt"].as_str().expect("finishedAt")
+            )
         ),
     );
 }
