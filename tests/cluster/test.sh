@@ -37,7 +37,7 @@ fi
 # The frameworks' controllers (tests/cluster/build-<framework>.sh, each from its Go module), one
 # after the other, niced, beside the first pair's tests once its timed tests are done (framework
 # below); the frameworks' tests run after the rest of that pair's suite and wait for them.
-frameworks=(argo)
+frameworks=(argo jobset)
 frameworks_build=
 build_frameworks() {
   mkdir -p target

@@ -15,6 +15,7 @@
 //! '^framework:'` in their output).
 
 pub mod argo;
+pub mod jobset;
 
 use serde_json::json;
 use std::path::Path;
