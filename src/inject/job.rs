@@ -18,6 +18,49 @@ pub(super) const ALWAYS_ONLY_KINDS: [&str; 5] = [
     "ReplicationController",
 ];
 
+/// Controllers that delete a failed pod and make another at once, with no back-off and no
+/// limit, whatever its restartPolicy: KubeRay's RayCluster (v1.5.0, `raycluster_controller.go`
+/// `shouldDeletePod` and `reconcilePods`; ray-project/kuberay#4637), which a RayJob's and a
+/// RayService's cluster is too. A failed init container would fail each new pod in turn, one
+/// every few seconds for ever (measured: 62 head pods in 196 s).
+const REMADE_WHEN_FAILED: [&str; 3] = ["RayCluster", "RayJob", "RayService"];
+
+/// Why a pod spec must not get the init container because its pods' controller makes a
+/// failed pod again without end ([`REMADE_WHEN_FAILED`]) and its restartPolicy lets a failed
+/// check fail the pod (`Never`, `OnFailure`; `Always` restarts the init container in place);
+/// `None` for any other. `owner`: the kind of a Pod's controller, at admission; else the
+/// manifest's own kind (ray.io), but for a RayJob's submitter, a Job's pod.
+pub(super) fn remade_when_failed(
+    t: &Tree,
+    manifests: &Manifests,
+    owner: Option<&str>,
+    spot: &Spot,
+    at: &str,
+) -> Option<String> {
+    let origin = &manifests.pod_specs[spot.spec].origin;
+    let controller = match owner {
+        Some(owner) => owner,
+        None if origin.api_version.starts_with("ray.io/")
+            && !origin.path.starts_with("spec.submitterPodTemplate") =>
+        {
+            origin.kind.as_str()
+        }
+        None => return None,
+    };
+    if !REMADE_WHEN_FAILED.contains(&controller) {
+        return None;
+    }
+    let policy = spot.pod.and_then(|p| t.str_at(p, "restartPolicy"))?;
+    if !matches!(policy, "Never" | "OnFailure") {
+        return None;
+    }
+    Some(format!(
+        "{at}: restartPolicy {policy} under a {controller}, which makes a failed pod again at \
+         once and without end: left unchanged (the stuck-pod controller fails it within its \
+         owner bound; restartPolicy Always would restart a failed check in place)"
+    ))
+}
+
 /// The `podFailurePolicy` rules for pullcheck's exit codes, as the check arguments make them
 /// count, and why (for the note that says what was written).
 pub(super) fn rules(options: &InjectOptions, tree: &Tree, job: NodeId) -> (Vec<Y>, String) {

@@ -500,6 +500,51 @@ mod tests {
         inject(input, "test", &opts("reg.example.com/pullcheck:1")).unwrap()
     }
 
+    #[test]
+    fn a_ray_pod_that_a_failed_check_would_have_made_again_for_ever_is_left_unchanged() {
+        // The head restarts Never: KubeRay would make it again at once, without end. The
+        // worker restarts Always (unset): the check restarts in place. A RayJob's submitter is
+        // a Job's pod: it fails once.
+        let input = "apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: rj}
+spec:
+  submitterPodTemplate:
+    spec:
+      restartPolicy: Never
+      containers: [{name: submit, image: r.example/submit:1}]
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: ray-head, image: r.example/ray:1}]
+    workerGroupSpecs:
+    - groupName: w
+      template:
+        spec:
+          containers: [{name: ray-worker, image: r.example/ray:1}]
+";
+        let out = run(input);
+        assert_eq!(out.pod_specs, 2, "{}", out.output);
+        let head: Vec<&String> = out
+            .warnings
+            .iter()
+            .filter(|w| w.contains("restartPolicy Never under a RayJob"))
+            .collect();
+        assert_eq!(head.len(), 1, "{:?}", out.warnings);
+        assert!(
+            head[0].contains("spec.rayClusterSpec.headGroupSpec.template.spec")
+                && head[0].contains("left unchanged"),
+            "{head:?}"
+        );
+        let doc = parse(&out.output);
+        let head_spec = &doc["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"];
+        assert!(head_spec.get("initContainers").is_none(), "{}", out.output);
+        let submitter = &doc["spec"]["submitterPodTemplate"]["spec"];
+        assert!(submitter.get("initContainers").is_some(), "{}", out.output);
+    }
+
     fn parse(text: &str) -> serde_yaml_ng::Value {
         serde_yaml_ng::from_str(text).unwrap()
     }

@@ -177,6 +177,12 @@ impl<'a, W: Writer> Run<'a, W> {
             // The reader's note says why (and that check --pod-spec leaves it out too).
             return false;
         }
+        if let Some(why) =
+            job::remade_when_failed(self.wants.tree, self.wants.manifests, self.owner, spot, at)
+        {
+            self.warn(why);
+            return false;
+        }
         if spot.name_taken {
             self.warn(format!(
                 "{at}: a container is already named {CONTAINER_NAME}; left unchanged \

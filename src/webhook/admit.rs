@@ -705,6 +705,35 @@ mod tests {
     }
 
     #[test]
+    fn a_ray_clusters_pod_that_a_failed_check_would_fail_is_left_to_the_watcher() {
+        let pod = json!({"group": "", "version": "v1", "kind": "Pod"});
+        let ray = |controller| {
+            json!([{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "r", "uid": "3",
+                "controller": controller}])
+        };
+        for restart in ["Never", "OnFailure"] {
+            let response = response(pod.clone(), pod_of(ray(true), restart));
+            assert_eq!(response["allowed"], true);
+            assert!(response["patch"].is_null(), "{restart}: {response}");
+            let warnings = warnings(&response);
+            assert_eq!(warnings.len(), 1, "{restart}: {warnings:?}");
+            assert!(
+                warnings[0].contains(&format!(
+                    "restartPolicy {restart} under a RayCluster, which makes a failed pod again \
+                     at once and without end: left unchanged"
+                )),
+                "{warnings:?}"
+            );
+        }
+        // Always restarts the init container in place: no loop, the container is added; so it
+        // is for a RayCluster that is not the controller.
+        for (owners, restart) in [(ray(true), "Always"), (ray(false), "Never")] {
+            let response = response(pod.clone(), pod_of(owners, restart));
+            assert!(response["patch"].is_string(), "{restart}: {response}");
+        }
+    }
+
+    #[test]
     fn inject_keeps_its_advice_for_a_pod_manifest_with_an_owner() {
         // `pullcheck inject` of a file: the manifest's kind, not its owner, decides, as before.
         let mut manifest = pod_of(json!([owner("ReplicaSet", true)]), "Always");
