@@ -34,14 +34,18 @@ if [ $# -eq 0 ] || [ "${PULLCHECK_CLUSTER_RUNTIME:-}" = crio ]; then
   tests/cluster/build-crio.sh >target/build-crio.log 2>&1 &
   crio_build=$!
 fi
-# The frameworks' controllers (tests/cluster/build-<framework>.sh, each from its Go module), one
-# after the other, niced, beside the first pair's tests once its timed tests are done (framework
-# below); the frameworks' tests run after the rest of that pair's suite and wait for them.
-frameworks=(argo jobset)
+# The frameworks' controllers (tests/cluster/build-<framework>.sh, each from its Go module), all
+# at once (a cold build is mostly downloads), niced, beside the first pair's tests once its timed
+# tests are done; the frameworks' tests run after the rest of that pair's suite and wait for them.
+frameworks=(argo jobset kuberay kueue tekton)
 frameworks_build=
 build_frameworks() {
   mkdir -p target
-  (for f in "${frameworks[@]}"; do nice -n 10 "tests/cluster/build-$f.sh" || exit 1; done) >target/build-frameworks.log 2>&1 &
+  (
+    pids=()
+    for f in "${frameworks[@]}"; do nice -n 10 "tests/cluster/build-$f.sh" & pids+=($!); done
+    for p in "${pids[@]}"; do wait "$p" || exit 1; done
+  ) >target/build-frameworks.log 2>&1 &
   frameworks_build=$!
 }
 wait_frameworks() {

@@ -378,6 +378,7 @@ spec:
   - name: main
 {template}    container:
       image: {image}
+      imagePullPolicy: Always
       command: ["true"]
 "#
     )

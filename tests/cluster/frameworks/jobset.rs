@@ -371,6 +371,7 @@ spec:
 {restart}            containers:
             - name: main
               image: {image}
+              imagePullPolicy: Always
               command: ["true"]
 "#
     )

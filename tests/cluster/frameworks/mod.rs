@@ -11,11 +11,18 @@
 //! - [`kustomized`]: a framework's manifests, rendered by kubectl's kustomize with a
 //!   kustomization of ours (namespace, images, the flags our images need).
 //!
+//! The workloads' images are pulled `Always`: the other tests leave the tools image on the node
+//! under the kubelet's 5 names, after which no `IfNotPresent` image can be proven absent from the
+//! node's list (the init container would then rightly not count a miss).
+//!
 //! The docs' frameworks table (docs/job-frameworks.md) is the figures these tests print (`grep
 //! '^framework:'` in their output).
 
 pub mod argo;
 pub mod jobset;
+pub mod kuberay;
+pub mod kueue;
+pub mod tekton;
 
 use serde_json::json;
 use std::path::Path;
