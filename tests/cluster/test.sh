@@ -109,9 +109,9 @@ fi
 # tests (webhook_cert.rs) too.
 cargo test --test cluster --features webhook -- --test-threads 8 --nocapture "$@"
 if [ ${#last[@]} -gt 0 ]; then
-  # The frameworks, side by side: each test mostly waits on its controller and the kubelet.
+  # The frameworks, all side by side: each test mostly waits on its controller and the kubelet.
   wait_frameworks
-  cargo test --test cluster --features webhook -- --test-threads 8 --nocapture frameworks::
+  cargo test --test cluster --features webhook -- --test-threads 16 --nocapture frameworks::
   cargo test --test cluster --features webhook -- --nocapture "${last[@]}"
   # The other runtimes: what differs between them is the kubelet's words (the words' table of
   # each, tests/fixtures/kubelet-recorded/), the node's registry configuration, and whether the

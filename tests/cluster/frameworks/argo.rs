@@ -161,7 +161,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{Mode, figure, image_from, kustomized, tag_of};
+use super::{
+    Controller, DEADLINE, DISTROLESS_PATH, Mode, figure, image_from, image_root, kustomized, tag_of,
+};
 use crate::harness::{
     Cluster, Namespace, built_by, cluster, condition, minutes, seconds_between, status_of, wait_for,
 };
@@ -171,11 +173,11 @@ use crate::watch::PodWatch;
 const VERSION: &str = "v3.7.0";
 /// The controller's namespace.
 const NAMESPACE: &str = "pc-argo";
-/// The kubelet's words for a pod past its `activeDeadlineSeconds` (`pod.status.message`).
-const DEADLINE: &str = "Pod was active on the node longer than the specified deadline";
-/// distroless's PATH, which the upstream images have and ours must set: the controller names
-/// `argoexec` by PATH, and `argoexec init` finds itself by it.
-const PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The controller's Deployment.
+const CONTROLLER: Controller = Controller {
+    namespace: NAMESPACE,
+    deployments: &["deployment/workflow-controller"],
+};
 
 /// Argo installed: the controller up and leading.
 pub struct Argo {
@@ -191,35 +193,24 @@ pub struct Argo {
 /// with the cache folder's key (`v3.7.0-<hash>`): a rebuilt binary is a new tag, so the node's
 /// `IfNotPresent` never runs an old one. Returns (controller, executor).
 pub fn argo_images(c: &Cluster, cache: &Path) -> (String, String) {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let layout = |binary: &str| -> PathBuf {
-        let root = tmp.path().join(binary);
-        std::fs::create_dir_all(root.join("bin")).expect("bin");
-        std::fs::create_dir_all(root.join("etc/ssh")).expect("etc/ssh");
-        std::fs::create_dir_all(root.join("tmp")).expect("tmp");
-        std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
-            .expect("chmod tmp");
-        // fs::copy keeps the mode: the binaries are 0755.
-        std::fs::copy(cache.join(binary), root.join("bin").join(binary)).expect("copy binary");
-        std::fs::copy(
-            cache.join("hack/nsswitch.conf"),
-            root.join("etc/nsswitch.conf"),
-        )
-        .expect("copy nsswitch.conf");
-        std::fs::copy(
-            cache.join("hack/ssh_known_hosts"),
-            root.join("etc/ssh/ssh_known_hosts"),
-        )
-        .expect("copy ssh_known_hosts");
-        root
+    // distroless's PATH: the controller names `argoexec` by PATH, and `argoexec init` finds
+    // itself by it.
+    let layout = |binary: &str| {
+        image_root(&[
+            (&cache.join(binary), &format!("bin/{binary}")),
+            (&cache.join("hack/nsswitch.conf"), "etc/nsswitch.conf"),
+            (
+                &cache.join("hack/ssh_known_hosts"),
+                "etc/ssh/ssh_known_hosts",
+            ),
+        ])
     };
     let tag = tag_of(cache, "argo");
     assert!(tag.starts_with(VERSION), "{tag}: built for Argo {VERSION}");
     let controller = format!("{}/argo/workflow-controller:{tag}", c.registry);
     let executor = format!("{}/argo/argoexec:{tag}", c.registry);
     image_from(
-        &layout("workflow-controller"),
+        layout("workflow-controller").path(),
         &controller,
         &[
             "--entrypoint",
@@ -227,13 +218,13 @@ pub fn argo_images(c: &Cluster, cache: &Path) -> (String, String) {
             "--user",
             "8737",
             "--env",
-            PATH,
+            DISTROLESS_PATH,
         ],
     );
     image_from(
-        &layout("argoexec"),
+        layout("argoexec").path(),
         &executor,
-        &["--entrypoint", "[\"argoexec\"]", "--env", PATH],
+        &["--entrypoint", "[\"argoexec\"]", "--env", DISTROLESS_PATH],
     );
     (controller, executor)
 }
@@ -283,30 +274,8 @@ patches:
             "crd/workflowtaskresults.argoproj.io",
             "--timeout=60s",
         ]);
-        let rollout = c.kubectl_output(
-            &[
-                "rollout",
-                "status",
-                "deployment/workflow-controller",
-                "-n",
-                NAMESPACE,
-                "--timeout=180s",
-            ],
-            None,
-        );
-        assert!(
-            rollout.status.success(),
-            "the workflow controller did not start: {}\n{}",
-            String::from_utf8_lossy(&rollout.stderr),
-            controller_state(c)
-        );
         // It acts only once it leads (Lease `workflow-controller`, main.go:131-149).
-        let leader = wait_for("the workflow controller to lead", minutes(2), || {
-            c.get(NAMESPACE, "lease/workflow-controller")
-                .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
-                .filter(|h| !h.is_empty())
-                .ok_or_else(|| controller_state(c))
-        });
+        let leader = CONTROLLER.started(&["lease/workflow-controller"]).join(", ");
         println!(
             "argo {VERSION}: controller {controller} leading ({leader}), executor {executor}, in {:.1} s",
             started.elapsed().as_secs_f64()
@@ -317,27 +286,6 @@ patches:
             _namespace: namespace,
         }
     })
-}
-
-/// The controller's pods and the last lines of its log, for failure messages.
-fn controller_state(c: &Cluster) -> String {
-    let pods = c.kubectl_output(&["get", "pods", "-n", NAMESPACE, "-o", "wide"], None);
-    let log = c.kubectl_output(
-        &[
-            "logs",
-            "-n",
-            NAMESPACE,
-            "deployment/workflow-controller",
-            "--tail=30",
-        ],
-        None,
-    );
-    format!(
-        "{}\n{}{}",
-        String::from_utf8_lossy(&pods.stdout),
-        String::from_utf8_lossy(&log.stdout),
-        String::from_utf8_lossy(&log.stderr)
-    )
 }
 
 /// Gives namespace `ns`'s `default` ServiceAccount what the emissary executor needs: Argo's own

@@ -3,8 +3,8 @@
 //! and installed from the kustomize tree the module ships (`config/default`), then:
 //!
 //! 1. a JobSet of one replicated Job whose image tag is missing, in a namespace the chart's
-//!    `mode: watch` release watches, ends `Failed` (its `Failed` condition) within 10 s of its
-//!    pod's creation: the child Job was given pullcheck's `podFailurePolicy` rule at admission,
+//!    `mode: watch` release watches, ends `Failed` (its `Failed` condition; the seconds from its
+//!    pod's creation printed): the child Job was given pullcheck's `podFailurePolicy` rule at admission,
 //!    the watcher's `ConfigIssue` condition fails it (`PodFailurePolicy`), and the JobSet's
 //!    default failure handling fails the JobSet; one pod, kept;
 //! 2. the same in a namespace of the `mode: init` release: the injected init container exits 3,
@@ -20,9 +20,6 @@
 //! 6. JobSet's own default `restartPolicy: OnFailure` leaves the Job without a podFailurePolicy
 //!    (it needs `Never`), so a pod the watcher fails is replaced by the Job controller: the JobSet
 //!    does not fail until `backoffLimit` is spent (minutes), hence `restartPolicy: Never`.
-//!
-//! DRAFT, not compiled yet: to become `tests/cluster/frameworks/jobset.rs` (`mod jobset;` in
-//! `tests/cluster/frameworks/mod.rs`).
 //!
 //! # What JobSet does, read in its source (module `sigs.k8s.io/jobset@v0.8.0`)
 //!
@@ -147,13 +144,12 @@
 //!   Warning Event (watch), the init container's termination message (init).
 
 use serde_json::Value;
-use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{Mode, image_from, kustomized};
+use super::{Controller, DEADLINE, DISTROLESS_PATH, Mode, kustomized, manager_image};
 use crate::harness::{
-    Cluster, Namespace, built_by, cluster, condition, minutes, seconds_between, status_of, wait_for,
+    Namespace, built_by, cluster, condition, minutes, seconds_between, status_of, wait_for,
 };
 use crate::watch::PodWatch;
 
@@ -162,17 +158,16 @@ const VERSION: &str = "v0.8.0";
 /// The controller manager's namespace.
 const NAMESPACE: &str = "pc-jobset";
 /// The Deployment `config/default` makes (`namePrefix: jobset-`).
-const DEPLOYMENT: &str = "deployment/jobset-controller-manager";
+const CONTROLLER: Controller = Controller {
+    namespace: NAMESPACE,
+    deployments: &["deployment/jobset-controller-manager"],
+};
 /// The leader election Lease (api/config/v1alpha1/defaults.go:32).
 const LEASE: &str = "lease/6d4f6a47.jobset.x-k8s.io";
 /// The image `config/components/manager/kustomization.yaml` names.
 const UPSTREAM_IMAGE: &str = "us-central1-docker.pkg.dev/k8s-staging-images/jobset/jobset";
 /// The label the controller puts on a JobSet's Jobs and pods.
 const NAME_LABEL: &str = "jobset.sigs.k8s.io/jobset-name";
-/// The kubelet's words for a pod past its `activeDeadlineSeconds` (`pod.status.message`).
-const DEADLINE: &str = "Pod was active on the node longer than the specified deadline";
-/// distroless's PATH, which the upstream image has.
-const PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// The failure policy a JobSet user should write: restarts for other failures, none for a
 /// failure pullcheck's podFailurePolicy rule made.
 const FAIL_ON_POD_FAILURE_POLICY: &str =
@@ -181,46 +176,6 @@ const FAIL_ON_POD_FAILURE_POLICY: &str =
 /// JobSet installed: the manager up, leading, its webhooks answering.
 pub struct JobSet {
     _namespace: Namespace,
-}
-
-/// Pushes the manager's image, one layer from the static binary of `cache`, laid out as JobSet's
-/// Dockerfile lays it out (`/manager`, user 65532:65532), to the cluster's registry, tagged with
-/// the cache folder's key (`v0.8.0-<hash>`): a rebuilt binary is a new tag.
-pub fn jobset_image(c: &Cluster, cache: &Path) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path().join("manager");
-    std::fs::create_dir_all(root.join("tmp")).expect("tmp");
-    std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
-        .expect("chmod tmp");
-    // fs::copy keeps the mode: the binary is 0755.
-    std::fs::copy(cache.join("manager"), root.join("manager")).expect("copy manager");
-    // build-jobset.sh's folder: jobset-v0.8.0-<hash>.
-    let folder = cache
-        .file_name()
-        .and_then(|n| n.to_str())
-        .expect("the cache folder's name");
-    let tag = folder.strip_prefix("jobset-").unwrap_or(folder);
-    assert!(
-        tag.starts_with(VERSION),
-        "{folder}: built for JobSet {VERSION}"
-    );
-    let image = format!("{}/jobset/manager:{tag}", c.registry);
-    image_from(
-        &root,
-        &image,
-        &[
-            "--entrypoint",
-            "[\"/manager\"]",
-            "--user",
-            "65532:65532",
-            "--workingdir",
-            "/",
-            "--env",
-            PATH,
-        ],
-    );
-    image
 }
 
 /// JobSet's CRD, manager and webhooks, installed once per test binary as the project ships them
@@ -235,7 +190,14 @@ pub fn jobset() -> &'static JobSet {
             .parent()
             .expect("the cache folder")
             .to_path_buf();
-        let image = jobset_image(c, &cache);
+        // One layer, laid out as the Dockerfile lays it out (`/manager`, user 65532).
+        let image = manager_image(
+            &cache,
+            "jobset",
+            VERSION,
+            "manager",
+            &["--workingdir", "/", "--env", DISTROLESS_PATH],
+        );
         let namespace = c.namespace(NAMESPACE);
         let (repository, tag) = image.rsplit_once(':').expect("a tag");
         let rendered = kustomized(
@@ -280,29 +242,7 @@ images:
         ]);
         // Ready only once the certificates are in place and the webhook server listens
         // (main.go:267-273).
-        let rollout = c.kubectl_output(
-            &[
-                "rollout",
-                "status",
-                DEPLOYMENT,
-                "-n",
-                NAMESPACE,
-                "--timeout=180s",
-            ],
-            None,
-        );
-        assert!(
-            rollout.status.success(),
-            "JobSet's manager did not start: {}\n{}",
-            String::from_utf8_lossy(&rollout.stderr),
-            manager_state(c)
-        );
-        let leader = wait_for("JobSet's manager to lead", minutes(2), || {
-            c.get(NAMESPACE, LEASE)
-                .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
-                .filter(|h| !h.is_empty())
-                .ok_or_else(|| manager_state(c))
-        });
+        let leader = CONTROLLER.started(&[LEASE]).join(", ");
         // The webhooks answer (their CA injected): a server-side dry run of a JobSet passes
         // `mjobset` and `vjobset`.
         wait_for("JobSet's webhooks to answer", minutes(1), || {
@@ -324,18 +264,6 @@ images:
             _namespace: namespace,
         }
     })
-}
-
-/// The manager's pods and the last lines of its log, for failure messages.
-fn manager_state(c: &Cluster) -> String {
-    let pods = c.kubectl_output(&["get", "pods", "-n", NAMESPACE, "-o", "wide"], None);
-    let log = c.kubectl_output(&["logs", "-n", NAMESPACE, DEPLOYMENT, "--tail=30"], None);
-    format!(
-        "{}\n{}{}",
-        String::from_utf8_lossy(&pods.stdout),
-        String::from_utf8_lossy(&log.stdout),
-        String::from_utf8_lossy(&log.stderr)
-    )
 }
 
 /// A JobSet of one replicated Job `workers` (one Job, one pod) running `image` with command

@@ -134,12 +134,12 @@
 
 use serde_json::Value;
 use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::{Mode, figure, image_from, kustomized, tag_of};
+use super::{Controller, DEADLINE, Mode, figure, kustomized, manager_image};
 use crate::harness::{
     Cluster, Namespace, built_by, cluster, condition, minutes, seconds_between, status_of, wait_for,
 };
@@ -148,8 +148,11 @@ use crate::harness::{
 const VERSION: &str = "v1.5.0";
 /// The operator's namespace.
 const NAMESPACE: &str = "pc-kuberay";
-/// The kubelet's words for a pod past its `activeDeadlineSeconds` (`pod.status.message`).
-const DEADLINE: &str = "Pod was active on the node longer than the specified deadline";
+/// The operator's Deployment.
+const CONTROLLER: Controller = Controller {
+    namespace: NAMESPACE,
+    deployments: &["deployment/kuberay-operator"],
+};
 /// The watcher's `--owner-failure-limit` as the chart leaves it (the flag's default): the pods
 /// of one owner it fails for one cause within the window before it stops.
 const OWNER_LIMIT: usize = 10;
@@ -157,39 +160,6 @@ const OWNER_LIMIT: usize = 10;
 /// KubeRay installed: the operator up and leading (its namespace kept for the test binary's life).
 pub struct KubeRay {
     _namespace: Namespace,
-}
-
-/// Pushes the operator's image, one layer from the static binary of `cache`, laid out as KubeRay's
-/// Dockerfile lays it out (`/manager`, user 65532), to the cluster's registry, tagged with the
-/// cache folder's key (`v1.5.0-<hash>`).
-pub fn operator_image(c: &Cluster, cache: &Path) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path().join("operator");
-    std::fs::create_dir_all(root.join("tmp")).expect("tmp");
-    std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
-        .expect("chmod tmp");
-    // fs::copy keeps the mode: the binary is 0755.
-    std::fs::copy(cache.join("manager"), root.join("manager")).expect("copy manager");
-    let tag = tag_of(cache, "kuberay");
-    assert!(
-        tag.starts_with(VERSION),
-        "{tag}: built for KubeRay {VERSION}"
-    );
-    let image = format!("{}/kuberay/operator:{tag}", c.registry);
-    image_from(
-        &root,
-        &image,
-        &[
-            "--entrypoint",
-            "[\"/manager\"]",
-            "--user",
-            "65532:65532",
-            "--workingdir",
-            "/",
-        ],
-    );
-    image
 }
 
 /// `kubectl apply --server-side` of `yaml`: KubeRay's CRDs are too large for the last-applied
@@ -220,7 +190,14 @@ pub fn kuberay() -> &'static KubeRay {
             .parent()
             .expect("the cache folder")
             .to_path_buf();
-        let image = operator_image(c, &cache);
+        // One layer, laid out as the Dockerfile lays it out (`/manager`, user 65532).
+        let image = manager_image(
+            &cache,
+            "kuberay",
+            VERSION,
+            "operator",
+            &["--workingdir", "/"],
+        );
         let namespace = c.namespace(NAMESPACE);
         // The CRDs first, served before the operator starts its informers.
         let crds = kustomized(
@@ -254,30 +231,10 @@ images:
             ),
         );
         apply_server_side(c, &rendered);
-        let rollout = c.kubectl_output(
-            &[
-                "rollout",
-                "status",
-                "deployment/kuberay-operator",
-                "-n",
-                NAMESPACE,
-                "--timeout=180s",
-            ],
-            None,
-        );
-        assert!(
-            rollout.status.success(),
-            "the KubeRay operator did not start: {}\n{}",
-            String::from_utf8_lossy(&rollout.stderr),
-            operator_state(c)
-        );
         // It acts only once it leads (Lease `ray-operator-leader`, main.go:210).
-        let leader = wait_for("the KubeRay operator to lead", minutes(2), || {
-            c.get(NAMESPACE, "lease/ray-operator-leader")
-                .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
-                .filter(|h| !h.is_empty())
-                .ok_or_else(|| operator_state(c))
-        });
+        let leader = CONTROLLER
+            .started(&["lease/ray-operator-leader"])
+            .join(", ");
         println!(
             "kuberay {VERSION}: operator {image} leading ({leader}), in {:.1} s",
             started.elapsed().as_secs_f64()
@@ -286,27 +243,6 @@ images:
             _namespace: namespace,
         }
     })
-}
-
-/// The operator's pods and the last lines of its log, for failure messages.
-fn operator_state(c: &Cluster) -> String {
-    let pods = c.kubectl_output(&["get", "pods", "-n", NAMESPACE, "-o", "wide"], None);
-    let log = c.kubectl_output(
-        &[
-            "logs",
-            "-n",
-            NAMESPACE,
-            "deployment/kuberay-operator",
-            "--tail=30",
-        ],
-        None,
-    );
-    format!(
-        "{}\n{}{}",
-        String::from_utf8_lossy(&pods.stdout),
-        String::from_utf8_lossy(&log.stdout),
-        String::from_utf8_lossy(&log.stderr)
-    )
 }
 
 /// The head's pod template: `tools:1`-like `image` running `sleep 3600` as given (the

@@ -6,8 +6,7 @@
 //! `kueue.x-k8s.io/queue-name` and admitted by a LocalQueue → ClusterQueue → ResourceFlavor with
 //! quota to spare:
 //!
-//! 1. an image tag that is missing ends the Workload `Finished` (reason `Failed`) within 10 s of
-//!    the pod's creation, in a namespace the chart's default install (`mode: watch`) watches (the
+//! 1. an image tag that is missing ends the Workload `Finished` (reason `Failed`), in a namespace the chart's default install (`mode: watch`) watches (the
 //!    pod failed by the kubelet, `DeadlineExceeded`, with the watcher's `ConfigIssue`; the Job by
 //!    the `FailJob` rule the watch-mode webhook added) and in one of `mode: init` (failed by
 //!    pullcheck's init container; the Job by inject's `FailJob` rule on its exit codes); one pod,
@@ -168,13 +167,12 @@
 //!   and with them the `Finished` condition that carries the Job's message.
 
 use serde_json::Value;
-use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{Mode, figure, image_from, kustomized, tag_of};
+use super::{Controller, DEADLINE, DISTROLESS_PATH, Mode, figure, kustomized, manager_image};
 use crate::harness::{
-    Cluster, Namespace, built_by, cluster, condition, minutes, seconds_between, status_of, wait_for,
+    Namespace, built_by, cluster, condition, minutes, seconds_between, status_of, wait_for,
 };
 use crate::watch::PodWatch;
 
@@ -193,10 +191,11 @@ const FLAVOR: &str = "pc-kueue-flavor";
 const QUEUE: &str = "queue";
 /// `waitForPodsReady.timeout` of [`CONFIGURATION`], in seconds.
 const TIMEOUT: u64 = 150;
-/// The kubelet's words for a pod past its `activeDeadlineSeconds` (`pod.status.message`).
-const DEADLINE: &str = "Pod was active on the node longer than the specified deadline";
-/// distroless's PATH, which the upstream image has.
-const PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The manager's Deployment.
+const CONTROLLER: Controller = Controller {
+    namespace: NAMESPACE,
+    deployments: &["deployment/kueue-controller-manager"],
+};
 
 /// Appended to the shipped `controller_manager_config.yaml` (the Configuration, kind
 /// `config.kueue.x-k8s.io/v1beta2`): the pod integration's namespaces, and `waitForPodsReady`
@@ -220,35 +219,6 @@ pub struct Kueue {
     /// The manager's image.
     pub image: String,
     _namespace: Namespace,
-}
-
-/// Pushes the manager's image, one layer from the static binary of `cache`, laid out as Kueue's
-/// Dockerfile lays it out (`/manager`, user 65532:65532), tagged with the cache folder's key.
-pub fn kueue_image(c: &Cluster, cache: &Path) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path().join("manager");
-    std::fs::create_dir_all(root.join("tmp")).expect("tmp");
-    std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
-        .expect("chmod tmp");
-    // fs::copy keeps the mode: the binary is 0755.
-    std::fs::copy(cache.join("manager"), root.join("manager")).expect("copy manager");
-    let tag = tag_of(cache, "kueue");
-    assert!(tag.starts_with(VERSION), "{tag}: built for Kueue {VERSION}");
-    let image = format!("{}/kueue/kueue:{tag}", c.registry);
-    image_from(
-        &root,
-        &image,
-        &[
-            "--entrypoint",
-            "[\"/manager\"]",
-            "--user",
-            "65532:65532",
-            "--env",
-            PATH,
-        ],
-    );
-    image
 }
 
 /// `text` indented by `n` spaces (empty lines left empty), for a YAML block scalar.
@@ -278,7 +248,8 @@ pub fn kueue() -> &'static Kueue {
             .parent()
             .expect("the cache folder")
             .to_path_buf();
-        let image = kueue_image(c, &cache);
+        // One layer, laid out as the Dockerfile lays it out (`/manager`, user 65532).
+        let image = manager_image(&cache, "kueue", VERSION, "kueue", &["--env", DISTROLESS_PATH]);
         let namespace = c.namespace(NAMESPACE);
         let (repository, tag) = image.rsplit_once(':').expect("a tag");
         let shipped = std::fs::read_to_string(
@@ -398,30 +369,8 @@ replacements:
             "crd/resourceflavors.kueue.x-k8s.io",
             "--timeout=60s",
         ]);
-        let rollout = c.kubectl_output(
-            &[
-                "rollout",
-                "status",
-                "deployment/kueue-controller-manager",
-                "-n",
-                NAMESPACE,
-                "--timeout=300s",
-            ],
-            None,
-        );
-        assert!(
-            rollout.status.success(),
-            "Kueue's manager did not start: {}\n{}",
-            String::from_utf8_lossy(&rollout.stderr),
-            controller_state(c)
-        );
         // It reconciles only once it leads (the Lease is `leaderElection.resourceName`).
-        let leader = wait_for("Kueue's manager to lead", minutes(2), || {
-            c.get(NAMESPACE, "lease/c1f6bfd2.kueue.x-k8s.io")
-                .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
-                .filter(|h| !h.is_empty())
-                .ok_or_else(|| controller_state(c))
-        });
+        let leader = CONTROLLER.started(&["lease/c1f6bfd2.kueue.x-k8s.io"]).join(", ");
         // The ClusterQueue passes Kueue's webhook: retried until the webhook serves.
         let queues = format!(
             r#"apiVersion: kueue.x-k8s.io/v1beta2
@@ -472,27 +421,6 @@ spec:
             _namespace: namespace,
         }
     })
-}
-
-/// The manager's pods and the last lines of its log, for failure messages.
-fn controller_state(c: &Cluster) -> String {
-    let pods = c.kubectl_output(&["get", "pods", "-n", NAMESPACE, "-o", "wide"], None);
-    let log = c.kubectl_output(
-        &[
-            "logs",
-            "-n",
-            NAMESPACE,
-            "deployment/kueue-controller-manager",
-            "--tail=30",
-        ],
-        None,
-    );
-    format!(
-        "{}\n{}{}",
-        String::from_utf8_lossy(&pods.stdout),
-        String::from_utf8_lossy(&log.stdout),
-        String::from_utf8_lossy(&log.stderr)
-    )
 }
 
 /// A namespace of `mode` whose Jobs and pods Kueue queues: labelled [`MANAGED`], with the

@@ -9,7 +9,9 @@
 //! - [`image_from`]: a one-layer image of a folder, pushed to the cluster's registry (a
 //!   framework's static binaries, laid out as its own Dockerfile or `ko` lays them out);
 //! - [`kustomized`]: a framework's manifests, rendered by kubectl's kustomize with a
-//!   kustomization of ours (namespace, images, the flags our images need).
+//!   kustomization of ours (namespace, images, the flags our images need);
+//! - [`Controller`]: a framework's Deployments, started and leading, and their state for failure
+//!   messages.
 //!
 //! The workloads' images are pulled `Always`: the other tests leave the tools image on the node
 //! under the kubelet's 5 names, after which no `IfNotPresent` image can be proven absent from the
@@ -30,8 +32,17 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use crate::common::proxy::Proxy;
-use crate::harness::{Namespace, cluster};
+use crate::harness::{Namespace, cluster, minutes, wait_for};
 use crate::webhook::{Installed, install, opted_in};
+
+/// The kubelet's words for a pod past its `activeDeadlineSeconds` (`pod.status.message`): what
+/// a framework reads of a pod the watcher failed.
+pub const DEADLINE: &str = "Pod was active on the node longer than the specified deadline";
+
+/// distroless's PATH, which the frameworks' upstream images have and ours, made from scratch,
+/// must set.
+pub const DISTROLESS_PATH: &str =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// How pullcheck runs in a test's namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +202,116 @@ pub fn image_from(dir: &Path, dest: &str, config: &[&str]) {
         &local,
         &format!("docker://{dest}"),
     ]);
+}
+
+/// The root of a one-layer image: `/tmp` (1777, as distroless has it), and each `(file, path)`
+/// of `files` copied to `path` in the image (`fs::copy` keeps the mode: the binaries are 0755).
+pub fn image_root(files: &[(&Path, &str)]) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().expect("tempdir");
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).expect("chmod tmp");
+    for (file, path) in files {
+        let to = root.path().join(path);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        }
+        std::fs::copy(file, &to).unwrap_or_else(|e| panic!("copy {}: {e}", file.display()));
+    }
+    root
+}
+
+/// The image of a framework whose one command is `/manager` (kubebuilder's layout: JobSet,
+/// KubeRay, Kueue), run as user 65532: one layer from `manager` of build script's cache folder
+/// `cache` (`<framework>-<version>-<key>`, checked against `version`), with `config` (buildah
+/// config's flags) besides, pushed as `<registry>/<framework>/<name>:<version>-<key>`.
+pub fn manager_image(
+    cache: &Path,
+    framework: &str,
+    version: &str,
+    name: &str,
+    config: &[&str],
+) -> String {
+    let root = image_root(&[(&cache.join("manager"), "manager")]);
+    let tag = tag_of(cache, framework);
+    assert!(
+        tag.starts_with(version),
+        "{tag}: built for {framework} {version}"
+    );
+    let image = format!("{}/{framework}/{name}:{tag}", cluster().registry);
+    let mut all = vec!["--entrypoint", "[\"/manager\"]", "--user", "65532:65532"];
+    all.extend_from_slice(config);
+    image_from(root.path(), &image, &all);
+    image
+}
+
+/// A framework's Deployments in its namespace, as its manifests make them.
+pub struct Controller {
+    /// Its namespace.
+    pub namespace: &'static str,
+    /// `deployment/NAME` of each; the first is the one whose log a failure message shows.
+    pub deployments: &'static [&'static str],
+}
+
+impl Controller {
+    /// Its pods and the last lines of its first Deployment's log, for failure messages.
+    pub fn state(&self) -> String {
+        let c = cluster();
+        let pods = c.kubectl_output(&["get", "pods", "-n", self.namespace, "-o", "wide"], None);
+        let log = c.kubectl_output(
+            &[
+                "logs",
+                "-n",
+                self.namespace,
+                self.deployments[0],
+                "--tail=30",
+            ],
+            None,
+        );
+        format!(
+            "{}\n{}{}",
+            String::from_utf8_lossy(&pods.stdout),
+            String::from_utf8_lossy(&log.stdout),
+            String::from_utf8_lossy(&log.stderr)
+        )
+    }
+
+    /// Waits for each Deployment's rollout, then for each of `leases` (`lease/NAME`) to name a
+    /// holder: a controller acts only once it leads. The holders.
+    pub fn started(&self, leases: &[&str]) -> Vec<String> {
+        let c = cluster();
+        for deployment in self.deployments {
+            let rollout = c.kubectl_output(
+                &[
+                    "rollout",
+                    "status",
+                    deployment,
+                    "-n",
+                    self.namespace,
+                    "--timeout=300s",
+                ],
+                None,
+            );
+            assert!(
+                rollout.status.success(),
+                "{deployment} did not start: {}\n{}",
+                String::from_utf8_lossy(&rollout.stderr),
+                self.state()
+            );
+        }
+        leases
+            .iter()
+            .map(|lease| {
+                wait_for(&format!("{lease} held"), minutes(2), || {
+                    c.get(self.namespace, lease)
+                        .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
+                        .filter(|h| !h.is_empty())
+                        .ok_or_else(|| self.state())
+                })
+            })
+            .collect()
+    }
 }
 
 /// The tag of the images built from build script's cache folder `cache`

@@ -20,8 +20,6 @@
 //! 5. a PipelineRun of one task with `retries: 1` in a watched namespace: one pod per attempt
 //!    (`<taskrun>-pod`, `<taskrun>-pod-retry1`), then `Failed`.
 //!
-//! Its path: tests/cluster/frameworks/tekton.rs (`pub mod tekton;` in frameworks/mod.rs).
-//!
 //! # What Tekton does, read in its source (module `github.com/tektoncd/pipeline@v1.0.0`)
 //!
 //! ## Building it (`tests/cluster/build-tekton.sh`)
@@ -164,7 +162,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{Mode, figure, image_from, kustomized, tag_of};
+use super::{Controller, DEADLINE, Mode, figure, image_from, image_root, kustomized, tag_of};
 use crate::harness::{
     Cluster, Namespace, built_by, cluster, condition, minutes, seconds_between, status_of, wait_for,
 };
@@ -174,8 +172,14 @@ use crate::watch::PodWatch;
 const VERSION: &str = "v1.0.0";
 /// The controller's and webhook's namespace.
 const NAMESPACE: &str = "pc-tekton";
-/// The kubelet's words for a pod past its `activeDeadlineSeconds` (`pod.status.message`).
-const DEADLINE: &str = "Pod was active on the node longer than the specified deadline";
+/// The controller's and the webhook's Deployments.
+const CONTROLLER: Controller = Controller {
+    namespace: NAMESPACE,
+    deployments: &[
+        "deployment/tekton-pipelines-controller",
+        "deployment/tekton-pipelines-webhook",
+    ],
+};
 /// ko's environment: chainguard/static's PATH with `/ko-app` appended, and `KO_DATA_PATH`.
 const PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/ko-app";
 const KO_DATA_PATH: &str = "KO_DATA_PATH=/var/run/ko";
@@ -259,21 +263,19 @@ pub fn tekton_images(c: &Cluster, cache: &Path) -> Vec<(&'static str, String)> {
         tag.starts_with(VERSION),
         "{tag}: built for Tekton {VERSION}"
     );
-    let tmp = tempfile::tempdir().expect("tempdir");
     COMMANDS
         .iter()
         .map(|&name| {
-            let root = tmp.path().join(name);
-            for dir in ["ko-app", "var/run/ko", "tmp", "etc"] {
-                std::fs::create_dir_all(root.join(dir)).unwrap_or_else(|e| panic!("{dir}: {e}"));
-            }
-            std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
-                .expect("chmod tmp");
-            let binary = root.join("ko-app").join(name);
-            std::fs::copy(cache.join(name), &binary)
-                .unwrap_or_else(|e| panic!("copy {name}: {e}"));
-            std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o555))
-                .expect("chmod the binary");
+            let root = image_root(&[(&cache.join(name), &format!("ko-app/{name}"))]);
+            let root = root.path();
+            // ko's layout: the binary 0555, an empty KO_DATA_PATH, the base's users.
+            std::fs::set_permissions(
+                root.join("ko-app").join(name),
+                std::fs::Permissions::from_mode(0o555),
+            )
+            .expect("chmod the binary");
+            std::fs::create_dir_all(root.join("var/run/ko")).expect("var/run/ko");
+            std::fs::create_dir_all(root.join("etc")).expect("etc");
             std::fs::write(
                 root.join("etc/passwd"),
                 "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
@@ -284,7 +286,7 @@ pub fn tekton_images(c: &Cluster, cache: &Path) -> Vec<(&'static str, String)> {
             let image = format!("{}/tekton/{name}:{tag}", c.registry);
             let entrypoint = format!("[\"/ko-app/{name}\"]");
             image_from(
-                &root,
+                root,
                 &image,
                 &[
                     "--entrypoint",
@@ -408,38 +410,11 @@ pub fn tekton() -> &'static Tekton {
             "crd/pipelineruns.tekton.dev",
             "--timeout=60s",
         ]);
-        for deployment in ["tekton-pipelines-controller", "tekton-pipelines-webhook"] {
-            let rollout = c.kubectl_output(
-                &[
-                    "rollout",
-                    "status",
-                    &format!("deployment/{deployment}"),
-                    "-n",
-                    NAMESPACE,
-                    "--timeout=180s",
-                ],
-                None,
-            );
-            assert!(
-                rollout.status.success(),
-                "{deployment} did not start: {}\n{}",
-                String::from_utf8_lossy(&rollout.stderr),
-                controller_state(c)
-            );
-        }
         // The reconcilers act only once they lead (knative's leader election, one Lease each).
-        for lease in [TASKRUN_LEASE, PIPELINERUN_LEASE] {
-            wait_for(
-                &format!("the controller to lead {lease}"),
-                minutes(2),
-                || {
-                    c.get(NAMESPACE, &format!("lease/{lease}"))
-                        .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
-                        .filter(|h| !h.is_empty())
-                        .ok_or_else(|| controller_state(c))
-                },
-            );
-        }
+        CONTROLLER.started(&[
+            &format!("lease/{TASKRUN_LEASE}"),
+            &format!("lease/{PIPELINERUN_LEASE}"),
+        ]);
         // The webhook admits TaskRuns once it has made its certificate and configured its
         // webhooks (knative): a server-side dry run goes through it.
         let probe = taskrun("probe", &c.tools_image(), None);
@@ -464,28 +439,6 @@ pub fn tekton() -> &'static Tekton {
             _namespace: namespace,
         }
     })
-}
-
-/// The controller's and webhook's pods and the last lines of the controller's log, for
-/// failure messages.
-fn controller_state(c: &Cluster) -> String {
-    let pods = c.kubectl_output(&["get", "pods", "-n", NAMESPACE, "-o", "wide"], None);
-    let log = c.kubectl_output(
-        &[
-            "logs",
-            "-n",
-            NAMESPACE,
-            "deployment/tekton-pipelines-controller",
-            "--tail=20",
-        ],
-        None,
-    );
-    format!(
-        "{}\n{}{}",
-        String::from_utf8_lossy(&pods.stdout),
-        String::from_utf8_lossy(&log.stdout),
-        String::from_utf8_lossy(&log.stderr)
-    )
 }
 
 /// A TaskRun of one step `run` running `image` with command `true` (given, so that the
