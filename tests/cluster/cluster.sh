@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A real single-node Kubernetes for the tests: etcd (3.6, built from its Go module by build-etcd.sh), kube-apiserver, kube-controller-manager,
-# kube-scheduler, a container runtime (containerd or CRI-O, below) and the kubelet, with a plain-HTTP registry
+# A real single-node Kubernetes for the tests: etcd (3.6, built from its Go module by
+# build-etcd.sh), kube-apiserver, kube-controller-manager, kube-scheduler, a container runtime
+# (containerd or CRI-O, below) and the kubelet, with a plain-HTTP registry
 # (Debian's docker-registry) that holds the pause image, pullcheck's image and a small tools
 # image. Everything is on this machine: loopback, and a bridge of its own (pullcheck0,
 # 10.213.0.0/24) that only the node's network namespaces use.

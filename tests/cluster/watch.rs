@@ -86,9 +86,16 @@ pub struct PodWatch {
 
 impl PodWatch {
     pub fn start(ns: &str) -> PodWatch {
+        PodWatch::of(ns, "pods")
+    }
+
+    /// Every version of every object of `resource` (`pods`, `rayclusters.ray.io`, …) in `ns`.
+    pub fn of(ns: &str, resource: &str) -> PodWatch {
         let c = cluster();
         let mut child = Command::new(&c.kube)
-            .args(["kubectl", "get", "pods", "-n", ns, "--watch", "-o", "json"])
+            .args([
+                "kubectl", "get", resource, "-n", ns, "--watch", "-o", "json",
+            ])
             .env("KUBECONFIG", &c.kubeconfig)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -105,6 +112,11 @@ impl PodWatch {
             }
         });
         PodWatch { child, seen }
+    }
+
+    /// The versions seen so far, in order.
+    pub fn all(&self) -> Vec<Value> {
+        self.seen.lock().unwrap().clone()
     }
 
     /// The first version of a pod with the watcher's condition, once one is seen.

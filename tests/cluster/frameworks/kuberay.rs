@@ -133,16 +133,15 @@
 //!   (`src/watch/breaker.rs`).
 
 use serde_json::Value;
-use std::io::BufReader;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::{Controller, DEADLINE, Mode, figure, kustomized, manager_image};
 use crate::harness::{
     Cluster, Namespace, built_by, cluster, condition, minutes, seconds_between, status_of, wait_for,
 };
+use crate::watch::PodWatch;
 
 /// The KubeRay version `tests/cluster/kuberay/go.mod` requires.
 const VERSION: &str = "v1.5.0";
@@ -308,51 +307,6 @@ spec:
     )
 }
 
-/// Every version of every object of one resource in a namespace, as `kubectl get --watch -o
-/// json` streams them.
-struct Versions {
-    child: Child,
-    seen: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Versions {
-    fn start(ns: &str, resource: &str) -> Versions {
-        let c = cluster();
-        let mut child = Command::new(&c.kube)
-            .args([
-                "kubectl", "get", resource, "-n", ns, "--watch", "-o", "json",
-            ])
-            .env("KUBECONFIG", &c.kubeconfig)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kubectl get --watch");
-        let out = child.stdout.take().expect("stdout");
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let into = seen.clone();
-        std::thread::spawn(move || {
-            let stream = serde_json::Deserializer::from_reader(BufReader::new(out));
-            for obj in stream.into_iter::<Value>().map_while(Result::ok) {
-                into.lock().expect("the versions' lock").push(obj);
-            }
-        });
-        Versions { child, seen }
-    }
-
-    /// The versions seen so far, in order.
-    fn all(&self) -> Vec<Value> {
-        self.seen.lock().expect("the versions' lock").clone()
-    }
-}
-
-impl Drop for Versions {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// One head pod as its versions showed it.
 #[derive(Debug)]
 struct Head {
@@ -491,7 +445,7 @@ fn events_of(ns: &str, kind: &str, reason: &str) -> Vec<Value> {
 /// Waits for the first version of RayCluster `name` whose `HeadPodReady` says `PodFailed` for the
 /// head pod `first` (the kubelet's `Ready` reason of a failed pod, copied by
 /// raycluster_controller.go:1466-1467); returns it.
-fn wait_pod_failed(rcs: &Versions, ns: &str, name: &str, first: &str) -> Value {
+fn wait_pod_failed(rcs: &PodWatch, ns: &str, name: &str, first: &str) -> Value {
     wait_for(
         &format!("RayCluster {ns}/{name} HeadPodReady PodFailed for {first}"),
         minutes(1),
@@ -511,10 +465,10 @@ fn wait_pod_failed(rcs: &Versions, ns: &str, name: &str, first: &str) -> Value {
 /// The missing-tag RayCluster in `mode`, up to the first head's failure in KubeRay's status:
 /// returns the versions of pods and RayClusters (still streaming), the seconds from the first
 /// head's creation to the RayCluster's `PodFailed` version, and that version.
-fn missing_head(mode: Mode, ns: &str) -> (Versions, Versions, i64, Value) {
+fn missing_head(mode: Mode, ns: &str) -> (PodWatch, PodWatch, i64, Value) {
     let c = cluster();
-    let pods = Versions::start(ns, "pods");
-    let rcs = Versions::start(ns, "rayclusters.ray.io");
+    let pods = PodWatch::start(ns);
+    let rcs = PodWatch::of(ns, "rayclusters.ray.io");
     let image = format!("{}/tools:no-such-tag", mode.registry());
     c.apply(ns, &ray_cluster("missing", &image, Some("Never")));
     let first = wait_for("the first head pod", minutes(1), || {
@@ -637,7 +591,7 @@ fn a_ray_head_that_a_failed_check_would_have_made_again_for_ever_gets_no_init_co
     let c = cluster();
     let _ = kuberay();
     let ns = Mode::Init.namespace("pc-kuberay-missing-init");
-    let pods = Versions::start(&ns.name, "pods");
+    let pods = PodWatch::start(&ns.name);
     let image = format!("{}/tools:no-such-tag", Mode::Init.registry());
     c.apply(&ns.name, &ray_cluster("missing", &image, Some("Never")));
     let first = wait_for("the first head pod", minutes(1), || {
@@ -680,7 +634,7 @@ fn a_ray_job_with_active_deadline_seconds_fails_at_its_deadline_in_init_mode() {
     let c = cluster();
     let _ = kuberay();
     let ns = Mode::Init.namespace("pc-kuberay-job-init");
-    let pods = Versions::start(&ns.name, "pods");
+    let pods = PodWatch::start(&ns.name);
     let image = format!("{}/tools:no-such-tag", Mode::Init.registry());
     c.apply(&ns.name, &ray_job("job", &image, 20));
     let failed = wait_for("RayJob job Failed", minutes(2), || {
@@ -840,7 +794,7 @@ fn a_ray_head_left_at_restart_policy_always_is_reported_not_failed_in_watch_mode
     let c = cluster();
     let _ = kuberay();
     let ns = Mode::Watch.namespace("pc-kuberay-always");
-    let pods = Versions::start(&ns.name, "pods");
+    let pods = PodWatch::start(&ns.name);
     let image = format!("{}/tools:no-such-tag", c.registry);
     // No restartPolicy: KubeRay leaves the API server's default, Always.
     c.apply(&ns.name, &ray_cluster("always", &image, None));

@@ -32,7 +32,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use crate::common::proxy::Proxy;
-use crate::harness::{Namespace, cluster, minutes, wait_for};
+use crate::harness::{Namespace, cluster, minutes, repo, wait_for};
 use crate::webhook::{Installed, install, opted_in};
 
 /// The kubelet's words for a pod past its `activeDeadlineSeconds` (`pod.status.message`): what
@@ -114,6 +114,18 @@ fn init_release() -> &'static Installed {
         ])
         .to_string();
         let plain = format!("inject.checkArgs={plain}");
+        // The ClusterRole the node-images example grants (its first document; the binding
+        // that follows names an example's service account).
+        let example = std::fs::read_to_string(repo().join("examples/node-images-rbac.yaml"))
+            .expect("read examples/node-images-rbac.yaml");
+        let role = example
+            .split("\n---\n")
+            .next()
+            .filter(|d| {
+                d.contains("kind: ClusterRole\n") && d.contains("name: pullcheck-node-images")
+            })
+            .expect("the example's ClusterRole first");
+        c.apply("default", role);
         install(
             "pc-frameworks-init",
             "frameworks-tests",
@@ -123,22 +135,10 @@ fn init_release() -> &'static Installed {
 }
 
 /// Lets every service account of namespace `ns` get Nodes (examples/node-images-rbac.yaml's
-/// ClusterRole), by a ClusterRoleBinding owned by the Namespace: the garbage collector removes
-/// it with the namespace.
+/// ClusterRole, applied with the release), by a ClusterRoleBinding owned by the Namespace: the
+/// garbage collector removes it with the namespace.
 fn node_images_for(ns: &str) {
     let c = cluster();
-    c.apply(
-        "",
-        r#"apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: pullcheck-node-images
-rules:
-- apiGroups: [""]
-  resources: ["nodes"]
-  verbs: ["get"]
-"#,
-    );
     let uid = c
         .get("", &format!("namespace/{ns}"))
         .and_then(|n| n["metadata"]["uid"].as_str().map(String::from))
