@@ -178,16 +178,8 @@ impl Actor {
         {
             Ok(list) => {
                 seen.events_reading(pod.resource_version().unwrap_or_default(), now);
-                // The newest first, so that the last pull's words are the ones kept.
-                let mut events = list.items;
-                events.sort_by_key(|e| std::cmp::Reverse(when(e)));
-                for e in &events {
-                    seen.record_event(
-                        e.involved_object.field_path.as_deref().unwrap_or_default(),
-                        e.reason.as_deref().unwrap_or_default(),
-                        e.message.as_deref().unwrap_or_default(),
-                        when(e),
-                    );
+                for e in &list.items {
+                    seen.record(e);
                 }
                 Outcome::Done
             }
@@ -209,24 +201,6 @@ impl Actor {
             .map(|r| r.name.clone());
         crate::credentials::secrets::read(&self.client, &ns, names).await
     }
-}
-
-/// When an Event last happened: the kubelet's recorder sets `lastTimestamp`; an
-/// `events.k8s.io` writer sets `series.lastObservedTime` or `eventTime` instead.
-fn when(e: &Event) -> Option<Timestamp> {
-    let series = e
-        .series
-        .as_ref()
-        .and_then(|s| s.last_observed_time.as_ref());
-    [
-        e.last_timestamp.as_ref().map(|t| t.0),
-        series.map(|t| t.0),
-        e.event_time.as_ref().map(|t| t.0),
-        e.first_timestamp.as_ref().map(|t| t.0),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
 }
 
 /// `spec.initContainers{NAME}` or `spec.containers{NAME}`, as the kubelet's Events name it.

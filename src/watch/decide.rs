@@ -23,7 +23,7 @@
 //!   the two writes, a conflict), only the deadline is set.
 
 use super::classify::{IMAGE_PULL_BACK_OFF, Verdict};
-use super::seen::{Seen, group, statuses, waiting};
+use super::seen::{Seen, group, statuses};
 use crate::config::Settings;
 use crate::escape::{cut, escape};
 use crate::report::TERMINATION_MESSAGE_MAX;
@@ -163,7 +163,7 @@ pub(crate) fn decide(
     }
     let mut reports = Vec::new();
     for status in statuses(pod) {
-        let Some((reason, message)) = waiting(status) else {
+        let Some((reason, message)) = seen.waiting_of(status) else {
             continue;
         };
         let (Some(evidence), Some(waiting_since)) = (
@@ -426,6 +426,60 @@ mod tests {
             f.message(),
             format!("container \"main\" (image \"r/app:v9\") waits with ErrImagePull: {NOT_FOUND}")
         );
+    }
+
+    #[test]
+    fn a_failed_pull_the_status_does_not_show_yet_is_acted_on_from_the_kubelets_event() {
+        // After an init container ends the kubelet says a pull failed in an Event at once and
+        // writes it into the status at its next sync: meanwhile the status says PodInitializing.
+        let p = job_pod("PodInitializing", "");
+        let mut seen = watched(&p);
+        let mut s = settings();
+        s.graces.by_key.clear();
+        assert_eq!(decide(&p, &seen, at(1), &s, true), Action::Nothing);
+        let c = "spec.containers{main}";
+        seen.record_event(c, "Pulling", "Pulling image \"r/app:v9\"", Some(at(1)));
+        seen.record_event(
+            c,
+            "Failed",
+            &format!("Failed to pull image \"r/app:v9\": {NOT_FOUND}"),
+            Some(at(2)),
+        );
+        seen.record_event(c, "Failed", "Error: ErrImagePull", Some(at(2)));
+        seen.observe(&p, at(2));
+        assert_eq!(decide(&p, &seen, at(2), &s, false), Action::NeedEvents);
+        let Action::Fail(f) = decide(&p, &seen, at(2), &s, true) else {
+            panic!("{:?}", decide(&p, &seen, at(2), &s, true));
+        };
+        assert_eq!(
+            f.verdict,
+            Verdict::Permanent(crate::Reason::ManifestMissing)
+        );
+        assert_eq!(
+            f.message(),
+            format!("container \"main\" (image \"r/app:v9\") waits with ErrImagePull: {NOT_FOUND}")
+        );
+        // A pull since, or the image found, and the Event is not the last word.
+        for (reason, second) in [("Pulling", 3), ("Pulled", 2)] {
+            let mut later = seen.clone();
+            later.record_event(c, reason, "", Some(at(second)));
+            later.observe(&p, at(3));
+            assert_eq!(
+                decide(&p, &later, at(3), &s, true),
+                Action::Nothing,
+                "{reason}"
+            );
+        }
+        // Found on a first look (a new leader): not evidence until a later attempt ends so.
+        let mut fresh = Seen::default();
+        fresh.record_event(
+            c,
+            "Failed",
+            &format!("Failed to pull image \"r/app:v9\": {NOT_FOUND}"),
+            Some(at(2)),
+        );
+        fresh.observe(&p, at(5));
+        assert_eq!(decide(&p, &fresh, at(5), &s, true), Action::Nothing);
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! The loop: two watches (the labelled namespaces, and the pending pods of the whole cluster,
-//! held in memory as they are, `managedFields` dropped), a tick that asks `decide` about every
-//! pod of a watched namespace, and `act` for what it answers, only while this replica leads.
+//! The loop: three watches (the labelled namespaces; the pending pods of the whole cluster,
+//! held in memory as they are, `managedFields` dropped; the kubelet's `Failed` Events of pods,
+//! taken into the pod they name and not kept, since the kubelet says a pull failed at once and
+//! writes it into the pod's status only at its next sync), a tick that asks `decide` about
+//! every pod of a watched namespace, and `act` for what it answers, only while this replica
+//! leads.
 //! State lives in the cluster (the condition, the Events), so a new leader loses nothing but
 //! the graces it starts again.
 
@@ -12,7 +15,7 @@ use super::metrics::Metrics;
 use super::seen::Seen;
 use crate::config::WatchConfig;
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Event as KubeEvent, Namespace, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -22,6 +25,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
+
+/// The kubelet's Events the watcher follows: its `Failed` ones about pods (a pull, a
+/// container it could not create).
+const KUBELET_FAILED: &str = "involvedObject.kind=Pod,reason=Failed,source=kubelet";
 
 /// One pending pod and what was seen of it.
 struct Held {
@@ -59,12 +66,18 @@ impl Watcher {
         )
         .default_backoff();
         let pods = watcher::watcher(
-            Api::<Pod>::all(client),
+            Api::<Pod>::all(client.clone()),
             watcher::Config::default().fields("status.phase=Pending"),
+        )
+        .default_backoff();
+        let events = watcher::watcher(
+            Api::<KubeEvent>::all(client),
+            watcher::Config::default().fields(KUBELET_FAILED),
         )
         .default_backoff();
         let mut namespaces = std::pin::pin!(namespaces);
         let mut pods = std::pin::pin!(pods);
+        let mut events = std::pin::pin!(events);
         let mut watched: Listed<BTreeSet<String>> = Listed::default();
         let mut held: Listed<HashMap<String, Held>> = Listed::default();
         let mut tick = tokio::time::interval(tick_of(&self.config));
@@ -80,6 +93,11 @@ impl Watcher {
                     Some(Ok(e)) => pod_event(&mut held, e),
                     Some(Err(e)) => self.watch_error("pods", &e),
                     None => return "the pod watch ended".into(),
+                },
+                event = events.next() => match event {
+                    Some(Ok(e)) => kubelet_event(&mut held, e),
+                    Some(Err(e)) => self.watch_error("events", &e),
+                    None => return "the event watch ended".into(),
                 },
                 _ = tick.tick() => {
                     let ready = watched.done && held.done;
@@ -430,6 +448,24 @@ fn pod_event(listed: &mut Listed<HashMap<String, Held>>, event: Event<Pod>) {
             listed.now = listed.next.take().unwrap_or_default();
             listed.done = true;
         }
+    }
+}
+
+/// Takes one of the kubelet's Events into what was seen of the pod it names, when that pod is
+/// held (a pod not yet held has its Events read when it is decided about).
+fn kubelet_event(listed: &mut Listed<HashMap<String, Held>>, event: Event<KubeEvent>) {
+    let (Event::Apply(e) | Event::InitApply(e)) = event else {
+        return;
+    };
+    let Some(uid) = e.involved_object.uid.as_deref() else {
+        return;
+    };
+    let held = listed
+        .now
+        .get_mut(uid)
+        .or_else(|| listed.next.as_mut().and_then(|n| n.get_mut(uid)));
+    if let Some(h) = held {
+        h.seen.record(&e);
     }
 }
 

@@ -4,6 +4,12 @@
 //! the words of its last failed pull, and when the kubelet last tried and last failed
 //! ([`Attempts`], from the pod's Events).
 //!
+//! The kubelet's `Failed` Event of a pull comes as the pull fails, its status only at the pod
+//! worker's next sync: after an init container ends that is 10–15 s later (a sync that errs is
+//! retried after a back-off, and no container changed to bring it sooner). While the status
+//! still shows the container waiting to start, a failed pull the Events hold, with no pull
+//! since, is its waiting ([`Seen::waiting_of`]).
+//!
 //! This is what keeps the watcher off the kubelet's stale words. A waiting message is not
 //! renewed while a pull is under way (a back-off retry that pulls a large layer for minutes
 //! still shows the previous attempt's `not found`), and the back-off (10, 20, 40, 80, 160,
@@ -12,7 +18,7 @@
 //! that and with no attempt under way.
 
 use super::classify::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, Verdict, WATCHED, classify};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 use k8s_openapi::jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -21,6 +27,9 @@ use std::time::Duration;
 /// changes nothing in the pod (only an Event says it), so they are read again after this even
 /// when the pod did not change.
 const EVENTS_CURRENT: Duration = Duration::from_secs(30);
+
+/// The `source.component` (and `reportingComponent`) of the kubelet's Events.
+pub(crate) const KUBELET: &str = "kubelet";
 
 /// The kubelet's Event message of a sync in back-off: no attempt was made.
 const BACK_OFF_SYNC: &str = "Error: ImagePullBackOff";
@@ -56,6 +65,8 @@ pub(crate) struct Attempts {
     pub(crate) failed: Option<Timestamp>,
     /// The newest `Pulling` Event.
     pub(crate) pulling: Option<Timestamp>,
+    /// The newest `Pulled` Event (pulled, or already present on the node).
+    pub(crate) pulled: Option<Timestamp>,
 }
 
 impl Attempts {
@@ -75,6 +86,17 @@ impl Attempts {
         self.failed
             .is_some_and(|f| f.as_second() > since.as_second())
     }
+
+    /// The kubelet pulled, or began to, after a failure at `failed`: a pull after it, or the
+    /// image found, in the same second or later (in doubt, the failure is not the last word).
+    fn went_on_after(&self, failed: Timestamp) -> bool {
+        let after = |t: Option<Timestamp>, same: bool| {
+            t.is_some_and(|t| {
+                t.as_second() > failed.as_second() || (same && t.as_second() == failed.as_second())
+            })
+        };
+        after(self.pulling, false) || after(self.pulled, true)
+    }
 }
 
 /// What the watcher remembers of one pod.
@@ -91,6 +113,8 @@ pub(crate) struct Seen {
     pull_errors: BTreeMap<String, String>,
     /// By container: what its Events say of the kubelet's attempts.
     attempts: BTreeMap<String, Attempts>,
+    /// By container: its newest failed pull in the Events, when, and its words.
+    failed_pulls: BTreeMap<String, (Option<Timestamp>, String)>,
     /// The pod's resourceVersion and the time its Events were last read.
     events_read: Option<(String, Timestamp)>,
     /// The (container, verdict word) pairs already reported or acted on.
@@ -105,12 +129,14 @@ impl Seen {
         self.observed = true;
         let mut waiting_now = BTreeSet::new();
         for status in statuses(pod) {
-            let Some((reason, message)) = waiting(status) else {
+            let Some((reason, message)) = self.waiting_of(status) else {
                 continue;
             };
             let Some(group) = group(reason) else {
                 continue;
             };
+            let (reason, message) = (reason.to_string(), message.to_string());
+            let (reason, message) = (reason.as_str(), message.as_str());
             let name = &status.name;
             waiting_now.insert(name.clone());
             let entry = self.waiting.entry(name.clone()).or_insert((group, now));
@@ -146,9 +172,45 @@ impl Seen {
         self.evidence.retain(|name, _| waiting_now.contains(name));
     }
 
-    /// Takes in one of the pod's Events: its `involvedObject.fieldPath`
-    /// (`spec.containers{NAME}`, `spec.initContainers{NAME}`), reason, message and time. Give
-    /// them newest first, so that the last pull's words are the ones kept.
+    /// The container's waiting reason and message: the status's own, or, while it shows the
+    /// container waiting to start (`PodInitializing`, `ContainerCreating`, …) and the Events
+    /// hold a failed pull with no pull since, `ErrImagePull` and that pull's words, which the
+    /// kubelet writes into the status only at its next sync.
+    pub(crate) fn waiting_of<'a>(
+        &'a self,
+        status: &'a ContainerStatus,
+    ) -> Option<(&'a str, &'a str)> {
+        let (reason, message) = waiting(status)?;
+        if group(reason).is_some() {
+            return Some((reason, message));
+        }
+        match self.failed_pulls.get(&status.name) {
+            Some((Some(at), words)) if !self.attempts(&status.name).went_on_after(*at) => {
+                Some((ERR_IMAGE_PULL, words.as_str()))
+            }
+            _ => Some((reason, message)),
+        }
+    }
+
+    /// Takes in one of the pod's Events, in any order (a read of the pod's Events, or the watch
+    /// of the kubelet's `Failed` ones): only the kubelet's own, since only the node's words
+    /// count.
+    pub(crate) fn record(&mut self, e: &Event) {
+        let kubelet = e.source.as_ref().and_then(|s| s.component.as_deref()) == Some(KUBELET)
+            || e.reporting_component.as_deref() == Some(KUBELET);
+        if !kubelet {
+            return;
+        }
+        self.record_event(
+            e.involved_object.field_path.as_deref().unwrap_or_default(),
+            e.reason.as_deref().unwrap_or_default(),
+            e.message.as_deref().unwrap_or_default(),
+            when(e),
+        );
+    }
+
+    /// Takes in an Event's `involvedObject.fieldPath` (`spec.containers{NAME}`,
+    /// `spec.initContainers{NAME}`), reason, message and time.
     pub(crate) fn record_event(
         &mut self,
         field_path: &str,
@@ -170,22 +232,32 @@ impl Seen {
         };
         match reason {
             "Pulling" => newest(&mut attempts.pulling),
+            "Pulled" => newest(&mut attempts.pulled),
             "Failed" if message != BACK_OFF_SYNC => newest(&mut attempts.failed),
             _ => {}
         }
         if reason != "Failed" {
             return;
         }
-        if let Some(words) = super::classify::event_pull_error(message) {
-            self.pull_errors
-                .entry(name.to_string())
-                .or_insert_with(|| words.to_string());
+        let Some(words) = super::classify::event_pull_error(message) else {
+            return;
+        };
+        // The newest pull's words are kept (an Event without a time is the oldest).
+        let newer = self
+            .failed_pulls
+            .get(name)
+            .is_none_or(|(t, _)| at.is_some() && at >= *t);
+        if newer {
+            self.failed_pulls
+                .insert(name.to_string(), (at, words.to_string()));
+            self.pull_errors.insert(name.to_string(), words.to_string());
         }
     }
 
     /// Forgets what Events said, before they are read again at `resource_version`.
     pub(crate) fn events_reading(&mut self, resource_version: String, now: Timestamp) {
         self.attempts.clear();
+        self.failed_pulls.clear();
         self.events_read = Some((resource_version, now));
     }
 
@@ -242,6 +314,24 @@ impl Seen {
     }
 }
 
+/// When an Event last happened: the kubelet's recorder sets `lastTimestamp`; an
+/// `events.k8s.io` writer sets `series.lastObservedTime` or `eventTime` instead.
+fn when(e: &Event) -> Option<Timestamp> {
+    let series = e
+        .series
+        .as_ref()
+        .and_then(|s| s.last_observed_time.as_ref());
+    [
+        e.last_timestamp.as_ref().map(|t| t.0),
+        series.map(|t| t.0),
+        e.event_time.as_ref().map(|t| t.0),
+        e.first_timestamp.as_ref().map(|t| t.0),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+}
+
 /// The init containers' statuses (sidecars among them), then the containers': an init
 /// container that waits blocks the others, so its cause comes first.
 pub(crate) fn statuses(pod: &Pod) -> impl Iterator<Item = &ContainerStatus> {
@@ -282,6 +372,7 @@ mod tests {
         let a = |failed: Option<i64>, pulling: Option<i64>| Attempts {
             failed: failed.map(at),
             pulling: pulling.map(at),
+            pulled: None,
         };
         assert!(a(Some(10), Some(20)).pulling_now());
         assert!(a(None, Some(20)).pulling_now());
@@ -309,13 +400,49 @@ mod tests {
         seen.record_event("spec.initContainers{x}", "Pulling", "p", Some(at(1)));
         let a = seen.attempts("main");
         assert_eq!((a.failed, a.pulling), (Some(at(30)), Some(at(40))));
+        // In any order, the newest pull's words are kept.
+        seen.record_event(
+            c,
+            "Failed",
+            "Failed to pull image \"r/a:1\": older",
+            Some(at(20)),
+        );
+        seen.record_event(c, "Failed", "Failed to pull image \"r/a:1\": untimed", None);
         assert!(a.pulling_now());
         assert_eq!(seen.words_of("main"), Some("not found"));
         assert_eq!(seen.attempts("x").pulling, Some(at(1)));
+        seen.record_event(
+            c,
+            "Failed",
+            "Failed to pull image \"r/a:1\": newer",
+            Some(at(45)),
+        );
+        assert_eq!(seen.words_of("main"), Some("newer"));
         seen.events_reading("7".into(), at(60));
         assert_eq!(seen.attempts("main"), Attempts::default());
         assert!(seen.events_current("7", at(89)));
         assert!(!seen.events_current("7", at(90)));
         assert!(!seen.events_current("8", at(61)));
+    }
+
+    #[test]
+    fn only_the_kubelets_events_are_taken_in() {
+        let event = |component: &str| -> Event {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "e"},
+                "involvedObject": {"kind": "Pod", "fieldPath": "spec.containers{main}"},
+                "reason": "Failed",
+                "message": "Failed to pull image \"r/a:1\": not found",
+                "lastTimestamp": "2027-01-15T08:00:00Z",
+                "source": {"component": component},
+            }))
+            .unwrap()
+        };
+        let mut seen = Seen::default();
+        seen.record(&event("someone"));
+        assert_eq!(seen.words_of("main"), None);
+        seen.record(&event(KUBELET));
+        assert_eq!(seen.words_of("main"), Some("not found"));
+        assert!(seen.attempts("main").failed.is_some());
     }
 }

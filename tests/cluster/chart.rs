@@ -684,7 +684,7 @@ fn chart_renders_the_watcher() {
         json!([
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
             {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
             {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
         ])
