@@ -53,7 +53,7 @@ impl Owner {
 /// What the bound says of one more failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verdict {
-    /// Fail the pod (and count it).
+    /// Fail the pod (and count it once it is failed).
     Fail,
     /// The limit is reached, for the first time in this window: say so once, fail nothing.
     Tripped,
@@ -82,7 +82,10 @@ impl Breaker {
         }
     }
 
-    /// Whether one more pod of `owner` may be failed for `cause` now; a `Fail` is counted.
+    /// Whether one more pod of `owner` may be failed for `cause` now. Nothing is counted: only
+    /// a pod that was failed is ([`Breaker::count`]), since a write that finds the pod changed
+    /// (the kubelet wrote its status in between) fails nothing and is tried again on the next
+    /// look.
     pub(crate) fn admit(&mut self, owner: &Owner, cause: &'static str, now: Timestamp) -> Verdict {
         let window = i64::try_from(self.window.as_millis()).unwrap_or(i64::MAX);
         let cutoff = now.as_millisecond().saturating_sub(window);
@@ -95,9 +98,7 @@ impl Breaker {
             !times.is_empty()
         });
         let key = (owner.clone(), cause);
-        let times = self.failures.entry(key.clone()).or_default();
-        if times.len() < self.limit {
-            times.push_back(now);
+        if self.failures.get(&key).map_or(0, VecDeque::len) < self.limit {
             self.said.remove(&key);
             return Verdict::Fail;
         }
@@ -106,6 +107,14 @@ impl Breaker {
         } else {
             Verdict::Held
         }
+    }
+
+    /// Counts one pod of `owner` failed for `cause` at `now`.
+    pub(crate) fn count(&mut self, owner: &Owner, cause: &'static str, now: Timestamp) {
+        self.failures
+            .entry((owner.clone(), cause))
+            .or_default()
+            .push_back(now);
     }
 }
 
@@ -134,20 +143,45 @@ mod tests {
         assert_eq!(owner, Owner::of(&pod("head-2", Some("u1"))));
         assert_eq!(owner.name, "RayCluster/c");
         // A recreation every 2 s.
+        let fail = |b: &mut Breaker, owner: &Owner, cause, t| {
+            let v = b.admit(owner, cause, at(t));
+            if v == Verdict::Fail {
+                b.count(owner, cause, at(t));
+            }
+            v
+        };
         let verdicts: Vec<_> = (0..6)
-            .map(|i| b.admit(&owner, "manifest_missing", at(i * 2)))
+            .map(|i| fail(&mut b, &owner, "manifest_missing", i * 2))
             .collect();
         use Verdict::*;
         assert_eq!(verdicts, [Fail, Fail, Fail, Tripped, Held, Held]);
         // Another cause, and another owner, have bounds of their own.
-        assert_eq!(b.admit(&owner, "secret_missing", at(12)), Fail);
+        assert_eq!(fail(&mut b, &owner, "secret_missing", 12), Fail);
         let other = Owner::of(&pod("head-1", Some("u2")));
-        assert_eq!(b.admit(&other, "manifest_missing", at(12)), Fail);
+        assert_eq!(fail(&mut b, &other, "manifest_missing", 12), Fail);
         // Once the window has passed over the failures, the owner's pods are failed again.
         let again: Vec<_> = (604..608)
-            .map(|t| b.admit(&owner, "manifest_missing", at(t)))
+            .map(|t| fail(&mut b, &owner, "manifest_missing", t))
             .collect();
         assert_eq!(again, [Fail, Fail, Fail, Tripped]);
+    }
+
+    #[test]
+    fn a_write_that_failed_nothing_is_not_counted() {
+        // The kubelet wrote the pod's status between the read and the write (409): the next
+        // look tries again, and only the write that failed the pod counts.
+        let mut b = Breaker::new(2, Duration::from_secs(600));
+        let owner = Owner::of(&pod("probe", None));
+        for t in 0..10 {
+            assert_eq!(b.admit(&owner, "manifest_missing", at(t)), Verdict::Fail);
+        }
+        b.count(&owner, "manifest_missing", at(10));
+        assert_eq!(b.admit(&owner, "manifest_missing", at(11)), Verdict::Fail);
+        b.count(&owner, "manifest_missing", at(11));
+        assert_eq!(
+            b.admit(&owner, "manifest_missing", at(12)),
+            Verdict::Tripped
+        );
     }
 
     #[test]

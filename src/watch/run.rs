@@ -84,6 +84,11 @@ impl Watcher {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                // The watches first, the tick only when none has anything: a look waits on the
+                // API server and the registry (a second per pod a conflict sends back), and a
+                // tick taken while updates queue would decide on stale pods, whose writes
+                // conflict, which slows the next look more, and so on.
+                biased;
                 event = namespaces.next() => match event {
                     Some(Ok(e)) => namespace_event(&mut watched, e),
                     Some(Err(e)) => self.watch_error("namespaces", &e),
@@ -166,7 +171,11 @@ impl Watcher {
         }
         // Permanent words right after transient ones need the look's own `not_found`.
         let mut confirmed = !f.needs_look;
-        if self.config.confirm && f.confirmable() {
+        let looked = h.seen.looked(&f.container, now);
+        if let Some(status) = looked {
+            // Looked a moment ago, and the write found the pod changed: the same answer.
+            confirmed |= status == crate::report::Status::NotFound;
+        } else if self.config.confirm && f.confirmable() {
             let keyring = if self.config.confirm_with_pull_secrets {
                 let (keyring, unread) = self.actor.pull_secrets(&h.pod).await;
                 for (name, why) in unread {
@@ -183,6 +192,7 @@ impl Watcher {
             };
             match confirm::look(&f.image, keyring).await {
                 Look::Inconclusive(status) => {
+                    h.seen.record_look(&f.container, now, status);
                     confirmed |= status == crate::report::Status::NotFound;
                     say(
                         &who,
@@ -297,6 +307,9 @@ impl Watcher {
                         &format!("{} — would fail the pod (dry run)", f.message()),
                         true,
                     );
+                    if let Ok(mut b) = self.breaker.lock() {
+                        b.count(&Owner::of(pod), f.word(), now);
+                    }
                     self.metrics.stuck(true, f.word());
                     self.metrics.failed(f.word(), true, waited);
                     h.seen.reported(&f.container, f.word());
@@ -308,12 +321,22 @@ impl Watcher {
                     .await
                 {
                     Outcome::Done => {
+                        if let Ok(mut b) = self.breaker.lock() {
+                            b.count(&Owner::of(pod), f.word(), now);
+                        }
                         say(&who, &format!("{} — failed the pod", f.message()), false);
                         self.metrics.stuck(true, f.word());
                         self.metrics.failed(f.word(), false, waited);
                         h.seen.reported(&f.container, f.word());
                     }
-                    Outcome::Changed => {}
+                    // Acted on the kubelet's Event before its status write came in: decided
+                    // again on the pod as it is now, at the next look.
+                    Outcome::Changed => crate::log::info(
+                        crate::log::Component::Watch,
+                        &format!(
+                            "{who}: the pod changed since it was read; decided again on the next look"
+                        ),
+                    ),
                     Outcome::Failed(call, e) => self.failure(pod, call, &e),
                 }
             }

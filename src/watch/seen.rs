@@ -1,8 +1,8 @@
 //! What the watcher remembers of one pod between two looks, kept in memory only (a new leader
 //! starts every grace again: late, never early): for each container, the verdict its words give
 //! now and since when ([`Evidence`]), whether those words appeared while this process watched,
-//! the words of its last failed pull, and when the kubelet last tried and last failed
-//! ([`Attempts`], from the pod's Events).
+//! the words of its last failed pull, when the kubelet last tried and last failed
+//! ([`Attempts`], from the pod's Events), and the watcher's own last look at the registry.
 //!
 //! The kubelet's `Failed` Event of a pull comes as the pull fails, its status only at the pod
 //! worker's next sync: after an init container ends that is 10–15 s later (a sync that errs is
@@ -18,6 +18,7 @@
 //! that and with no attempt under way.
 
 use super::classify::{ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, Verdict, WATCHED, classify};
+use crate::report::Status;
 use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 use k8s_openapi::jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +28,13 @@ use std::time::Duration;
 /// changes nothing in the pod (only an Event says it), so they are read again after this even
 /// when the pod did not change.
 const EVENTS_CURRENT: Duration = Duration::from_secs(30);
+
+/// How long the watcher's own look at the registry, when it was inconclusive, stands for the
+/// next decision about the same container: a write that finds the pod changed (the kubelet
+/// wrote its status in between) is made again at the next tick, and a second look then would
+/// only ask the registry the same question again, a second of the loop each time when the
+/// registry is one only the node reaches.
+const LOOK_FRESH: Duration = Duration::from_secs(10);
 
 /// The `source.component` (and `reportingComponent`) of the kubelet's Events.
 pub(crate) const KUBELET: &str = "kubelet";
@@ -119,6 +127,8 @@ pub(crate) struct Seen {
     events_read: Option<(String, Timestamp)>,
     /// The (container, verdict word) pairs already reported or acted on.
     reported: BTreeSet<(String, &'static str)>,
+    /// By container: the watcher's last inconclusive look at the registry, when and its answer.
+    looks: BTreeMap<String, (Timestamp, Status)>,
 }
 
 impl Seen {
@@ -281,6 +291,18 @@ impl Seen {
         }
     }
 
+    /// The answer of the watcher's own look for the container, while it is fresh.
+    pub(crate) fn looked(&self, container: &str, now: Timestamp) -> Option<Status> {
+        let (at, status) = self.looks.get(container)?;
+        let age = now.as_millisecond().saturating_sub(at.as_millisecond());
+        (u128::try_from(age).unwrap_or(u128::MAX) < LOOK_FRESH.as_millis()).then_some(*status)
+    }
+
+    /// Keeps an inconclusive look's answer for [`Seen::looked`].
+    pub(crate) fn record_look(&mut self, container: &str, now: Timestamp, status: Status) {
+        self.looks.insert(container.to_string(), (now, status));
+    }
+
     /// Marks a finding reported (or acted on), so that it is not again.
     pub(crate) fn reported(&mut self, container: &str, word: &'static str) {
         self.reported.insert((container.to_string(), word));
@@ -365,6 +387,16 @@ mod tests {
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + seconds).unwrap()
+    }
+
+    #[test]
+    fn an_inconclusive_look_stands_for_ten_seconds() {
+        let mut seen = Seen::default();
+        assert_eq!(seen.looked("main", at(0)), None);
+        seen.record_look("main", at(0), Status::Unreachable);
+        assert_eq!(seen.looked("main", at(9)), Some(Status::Unreachable));
+        assert_eq!(seen.looked("other", at(9)), None);
+        assert_eq!(seen.looked("main", at(10)), None);
     }
 
     #[test]

@@ -146,7 +146,11 @@ fn doctor_probe_proves_the_install_and_says_no_where_it_does_not_act() {
     args.extend(["--probe", &ns.name]);
     let (_, out) = doctor(&args);
     let (said, fix) = line(&out, "probe");
-    assert!(said.starts_with("ok "), "{out}");
+    assert!(
+        said.starts_with("ok "),
+        "{out}{}",
+        c.pullcheck_said(&ns.name)
+    );
     assert!(said.contains("failed in"), "{said}");
     assert!(said.contains("verdict manifest_missing"), "{said}");
     assert!(said.contains("pullcheck-probe-"), "{said}");

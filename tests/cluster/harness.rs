@@ -160,6 +160,46 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// What every pullcheck server of the cluster (each release's watchers and webhooks) logged
+    /// about namespace `ns`: a failed test's account of what they saw and did.
+    pub fn pullcheck_said(&self, ns: &str) -> String {
+        let pods = self.kubectl_output(
+            &[
+                "get",
+                "pods",
+                "-A",
+                "-l",
+                "app.kubernetes.io/name=pullcheck",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{\"\\n\"}{end}",
+            ],
+            None,
+        );
+        let mut said = format!("\npullcheck's servers on {ns}:\n");
+        for pod in String::from_utf8_lossy(&pods.stdout).lines() {
+            let Some((pod_ns, name)) = pod.split_once('/') else {
+                continue;
+            };
+            let log = self.kubectl_output(
+                &[
+                    "logs",
+                    "-n",
+                    pod_ns,
+                    name,
+                    "--all-containers",
+                    "--tail=5000",
+                ],
+                None,
+            );
+            let log = String::from_utf8_lossy(&log.stdout);
+            let lines: Vec<&str> = log.lines().filter(|l| l.contains(ns)).collect();
+            for line in &lines[lines.len().saturating_sub(40)..] {
+                said.push_str(&format!("{pod}: {line}\n"));
+            }
+        }
+        said
+    }
+
     /// `kubectl apply -f -` of `yaml` in namespace `ns`; must succeed.
     pub fn apply(&self, ns: &str, yaml: &str) -> String {
         let out = self.kubectl_output(&["apply", "-n", ns, "-f", "-"], Some(yaml));
@@ -485,8 +525,13 @@ pub fn wait_for<T>(what: &str, bound: Duration, mut probe: impl FnMut() -> Resul
         match probe() {
             Ok(v) => return v,
             Err(state) if start.elapsed() >= bound => {
+                let said: String = what
+                    .split(|c: char| c.is_whitespace() || c == '/')
+                    .filter(|w| w.starts_with("pc-"))
+                    .map(|ns| cluster().pullcheck_said(ns))
+                    .collect();
                 panic!(
-                    "{what}: not after {} s; the state now:\n{state}",
+                    "{what}: not after {} s; the state now:\n{state}{said}",
                     bound.as_secs()
                 )
             }

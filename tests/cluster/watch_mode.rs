@@ -85,13 +85,14 @@ fn seconds_until(ns: &str, name: &str, manifest: &str, kind: &str) -> f64 {
     let took = started.elapsed().as_secs_f64();
     assert!(
         out.status.success(),
-        "Job {ns}/{name} not {kind} within 300 s: {}\njob: {}\npods: {:#?}",
+        "Job {ns}/{name} not {kind} within 300 s: {}\njob: {}\npods: {:#?}{}",
         String::from_utf8_lossy(&out.stderr),
         status_of(&c.get(ns, &format!("job/{name}"))),
         c.job_pods(ns, name)
             .iter()
             .map(|p| p["status"].clone())
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>(),
+        c.pullcheck_said(ns)
     );
     took
 }
