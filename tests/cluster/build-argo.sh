@@ -49,6 +49,9 @@ fi
 
 key=$(cat "$here/argo/go.mod" "$here/argo/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/argo-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/workflow-controller" ] && [ -x "$cache/argoexec" ] && [ -d "$cache/manifests" ]; then
   echo "$cache"
   exit 0

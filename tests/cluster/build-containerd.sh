@@ -29,6 +29,9 @@ fi
 
 key=$(cat "$here/containerd/go.mod" "$here/containerd/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/containerd-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/containerd" ] && [ -x "$cache/containerd-shim-runc-v2" ]; then
   echo "$cache"
   exit 0

@@ -37,6 +37,9 @@ fi
 
 key=$(cat "$here/crio/go.mod" "$here/crio/go.sum" "$here/crictl/go.mod" "$here/crictl/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/crio-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/crio" ] && [ -x "$cache/pinns" ] && [ -x "$cache/crictl" ]; then
   echo "$cache"
   exit 0

@@ -31,6 +31,9 @@ fi
 
 key=$(cat "$here/etcd/go.mod" "$here/etcd/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/etcd-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/etcd" ]; then
   echo "$cache"
   exit 0

@@ -28,6 +28,9 @@ fi
 
 key=$(cat "$here/helm/go.mod" "$here/helm/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/helm-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/helm" ]; then
   echo "$cache"
   exit 0

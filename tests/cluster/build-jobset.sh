@@ -45,6 +45,9 @@ fi
 
 key=$(cat "$here/jobset/go.mod" "$here/jobset/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/jobset-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/manager" ] && [ -d "$cache/manifests/config/default" ]; then
   echo "$cache"
   exit 0

@@ -48,6 +48,9 @@ fi
 
 key=$(cat "$here/kuberay/go.mod" "$here/kuberay/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/kuberay-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/manager" ] && [ -d "$cache/manifests" ]; then
   echo "$cache"
   exit 0

@@ -48,6 +48,9 @@ fi
 
 key=$(cat "$here/kueue/go.mod" "$here/kueue/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/kueue-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/manager" ] && [ -d "$cache/manifests/config/default" ]; then
   echo "$cache"
   exit 0

@@ -48,6 +48,9 @@ fi
 
 key=$(cat "$here/tekton/go.mod" "$here/tekton/go.sum" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/tekton-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 cached=yes
 for c in $commands; do
   [ -x "$cache/$c" ] || cached=no

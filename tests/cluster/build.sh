@@ -67,6 +67,9 @@ fi
 
 key=$(cat "$modfile" "$sumfile" "$here/kube/"*.go "$here/pause/pause.c" "$0" | sha256sum | cut -c1-12)
 cache=${PULLCHECK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pullcheck}/kube-$version-$key
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+lock_cache "$cache"
 if [ -x "$cache/kube" ] && [ -x "$cache/pause" ]; then
   echo "$cache"
   exit 0

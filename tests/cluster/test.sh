@@ -26,13 +26,19 @@ fi
 scripts/build-image.sh --all >/dev/null
 # The chart tests' helm, from its Go module (cached after the first build).
 tests/cluster/build-helm.sh >/dev/null
-# CRI-O (and crictl) for its pair, built from its Go module while the first pair's tests run: they
-# mostly wait on the cluster. Its log is kept; the pair waits for it (build_crio).
-crio_build=
+# The other pairs' builds while the first pair's tests run (they mostly wait on the cluster):
+# Kubernetes v1.34.4 (cluster.sh's own build of it then waits for this one, lock_cache in
+# tests/cluster/lib.sh, and finds it built), then CRI-O and crictl, each from its Go module, at
+# a lower priority than the frameworks' builds. Its log is kept; the CRI-O pair waits for it
+# (wait_others).
+others_build=
 if [ $# -eq 0 ] || [ "${PULLCHECK_CLUSTER_RUNTIME:-}" = crio ]; then
   mkdir -p target
-  tests/cluster/build-crio.sh >target/build-crio.log 2>&1 &
-  crio_build=$!
+  (
+    if [ $# -eq 0 ]; then PULLCHECK_CLUSTER_KUBERNETES=v1.34.4 nice -n 15 tests/cluster/build.sh; fi
+    nice -n 15 tests/cluster/build-crio.sh
+  ) >target/build-others.log 2>&1 &
+  others_build=$!
 fi
 # The frameworks' controllers (tests/cluster/build-<framework>.sh, each from its Go module), all
 # at once (a cold build is mostly downloads), niced, beside the first pair's tests once its timed
@@ -53,10 +59,10 @@ wait_frameworks() {
   wait "$frameworks_build" || { cat target/build-frameworks.log >&2; echo "a framework's build failed (target/build-frameworks.log)" >&2; exit 1; }
   frameworks_build=
 }
-build_crio() {
-  [ -n "$crio_build" ] || return 0
-  wait "$crio_build" || { cat target/build-crio.log >&2; echo "tests/cluster/build-crio.sh failed" >&2; exit 1; }
-  crio_build=
+wait_others() {
+  [ -n "$others_build" ] || return 0
+  wait "$others_build" || { cat target/build-others.log >&2; echo "the other pairs' builds failed (target/build-others.log)" >&2; exit 1; }
+  others_build=
 }
 if [ "${PULLCHECK_CLUSTER_KEEP:-}" != 1 ]; then
   trap 'tests/cluster/cluster.sh down' EXIT
@@ -73,7 +79,7 @@ state=${PULLCHECK_CLUSTER_DIR:-target/cluster}
 # it running), cleaning first a state folder another pair made.
 on() {
   export PULLCHECK_CLUSTER_RUNTIME=${1%%:*} PULLCHECK_CLUSTER_KUBERNETES=${1#*:}
-  [ "$PULLCHECK_CLUSTER_RUNTIME" != crio ] || build_crio
+  [ "$PULLCHECK_CLUSTER_RUNTIME" != crio ] || wait_others
   if [ -d "$state/pki" ] && { [ "$(cat "$state/runtime" 2>/dev/null)" != "$PULLCHECK_CLUSTER_RUNTIME" ] ||
     [ "$(cat "$state/kubernetes" 2>/dev/null || echo v1.34.4)" != "$PULLCHECK_CLUSTER_KUBERNETES" ]; }; then
     tests/cluster/cluster.sh clean
