@@ -171,11 +171,9 @@ impl Watcher {
         }
         // Permanent words right after transient ones need the look's own `not_found`.
         let mut confirmed = !f.needs_look;
-        let looked = h.seen.looked(&f.container, now);
-        if let Some(status) = looked {
-            // Looked a moment ago, and the write found the pod changed: the same answer.
-            confirmed |= status == crate::report::Status::NotFound;
-        } else if self.config.confirm && f.confirmable() {
+        // A look a moment ago that its registry did not answer (the write after it found the
+        // pod changed) is not asked again: it would say the same, a second later.
+        if self.config.confirm && f.confirmable() && !h.seen.looked_lately(&f.container, now) {
             let keyring = if self.config.confirm_with_pull_secrets {
                 let (keyring, unread) = self.actor.pull_secrets(&h.pod).await;
                 for (name, why) in unread {
@@ -269,6 +267,13 @@ impl Watcher {
         }
     }
 
+    /// Counts a pod failed (or, in a dry run, that would have been) against its owner's bound.
+    fn count(&self, pod: &Pod, f: &Finding, now: Timestamp) {
+        if let Ok(mut b) = self.breaker.lock() {
+            b.count(&Owner::of(pod), f.word(), now);
+        }
+    }
+
     async fn act(&self, h: &mut Held, action: Action, now: Timestamp) {
         let who = who(&h.pod);
         if let Action::Fail(f) = &action {
@@ -307,9 +312,7 @@ impl Watcher {
                         &format!("{} — would fail the pod (dry run)", f.message()),
                         true,
                     );
-                    if let Ok(mut b) = self.breaker.lock() {
-                        b.count(&Owner::of(pod), f.word(), now);
-                    }
+                    self.count(pod, &f, now);
                     self.metrics.stuck(true, f.word());
                     self.metrics.failed(f.word(), true, waited);
                     h.seen.reported(&f.container, f.word());
@@ -321,16 +324,15 @@ impl Watcher {
                     .await
                 {
                     Outcome::Done => {
-                        if let Ok(mut b) = self.breaker.lock() {
-                            b.count(&Owner::of(pod), f.word(), now);
-                        }
+                        self.count(pod, &f, now);
                         say(&who, &format!("{} — failed the pod", f.message()), false);
                         self.metrics.stuck(true, f.word());
                         self.metrics.failed(f.word(), false, waited);
                         h.seen.reported(&f.container, f.word());
                     }
-                    // Acted on the kubelet's Event before its status write came in: decided
-                    // again on the pod as it is now, at the next look.
+                    // The pod changed between the read and the write (most often the kubelet's
+                    // status write after its Event was acted on): decided again on the pod as it
+                    // is now, at the next look; nothing is counted.
                     Outcome::Changed => crate::log::info(
                         crate::log::Component::Watch,
                         &format!(

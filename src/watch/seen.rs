@@ -29,11 +29,12 @@ use std::time::Duration;
 /// when the pod did not change.
 const EVENTS_CURRENT: Duration = Duration::from_secs(30);
 
-/// How long the watcher's own look at the registry, when it was inconclusive, stands for the
-/// next decision about the same container: a write that finds the pod changed (the kubelet
-/// wrote its status in between) is made again at the next tick, and a second look then would
-/// only ask the registry the same question again, a second of the loop each time when the
-/// registry is one only the node reaches.
+/// How long a look of the watcher's own that its registry did not answer with `not_found`
+/// (unreachable from the watcher's pod, refused, untrusted) keeps it from looking again at the
+/// same container: a write that finds the pod changed (the kubelet wrote its status in between)
+/// is made again at the next tick, and a second look would cost the loop up to a second more for
+/// the same answer. A `not_found` is never kept: that look is quick, and the next one is what
+/// would see a tag pushed since.
 const LOOK_FRESH: Duration = Duration::from_secs(10);
 
 /// The `source.component` (and `reportingComponent`) of the kubelet's Events.
@@ -127,8 +128,8 @@ pub(crate) struct Seen {
     events_read: Option<(String, Timestamp)>,
     /// The (container, verdict word) pairs already reported or acted on.
     reported: BTreeSet<(String, &'static str)>,
-    /// By container: the watcher's last inconclusive look at the registry, when and its answer.
-    looks: BTreeMap<String, (Timestamp, Status)>,
+    /// By container: when the watcher's own look last got an answer other than `not_found`.
+    looks: BTreeMap<String, Timestamp>,
 }
 
 impl Seen {
@@ -291,16 +292,21 @@ impl Seen {
         }
     }
 
-    /// The answer of the watcher's own look for the container, while it is fresh.
-    pub(crate) fn looked(&self, container: &str, now: Timestamp) -> Option<Status> {
-        let (at, status) = self.looks.get(container)?;
-        let age = now.as_millisecond().saturating_sub(at.as_millisecond());
-        (u128::try_from(age).unwrap_or(u128::MAX) < LOOK_FRESH.as_millis()).then_some(*status)
+    /// Whether the watcher looked at the registry for the container less than [`LOOK_FRESH`]
+    /// ago and got an answer other than `not_found`.
+    pub(crate) fn looked_lately(&self, container: &str, now: Timestamp) -> bool {
+        self.looks.get(container).is_some_and(|at| {
+            let age = now.as_millisecond().saturating_sub(at.as_millisecond());
+            u128::try_from(age).unwrap_or(u128::MAX) < LOOK_FRESH.as_millis()
+        })
     }
 
-    /// Keeps an inconclusive look's answer for [`Seen::looked`].
+    /// Keeps when an inconclusive look was made, for [`Seen::looked_lately`] (not a
+    /// `not_found`).
     pub(crate) fn record_look(&mut self, container: &str, now: Timestamp, status: Status) {
-        self.looks.insert(container.to_string(), (now, status));
+        if status != Status::NotFound {
+            self.looks.insert(container.to_string(), now);
+        }
     }
 
     /// Marks a finding reported (or acted on), so that it is not again.
@@ -390,13 +396,15 @@ mod tests {
     }
 
     #[test]
-    fn an_inconclusive_look_stands_for_ten_seconds() {
+    fn a_look_without_an_answer_stands_for_ten_seconds_and_a_not_found_never() {
         let mut seen = Seen::default();
-        assert_eq!(seen.looked("main", at(0)), None);
+        assert!(!seen.looked_lately("main", at(0)));
         seen.record_look("main", at(0), Status::Unreachable);
-        assert_eq!(seen.looked("main", at(9)), Some(Status::Unreachable));
-        assert_eq!(seen.looked("other", at(9)), None);
-        assert_eq!(seen.looked("main", at(10)), None);
+        assert!(seen.looked_lately("main", at(9)));
+        assert!(!seen.looked_lately("other", at(9)));
+        assert!(!seen.looked_lately("main", at(10)));
+        seen.record_look("other", at(20), Status::NotFound);
+        assert!(!seen.looked_lately("other", at(20)));
     }
 
     #[test]
