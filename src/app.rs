@@ -40,11 +40,11 @@ where
         Command::Check(args) => run_check(args),
         Command::Inject(args) => run_inject(args),
         #[cfg(feature = "webhook")]
-        Command::Webhook(args) => crate::webhook::run(args),
+        Command::Webhook(args) => crate::cluster::webhook::run(args),
         #[cfg(feature = "watch")]
-        Command::Watch(args) => crate::watch::run(args),
+        Command::Watch(args) => crate::cluster::watch::run(args),
         #[cfg(any(feature = "webhook", feature = "watch"))]
-        Command::Doctor(args) => crate::doctor::run(args),
+        Command::Doctor(args) => crate::cluster::doctor::run(args),
     }
 }
 

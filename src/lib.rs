@@ -88,25 +88,26 @@
 //!   `resources`: its requests and limits within the pod's and the namespace's LimitRanges,
 //!   `job`: `--job-failure-policy`'s rules, `object`: the webhook's writer, edits made to the
 //!   object as sent).
-//! - `webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
+//! - [`cluster`] (cargo features `webhook` and `watch`): the cluster side, one wing:
+//! - `cluster/webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
 //!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `audit`: `--audit`'s warnings of what
 //!   it would add, `decision`: what a review comes to,
 //!   `limit_ranges`: the namespace's LimitRanges for each review, from the cluster's kept in
 //!   memory by a watch (`store`) or listed, `patch`, `server`, `tls`,
 //!   `metrics`, and `cert`, its own certificate and caBundle).
-//! - `watch` (cargo feature `watch`): `pullcheck watch`, the stuck-pod controller (`classify`:
+//! - `cluster/watch` (cargo feature `watch`): `pullcheck watch`, the stuck-pod controller (`classify`:
 //!   the kubelet's words, permanent or transient; `grace`: each verdict's grace; `seen`: what
 //!   was seen of one pod, the evidence and whether it is fresh; `decide`: one pod's action,
 //!   without I/O; `breaker`: the bound on owners that recreate what is failed; `confirm`: the
 //!   watcher's own manifest HEAD; `run`, `act`, `lease`: leader election, `server`,
 //!   `metrics`).
-//! - `doctor` (cargo feature `webhook` or `watch`): `pullcheck doctor`, whether the chart works
+//! - `cluster/doctor` (cargo feature `webhook` or `watch`): `pullcheck doctor`, whether the chart works
 //!   on a cluster (`read`: the API reads and the dry-run sample, the only I/O; `selector`: a
 //!   namespaceSelector read back; `sample`: the sample and what came back; `decide`: each
 //!   check's ok or no and its fix, without I/O; `runtimes`: the nodes' container runtimes
 //!   against those the watcher was tested with; `probe`: `--probe`, a real Job the install
 //!   must fail).
-//! - `serve` (with either cargo feature): what the two cluster-wide servers share, the
+//! - `cluster/serve.rs` (with either cargo feature): what the two cluster-wide servers share, the
 //!   `--listen` address, the runtime, the one accept loop (TLS or not) with its bounds, the
 //!   stopping signals, the `/healthz`, `/readyz` and `/metrics` answers, and the one histogram
 //!   type of their metrics.
@@ -128,12 +129,12 @@
 pub mod app;
 pub mod check;
 pub mod cli;
+#[cfg(any(feature = "webhook", feature = "watch"))]
+pub mod cluster;
 pub mod config;
 pub mod container_start;
 pub mod credentials;
 pub(crate) mod deadline;
-#[cfg(any(feature = "webhook", feature = "watch"))]
-pub(crate) mod doctor;
 pub(crate) mod escape;
 pub(crate) mod http;
 pub mod inject;
@@ -151,14 +152,8 @@ pub mod reference;
 pub mod registry;
 pub mod report;
 pub mod route;
-#[cfg(any(feature = "webhook", feature = "watch"))]
-mod serve;
 pub(crate) mod suggest;
 mod test_hooks;
-#[cfg(feature = "watch")]
-pub(crate) mod watch;
-#[cfg(feature = "webhook")]
-pub mod webhook;
 
 pub use check::{Options, check, check_until};
 pub use report::{Counted, ExitCode, ImageResult, NotCounted, Reason, Report, Status};

@@ -90,3 +90,49 @@ impl From<cli::Network> for crate::check::Network {
         }
     }
 }
+
+/// `--listen`: `HOST:PORT`, or `:PORT` for every IPv4 address; `example` is the port the error
+/// shows (the command's default).
+#[cfg(any(feature = "webhook", feature = "watch"))]
+pub(crate) fn listen_address(
+    value: &str,
+    example: u16,
+) -> Result<std::net::SocketAddr, ListenAddressError> {
+    let full = match value.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => value.to_string(),
+    };
+    full.parse().map_err(|_| ListenAddressError {
+        value: value.to_string(),
+        example,
+    })
+}
+
+/// A `--listen` value that is neither `HOST:PORT` nor `:PORT`; `example` is the port shown.
+#[cfg(any(feature = "webhook", feature = "watch"))]
+#[derive(Debug, thiserror::Error)]
+#[error("--listen {value}: not HOST:PORT or :PORT (e.g. :{example}, 127.0.0.1:{example})")]
+pub(crate) struct ListenAddressError {
+    value: String,
+    example: u16,
+}
+
+#[cfg(all(test, any(feature = "webhook", feature = "watch")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            listen_address(":8443", 8443).unwrap().to_string(),
+            "0.0.0.0:8443"
+        );
+        assert_eq!(
+            listen_address("[::1]:9", 8443).unwrap().to_string(),
+            "[::1]:9"
+        );
+        assert!(listen_address("localhost", 8443).is_err());
+        let e = listen_address("8081", 8081).unwrap_err().to_string();
+        assert!(e.contains("e.g. :8081, 127.0.0.1:8081"), "{e}");
+    }
+}

@@ -108,10 +108,11 @@ impl WatchConfig {
                 args.condition_type
             ));
         }
-        let listen = crate::serve::listen_address(&args.listen, 8081).unwrap_or_else(|e| {
-            errors.push(e.to_string());
-            SocketAddr::from(([0, 0, 0, 0], 0))
-        });
+        let listen =
+            crate::config::values::listen_address(&args.listen, 8081).unwrap_or_else(|e| {
+                errors.push(e.to_string());
+                SocketAddr::from(([0, 0, 0, 0], 0))
+            });
         if !is_dns_subdomain(&args.lease_name) {
             errors.push(format!(
                 "--lease-name {}: not a Kubernetes object name (lower-case letters, digits, `-` and `.`)",
@@ -332,11 +333,11 @@ mod tests {
         assert!(is_qualified_name("example.com/Stuck"));
         assert!(!is_qualified_name("Config Issue"));
         assert_eq!(
-            crate::serve::listen_address(":8081", 8081)
+            crate::config::values::listen_address(":8081", 8081)
                 .unwrap()
                 .to_string(),
             "0.0.0.0:8081"
         );
-        assert!(crate::serve::listen_address("8081", 8081).is_err());
+        assert!(crate::config::values::listen_address("8081", 8081).is_err());
     }
 }

@@ -82,7 +82,7 @@ impl WebhookConfig {
     /// Judges the flags; every problem is reported at once.
     pub(crate) fn from_args(args: WebhookArgs) -> Result<WebhookConfig, ConfigErrors> {
         let mut errors = Vec::new();
-        let listen = crate::serve::listen_address(&args.listen, 8443)
+        let listen = crate::config::values::listen_address(&args.listen, 8443)
             .map_err(|e| errors.push(e.to_string()))
             .ok();
         let verdicts = verdict_config(&args, &mut errors);

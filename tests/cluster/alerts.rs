@@ -202,11 +202,11 @@ fn label_names(matchers: &str) -> Vec<String> {
         .collect()
 }
 
-/// The label names each family's counters are made with in src/watch/metrics.rs
+/// The label names each family's counters are made with in src/cluster/watch/metrics.rs
 /// (`Counters::new([...])`): the code's list, for the families the recording has no series of
 /// (a counter is served from its first count on).
 fn counter_labels() -> BTreeMap<String, BTreeSet<String>> {
-    let code = std::fs::read_to_string(repo().join("src/watch/metrics.rs")).unwrap();
+    let code = std::fs::read_to_string(repo().join("src/cluster/watch/metrics.rs")).unwrap();
     let mut fields = BTreeMap::new();
     for line in code.lines() {
         if let Some((field, rest)) = line.trim().split_once(": Counters::new([") {
@@ -234,7 +234,7 @@ fn counter_labels() -> BTreeMap<String, BTreeSet<String>> {
     }
     assert!(
         !out.is_empty(),
-        "no Counters family found in src/watch/metrics.rs"
+        "no Counters family found in src/cluster/watch/metrics.rs"
     );
     out
 }

@@ -976,8 +976,8 @@ fn served_port(container: &Value, name: &str) -> u64 {
 }
 
 /// `serviceMonitor.enabled`: a ServiceMonitor whose endpoints are the ports the metrics are
-/// really served on. The webhook serves `/metrics` on its one HTTPS port (src/webhook/server.rs,
-/// through src/serve.rs), the watcher on its plain-HTTP `--listen` (src/watch/server.rs); each
+/// really served on. The webhook serves `/metrics` on its one HTTPS port (src/cluster/webhook/server.rs,
+/// through src/cluster/serve.rs), the watcher on its plain-HTTP `--listen` (src/cluster/watch/server.rs); each
 /// endpoint names a port of the Service the ServiceMonitor selects, whose target is that
 /// container's port.
 #[test]

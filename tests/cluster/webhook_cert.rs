@@ -1,5 +1,5 @@
 //! `webhook --self-signed` on the real API server (built with `--features webhook`, which
-//! `tests/cluster/test.sh` passes): the certificate manager (`pullcheck::webhook::cert`, called
+//! `tests/cluster/test.sh` passes): the certificate manager (`pullcheck::cluster::webhook::cert`, called
 //! as a library) writes its CA into a `MutatingWebhookConfiguration` that changes nothing
 //! (`failurePolicy: Ignore`, a namespace selector no namespace matches), and the `caBundle` the
 //! API server holds verifies a TLS handshake with the served certificate for the Service's
@@ -8,7 +8,7 @@
 //! without them fails with the rule it lacks.
 
 use crate::harness::{Cluster, cluster, wait_for};
-use pullcheck::webhook::cert::{SelfSigned, run_with};
+use pullcheck::cluster::webhook::cert::{SelfSigned, run_with};
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
@@ -289,7 +289,7 @@ fn the_ca_bundle_verifies_the_served_certificate_and_two_managers_keep_both_cas(
     let hooks = Configuration::new(c, "pc-webhook-cert", &ns.name);
     wait_for(
         "both CAs back in the bundle",
-        pullcheck::webhook::cert::RECHECK * 3,
+        pullcheck::cluster::webhook::cert::RECHECK * 3,
         || match hooks.bundle() {
             b if b.len() == 2 => Ok(()),
             b => Err(format!("{} CAs", b.len())),
@@ -391,7 +391,7 @@ fn get_and_patch_on_the_one_configuration_are_enough_and_needed() {
     for kind in ["clusterrolebinding", "clusterrole"] {
         let _ = c.kubectl_output(&["delete", kind, role, "--ignore-not-found"], None);
     }
-    // The rule the chart grants (pullcheck::webhook::cert::RBAC_RULE).
+    // The rule the chart grants (pullcheck::cluster::webhook::cert::RBAC_RULE).
     c.kubectl(&[
         "create",
         "clusterrole",

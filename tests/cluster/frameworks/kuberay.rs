@@ -130,7 +130,7 @@
 //!   loop; without it the RayCluster stays and keeps re-creating its head.
 //! - In watch mode pullcheck's own bound ends the loop: after `--owner-failure-limit` (10) pods
 //!   of one owner within `--owner-failure-window` (10 m), the next head is left to the kubelet
-//!   (`src/watch/breaker.rs`).
+//!   (`src/cluster/watch/breaker.rs`).
 
 use serde_json::Value;
 use std::path::PathBuf;

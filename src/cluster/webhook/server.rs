@@ -6,7 +6,7 @@
 use super::admit::{Admitter, Unreadable};
 use super::decision::Outcome;
 use super::metrics::Metrics;
-use crate::serve::Bounds;
+use crate::cluster::serve::Bounds;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
@@ -113,12 +113,12 @@ pub(crate) async fn serve(
         let shared = shared.clone();
         async move { route(req, &shared).await }
     };
-    crate::serve::accept(listener, bounds, handshake, answer).await
+    crate::cluster::serve::accept(listener, bounds, handshake, answer).await
 }
 
 async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<Bytes>> {
     let ready = shared.ready.load(Ordering::SeqCst);
-    let probed = crate::serve::probe(
+    let probed = crate::cluster::serve::probe(
         req.method(),
         req.uri().path(),
         ready,
@@ -225,7 +225,7 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     }
 }
 
-use crate::serve::text;
+use crate::cluster::serve::text;
 
 #[cfg(test)]
 mod tests {

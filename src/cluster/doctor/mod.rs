@@ -30,7 +30,7 @@ pub(crate) fn run(args: DoctorArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let runtime = match crate::serve::runtime() {
+    let runtime = match crate::cluster::serve::runtime() {
         Ok(rt) => rt,
         Err(e) => {
             log::error(Component::Command, &e.to_string());

@@ -1,9 +1,9 @@
 //! The watcher's Prometheus metrics, in the text format by hand as the webhook's are: stuck
 //! pods seen by cause, words not recognised by waiting reason, pods failed by reason, the time from the first waiting state to the
 //! action, whether this replica leads, and the pending pods it holds; with the metric types
-//! of [`crate::serve`].
+//! of [`crate::cluster::serve`].
 
-use crate::serve::{Counters, Histogram};
+use crate::cluster::serve::{Counters, Histogram};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

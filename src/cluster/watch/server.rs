@@ -1,9 +1,9 @@
 //! `/healthz`, `/readyz` and `/metrics` in plain HTTP: no secret crosses it, and the kubelet's
 //! probes and Prometheus speak it. The webhook's server is TLS and routes admission reviews; the
-//! answers both give are in `crate::serve`, a leaf that ties neither feature to the other.
+//! answers both give are in `crate::cluster::serve`, a leaf that ties neither feature to the other.
 
 use super::metrics::Metrics;
-use crate::serve::Bounds;
+use crate::cluster::serve::Bounds;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
@@ -35,17 +35,17 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) -> std::io
         let shared = shared.clone();
         async move { route(&req, &shared) }
     };
-    crate::serve::accept(listener, bounds, plain, answer).await
+    crate::cluster::serve::accept(listener, bounds, plain, answer).await
 }
 
 fn route(req: &Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
     let ready = shared.ready.load(Ordering::SeqCst);
-    crate::serve::probe(
+    crate::cluster::serve::probe(
         req.method(),
         req.uri().path(),
         ready,
         "the first list of pods and namespaces is not in yet",
         || shared.metrics.render(),
     )
-    .unwrap_or_else(|| crate::serve::text(StatusCode::NOT_FOUND, "not found\n".into()))
+    .unwrap_or_else(|| crate::cluster::serve::text(StatusCode::NOT_FOUND, "not found\n".into()))
 }

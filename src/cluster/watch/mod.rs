@@ -28,10 +28,10 @@ pub(crate) mod seen;
 pub(crate) mod server;
 
 use crate::cli::watch::WatchArgs;
+use crate::cluster::serve::ServeError;
 use crate::config::WatchConfig;
 use crate::log::{self, Component};
 use crate::report::ExitCode;
-use crate::serve::ServeError;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -39,13 +39,13 @@ use std::sync::atomic::AtomicBool;
 pub(crate) fn run(args: WatchArgs) -> ExitCode {
     let hostname = std::env::var("HOSTNAME").ok();
     let config = WatchConfig::from_args(args, hostname, &grace::keys()).map_err(|p| p.0);
-    crate::serve::run(config, start)
+    crate::cluster::serve::run(config, start)
 }
 
 fn start(config: WatchConfig) -> Result<ExitCode, StartError> {
-    let runtime = crate::serve::runtime()?;
+    let runtime = crate::cluster::serve::runtime()?;
     runtime.block_on(async move {
-        let (listener, bound) = crate::serve::bind(config.listen).await?;
+        let (listener, bound) = crate::cluster::serve::bind(config.listen).await?;
         let client = kube::Client::try_default()
             .await
             .map_err(StartError::NoClient)?;
@@ -121,7 +121,7 @@ fn start(config: WatchConfig) -> Result<ExitCode, StartError> {
             why = watcher.run(client) => return Err(StartError::Watcher(why)),
             () = elector.run(leading_tx) => return Err(StartError::ElectionStopped),
             () = gauge_task => {}
-            signal = crate::serve::stopped() => {
+            signal = crate::cluster::serve::stopped() => {
                 log::info(Component::Watch, &format!("{signal}: giving the lease up and stopping"));
             }
         }

@@ -28,6 +28,7 @@ mod cache;
 mod judge;
 mod nodes;
 
+use crate::cluster::serve::family;
 use crate::config::VerdictConfig;
 use crate::credentials::secrets;
 use crate::keyring::Keyring;
@@ -35,7 +36,6 @@ use crate::node::NodeImages;
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::{ClientOptions, PlatformPolicy};
-use crate::serve::family;
 use cache::{Cache, Key, Lookup};
 use hyper::body::Bytes;
 use judge::{Found, Missing};

@@ -448,7 +448,7 @@ mod tests {
     use super::*;
 
     /// The table of the kubelet's words: `tests/fixtures/kubelet-messages.tsv`.
-    const MESSAGES: &str = include_str!("../../tests/fixtures/kubelet-messages.tsv");
+    const MESSAGES: &str = include_str!("../../../tests/fixtures/kubelet-messages.tsv");
 
     /// `permanent:<reason word>` or `transient:<cause word>`.
     fn expected(word: &str) -> Verdict {

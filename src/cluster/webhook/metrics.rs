@@ -1,12 +1,12 @@
 //! The webhook's Prometheus metrics: admissions by outcome (`--audit`'s by what it would
 //! have done), the verdicts at admission ([`Counts`]), a latency histogram
-//! ([`crate::serve::Histogram`]) and the reads of LimitRanges by where they were answered,
+//! ([`crate::cluster::serve::Histogram`]) and the reads of LimitRanges by where they were answered,
 //! written in the text format by hand.
 
 use super::decision::{Outcome, Skip, Would};
 use super::limit_ranges::Source;
 use super::verdicts::Counts;
-use crate::serve::{Histogram, family};
+use crate::cluster::serve::{Histogram, family};
 use std::fmt::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

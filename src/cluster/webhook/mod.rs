@@ -46,7 +46,7 @@ const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 /// Runs the webhook until SIGTERM or SIGINT.
 pub(crate) fn run(args: WebhookArgs) -> ExitCode {
     let config = WebhookConfig::from_args(args).map_err(|problems| problems.0);
-    crate::serve::run(config, start)
+    crate::cluster::serve::run(config, start)
 }
 
 fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
@@ -94,7 +94,7 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
              unchanged, with warnings of what it would add (counted as outcome=\"audited\")",
         );
     }
-    let runtime = crate::serve::runtime()?;
+    let runtime = crate::cluster::serve::runtime()?;
     let (tx, rx) = tokio::sync::watch::channel(None);
     let ready = Arc::new(AtomicBool::new(false));
     let tls = tls::server_config(rx)?;
@@ -123,7 +123,7 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
                     })
                 }
             };
-        let (listener, bound) = crate::serve::bind(listen).await?;
+        let (listener, bound) = crate::cluster::serve::bind(listen).await?;
         log::info(Component::Webhook, &format!("listening on {bound}"));
         let (mut limit_ranges, no_client) = limit_ranges::Reader::in_cluster();
         // In watch mode nothing is injected and no LimitRange is read: no watch of them either.
@@ -153,9 +153,9 @@ fn start(config: WebhookConfig) -> Result<ExitCode, StartError> {
         let serving = server::serve(listener, tls, shared);
         tokio::pin!(serving);
         let signal = tokio::select! {
-            e = &mut serving => return Err(crate::serve::ServeError::Stopped(e).into()),
+            e = &mut serving => return Err(crate::cluster::serve::ServeError::Stopped(e).into()),
             r = source => return Err(r.err().unwrap_or(StartError::SourceStopped)),
-            signal = crate::serve::stopped() => signal,
+            signal = crate::cluster::serve::stopped() => signal,
         };
         // The API server may still send reviews here until the endpoints drop this pod, and
         // with failurePolicy Ignore those pods would be created without the container: keep
@@ -198,7 +198,7 @@ fn judging(
 enum StartError {
     /// The runtime, the listener, or the server's end.
     #[error(transparent)]
-    Serve(#[from] crate::serve::ServeError),
+    Serve(#[from] crate::cluster::serve::ServeError),
     /// rustls refused the server's configuration.
     #[error("{0}")]
     Tls(#[from] rustls::Error),
