@@ -90,7 +90,8 @@
 //!   object as sent).
 //! - [`cluster`] (cargo features `webhook` and `watch`): the cluster side, one wing:
 //! - `cluster/webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
-//!   (`admit`, `watch_mode`: `--mode watch`'s Job rule, `audit`: `--audit`'s warnings of what
+//!   (`review`: one AdmissionReview read once for all that read it, `admit`, `watch_mode`:
+//!   `--mode watch`'s Job rule, `audit`: `--audit`'s warnings of what
 //!   it would add, `decision`: what a review comes to,
 //!   `limit_ranges`: the namespace's LimitRanges for each review, from the cluster's kept in
 //!   memory by a watch (`store`) or listed, `patch`, `server`, `tls`,
@@ -107,6 +108,8 @@
 //!   check's ok or no and its fix, without I/O; `runtimes`: the nodes' container runtimes
 //!   against those the watcher was tested with; `probe`: `--probe`, a real Job the install
 //!   must fail).
+//! - `cluster/door.rs` (with either cargo feature): the one client to the API server each command
+//!   makes, lent to all, with the reads they share (pull Secrets, Nodes, LimitRanges, Events).
 //! - `cluster/serve.rs` (with either cargo feature): what the two cluster-wide servers share, the
 //!   `--listen` address, the runtime, the one accept loop (TLS or not) with its bounds, the
 //!   stopping signals, the `/healthz`, `/readyz` and `/metrics` answers, and the one histogram

@@ -5,11 +5,13 @@
 //! - [`webhook`]: `pullcheck webhook`, the mutating admission webhook;
 //! - `watch`: `pullcheck watch`, the stuck-pod controller;
 //! - `doctor`: `pullcheck doctor`, whether the chart works on a cluster;
+//! - `door`: the one client to the API server each command makes, and the reads they share;
 //! - `serve`: what the two servers share (the listener, the runtime, the accept loop, the
 //!   probes and the metrics' histogram).
 
 #[cfg(any(feature = "webhook", feature = "watch"))]
 pub(crate) mod doctor;
+pub(crate) mod door;
 pub(crate) mod serve;
 #[cfg(feature = "watch")]
 pub(crate) mod watch;

@@ -38,12 +38,12 @@ pub(crate) fn run(args: DoctorArgs) -> ExitCode {
         }
     };
     let checks = runtime.block_on(async {
-        let client = read::client(&config).await?;
-        let seen = read::read(&client, &config).await?;
+        let door = read::door(&config).await?;
+        let seen = read::read(&door, &config).await?;
         let probe = match &config.probe {
             Some((namespace, bound)) => {
                 let image = seen.deployment.as_ref().and_then(|d| d.image.as_deref());
-                Some(probe::run(&client, namespace, image, *bound).await)
+                Some(probe::run(&door.client(), namespace, image, *bound).await)
             }
             None => None,
         };

@@ -6,12 +6,13 @@
 use super::decide::{
     DeploymentSeen, HookSeen, LeaseSeen, RuntimesSeen, SampleSeen, Seen, WatcherSeen,
 };
+use crate::cluster::door::Door;
 use crate::config::DoctorConfig;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Container, Namespace, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -29,27 +30,11 @@ pub(crate) enum ReadError {
     Api { what: String, error: String },
 }
 
-/// The client of `--kubeconfig` and `--context`, in kubectl's order when neither is given.
-pub(crate) async fn client(config: &DoctorConfig) -> Result<Client, ReadError> {
-    use kube::config::{KubeConfigOptions, Kubeconfig};
-    let options = KubeConfigOptions {
-        context: config.context.clone(),
-        ..KubeConfigOptions::default()
-    };
-    let err = |e: &dyn std::fmt::Display| ReadError::Config(e.to_string());
-    let kube_config = match (&config.kubeconfig, &config.context) {
-        (Some(path), _) => {
-            let file = Kubeconfig::read_from(path).map_err(|e| err(&e))?;
-            kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(|e| err(&e))?
-        }
-        (None, Some(_)) => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| err(&e))?,
-        (None, None) => kube::Config::infer().await.map_err(|e| err(&e))?,
-    };
-    Client::try_from(kube_config).map_err(|e| err(&e))
+/// The door of `--kubeconfig` and `--context`, in kubectl's order when neither is given.
+pub(crate) async fn door(config: &DoctorConfig) -> Result<Door, ReadError> {
+    Door::of_kubeconfig(config.kubeconfig.as_deref(), config.context.as_deref())
+        .await
+        .map_err(ReadError::Config)
 }
 
 fn api_error(what: &str) -> impl Fn(kube::Error) -> ReadError + '_ {
@@ -60,7 +45,8 @@ fn api_error(what: &str) -> impl Fn(kube::Error) -> ReadError + '_ {
 }
 
 /// Reads everything [`Seen`] holds of the release.
-pub(crate) async fn read(client: &Client, config: &DoctorConfig) -> Result<Seen, ReadError> {
+pub(crate) async fn read(door: &Door, config: &DoctorConfig) -> Result<Seen, ReadError> {
+    let client = &door.client();
     let ns = &config.namespace;
     let instance = format!(
         "app.kubernetes.io/name=pullcheck,app.kubernetes.io/instance={}",
@@ -110,7 +96,7 @@ pub(crate) async fn read(client: &Client, config: &DoctorConfig) -> Result<Seen,
             .map_err(api_error("get lease"))?;
         seen.lease = lease.map(|l| lease_seen(&l));
         seen.watched = namespaces(client, &w.namespace_label).await?;
-        seen.runtimes = Some(runtimes(client).await);
+        seen.runtimes = Some(runtimes(door).await);
     }
     let hook = seen.configuration.as_ref().and_then(|(_, h)| h.first());
     if let Some(hook) = hook {
@@ -224,14 +210,13 @@ async fn namespaces(client: &Client, selector: &str) -> Result<Vec<String>, Read
 
 /// The nodes' container runtimes, by `containerRuntimeVersion`. A refusal is said in the
 /// check's words rather than failing doctor: a user may read the release but not the nodes.
-async fn runtimes(client: &Client) -> RuntimesSeen {
-    let api: Api<Node> = Api::all(client.clone());
+async fn runtimes(door: &Door) -> RuntimesSeen {
     let mut by_runtime = BTreeMap::new();
     // In pages: a Node carries its image list, and a large cluster's all at once would be held
     // in memory together for the one string of each that is wanted.
     let mut params = ListParams::default().limit(100);
     loop {
-        let nodes = match api.list(&params).await {
+        let nodes = match door.nodes(&params).await {
             Ok(nodes) => nodes,
             Err(e) => return RuntimesSeen::Unread(e.to_string()),
         };

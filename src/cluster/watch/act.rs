@@ -8,12 +8,13 @@
 
 use super::decide::{DEADLINE_SECONDS, Finding};
 use super::seen::Seen;
+use crate::cluster::door::Door;
 use crate::keyring::Keyring;
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::events::{self, EventType, Recorder, Reporter};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 /// The Events' `reportingController`.
@@ -42,14 +43,15 @@ fn outcome(call: &'static str, e: kube::Error) -> Outcome {
 
 /// The writer, for one replica.
 pub(crate) struct Actor {
-    pub(crate) client: Client,
+    /// The watcher's door to the API server.
+    door: Door,
     /// The Events' writer, this replica's name in each.
     recorder: Recorder,
 }
 
 impl Actor {
     /// The writer of the replica `identity`.
-    pub(crate) fn new(client: Client, identity: &str) -> Actor {
+    pub(crate) fn new(door: Door, identity: &str) -> Actor {
         let mut instance = identity.to_string();
         while instance.len() > INSTANCE_MAX {
             instance.pop();
@@ -59,8 +61,8 @@ impl Actor {
             instance: Some(instance),
         };
         Actor {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
+            recorder: door.recorder(reporter),
+            door,
         }
     }
 
@@ -69,7 +71,7 @@ impl Actor {
     /// whatever the deadline's patch did.
     pub(crate) async fn fail(&self, pod: &Pod, finding: &Finding, condition_type: &str) -> Outcome {
         let (ns, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        let api: Api<Pod> = Api::namespaced(self.door.client(), &ns);
         let reason = finding.word();
         let message = finding.message();
         let patch = json!({
@@ -118,7 +120,7 @@ impl Actor {
     /// `Failed`, reason `DeadlineExceeded`). The pod is kept, for `kubectl describe`.
     pub(crate) async fn deadline(&self, pod: &Pod) -> Outcome {
         let api: Api<Pod> =
-            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
+            Api::namespaced(self.door.client(), &pod.namespace().unwrap_or_default());
         let patch = json!({
             "metadata": {"uid": pod.uid(), "resourceVersion": pod.resource_version()},
             "spec": {"activeDeadlineSeconds": DEADLINE_SECONDS},
@@ -170,7 +172,7 @@ impl Actor {
     /// API server's recorder folds repeats into one Event with a count.
     pub(crate) async fn read_events(&self, pod: &Pod, seen: &mut Seen, now: Timestamp) -> Outcome {
         let api: Api<Event> =
-            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
+            Api::namespaced(self.door.client(), &pod.namespace().unwrap_or_default());
         let selector = format!("involvedObject.uid={}", pod.uid().unwrap_or_default());
         match api
             .list(&ListParams::default().fields(&selector).limit(500))
@@ -199,7 +201,7 @@ impl Actor {
             .unwrap_or_default()
             .iter()
             .map(|r| r.name.clone());
-        crate::credentials::secrets::read(&self.client, &ns, names).await
+        self.door.pull_secrets(&ns, names).await
     }
 }
 

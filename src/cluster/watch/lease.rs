@@ -12,6 +12,7 @@
 //!   lease: before any other replica may take over. On SIGTERM it gives the Lease up, so the next
 //!   leader starts at once.
 
+use crate::cluster::door::Door;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
@@ -70,15 +71,36 @@ fn record(lease: Option<&Lease>) -> Record {
     ))
 }
 
-/// The elector: who we are, the Lease, and the channel that says whether we lead.
+/// The elector: who we are, the Lease, and the channel that says whether we lead. Cloned for
+/// the release on SIGTERM, which names the same Lease and candidate.
+#[derive(Clone)]
 pub(crate) struct Elector {
-    pub(crate) api: Api<Lease>,
-    pub(crate) name: String,
-    pub(crate) identity: String,
-    pub(crate) duration: Duration,
+    api: Api<Lease>,
+    name: String,
+    identity: String,
+    duration: Duration,
 }
 
 impl Elector {
+    /// The candidate of the replica `identity` for the Lease `name` in `namespace`, held for
+    /// `duration`. The Lease names this process, not only its pod (`<identity>_<random>`, as
+    /// client-go's elections do): a container restarted in the same pod is a new candidate,
+    /// which waits for its dead predecessor's lease to expire instead of renewing it as its own.
+    pub(crate) fn new(
+        door: &Door,
+        namespace: &str,
+        name: &str,
+        identity: &str,
+        duration: Duration,
+    ) -> Elector {
+        Elector {
+            api: Api::namespaced(door.client(), namespace),
+            name: name.to_string(),
+            identity: format!("{identity}_{:016x}", fastrand::u64(..)),
+            duration,
+        }
+    }
+
     /// Runs for ever, sending `true` into `leading` while this replica holds the Lease.
     pub(crate) async fn run(self, leading: watch::Sender<bool>) {
         let retry = (self.duration / 5).max(Duration::from_millis(500));

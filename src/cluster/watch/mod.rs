@@ -28,6 +28,7 @@ pub(crate) mod seen;
 pub(crate) mod server;
 
 use crate::cli::watch::WatchArgs;
+use crate::cluster::door::Door;
 use crate::cluster::serve::ServeError;
 use crate::config::WatchConfig;
 use crate::log::{self, Component};
@@ -46,9 +47,8 @@ fn start(config: WatchConfig) -> Result<ExitCode, StartError> {
     let runtime = crate::cluster::serve::runtime()?;
     runtime.block_on(async move {
         let (listener, bound) = crate::cluster::serve::bind(config.listen).await?;
-        let client = kube::Client::try_default()
-            .await
-            .map_err(StartError::NoClient)?;
+        // The one door to the API server, lent to all that go through it.
+        let door = Door::inferred().await.map_err(StartError::NoClient)?;
         let grace = match config.settings.graces.all {
             Some(g) => format!("grace {g:?}"),
             None => "each verdict's own grace".to_string(),
@@ -76,16 +76,13 @@ fn start(config: WatchConfig) -> Result<ExitCode, StartError> {
             metrics: metrics.clone(),
             ready: ready.clone(),
         });
-        // The Lease names this process, not only its pod (`<identity>_<random>`, as client-go's
-        // elections do): a container restarted in the same pod is a new candidate, which waits
-        // for its dead predecessor's lease to expire instead of renewing it as its own.
-        let candidate = format!("{}_{:016x}", config.identity, fastrand::u64(..));
-        let elector = lease::Elector {
-            api: kube::Api::namespaced(client.clone(), &config.namespace),
-            name: config.lease_name.clone(),
-            identity: candidate,
-            duration: config.lease_duration,
-        };
+        let elector = lease::Elector::new(
+            &door,
+            &config.namespace,
+            &config.lease_name,
+            &config.identity,
+            config.lease_duration,
+        );
         let (leading_tx, leading) = tokio::sync::watch::channel(false);
         let gauge = metrics.clone();
         let mut leading_gauge = leading.clone();
@@ -94,19 +91,14 @@ fn start(config: WatchConfig) -> Result<ExitCode, StartError> {
             config.owner_failure_window,
         ));
         let watcher = run::Watcher {
-            actor: act::Actor::new(client.clone(), &config.identity),
+            actor: act::Actor::new(door.clone(), &config.identity),
             breaker,
             config,
             metrics,
             ready,
             leading,
         };
-        let releaser = lease::Elector {
-            api: elector.api.clone(),
-            name: elector.name.clone(),
-            identity: elector.identity.clone(),
-            duration: elector.duration,
-        };
+        let releaser = elector.clone();
         let gauge_task = async move {
             while leading_gauge.changed().await.is_ok() {
                 let leads = *leading_gauge.borrow();
@@ -118,7 +110,7 @@ fn start(config: WatchConfig) -> Result<ExitCode, StartError> {
         };
         tokio::select! {
             e = server::serve(listener, shared) => return Err(ServeError::Stopped(e).into()),
-            why = watcher.run(client) => return Err(StartError::Watcher(why)),
+            why = watcher.run(door.client()) => return Err(StartError::Watcher(why)),
             () = elector.run(leading_tx) => return Err(StartError::ElectionStopped),
             () = gauge_task => {}
             signal = crate::cluster::serve::stopped() => {

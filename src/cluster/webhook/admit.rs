@@ -10,17 +10,14 @@
 use super::decision::{Asked, Decision, OPT_OUT, Outcome, Skip, Unchanged};
 use super::limit_ranges::ReadError;
 use super::patch::diff;
+use super::review::{Read, Review, is_mirror};
 use super::verdicts::Judged;
 use crate::escape::{cut, escape};
 use crate::inject::{CONTAINER_NAME, LimitRanges, ValidOptions, inject_object};
 use base64::Engine;
-use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionReview, Operation};
+use kube::core::admission::Operation;
 use serde::Serialize;
 use serde_json::{Value, json};
-
-/// The annotation the kubelet's mirror pods carry (static pods).
-const MIRROR: &str = "kubernetes.io/config.mirror";
 
 /// What the webhook needs to decide and edit.
 #[derive(Debug)]
@@ -176,36 +173,28 @@ impl Admitter {
     /// Answers one AdmissionReview body, with the LimitRanges of the options.
     #[cfg(test)]
     pub(crate) fn review(&self, body: &[u8]) -> Result<Answer, Unreadable> {
-        self.review_in(body, None, Judged::default())
+        self.answer(&Review::read(body), None, Judged::default())
     }
 
-    /// Answers one AdmissionReview body, with the namespace's LimitRanges as read for it
-    /// (`Err`: why they could not be read; the init container's resources are then those of
-    /// one of the pod's containers, and a warning says so) and the verdicts of its images
-    /// (their warnings first; a refusal refuses the object, or in audit mode is a warning).
-    pub(crate) fn review_in(
+    /// Answers one review, with the namespace's LimitRanges as read for it (`Err`: why they
+    /// could not be read; the init container's resources are then those of one of the pod's
+    /// containers, and a warning says so) and the verdicts of its images (their warnings
+    /// first; a refusal refuses the object, or in audit mode is a warning).
+    pub(crate) fn answer(
         &self,
-        body: &[u8],
+        review: &Review,
         ranges: Option<Result<LimitRanges, ReadError>>,
         judged: Judged,
     ) -> Result<Answer, Unreadable> {
-        let typed = serde_json::from_slice::<AdmissionReview<DynamicObject>>(body)
-            .map_err(|e| e.to_string())
-            .and_then(|review| {
-                TryInto::<AdmissionRequest<DynamicObject>>::try_into(review)
-                    .map_err(|_| "no request".to_string())
-            });
-        let request = match typed {
-            Ok(request) => request,
-            Err(why) => return unreadable_but_answerable(body, &why),
+        let (asked, uid) = match (review.how_read(), review.asked(), review.uid()) {
+            (Read::Typed, Some(asked), Some(uid)) => (asked, uid),
+            (Read::NotJson(e), _, _) => {
+                return Err(Unreadable(format!("not an AdmissionReview: {e}")));
+            }
+            (Read::Loose(why), _, _) => return unreadable_but_answerable(review, why),
+            // kube's types read every field an answer needs: never.
+            (Read::Typed, _, _) => return unreadable_but_answerable(review, "no request"),
         };
-        // The deciders read the object as JSON: what `inject` reads, and what the patch is
-        // a diff of.
-        let object = match &request.object {
-            Some(object) => serde_json::to_value(object).unwrap_or(Value::Null),
-            None => Value::Null,
-        };
-        let asked = Asked::of(&request, &object);
         let decided = match &self.mode {
             Mode::Watch { condition_type } => {
                 super::watch_mode::decide(&asked, self.namespace.as_deref(), condition_type)
@@ -239,12 +228,7 @@ impl Admitter {
         } = judged;
         match refusal {
             Some(why) if !self.audit => {
-                return Ok(refused(
-                    &request.types.api_version,
-                    &request.uid,
-                    why,
-                    &said,
-                ));
+                return Ok(refused(review.api_version(), uid, why, &said));
             }
             Some(why) => said.push(format!("pullcheck (audit): would refuse: {why}")),
             None => {}
@@ -254,13 +238,7 @@ impl Admitter {
             let text = serde_json::to_vec(&ops).unwrap_or_default();
             base64::engine::general_purpose::STANDARD.encode(text)
         });
-        Ok(answer(
-            &request.types.api_version,
-            &request.uid,
-            patch,
-            &said,
-            outcome,
-        ))
+        Ok(answer(review.api_version(), uid, patch, &said, outcome))
     }
 
     fn decide(
@@ -316,7 +294,7 @@ impl Admitter {
             }
             return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
         }
-        if kind == Kind::Pod && !metadata["annotations"][MIRROR].is_null() {
+        if kind == Kind::Pod && is_mirror(metadata) {
             return Ok(Decision::Skip(Skip::Mirror, Vec::new()));
         }
         let has_ours = template["spec"]["initContainers"]
@@ -370,22 +348,14 @@ impl Admitter {
 /// The answer to a review kube's types cannot read (the API server sends none such): allowed
 /// unchanged with a warning when it still has a `request.uid` to answer to, else HTTP 400
 /// (which `failurePolicy: Ignore` admits too).
-fn unreadable_but_answerable(body: &[u8], why: &str) -> Result<Answer, Unreadable> {
-    let review: Value = serde_json::from_slice(body)
-        .map_err(|e| Unreadable(format!("not an AdmissionReview: {e}")))?;
-    let Some(uid) = review["request"]["uid"].as_str() else {
+fn unreadable_but_answerable(review: &Review, why: &str) -> Result<Answer, Unreadable> {
+    let Some(uid) = review.uid() else {
         return Err(Unreadable("an AdmissionReview without request.uid".into()));
     };
-    let api_version = review["apiVersion"]
-        .as_str()
-        .unwrap_or("admission.k8s.io/v1");
+    let api_version = review.api_version();
     // A review that names no kind is of no kind acted on, as it was counted before the typed
     // reader: skipped, not an error.
-    let gvk = &review["request"]["kind"];
-    if ["group", "version", "kind"]
-        .iter()
-        .any(|k| !gvk[k].is_string())
-    {
+    if review.kind().is_none() {
         let warning = "pullcheck: the review names no kind of object; admitted unchanged";
         return Ok(answer(
             api_version,
@@ -822,7 +792,7 @@ mod tests {
         let admitter = Admitter::injecting(valid(), None);
         let resources_of = |ranges| {
             let answer = admitter
-                .review_in(&review, Some(ranges), Judged::default())
+                .answer(&Review::read(&review), Some(ranges), Judged::default())
                 .unwrap();
             let response =
                 serde_json::from_slice::<Value>(&answer.body).unwrap()["response"].clone();

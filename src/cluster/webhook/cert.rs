@@ -44,10 +44,12 @@
 //!
 //! # The Kubernetes client
 //!
-//! [`run`] takes it from the in-cluster configuration (the service account's token and CA) or,
-//! when `KUBECONFIG` is set, from that file (kube-rs's `Client::try_default`); [`run_with`]
-//! takes a client made by the caller (the cluster tests use it to act as a service account).
+//! [`run`] goes through the webhook's own door to the API server, made once from the in-cluster
+//! configuration (the service account's token and CA); outside a cluster, where there is none,
+//! it makes its own from `KUBECONFIG` (kube-rs's default order). [`run_with`] takes a client
+//! made by the caller (the cluster tests use it to act as a service account).
 
+use crate::cluster::door::Door;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use kube::api::{Api, Patch, PatchParams};
@@ -215,7 +217,8 @@ fn whole_seconds(t: SystemTime) -> SystemTime {
 }
 
 /// Makes the certificates and keeps the bundle and the served certificate current, for as long
-/// as the process runs, with a client from the in-cluster configuration or `KUBECONFIG`.
+/// as the process runs, through `door` (the webhook's, in a cluster) or, without one, a door of
+/// `KUBECONFIG`.
 ///
 /// It sends each new serving certificate into `certs` and sets `ready` once the bundle read
 /// back holds the CA that signed the first. It returns only on what retrying cannot mend: no
@@ -224,13 +227,15 @@ fn whole_seconds(t: SystemTime) -> SystemTime {
 /// the API server unreachable) are written to stderr and retried with back-off.
 pub(crate) async fn run(
     options: SelfSigned,
+    door: Option<Door>,
     certs: watch::Sender<Option<Arc<rustls::sign::CertifiedKey>>>,
     ready: Arc<AtomicBool>,
 ) -> Result<(), SelfSignedError> {
-    let client = kube::Client::try_default()
-        .await
-        .map_err(SelfSignedError::NoClient)?;
-    run_with(client, options, certs, ready).await
+    let door = match door {
+        Some(door) => door,
+        None => Door::inferred().await.map_err(SelfSignedError::NoClient)?,
+    };
+    run_with(door.client(), options, certs, ready).await
 }
 
 /// [`run`] with a client the caller made.
@@ -497,75 +502,13 @@ fn to_pem(cert: &CertificateDer<'_>) -> String {
     pem
 }
 
-/// The `notAfter` of a DER certificate, read by walking the few DER elements before it
-/// (Certificate → tbsCertificate → `[0]` version, serial, signature, issuer, validity);
-/// `None` when it is not that shape.
+/// The `notAfter` of a DER certificate, as x509-parser reads it; `None` when it is not a
+/// certificate, or ends before 1970.
 fn not_after(der: &[u8]) -> Option<SystemTime> {
-    let (0x30, cert, _) = der_item(der)? else {
-        return None;
-    };
-    let (0x30, tbs, _) = der_item(cert)? else {
-        return None;
-    };
-    let (tag, _, after_version) = der_item(tbs)?;
-    let mut rest = if tag == 0xa0 { after_version } else { tbs };
-    for _ in 0..3 {
-        rest = der_item(rest)?.2;
-    }
-    let (0x30, validity, _) = der_item(rest)? else {
-        return None;
-    };
-    let (_, _, after_not_before) = der_item(validity)?;
-    let (tag, time, _) = der_item(after_not_before)?;
-    asn1_time(tag, time)
-}
-
-/// One DER element: its tag, its content and what follows it.
-fn der_item(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = input.split_first()?;
-    let (&first, rest) = rest.split_first()?;
-    let (len, rest) = if first < 0x80 {
-        (usize::from(first), rest)
-    } else {
-        let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 || rest.len() < n {
-            return None;
-        }
-        let len = rest[..n]
-            .iter()
-            .fold(0usize, |len, b| len << 8 | usize::from(*b));
-        (len, &rest[n..])
-    };
-    (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
-}
-
-/// UTCTime (`YYMMDDHHMMSSZ`, tag 0x17) or GeneralizedTime (`YYYYMMDDHHMMSSZ`, tag 0x18).
-fn asn1_time(tag: u8, text: &[u8]) -> Option<SystemTime> {
-    let text = std::str::from_utf8(text).ok()?.strip_suffix('Z')?;
-    let (year, rest) = match tag {
-        0x17 if text.len() == 12 => {
-            let yy: i64 = text[..2].parse().ok()?;
-            (if yy < 50 { 2000 + yy } else { 1900 + yy }, &text[2..])
-        }
-        0x18 if text.len() == 14 => (text[..4].parse().ok()?, &text[4..]),
-        _ => return None,
-    };
-    let field = |i: usize| -> Option<i64> { rest.get(i..i + 2)?.parse().ok() };
-    let (month, day) = (field(0)?, field(2)?);
-    let seconds = field(4)? * 3600 + field(6)? * 60 + field(8)?;
-    let secs = days_from_civil(year, month, day) * 86_400 + seconds;
-    Some(UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).ok()?))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    use x509_parser::prelude::FromDer;
+    let (_, cert) = x509_parser::certificate::X509Certificate::from_der(der).ok()?;
+    let secs = u64::try_from(cert.validity().not_after.timestamp()).ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 #[cfg(test)]
@@ -575,6 +518,16 @@ mod tests {
     use rustls_pki_types::{ServerName, UnixTime};
 
     const HOUR: Duration = Duration::from_secs(3600);
+
+    /// An X.509 time as x509-parser reads it from its DER (`tag` 0x17 UTCTime, 0x18
+    /// GeneralizedTime), as a certificate's `notAfter` is read.
+    fn asn1_time(tag: u8, text: &[u8]) -> Option<SystemTime> {
+        use x509_parser::prelude::FromDer;
+        let der = [&[tag, u8::try_from(text.len()).unwrap()], text].concat();
+        let (_, time) = x509_parser::time::ASN1Time::from_der(&der).ok()?;
+        let secs = u64::try_from(time.timestamp()).ok()?;
+        Some(UNIX_EPOCH + Duration::from_secs(secs))
+    }
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)

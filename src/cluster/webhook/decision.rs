@@ -2,11 +2,11 @@
 //! `--mode watch`, or nothing and why), and the outcome the metrics count. Apart from `admit`
 //! and `watch_mode`, which both decide, so that neither reaches into the other for its words.
 
-use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, Operation};
+use kube::core::admission::Operation;
 use serde_json::Value;
 
-/// What a review asks, from kube's typed [`AdmissionRequest`]: what both deciders read.
+/// What a review asks, as kube's types read it ([`super::review::Review::asked`]): what both
+/// deciders read.
 #[derive(Debug)]
 pub(crate) struct Asked<'a> {
     /// CREATE, UPDATE, DELETE or CONNECT.
@@ -24,19 +24,6 @@ pub(crate) struct Asked<'a> {
 }
 
 impl<'a> Asked<'a> {
-    /// The view of `request`, whose object is `object` as JSON.
-    pub(crate) fn of(request: &'a AdmissionRequest<DynamicObject>, object: &'a Value) -> Asked<'a> {
-        Asked {
-            operation: &request.operation,
-            group: &request.kind.group,
-            version: &request.kind.version,
-            kind: &request.kind.kind,
-            sub_resource: request.sub_resource.as_deref().filter(|s| !s.is_empty()),
-            namespace: request.namespace.as_deref().filter(|s| !s.is_empty()),
-            object,
-        }
-    }
-
     /// The object's namespace: the request's, else the object's own metadata's.
     pub(crate) fn object_namespace(&self) -> Option<&'a str> {
         self.namespace

@@ -9,9 +9,11 @@
 
 mod store;
 
+use super::review::Review;
+use crate::cluster::door::Door;
 use crate::inject::{LimitRanges, LimitRangesError};
 use k8s_openapi::api::core::v1::LimitRange;
-use kube::api::{Api, ListParams};
+use kube::api::ListParams;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -25,9 +27,10 @@ const MAX_LIMIT_RANGES: u32 = 50;
 /// Reads LimitRanges with the webhook's own service account (`list` and `watch` on
 /// `limitranges`: the chart's ClusterRole).
 pub(crate) struct Reader {
-    /// `None` outside a cluster (no in-cluster configuration): said once at start, and every
-    /// review then goes on with the LimitRanges unknown.
-    client: Option<kube::Client>,
+    /// The webhook's door to the API server; `None` outside a cluster (no in-cluster
+    /// configuration): said once at start, and every review then goes on with the LimitRanges
+    /// unknown.
+    door: Option<Door>,
     /// The cluster's LimitRanges kept by a watch, once [`Reader::keep`] started it.
     store: Option<store::Store>,
 }
@@ -55,33 +58,16 @@ impl Source {
 }
 
 impl Reader {
-    /// A reader with the in-cluster configuration, or none (with the reason, for the log).
-    pub(crate) fn in_cluster() -> (Reader, Option<String>) {
-        let client = kube::Config::incluster()
-            .map_err(|e| e.to_string())
-            .and_then(|config| kube::Client::try_from(config).map_err(|e| e.to_string()));
-        let (client, why) = match client {
-            Ok(client) => (Some(client), None),
-            Err(e) => (None, Some(e)),
-        };
-        let reader = Reader {
-            client,
-            store: None,
-        };
-        (reader, why)
-    }
-
-    /// The in-cluster client it reads with, for the webhook's other reads (`None` outside a
-    /// cluster).
-    pub(crate) fn client(&self) -> Option<kube::Client> {
-        self.client.clone()
+    /// A reader through `door` (none outside a cluster).
+    pub(crate) fn new(door: Option<Door>) -> Reader {
+        Reader { door, store: None }
     }
 
     /// Starts keeping the cluster's LimitRanges in memory, on a task of the current runtime:
     /// reviews read them there from its first list on. Nothing outside a cluster.
     pub(crate) fn keep(&mut self) {
-        if let Some(client) = &self.client {
-            self.store = Some(store::Store::start(client.clone()));
+        if let Some(door) = &self.door {
+            self.store = Some(store::Store::start(door));
         }
     }
 
@@ -92,16 +78,16 @@ impl Reader {
         &self,
         namespace: &str,
     ) -> (Result<LimitRanges, ReadError>, Option<Source>) {
-        let Some(client) = &self.client else {
+        let Some(door) = &self.door else {
             return (Ok(LimitRanges::Unknown), None);
         };
         let Some(store) = &self.store else {
-            return (list(client, namespace).await, Some(Source::Api));
+            return (list(door, namespace).await, Some(Source::Api));
         };
         if let Some(kept) = store.lookup(namespace) {
             return (kept, Some(Source::Store));
         }
-        let listed = list(client, namespace).await;
+        let listed = list(door, namespace).await;
         if matches!(&listed, Ok(LimitRanges::Known(items)) if items.is_empty()) {
             store.listed_none(namespace);
         }
@@ -110,10 +96,9 @@ impl Reader {
 }
 
 /// The LimitRanges of `namespace`, listed from the API server within [`READ_TIME`].
-async fn list(client: &kube::Client, namespace: &str) -> Result<LimitRanges, ReadError> {
-    let api: Api<LimitRange> = Api::namespaced(client.clone(), namespace);
+async fn list(door: &Door, namespace: &str) -> Result<LimitRanges, ReadError> {
     let params = ListParams::default().limit(MAX_LIMIT_RANGES);
-    let list = match tokio::time::timeout(READ_TIME, api.list(&params)).await {
+    let list = match tokio::time::timeout(READ_TIME, door.limit_ranges(namespace, &params)).await {
         Err(_) => return Err(ReadError::Timeout(READ_TIME)),
         Ok(Err(e)) if matches!(&e, kube::Error::Api(status) if status.code == 403) => {
             return Err(ReadError::Forbidden(e));
@@ -164,26 +149,9 @@ pub(crate) enum ReadError {
     Parse(#[from] LimitRangesError),
 }
 
-/// The few fields of a review that say whether to read LimitRanges, read without the object.
-#[derive(serde::Deserialize)]
-struct Head {
-    request: Option<HeadRequest>,
-}
-
-#[derive(serde::Deserialize)]
-struct HeadRequest {
-    operation: Option<String>,
-    namespace: Option<String>,
-}
-
 /// The namespace of a review that may inject (a CREATE); `None` for any other.
-pub(crate) fn namespace_of(body: &[u8]) -> Option<String> {
-    let head: Head = serde_json::from_slice(body).ok()?;
-    let request = head.request?;
-    if request.operation.as_deref() != Some("CREATE") {
-        return None;
-    }
-    request.namespace.filter(|n| !n.is_empty())
+pub(crate) fn namespace_of(review: &Review) -> Option<&str> {
+    review.namespace().filter(|_| review.creates())
 }
 
 #[cfg(test)]
@@ -193,16 +161,15 @@ mod tests {
     #[test]
     fn only_a_create_in_a_namespace_reads_limit_ranges() {
         let review = |op: &str, ns: &str| {
-            serde_json::to_vec(&json!({"request": {"uid": "u", "operation": op,
-                "namespace": ns, "object": {"metadata": {}}}}))
-            .unwrap()
+            Review::read(
+                &serde_json::to_vec(&json!({"request": {"uid": "u", "operation": op,
+                    "namespace": ns, "object": {"metadata": {}}}}))
+                .unwrap(),
+            )
         };
-        assert_eq!(
-            namespace_of(&review("CREATE", "team")).as_deref(),
-            Some("team")
-        );
+        assert_eq!(namespace_of(&review("CREATE", "team")), Some("team"));
         assert_eq!(namespace_of(&review("UPDATE", "team")), None);
         assert_eq!(namespace_of(&review("CREATE", "")), None);
-        assert_eq!(namespace_of(b"not json"), None);
+        assert_eq!(namespace_of(&Review::read(b"not json")), None);
     }
 }

@@ -6,6 +6,7 @@
 use super::admit::{Admitter, Unreadable};
 use super::decision::Outcome;
 use super::metrics::Metrics;
+use super::review::Review;
 use crate::cluster::serve::Bounds;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -175,16 +176,33 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
         }
     };
     // The server runs on one thread: a large review (up to 3 MiB, most of a second in a debug
-    // build) is decided on the blocking pool, so that small reviews and the probes go on meanwhile.
+    // build) is read and decided on the blocking pool, so that small reviews and the probes go
+    // on meanwhile. It is read once, and what it asks given to the LimitRange reader, the
+    // verdicts and the admitter.
+    let large = body.len() as u64 > SMALL_BODY;
+    let review = if large {
+        tokio::task::spawn_blocking(move || Review::read(&body))
+            .await
+            .ok()
+    } else {
+        Some(Review::read(&body))
+    };
+    let Some(review) = review else {
+        shared.metrics.record(Outcome::Error, started.elapsed());
+        return text(
+            StatusCode::BAD_REQUEST,
+            "the review's decision failed\n".into(),
+        );
+    };
     // The LimitRanges first (from memory, or a list bounded by `limit_ranges::READ_TIME`), so
     // that the decision itself does no I/O.
     // In watch mode nothing is injected, so there are no resources to fit: no read.
     let injects = shared.admitter.injects();
     // The verdicts beside them, within their own budget.
     let ranges = async {
-        match super::limit_ranges::namespace_of(&body).filter(|_| injects) {
+        match super::limit_ranges::namespace_of(&review).filter(|_| injects) {
             Some(namespace) => {
-                let (read, source) = shared.limit_ranges.read(&namespace).await;
+                let (read, source) = shared.limit_ranges.read(namespace).await;
                 if let Some(source) = source {
                     shared.metrics.limit_ranges_read(source);
                 }
@@ -195,18 +213,18 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     };
     let judged = async {
         match &shared.verdicts {
-            Some(verdicts) => verdicts.judge(&body, body.len() as u64 > SMALL_BODY).await,
+            Some(verdicts) => verdicts.judge(&review).await,
             None => super::verdicts::Judged::default(),
         }
     };
     let (ranges, judged) = tokio::join!(ranges, judged);
-    let decided = if body.len() as u64 > SMALL_BODY {
+    let decided = if large {
         let shared = shared.clone();
-        tokio::task::spawn_blocking(move || shared.admitter.review_in(&body, ranges, judged))
+        tokio::task::spawn_blocking(move || shared.admitter.answer(&review, ranges, judged))
             .await
             .unwrap_or_else(|_| Err(Unreadable("the review's decision failed".into())))
     } else {
-        shared.admitter.review_in(&body, ranges, judged)
+        shared.admitter.answer(&review, ranges, judged)
     };
     match decided {
         Ok(answer) => {

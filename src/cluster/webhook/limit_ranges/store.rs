@@ -70,9 +70,9 @@ struct Kept {
 impl Store {
     /// A store kept by a watch of every namespace's LimitRanges, on a task of the current
     /// runtime; it answers once its first list is done.
-    pub(super) fn start(client: kube::Client) -> Store {
+    pub(super) fn start(door: &crate::cluster::door::Door) -> Store {
         let store = Store::default();
-        tokio::spawn(store.clone().keep(events(Api::all(client))));
+        tokio::spawn(store.clone().keep(events(door.all_limit_ranges())));
         store
     }
 

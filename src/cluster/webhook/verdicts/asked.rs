@@ -7,7 +7,9 @@
 //! reach the controller, not a person, and refusing it would only make the controller try
 //! again. Its controller's own creation is where a person reads the verdict.
 
+use crate::cluster::webhook::review::Review;
 use crate::pull_policy::PullPolicy;
+use kube::core::admission::Operation;
 use serde_json::Value;
 
 /// What one review asks to be judged.
@@ -26,35 +28,34 @@ pub(crate) struct Wanted {
     pub(crate) service_account: Option<String>,
 }
 
-/// The pod template a review asks to be judged, if any: `request` is the review's `request`.
-pub(crate) fn wanted(request: &Value) -> Option<Wanted> {
-    let operation = request["operation"].as_str()?;
-    if request["subResource"]
-        .as_str()
-        .is_some_and(|s| !s.is_empty())
-    {
+/// The pod template `review` asks to be judged, if any.
+pub(crate) fn wanted(review: &Review) -> Option<Wanted> {
+    let operation = review.operation()?;
+    if review.sub_resource().is_some() {
         return None;
     }
-    let kind = &request["kind"];
-    let object = &request["object"];
+    let kind = review.kind()?;
+    let object = review.object();
     let mut is_pod = false;
     let template = match (
         operation,
-        kind["group"].as_str()?,
-        kind["version"].as_str()?,
-        kind["kind"].as_str()?,
+        kind.group.as_str(),
+        kind.version.as_str(),
+        kind.kind.as_str(),
     ) {
-        ("CREATE", "", "v1", "Pod") => {
-            if is_controlled(&object["metadata"]) || is_mirror(&object["metadata"]) {
+        (Operation::Create, "", "v1", "Pod") => {
+            if is_controlled(&object["metadata"]) || review.is_mirror() {
                 return None;
             }
             is_pod = true;
             object
         }
-        ("CREATE", "batch", "v1", "Job") => &object["spec"]["template"],
-        ("CREATE", "batch", "v1", "CronJob") => &object["spec"]["jobTemplate"]["spec"]["template"],
-        ("UPDATE", "batch", "v1", "Job") => {
-            let was = request["oldObject"]["spec"]["suspend"].as_bool() == Some(true);
+        (Operation::Create, "batch", "v1", "Job") => &object["spec"]["template"],
+        (Operation::Create, "batch", "v1", "CronJob") => {
+            &object["spec"]["jobTemplate"]["spec"]["template"]
+        }
+        (Operation::Update, "batch", "v1", "Job") => {
+            let was = review.old_spec()["suspend"].as_bool() == Some(true);
             let is = object["spec"]["suspend"].as_bool() == Some(true);
             // Released: suspended before, not now.
             if !was || is {
@@ -93,8 +94,8 @@ pub(crate) fn wanted(request: &Value) -> Option<Wanted> {
             .unwrap_or("default")
             .to_string()
     });
-    let namespace = request["namespace"]
-        .as_str()
+    let namespace = review
+        .namespace_as_sent()
         .or(object["metadata"]["namespace"].as_str())
         .filter(|n| !n.is_empty())
         .map(String::from);
@@ -113,11 +114,6 @@ fn is_controlled(metadata: &Value) -> bool {
         .is_some_and(|owners| owners.iter().any(|o| o["controller"] == true))
 }
 
-/// A mirror (static) pod: the kubelet's, whose image the node already runs.
-fn is_mirror(metadata: &Value) -> bool {
-    !metadata["annotations"]["kubernetes.io/config.mirror"].is_null()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +130,13 @@ mod tests {
                 {"name": "a", "image": "r.example/app"},
                 {"name": "b", "image": "r.example/app:v1", "imagePullPolicy": "Always"},
                 {"name": "c", "image": "r.example/app"}]})
+    }
+
+    /// What the review whose `request` is this asks judged.
+    fn wanted_of(request: &Value) -> Option<Wanted> {
+        wanted(&Review::read(
+            &serde_json::to_vec(&json!({"request": request})).unwrap(),
+        ))
     }
 
     fn images(w: Option<Wanted>) -> Vec<(String, PullPolicy)> {
@@ -261,7 +264,7 @@ mod tests {
             ),
         ];
         for (name, request, judged) in cases {
-            let got = wanted(&request);
+            let got = wanted_of(&request);
             assert_eq!(got.is_some(), judged, "{name}");
             if judged {
                 assert_eq!(images(got), all, "{name}");
@@ -279,7 +282,7 @@ mod tests {
             Value::Null,
         );
         job["namespace"] = json!("team");
-        let got = wanted(&job).expect("judged");
+        let got = wanted_of(&job).expect("judged");
         assert_eq!(got.pull_secrets, ["regcred"]);
         assert_eq!(got.service_account.as_deref(), Some("runner"));
         assert_eq!(got.namespace.as_deref(), Some("team"));
@@ -290,11 +293,11 @@ mod tests {
             json!({"spec": with_secrets}),
             Value::Null,
         );
-        assert_eq!(wanted(&pod).expect("judged").service_account, None);
+        assert_eq!(wanted_of(&pod).expect("judged").service_account, None);
         let mut sub = request("CREATE", "", "Pod", json!({"spec": spec()}), Value::Null);
         sub["subResource"] = json!("ephemeralcontainers");
-        assert_eq!(wanted(&sub), None, "a sub-resource");
-        assert_eq!(wanted(&json!({})), None, "nothing");
-        assert_eq!(wanted(&json!("text")), None, "not an object");
+        assert_eq!(wanted_of(&sub), None, "a sub-resource");
+        assert_eq!(wanted_of(&json!({})), None, "nothing");
+        assert_eq!(wanted_of(&json!("text")), None, "not an object");
     }
 }

@@ -28,16 +28,16 @@ mod cache;
 mod judge;
 mod nodes;
 
+use super::review::Review;
+use crate::cluster::door::Door;
 use crate::cluster::serve::family;
 use crate::config::VerdictConfig;
-use crate::credentials::secrets;
 use crate::keyring::Keyring;
 use crate::node::NodeImages;
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
 use crate::registry::{ClientOptions, PlatformPolicy};
 use cache::{Cache, Key, Lookup};
-use hyper::body::Bytes;
 use judge::{Found, Missing};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -116,8 +116,8 @@ pub(crate) struct Judged {
 pub(crate) struct Verdicts {
     /// How long a review waits.
     budget: Duration,
-    /// `--read-pull-secrets`: the API client that reads them; `None`: anonymous.
-    secrets: Option<kube::Client>,
+    /// `--read-pull-secrets`: the door they are read through; `None`: anonymous.
+    secrets: Option<Door>,
     /// Refuse a proven miss.
     deny: bool,
     /// How registries are asked: plain HTTP where told, no platform.
@@ -137,15 +137,11 @@ struct Pending {
 }
 
 impl Verdicts {
-    /// The verdicts `config` asks for, counting into `counts`, reading the nodes with `client`.
-    pub(crate) fn new(
-        config: VerdictConfig,
-        client: Option<kube::Client>,
-        counts: Arc<Counts>,
-    ) -> Verdicts {
+    /// The verdicts `config` asks for, counting into `counts`, reading the nodes through `door`.
+    pub(crate) fn new(config: VerdictConfig, door: Option<Door>, counts: Arc<Counts>) -> Verdicts {
         Verdicts {
             budget: config.budget,
-            secrets: client.clone().filter(|_| config.read_pull_secrets),
+            secrets: door.clone().filter(|_| config.read_pull_secrets),
             deny: config.deny,
             client: ClientOptions {
                 plain_http: config.plain_http,
@@ -158,31 +154,16 @@ impl Verdicts {
                 miss_ttl: config.miss_ttl,
                 per_registry: config.per_registry,
             }),
-            nodes: nodes::Nodes::new(client),
+            nodes: nodes::Nodes::new(door),
             counts,
         }
     }
 
-    /// The verdicts of one review body: nothing for a review that asks none, or that cannot be
+    /// The verdicts of one review: nothing for a review that asks none, or that cannot be
     /// read (the admitter answers for those).
-    pub(crate) async fn judge(&self, body: &Bytes, large: bool) -> Judged {
+    pub(crate) async fn judge(&self, review: &Review) -> Judged {
         let deadline = Instant::now() + self.budget;
-        let read = |body: &[u8]| {
-            let review = serde_json::from_slice::<serde_json::Value>(body).ok()?;
-            asked::wanted(&review["request"])
-        };
-        // A `large` review (up to 3 MiB) is read on the blocking pool, as the server decides
-        // it: the one thread goes on serving the small ones meanwhile.
-        let wanted = if large {
-            let body = body.clone();
-            tokio::task::spawn_blocking(move || read(&body))
-                .await
-                .ok()
-                .flatten()
-        } else {
-            read(body)
-        };
-        let Some(wanted) = wanted else {
+        let Some(wanted) = asked::wanted(review) else {
             return Judged::default();
         };
         // Past the budget: anonymous.
@@ -240,17 +221,17 @@ impl Verdicts {
     /// secrets and, for a Job or a CronJob, its service account's; none without (anonymous).
     /// Read for this review alone, never kept; what cannot be read is left out.
     async fn keyring(&self, wanted: &asked::Wanted) -> Keyring {
-        let (Some(client), Some(ns)) = (&self.secrets, &wanted.namespace) else {
+        let (Some(door), Some(ns)) = (&self.secrets, &wanted.namespace) else {
             return Keyring::default();
         };
         let mut names = wanted.pull_secrets.clone();
         if let Some(sa) = &wanted.service_account {
-            names.extend(secrets::of_service_account(client, ns, sa).await);
+            names.extend(door.service_account_pull_secrets(ns, sa).await);
         }
         if names.is_empty() {
             return Keyring::default();
         }
-        secrets::read(client, ns, names).await.0
+        door.pull_secrets(ns, names).await.0
     }
 
     /// Starts (or finds) the verdict of one image, asked with the credentials of `keyring`

@@ -5,10 +5,10 @@
 //! chart's ClusterRole), at most once per [`FRESH`], one read at a time; whatever goes wrong
 //! (forbidden, no answer in time, too many nodes) leaves every `IfNotPresent` miss unproven.
 
+use crate::cluster::door::Door;
 use crate::node::{DEFAULT_MAX_IMAGES, NodeImages};
 use crate::reference::Reference;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams};
+use kube::api::ListParams;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -22,7 +22,7 @@ const MAX_NODES: u32 = 1000;
 /// The nodes' lists, read on demand.
 pub(crate) struct Nodes {
     /// `None` outside a cluster: every `IfNotPresent` miss stays unproven.
-    client: Option<kube::Client>,
+    door: Option<Door>,
     last: tokio::sync::Mutex<Option<Read>>,
 }
 
@@ -30,33 +30,32 @@ pub(crate) struct Nodes {
 type Read = (Instant, Option<Arc<Vec<NodeImages>>>);
 
 impl Nodes {
-    pub(crate) fn new(client: Option<kube::Client>) -> Nodes {
+    pub(crate) fn new(door: Option<Door>) -> Nodes {
         Nodes {
-            client,
+            door,
             last: tokio::sync::Mutex::new(None),
         }
     }
 
     /// Every node's list, read at most [`FRESH`] ago; `None` when they cannot be read.
     pub(crate) async fn lists(&self) -> Option<Arc<Vec<NodeImages>>> {
-        let client = self.client.as_ref()?;
+        let door = self.door.as_ref()?;
         let mut last = self.last.lock().await;
         if let Some((at, lists)) = last.as_ref()
             && at.elapsed() < FRESH
         {
             return lists.clone();
         }
-        let lists = read(client).await.map(Arc::new);
+        let lists = read(door).await.map(Arc::new);
         *last = Some((Instant::now(), lists.clone()));
         lists
     }
 }
 
 /// One read of every Node; `None` on any failure or past [`MAX_NODES`].
-async fn read(client: &kube::Client) -> Option<Vec<NodeImages>> {
-    let api: Api<Node> = Api::all(client.clone());
-    let list = api
-        .list(&ListParams::default().limit(MAX_NODES))
+async fn read(door: &Door) -> Option<Vec<NodeImages>> {
+    let list = door
+        .nodes(&ListParams::default().limit(MAX_NODES))
         .await
         .ok()?;
     if list
