@@ -1,9 +1,10 @@
 //! The one door to the API server: a Kubernetes client made once per process, from the
-//! configuration its command finds (in-cluster only for the webhook's reads, kube-rs's default
-//! order for `--self-signed` and the watcher, kubectl's order or `--kubeconfig` and
-//! `--context` for doctor), and lent to every part that reads or writes through it. The reads
-//! the wing shares (pull Secrets, the nodes, the LimitRanges, the Events' recorder) are its
-//! methods, so that each is written once; the rest of a part's calls take [`Door::client`].
+//! configuration its command finds (the webhook: in-cluster only, and `--self-signed` outside a
+//! cluster kube-rs's default order; the watcher: kube-rs's default order; doctor: kubectl's
+//! order, or `--kubeconfig` and `--context`), and lent to every part that reads or writes
+//! through it. The reads the wing shares (pull Secrets, the nodes, the LimitRanges, the Events'
+//! recorder) are its methods, so that each is written once; the rest of a part's calls take
+//! [`Door::client`].
 
 #[cfg(feature = "webhook")]
 use k8s_openapi::api::core::v1::LimitRange;
@@ -18,8 +19,8 @@ pub(crate) struct Door {
 
 impl Door {
     /// The door of the in-cluster configuration alone (the pod's service account), or why
-    /// there is none: the webhook reads a cluster only from inside it, so that a kubeconfig
-    /// lying around where it runs is never read.
+    /// there is none: the webhook reads the LimitRanges, Nodes and Secrets of the cluster it
+    /// runs in, and of no other.
     #[cfg(feature = "webhook")]
     pub(crate) fn in_cluster() -> Result<Door, String> {
         let config = kube::Config::incluster().map_err(|e| e.to_string())?;
