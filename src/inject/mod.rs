@@ -74,11 +74,14 @@ mod object;
 mod options;
 mod pod;
 mod resources;
+mod rule;
 mod wants;
 
 pub use container::{env_value, init_container, volume_name};
 #[cfg(feature = "webhook")]
-pub(crate) use object::{inject_object, push_token};
+pub(crate) use job::Kept;
+#[cfg(feature = "webhook")]
+pub(crate) use object::{RuleWritten, inject_object, push_token, rule_object};
 pub(crate) use options::{ValidOptions, validate};
 use pod::Run;
 pub(crate) use resources::LimitRangesError;
