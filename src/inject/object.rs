@@ -7,7 +7,7 @@
 
 use super::job::Kept;
 use super::rule::{RulePlan, plan_rule};
-use super::{InjectError, Tally, ValidOptions, closing_warnings, plan};
+use super::{Context, InjectError, ValidOptions, closing_warnings, plan};
 use crate::manifests::splice::{Refusal, Writer, Y};
 use crate::manifests::tree::{Kind, NodeId, Tree};
 use crate::manifests::{self};
@@ -279,21 +279,16 @@ pub(crate) fn inject_object(
     let found = manifests::read_object(object, source).map_err(|e| InjectError(e.to_string()))?;
     let writer = ObjectWriter::new(&found.tree);
     let mut warnings = found.notes.clone();
-    let (mut notes, mut tally) = (Vec::new(), Tally::default());
-    let changes = plan(
-        &writer,
+    let context = Context {
         source,
         valid,
         owner,
-        &found.tree,
-        &found,
-        &mut warnings,
-        &mut notes,
-        &mut tally,
-    );
+    };
+    let planned = plan(&writer, &context, &found.tree, &found);
+    warnings.extend(planned.warnings);
     closing_warnings(source, found.spots.len(), valid, &mut warnings);
     Ok(ObjectInjected {
-        after: apply(object, changes)?,
+        after: apply(object, planned.edits)?,
         warnings,
     })
 }
@@ -416,5 +411,35 @@ mod tests {
                 "/a~1b/c~0d/1/e"
             ]
         );
+    }
+
+    #[test]
+    fn rule_mode_writes_the_job_rule_alone_as_key_operations() {
+        let job = json!({"spec": {
+            "podFailurePolicy": null,
+            "podReplacementPolicy": 3,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}},
+        }});
+        let written = rule_object(&job, &["spec"], "ConfigIssue").unwrap();
+        let rule = json!({"rules": [{"action": "FailJob",
+            "onPodConditions": [{"type": "ConfigIssue", "status": "True"}]}]});
+        assert_eq!(
+            written,
+            RuleWritten::Added {
+                // A null policy is filled in (`replace`); a value that is not Failed replaced.
+                ops: vec![
+                    json!({"op": "replace", "path": "/spec/podFailurePolicy", "value": rule}),
+                    json!({"op": "replace", "path": "/spec/podReplacementPolicy", "value": "Failed"}),
+                ],
+                replaced: Some(json!(3)),
+            }
+        );
+        let mut own = job.clone();
+        own["spec"]["podFailurePolicy"] = json!({"rules": []});
+        assert_eq!(
+            rule_object(&own, &["spec"], "ConfigIssue").unwrap(),
+            RuleWritten::Kept(Kept::OwnPolicy)
+        );
+        assert!(rule_object(&job, &["spec", "jobTemplate", "spec"], "ConfigIssue").is_err());
     }
 }

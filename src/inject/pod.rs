@@ -3,7 +3,6 @@
 //! policy (written by [`super::rule`]). What they hold is decided in [`super::wants`] and
 //! [`super::job`].
 
-use super::CONTAINER_NAME;
 use super::container::{
     init_container, is_our_volume, is_our_volume_name, pod_containers, with_route_args,
 };
@@ -11,6 +10,7 @@ use super::job;
 use super::resources::{self, Chosen, MEMORY_FLOOR, format_quantity};
 use super::rule;
 use super::wants::{Checked, Wants};
+use super::{CONTAINER_NAME, Tally};
 use crate::manifests::Spot;
 use crate::manifests::splice::{Writer, Y};
 use crate::manifests::tree::NodeId;
@@ -36,9 +36,8 @@ pub(super) struct Run<'a, W: Writer> {
     pub(super) jobs_done: HashSet<NodeId>,
     /// What was written and why, for stderr.
     pub(super) notes: Vec<String>,
-    pub(super) pod_specs: usize,
-    /// Pod specs written whose init container looks the node up for an `IfNotPresent` image.
-    pub(super) node_lookups: usize,
+    /// The pod specs written, and what they need.
+    pub(super) tally: Tally,
 }
 
 /// How many containers a note names before it counts the rest.
@@ -161,9 +160,9 @@ impl<'a, W: Writer> Run<'a, W> {
             self.notes.push(format!("{}: {at}: {note}", self.source));
         }
         if self.wants.looks_up_node(spot) {
-            self.node_lookups += 1;
+            self.tally.node_lookups += 1;
         }
-        self.pod_specs += 1;
+        self.tally.pod_specs += 1;
     }
 
     /// Whether the pod spec can take the init container; when not, a warning says why
