@@ -82,6 +82,7 @@ pub use container::{env_value, init_container, volume_name};
 pub(crate) use job::Kept;
 #[cfg(feature = "webhook")]
 pub(crate) use object::{RuleWritten, inject_object, push_token, rule_object};
+use options::InvalidOptions;
 pub(crate) use options::{ValidOptions, validate};
 use pod::Run;
 pub(crate) use resources::LimitRangesError;
@@ -187,6 +188,13 @@ pub struct Injected {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct InjectError(pub String);
+
+/// Every problem of the options, one a line.
+impl From<InvalidOptions> for InjectError {
+    fn from(invalid: InvalidOptions) -> InjectError {
+        InjectError(invalid.to_string())
+    }
+}
 
 /// Rewrites `input` (YAML or JSON, one or more documents); `source` names it in messages.
 ///

@@ -3,8 +3,8 @@
 //! checks them per run, the webhook once at start, never per admission. Every problem is
 //! said at once ([`InvalidOptions`]).
 
+use super::InjectOptions;
 use super::container::with_route_args;
-use super::{InjectError, InjectOptions};
 use crate::manifests::names::is_dns_subdomain;
 use crate::route::RouteFlags;
 use crate::route::inject::{Additions, RouteMounts};
@@ -45,12 +45,6 @@ impl ValidOptions {
 #[derive(Debug, thiserror::Error)]
 #[error("{}", .0.join("\n"))]
 pub(crate) struct InvalidOptions(pub(crate) Vec<String>);
-
-impl From<InvalidOptions> for InjectError {
-    fn from(invalid: InvalidOptions) -> InjectError {
-        InjectError(invalid.to_string())
-    }
-}
 
 /// The problems of the route choices: ConfigMap names, absolute paths on the node, and one
 /// runtime.
