@@ -4,7 +4,7 @@
 use crate::check::check_until;
 use crate::cli::{CheckArgs, Cli, Command, DEFAULT_INJECT_IMAGE, InjectArgs, OutputFormat};
 use crate::config::{Config, InjectConfig};
-use crate::inject::inject;
+use crate::inject::inject_valid;
 use crate::log::{self, Component};
 use crate::report::{ExitCode, Layout, Report, render_text, termination_message};
 use clap::FromArgMatches;
@@ -57,8 +57,8 @@ fn run_inject(args: InjectArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let config = match InjectConfig::from_args(args) {
-        Ok(c) => c,
+    let (config, valid) = match InjectConfig::checked(args) {
+        Ok(checked) => checked,
         Err(errors) => {
             for e in &errors.0 {
                 log::error(Component::Command, &e.to_string());
@@ -66,7 +66,7 @@ fn run_inject(args: InjectArgs) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    match inject(&input, &config.source, &config.options) {
+    match inject_valid(&input, &config.source, &valid) {
         Ok(done) => {
             // The default image's warning is said last and framed: it concerns every pod
             // written, and a warning among the others scrolls past.

@@ -86,8 +86,9 @@
 //!   webhook shares (`options`: validated once, `pod`: the edit of one pod spec through a
 //!   writer, `wants`: what its init container holds, `container`: the init container,
 //!   `resources`: its requests and limits within the pod's and the namespace's LimitRanges,
-//!   `job`: `--job-failure-policy`'s rules, `object`: the webhook's writer, edits made to the
-//!   object as sent).
+//!   `job`: the Job rule decided, `--job-failure-policy`'s rules and rule mode's (`--mode
+//!   watch`), `rule`: the Job rule written, in both modes, `object`: the webhook's writer,
+//!   edits made to the object as sent).
 //! - [`cluster`] (cargo features `webhook` and `watch`): the cluster side, one wing:
 //! - `cluster/webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
 //!   (`review`: one AdmissionReview read once for all that read it, `admit`, `watch_mode`:

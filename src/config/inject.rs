@@ -1,9 +1,11 @@
-//! `pullcheck inject`'s flags and the file they name become one validated [`InjectConfig`].
+//! `pullcheck inject`'s flags and the files they name become one validated [`InjectConfig`]
+//! (with the options as the inject core reads them, for `pullcheck inject`): every problem at
+//! once.
 
 use super::ConfigErrors;
 use crate::cli::InjectArgs;
 use crate::credentials::plugin;
-use crate::inject::{InjectOptions, LimitRanges, LimitRangesError};
+use crate::inject::{InjectOptions, LimitRanges, LimitRangesError, ValidOptions, validate};
 use crate::input::read_input;
 use std::path::Path;
 
@@ -20,8 +22,38 @@ pub struct InjectConfig {
 
 impl InjectConfig {
     /// Validates `inject`'s flags and reads the file they name (the kubelet's credential
-    /// provider configuration). The manifests themselves are read by the caller.
+    /// provider configuration); every problem of the files at once. The manifests themselves
+    /// are read by the caller; the options are checked as the core reads them by
+    /// [`InjectConfig::checked`] (the webhook checks them only where it injects).
+    #[cfg(feature = "webhook")]
     pub(crate) fn from_args(args: InjectArgs) -> Result<InjectConfig, ConfigErrors> {
+        let (config, errors) = InjectConfig::read(args);
+        if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+
+    /// `pullcheck inject`'s whole judgement: [`InjectConfig::from_args`], and the options as
+    /// the inject core reads them ([`validate`]); every problem of the flags and of the files
+    /// they name at once, those of the files first.
+    pub(crate) fn checked(args: InjectArgs) -> Result<(InjectConfig, ValidOptions), ConfigErrors> {
+        let (config, mut errors) = InjectConfig::read(args);
+        match validate(config.options.clone()) {
+            Ok(valid) if errors.is_empty() => Ok((config, valid)),
+            Ok(_) => Err(ConfigErrors(errors)),
+            Err(invalid) => {
+                errors.extend(invalid.0);
+                Err(ConfigErrors(errors))
+            }
+        }
+    }
+
+    /// The flags and the files they name, and the problems of the files (a file that cannot
+    /// be used leaves its choice off).
+    fn read(args: InjectArgs) -> (InjectConfig, Vec<String>) {
+        let mut errors = Vec::new();
         let source = inject_source(&args.file);
         // An empty value (an environment variable set to nothing) turns the choice off.
         let provider_tokens = match args
@@ -29,15 +61,15 @@ impl InjectConfig {
             .filter(|p| !p.as_os_str().is_empty())
         {
             None => None,
-            Some(path) => provider_token_additions(&path).map_err(|errors| {
+            Some(path) => provider_token_additions(&path).unwrap_or_else(|problems| {
                 let name = path.display().to_string();
-                ConfigErrors(
-                    errors
+                errors.extend(
+                    problems
                         .iter()
-                        .map(|e| format!("--credential-provider-config {name}: {e}"))
-                        .collect(),
-                )
-            })?,
+                        .map(|e| format!("--credential-provider-config {name}: {e}")),
+                );
+                None
+            }),
         };
         let limit_ranges = match args
             .limit_range
@@ -45,9 +77,10 @@ impl InjectConfig {
             .filter(|p| !p.as_os_str().is_empty())
         {
             None => LimitRanges::Unknown,
-            Some(path) => limit_ranges(&path).map_err(|e| {
-                ConfigErrors(vec![format!("--limit-range-file {}: {e}", path.display())])
-            })?,
+            Some(path) => limit_ranges(&path).unwrap_or_else(|e| {
+                errors.push(format!("--limit-range-file {}: {e}", path.display()));
+                LimitRanges::Unknown
+            }),
         };
         let default_image = args.image == crate::cli::DEFAULT_INJECT_IMAGE;
         let options = InjectOptions {
@@ -69,11 +102,12 @@ impl InjectConfig {
             },
             limit_ranges,
         };
-        Ok(InjectConfig {
+        let config = InjectConfig {
             source,
             options,
             default_image,
-        })
+        };
+        (config, errors)
     }
 }
 
@@ -118,4 +152,41 @@ enum LimitRangeFileError {
     Read(crate::input::InputError),
     #[error(transparent)]
     Parse(#[from] LimitRangesError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn args(argv: &[&str]) -> InjectArgs {
+        let full = ["pullcheck", "inject"].iter().chain(argv);
+        match Cli::try_parse_from(full).unwrap().command {
+            Command::Inject(a) => a,
+            _ => unreachable!("parsed `inject`"),
+        }
+    }
+
+    #[test]
+    fn the_files_and_the_options_are_judged_together() {
+        let argv = [
+            "--image",
+            "",
+            "--credential-provider-config",
+            "/nonexistent/providers.yaml",
+            "--limit-range-file",
+            "/nonexistent/limits.yaml",
+        ];
+        let errors = InjectConfig::checked(args(&argv)).unwrap_err().0;
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        assert!(
+            errors[0].starts_with("--credential-provider-config /nonexistent/providers.yaml: ")
+        );
+        assert!(errors[1].starts_with("--limit-range-file /nonexistent/limits.yaml: "));
+        assert_eq!(errors[2], "--image is empty");
+        let (config, _) = InjectConfig::checked(args(&["--image", "r.example/p:1"])).unwrap();
+        assert_eq!(config.source, "stdin");
+        assert_eq!(config.options.image, "r.example/p:1");
+    }
 }

@@ -107,7 +107,7 @@ impl WebhookConfig {
             // on every pod. In watch mode they are not used.
             inject.and_then(|c| {
                 crate::inject::validate(c.options)
-                    .map_err(|e| errors.push(e.0))
+                    .map_err(|e| errors.extend(e.0))
                     .ok()
                     .map(|v| Adds::Inject(Box::new(v)))
             })

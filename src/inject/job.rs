@@ -1,6 +1,8 @@
-//! What `--job-failure-policy` writes on a `batch/v1` Job (the `podFailurePolicy` rules, decided
-//! here and written by [`super::pod`]), and the warning when a pod's restartPolicy keeps a
-//! failed check from failing it.
+//! The Job rule, decided: what `--job-failure-policy` writes on a `batch/v1` Job (the
+//! `podFailurePolicy` rules on pullcheck's exit codes), what rule mode writes (the rule on
+//! `pullcheck watch`'s pod condition, and when a Job keeps its own policy: [`Kept`]), and the
+//! warning when a pod's restartPolicy keeps a failed check from failing it. Both are written
+//! by [`super::rule`].
 
 use super::{
     CONTAINER_NAME, COUNT_EXIT_CODES, FAIL_JOB_EXIT_CODES, IGNORE_EXIT_CODES, InjectOptions,
@@ -207,4 +209,66 @@ fn check_flag<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
         }
     }
     value
+}
+
+#[cfg(feature = "webhook")]
+/// Why a Job spec keeps its policy as written in rule mode (the rule on `pullcheck watch`'s
+/// pod condition, [`condition_rule`]): a `podFailurePolicy` is its author's, and one needs
+/// `restartPolicy: Never`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// Its own `podFailurePolicy` has a `FailJob` rule on the condition already.
+    HasRule,
+    /// Its own `podFailurePolicy` has a rule on the condition with another action (its
+    /// value, `None` when it is not a string).
+    OtherAction(Option<String>),
+    /// Its own `podFailurePolicy`, without a rule on the condition.
+    OwnPolicy,
+    /// `restartPolicy: OnFailure`: a failed pod is replaced, never failed.
+    OnFailure,
+    /// `restartPolicy` Always, unset or odd: the API server refuses such a Job by itself.
+    NotNever,
+}
+
+#[cfg(feature = "webhook")]
+/// Why the Job spec `spec` (as JSON) keeps its policy as written in rule mode, `None` when it
+/// gets the rule on `condition_type`: its own `podFailurePolicy` first, then a restartPolicy
+/// other than `Never`.
+pub(crate) fn kept(spec: &serde_json::Value, condition_type: &str) -> Option<Kept> {
+    let policy = &spec["podFailurePolicy"];
+    if !policy.is_null() {
+        let ours = policy["rules"].as_array().and_then(|rules| {
+            rules.iter().find(|r| {
+                r["onPodConditions"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|c| c["type"] == condition_type))
+            })
+        });
+        return Some(match ours {
+            Some(rule) if rule["action"] == "FailJob" => Kept::HasRule,
+            Some(rule) => Kept::OtherAction(rule["action"].as_str().map(str::to_string)),
+            None => Kept::OwnPolicy,
+        });
+    }
+    match spec["template"]["spec"]["restartPolicy"].as_str() {
+        Some("Never") => None,
+        Some("OnFailure") => Some(Kept::OnFailure),
+        _ => Some(Kept::NotNever),
+    }
+}
+
+#[cfg(feature = "webhook")]
+/// The `podFailurePolicy` rule of rule mode: `FailJob` on the pod condition `condition_type`,
+/// which `pullcheck watch` sets on a pod whose image it proves cannot be pulled.
+pub(super) fn condition_rule(condition_type: &str) -> Y {
+    Y::map([
+        ("action", Y::s("FailJob")),
+        (
+            "onPodConditions",
+            Y::Seq(vec![Y::map([
+                ("type", Y::s(condition_type)),
+                ("status", Y::s("True")),
+            ])]),
+        ),
+    ])
 }

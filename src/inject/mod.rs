@@ -74,11 +74,15 @@ mod object;
 mod options;
 mod pod;
 mod resources;
+mod rule;
 mod wants;
 
 pub use container::{env_value, init_container, volume_name};
 #[cfg(feature = "webhook")]
-pub(crate) use object::{inject_object, push_token};
+pub(crate) use job::Kept;
+#[cfg(feature = "webhook")]
+pub(crate) use object::{RuleWritten, inject_object, push_token, rule_object};
+use options::InvalidOptions;
 pub(crate) use options::{ValidOptions, validate};
 use pod::Run;
 pub(crate) use resources::LimitRangesError;
@@ -184,6 +188,13 @@ pub struct Injected {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct InjectError(pub String);
+
+/// Every problem of the options, one a line.
+impl From<InvalidOptions> for InjectError {
+    fn from(invalid: InvalidOptions) -> InjectError {
+        InjectError(invalid.to_string())
+    }
+}
 
 /// Rewrites `input` (YAML or JSON, one or more documents); `source` names it in messages.
 ///
@@ -343,6 +354,14 @@ pub(super) struct Tally {
     pub(super) node_lookups: usize,
 }
 
+impl Tally {
+    /// Adds what another document's pod specs add up to.
+    pub(super) fn add(&mut self, other: Tally) {
+        self.pod_specs += other.pod_specs;
+        self.node_lookups += other.node_lookups;
+    }
+}
+
 impl EachDocument<'_> {
     fn output(mut self) -> String {
         self.output
@@ -367,40 +386,51 @@ impl manifests::EachDocument for EachDocument<'_> {
         self.output
             .apply(self.input, &std::mem::take(&mut self.pending));
         let splicer = Splicer::new(self.input, tree, found.format == Format::Json);
-        let edits = plan(
-            &splicer,
-            self.source,
-            self.valid,
-            None,
-            tree,
-            &found,
-            &mut self.warnings,
-            &mut self.written,
-            &mut self.tally,
-        );
+        let context = Context {
+            source: self.source,
+            valid: self.valid,
+            owner: None,
+        };
+        let planned = plan(&splicer, &context, tree, &found);
+        self.warnings.extend(planned.warnings);
+        self.written.extend(planned.notes);
+        self.tally.add(planned.tally);
         self.spots += found.spots.len();
         self.notes.extend(found.notes);
-        self.pending = crlf(edits, self.crlf);
+        self.pending = crlf(planned.edits, self.crlf);
     }
 }
 
+/// Who the inject core edits for, the same for each document of a run: `source` names the
+/// input in messages; `owner`: the kind of a Pod's controller, at admission (it decides what
+/// the restart-policy warning can advise, where a manifest says it by its own kind).
+pub(super) struct Context<'a> {
+    pub(super) source: &'a str,
+    pub(super) valid: &'a ValidOptions,
+    pub(super) owner: Option<&'a str>,
+}
+
+/// What the inject core planned for one document.
+pub(super) struct Planned<E> {
+    /// The edits, as the writer wrote them.
+    pub(super) edits: Vec<E>,
+    /// The warnings of its pod specs.
+    pub(super) warnings: Vec<String>,
+    /// What was written and why (a Job's failure policy).
+    pub(super) notes: Vec<String>,
+    /// The pod specs edited, and what they need.
+    pub(super) tally: Tally,
+}
+
 /// The inject core: the edits of the pod specs `found` in `tree`, as `writer` writes them,
-/// their warnings added to `warnings`, what was written and why (a Job's failure policy) to
-/// `notes`, and the pod specs edited counted in `tally`. `owner`: the kind of a Pod's
-/// controller, at admission (it decides what the restart-policy warning can advise, where a
-/// manifest says it by its own kind).
-#[allow(clippy::too_many_arguments)]
+/// with their warnings, notes and tally.
 pub(super) fn plan<W: Writer>(
     writer: &W,
-    source: &str,
-    valid: &ValidOptions,
-    owner: Option<&str>,
+    context: &Context<'_>,
     tree: &Tree,
     found: &Manifests,
-    warnings: &mut Vec<String>,
-    notes: &mut Vec<String>,
-    tally: &mut Tally,
-) -> Vec<W::Edit> {
+) -> Planned<W::Edit> {
+    let valid = context.valid;
     let mut run = Run {
         wants: Wants {
             options: &valid.options,
@@ -409,17 +439,16 @@ pub(super) fn plan<W: Writer>(
             ca_files: &valid.ca_files,
             route: &valid.route,
         },
-        owner,
-        source,
+        owner: context.owner,
+        source: context.source,
         writer,
-        warnings: std::mem::take(warnings),
-        notes: std::mem::take(notes),
+        warnings: Vec::new(),
+        notes: Vec::new(),
         edits: Vec::new(),
         volumes_done: HashMap::new(),
         spots_by_volumes: HashMap::new(),
         jobs_done: HashSet::new(),
-        pod_specs: tally.pod_specs,
-        node_lookups: tally.node_lookups,
+        tally: Tally::default(),
     };
     for (i, spot) in found.spots.iter().enumerate() {
         run.spots_by_volumes
@@ -430,13 +459,12 @@ pub(super) fn plan<W: Writer>(
     for spot in &found.spots {
         run.spot(spot);
     }
-    *warnings = run.warnings;
-    *notes = run.notes;
-    *tally = Tally {
-        pod_specs: run.pod_specs,
-        node_lookups: run.node_lookups,
-    };
-    run.edits
+    Planned {
+        edits: run.edits,
+        warnings: run.warnings,
+        notes: run.notes,
+        tally: run.tally,
+    }
 }
 
 /// What is inserted has the input's line ends (scalars pullcheck writes never hold a raw line
@@ -455,21 +483,16 @@ fn crlf(mut edits: Vec<Edit>, crlf: bool) -> Vec<Edit> {
 fn whole(input: &str, source: &str, valid: &ValidOptions) -> Result<Done, InjectError> {
     let found = manifests::read(input, source).map_err(|e| InjectError(e.to_string()))?;
     let mut warnings = found.notes.clone();
-    let mut notes = Vec::new();
-    let mut tally = Tally::default();
     let splicer = Splicer::new(input, &found.tree, found.format == Format::Json);
-    let edits = plan(
-        &splicer,
+    let context = Context {
         source,
         valid,
-        None,
-        &found.tree,
-        &found,
-        &mut warnings,
-        &mut notes,
-        &mut tally,
-    );
-    let edits = crlf(edits, input.contains("\r\n"));
+        owner: None,
+    };
+    let planned = plan(&splicer, &context, &found.tree, &found);
+    warnings.extend(planned.warnings);
+    let (notes, tally) = (planned.notes, planned.tally);
+    let edits = crlf(planned.edits, input.contains("\r\n"));
     let spots = found.spots.len();
     let format = found.format;
     // The tree and the pod specs are dropped before the output is built: the peak is then the

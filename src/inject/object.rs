@@ -2,13 +2,16 @@
 //! which its JSON patch is taken. No text is written or read on the way: the object the API
 //! server sent is read into a tree ([`manifests::read_object`]), the core plans on that tree
 //! ([`super::plan`], as for `pullcheck inject`), and each edit names what it changes by JSON
-//! pointer (RFC 6901) into the object as sent.
+//! pointer (RFC 6901) into the object as sent. Rule mode ([`rule_object`], the webhook's
+//! `--mode watch`) writes the Job rule alone through the same writer.
 
-use super::{InjectError, Tally, ValidOptions, closing_warnings, plan};
+use super::job::Kept;
+use super::rule::{RulePlan, plan_rule};
+use super::{Context, InjectError, ValidOptions, closing_warnings, plan};
 use crate::manifests::splice::{Refusal, Writer, Y};
 use crate::manifests::tree::{Kind, NodeId, Tree};
 use crate::manifests::{self};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// One edit of the object, by JSON pointer into the object as sent.
@@ -32,6 +35,23 @@ pub(crate) enum Change {
         index: usize,
         value: Value,
     },
+}
+
+impl Change {
+    /// The JSON patch operation (RFC 6902) of a change to a key: `add` for a key added,
+    /// `replace` for a value set. `None` for a change to a list, whose indices as sent move
+    /// once another item of it is added or removed (init mode's patch is a diff instead).
+    fn key_op(&self) -> Option<Value> {
+        match self {
+            Change::Insert { map, key, value } => {
+                let mut path = map.clone();
+                push_token(&mut path, key);
+                Some(json!({"op": "add", "path": path, "value": value}))
+            }
+            Change::Put { at, value } => Some(json!({"op": "replace", "path": at, "value": value})),
+            Change::Prepend { .. } | Change::Remove { .. } | Change::Replace { .. } => None,
+        }
+    }
 }
 
 /// Writes the core's edits as [`Change`]s, each naming its node by JSON pointer. Only where
@@ -259,23 +279,72 @@ pub(crate) fn inject_object(
     let found = manifests::read_object(object, source).map_err(|e| InjectError(e.to_string()))?;
     let writer = ObjectWriter::new(&found.tree);
     let mut warnings = found.notes.clone();
-    let (mut notes, mut tally) = (Vec::new(), Tally::default());
-    let changes = plan(
-        &writer,
+    let context = Context {
         source,
         valid,
         owner,
-        &found.tree,
-        &found,
-        &mut warnings,
-        &mut notes,
-        &mut tally,
-    );
+    };
+    let planned = plan(&writer, &context, &found.tree, &found);
+    warnings.extend(planned.warnings);
     closing_warnings(source, found.spots.len(), valid, &mut warnings);
     Ok(ObjectInjected {
-        after: apply(object, changes)?,
+        after: apply(object, planned.edits)?,
         warnings,
     })
+}
+
+/// What rule mode made of one Job or CronJob at its admission.
+#[derive(Debug, PartialEq)]
+pub(crate) enum RuleWritten {
+    /// The rule is added by these JSON patch operations, in the order the core wrote them;
+    /// `replaced`: the `podReplacementPolicy` set to `Failed`, as it was.
+    Added {
+        ops: Vec<Value>,
+        replaced: Option<Value>,
+    },
+    /// Its policy is kept as written.
+    Kept(Kept),
+}
+
+/// Rule mode of the core at admission (`pullcheck webhook --mode watch`): the rule `FailJob`
+/// on the pod condition `condition_type` for the Job spec at the keys `spec_at` of `object`
+/// (a Job's `spec`, a CronJob's `spec.jobTemplate.spec`), and no init container. The Job rule
+/// is written as init mode writes it ([`super::rule`], through [`ObjectWriter`]); its changes
+/// are to keys only, so they are the JSON patch as they are.
+///
+/// # Errors
+///
+/// [`InjectError`] when there is no Job spec at `spec_at` or it cannot be edited.
+pub(crate) fn rule_object(
+    object: &Value,
+    spec_at: &[&str],
+    condition_type: &str,
+) -> Result<RuleWritten, InjectError> {
+    let no_spec = || InjectError(format!("no Job spec at {}", spec_at.join(".")));
+    let tree = Tree::from_json(object).ok_or_else(no_spec)?;
+    let mut job = tree.docs.first().ok_or_else(no_spec)?.root;
+    for key in spec_at {
+        job = tree.get(job, key).ok_or_else(no_spec)?;
+    }
+    if !tree.is_map(job) {
+        return Err(no_spec());
+    }
+    let writer = ObjectWriter::new(&tree);
+    let refused = |why: &str| InjectError(format!("the Job rule cannot be written ({why})"));
+    match plan_rule(&writer, &tree, job, condition_type).map_err(refused)? {
+        RulePlan::Kept(why) => Ok(RuleWritten::Kept(why)),
+        RulePlan::Add(added) => {
+            let ops = added
+                .edits
+                .iter()
+                .map(Change::key_op)
+                .collect::<Option<_>>();
+            Ok(RuleWritten::Added {
+                ops: ops.ok_or_else(|| refused("a list would move"))?,
+                replaced: added.replaced.and_then(|node| tree.to_json(node)),
+            })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -342,5 +411,35 @@ mod tests {
                 "/a~1b/c~0d/1/e"
             ]
         );
+    }
+
+    #[test]
+    fn rule_mode_writes_the_job_rule_alone_as_key_operations() {
+        let job = json!({"spec": {
+            "podFailurePolicy": null,
+            "podReplacementPolicy": 3,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}},
+        }});
+        let written = rule_object(&job, &["spec"], "ConfigIssue").unwrap();
+        let rule = json!({"rules": [{"action": "FailJob",
+            "onPodConditions": [{"type": "ConfigIssue", "status": "True"}]}]});
+        assert_eq!(
+            written,
+            RuleWritten::Added {
+                // A null policy is filled in (`replace`); a value that is not Failed replaced.
+                ops: vec![
+                    json!({"op": "replace", "path": "/spec/podFailurePolicy", "value": rule}),
+                    json!({"op": "replace", "path": "/spec/podReplacementPolicy", "value": "Failed"}),
+                ],
+                replaced: Some(json!(3)),
+            }
+        );
+        let mut own = job.clone();
+        own["spec"]["podFailurePolicy"] = json!({"rules": []});
+        assert_eq!(
+            rule_object(&own, &["spec"], "ConfigIssue").unwrap(),
+            RuleWritten::Kept(Kept::OwnPolicy)
+        );
+        assert!(rule_object(&job, &["spec", "jobTemplate", "spec"], "ConfigIssue").is_err());
     }
 }

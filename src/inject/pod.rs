@@ -1,14 +1,16 @@
 //! The edit of one pod spec ([`Spot`]), written by a [`Writer`]: whether it can take the init
 //! container, the volumes and mounts, the init container put first, and a Job's failure
-//! policy. What they hold is decided in [`super::wants`] and [`super::job`].
+//! policy (written by [`super::rule`]). What they hold is decided in [`super::wants`] and
+//! [`super::job`].
 
-use super::CONTAINER_NAME;
 use super::container::{
     init_container, is_our_volume, is_our_volume_name, pod_containers, with_route_args,
 };
 use super::job;
 use super::resources::{self, Chosen, MEMORY_FLOOR, format_quantity};
+use super::rule;
 use super::wants::{Checked, Wants};
+use super::{CONTAINER_NAME, Tally};
 use crate::manifests::Spot;
 use crate::manifests::splice::{Writer, Y};
 use crate::manifests::tree::NodeId;
@@ -34,9 +36,8 @@ pub(super) struct Run<'a, W: Writer> {
     pub(super) jobs_done: HashSet<NodeId>,
     /// What was written and why, for stderr.
     pub(super) notes: Vec<String>,
-    pub(super) pod_specs: usize,
-    /// Pod specs written whose init container looks the node up for an `IfNotPresent` image.
-    pub(super) node_lookups: usize,
+    /// The pod specs written, and what they need.
+    pub(super) tally: Tally,
 }
 
 /// How many containers a note names before it counts the rest.
@@ -159,9 +160,9 @@ impl<'a, W: Writer> Run<'a, W> {
             self.notes.push(format!("{}: {at}: {note}", self.source));
         }
         if self.wants.looks_up_node(spot) {
-            self.node_lookups += 1;
+            self.tally.node_lookups += 1;
         }
-        self.pod_specs += 1;
+        self.tally.pod_specs += 1;
     }
 
     /// Whether the pod spec can take the init container; when not, a warning says why
@@ -490,17 +491,14 @@ impl<'a, W: Writer> Run<'a, W> {
             return;
         }
         let (rules, why) = job::rules(self.wants.options, t, job);
-        let result = (|| -> Result<Vec<W::Edit>, &'static str> {
+        let result = (|| -> Result<(Vec<W::Edit>, Option<NodeId>), &'static str> {
             let mut edits = Vec::new();
+            let mut replaced = None;
             match t.own_entry(job, "podFailurePolicy") {
                 None => {
-                    edits.push(self.writer.insert_key(
-                        job,
-                        &["template"],
-                        "podFailurePolicy",
-                        &Y::map([("rules", Y::Seq(rules))]),
-                    )?);
-                    edits.extend(self.replacement_policy(job)?);
+                    let added = rule::add_policy(self.writer, t, job, rules)?;
+                    edits = added.edits;
+                    replaced = added.replaced;
                 }
                 Some((_, policy)) => {
                     let existing = t
@@ -512,7 +510,7 @@ impl<'a, W: Writer> Run<'a, W> {
                             == Some(CONTAINER_NAME)
                     });
                     if ours {
-                        return Ok(edits);
+                        return Ok((edits, None));
                     }
                     if t.resolve(existing) != existing || t.items(existing).is_empty() {
                         return Err("its rules are not a plain list");
@@ -528,14 +526,23 @@ impl<'a, W: Writer> Run<'a, W> {
                     &Y::s("Never"),
                 )?);
             }
-            Ok(edits)
+            Ok((edits, replaced))
         })();
         match result {
-            Ok(edits) if edits.is_empty() => self.notes.push(format!(
+            Ok((edits, _)) if edits.is_empty() => self.notes.push(format!(
                 "{}: {at}: podFailurePolicy kept: it has rules for container {CONTAINER_NAME} already",
                 self.source
             )),
-            Ok(edits) => {
+            Ok((edits, replaced)) => {
+                // A Job read from a file that sets it gets the same change as one at admission
+                // (defaulted), and a note says so.
+                if let Some(was) = replaced {
+                    self.notes.push(format!(
+                        "{}: podReplacementPolicy {} -> Failed: the podFailurePolicy added needs it",
+                        self.source,
+                        t.scalar(was).unwrap_or("(not a string)")
+                    ));
+                }
                 self.edits.extend(edits);
                 self.notes.push(format!(
                     "{}: {at}: podFailurePolicy rules for container {CONTAINER_NAME}: FailJob on 3, 4, 5, 7 (proven); {why}",
@@ -544,28 +551,5 @@ impl<'a, W: Writer> Run<'a, W> {
             }
             Err(why) => self.warn(format!("{at}: no podFailurePolicy added ({why})")),
         }
-    }
-
-    /// A Job with a `podFailurePolicy` may replace a pod only once it has failed: the API server
-    /// refuses any `podReplacementPolicy` but `Failed` beside one. At admission the API server
-    /// has already defaulted it to `TerminatingOrFailed` (a Job without a `podFailurePolicy`
-    /// gets that), so adding the rules without this change would have the Job refused; a file
-    /// that sets it gets the same change, and a note says so.
-    fn replacement_policy(&mut self, job: NodeId) -> Result<Option<W::Edit>, &'static str> {
-        let t = self.wants.tree;
-        let Some((key, value)) = t.own_entry(job, "podReplacementPolicy") else {
-            return Ok(None);
-        };
-        let was = t.str_at(job, "podReplacementPolicy");
-        if was == Some("Failed") {
-            return Ok(None);
-        }
-        let edit = self.writer.set_null(key, value, &Y::s("Failed"))?;
-        self.notes.push(format!(
-            "{}: podReplacementPolicy {} -> Failed: the podFailurePolicy added needs it",
-            self.source,
-            was.unwrap_or("(not a string)")
-        ));
-        Ok(Some(edit))
     }
 }

@@ -7,7 +7,7 @@
 //! `--deny-missing` ([`super::verdicts`]). A review that cannot be read, or an object `inject`
 //! cannot edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
-use super::decision::{Asked, Decision, OPT_OUT, Outcome, Skip, Unchanged};
+use super::decision::{Asked, Decision, OPT_OUT, Outcome, Skip, Unchanged, opted_out, preamble};
 use super::limit_ranges::ReadError;
 use super::patch::diff;
 use super::review::{Read, Review, is_mirror};
@@ -15,9 +15,9 @@ use super::verdicts::Judged;
 use crate::escape::{cut, escape};
 use crate::inject::{CONTAINER_NAME, LimitRanges, ValidOptions, inject_object};
 use base64::Engine;
-use kube::core::admission::Operation;
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::ops::ControlFlow;
 
 /// What the webhook needs to decide and edit.
 #[derive(Debug)]
@@ -248,37 +248,31 @@ impl Admitter {
         without_policy: &ValidOptions,
         ranges: Option<Result<LimitRanges, ReadError>>,
     ) -> Result<Decision, Unchanged> {
-        if !matches!(request.operation, Operation::Create) {
-            return Ok(Decision::Skip(Skip::Operation, Vec::new()));
-        }
-        let kind = match (request.group, request.version, request.kind) {
-            ("", "v1", "Pod") => Kind::Pod,
-            ("batch", "v1", "Job") => Kind::Job,
-            (group, version, kind) => {
-                return Ok(Decision::Skip(
+        let kind = match preamble(
+            request,
+            self.namespace.as_deref(),
+            |group, version, kind| match (group, version, kind) {
+                ("", "v1", "Pod") => ControlFlow::Continue(Kind::Pod),
+                ("batch", "v1", "Job") => ControlFlow::Continue(Kind::Job),
+                (group, version, kind) => ControlFlow::Break(Decision::Skip(
                     Skip::Kind,
                     vec![format!(
                         "pullcheck: acts on Pods and batch/v1 Jobs, not {group}/{version} \
                          {kind}; admitted unchanged"
                     )],
-                ));
-            }
+                )),
+            },
+        )? {
+            ControlFlow::Continue(kind) => kind,
+            ControlFlow::Break(answer) => return Ok(answer),
         };
-        // A sub-resource (pods/ephemeralcontainers, pods/binding) is not a new pod.
-        if request.sub_resource.is_some() {
-            return Ok(Decision::Skip(Skip::Operation, Vec::new()));
-        }
         let object = request.object.as_object().ok_or(Unchanged::NotAnObject)?;
         let metadata = &request.object["metadata"];
         let namespace = request.object_namespace();
-        if namespace.is_some() && namespace == self.namespace.as_deref() {
-            return Ok(Decision::Skip(Skip::OwnNamespace, Vec::new()));
-        }
         let template = match kind {
             Kind::Pod => request.object,
             Kind::Job => &request.object["spec"]["template"],
         };
-        let opted_out = |m: &Value| m["annotations"][OPT_OUT].as_str() == Some("false");
         if opted_out(&template["metadata"]) {
             return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
         }

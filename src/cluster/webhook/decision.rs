@@ -1,9 +1,11 @@
 //! What one review comes to: the decision before it is written (a patch, the Job rule of
 //! `--mode watch`, or nothing and why), and the outcome the metrics count. Apart from `admit`
-//! and `watch_mode`, which both decide, so that neither reaches into the other for its words.
+//! and `watch_mode`, which both decide, so that neither reaches into the other for its words;
+//! and what both check first ([`preamble`], [`opted_out`]).
 
 use kube::core::admission::Operation;
 use serde_json::Value;
+use std::ops::ControlFlow;
 
 /// What a review asks, as kube's types read it ([`super::review::Review::asked`]): what both
 /// deciders read.
@@ -38,6 +40,43 @@ impl<'a> Asked<'a> {
 
 /// The annotation that opts a Pod or Job out (`"false"`).
 pub(crate) const OPT_OUT: &str = "pullcheck.dev/inject";
+
+/// Whether `metadata` opts its object out: [`OPT_OUT`] `"false"` among its annotations (any
+/// other value is no opt-out).
+pub(crate) fn opted_out(metadata: &Value) -> bool {
+    metadata["annotations"][OPT_OUT].as_str() == Some("false")
+}
+
+/// The checks both deciders make first, in this order: a CREATE; of a kind the mode acts on
+/// (`kind` reads the group, version and kind: `Continue` with what the mode makes of it, or
+/// `Break` with the answer for one it does not act on); of the object itself, not of a
+/// sub-resource (`pods/ephemeralcontainers`, `pods/binding`: not a new object); a JSON object;
+/// outside the webhook's own namespace `own_namespace`. `Break`: the answer, already.
+pub(crate) fn preamble<K>(
+    asked: &Asked<'_>,
+    own_namespace: Option<&str>,
+    kind: impl FnOnce(&str, &str, &str) -> ControlFlow<Decision, K>,
+) -> Result<ControlFlow<Decision, K>, Unchanged> {
+    let skip = |why| Ok(ControlFlow::Break(Decision::Skip(why, Vec::new())));
+    if !matches!(asked.operation, Operation::Create) {
+        return skip(Skip::Operation);
+    }
+    let kind = match kind(asked.group, asked.version, asked.kind) {
+        ControlFlow::Continue(kind) => kind,
+        ControlFlow::Break(answer) => return Ok(ControlFlow::Break(answer)),
+    };
+    if !asked.is_create() {
+        return skip(Skip::Operation);
+    }
+    if !asked.object.is_object() {
+        return Err(Unchanged::NotAnObject);
+    }
+    let namespace = asked.object_namespace();
+    if namespace.is_some() && namespace == own_namespace {
+        return skip(Skip::OwnNamespace);
+    }
+    Ok(ControlFlow::Continue(kind))
+}
 /// What became of one review, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {

@@ -3,13 +3,18 @@
 //! `FailJob` on the watcher's pod condition, and `podReplacementPolicy: Failed` where the API
 //! server requires it beside one.
 //!
-//! [`rule_patch`] is the decision, a pure function from the object the API server sent to the
-//! JSON patch and the warnings; [`decide`] reads the review around it. A Job that has its own
-//! `podFailurePolicy`, or a restartPolicy other than `Never`, is admitted as written: its
-//! policy is its author's, and a warning says what a pod the watcher fails then means for it.
+//! The rule is the inject core's, in its rule mode ([`crate::inject::rule_object`]: decided and
+//! written as `--job-failure-policy` writes its rules, through the same object writer). What is
+//! watch mode's own is here: which reviews it acts on ([`decide`], after the checks shared with
+//! init mode, [`preamble`]), the opt-out annotation wherever a Job or CronJob carries it, and
+//! the words of what the core did ([`rule_patch`]). A Job that has its own `podFailurePolicy`,
+//! or a restartPolicy other than `Never`, is admitted as written: its policy is its author's,
+//! and a warning says what a pod the watcher fails then means for it.
 
-use super::decision::{Asked, Decision, OPT_OUT, Skip, Unchanged};
-use serde_json::{Value, json};
+use super::decision::{Asked, Decision, Skip, Unchanged, opted_out, preamble};
+use crate::inject::{Kept, RuleWritten, rule_object};
+use serde_json::Value;
+use std::ops::ControlFlow;
 
 /// What a review in watch mode is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +34,14 @@ impl Workload {
         }
     }
 
+    /// The keys from the object down to the JobSpec.
+    fn spec_keys(self) -> &'static [&'static str] {
+        match self {
+            Workload::Job => &["spec"],
+            Workload::CronJob => &["spec", "jobTemplate", "spec"],
+        }
+    }
+
     /// The JobSpec in `object`.
     fn spec(self, object: &Value) -> &Value {
         match self {
@@ -43,6 +56,14 @@ impl Workload {
             Workload::CronJob => "CronJob",
         }
     }
+
+    /// What the warnings call the JobSpec.
+    fn what(self) -> &'static str {
+        match self {
+            Workload::Job => "the Job",
+            Workload::CronJob => "the CronJob's job template",
+        }
+    }
 }
 
 /// The decision for one Job or CronJob.
@@ -55,54 +76,49 @@ pub(crate) enum Rule {
     Leave(Skip, Vec<String>),
 }
 
-/// Answers one CREATE review in watch mode: the common checks of [`super::admit`] (operation,
-/// kind, sub-resource, own namespace), then [`rule_patch`].
+/// Answers one CREATE review in watch mode: the checks shared with init mode ([`preamble`]:
+/// operation, kind, sub-resource, own namespace), then [`rule_patch`].
 pub(crate) fn decide(
     request: &Asked<'_>,
     own_namespace: Option<&str>,
     condition_type: &str,
 ) -> Result<Decision, Unchanged> {
-    if !request.is_create() {
-        return Ok(Decision::Skip(Skip::Operation, Vec::new()));
-    }
-    let workload = match (request.group, request.version, request.kind) {
-        ("batch", "v1", "Job") => Workload::Job,
-        ("batch", "v1", "CronJob") => Workload::CronJob,
-        // Pods are not sent in watch mode (the chart's rules name none); one sent all the same
-        // (a configuration of an earlier mode) is admitted unchanged, without a word.
-        ("", "v1", "Pod") => return Ok(Decision::Skip(Skip::WatchMode, Vec::new())),
-        (group, version, kind) => {
-            return Ok(Decision::Skip(
+    let workload = match preamble(request, own_namespace, |group, version, kind| {
+        match (group, version, kind) {
+            ("batch", "v1", "Job") => ControlFlow::Continue(Workload::Job),
+            ("batch", "v1", "CronJob") => ControlFlow::Continue(Workload::CronJob),
+            // Pods are not sent in watch mode (the chart's rules name none); one sent all the
+            // same (a configuration of an earlier mode) is admitted unchanged, without a word.
+            ("", "v1", "Pod") => ControlFlow::Break(Decision::Skip(Skip::WatchMode, Vec::new())),
+            (group, version, kind) => ControlFlow::Break(Decision::Skip(
                 Skip::Kind,
                 vec![format!(
                     "pullcheck: in watch mode acts on batch/v1 Jobs and CronJobs, not \
                      {group}/{version} {kind}; admitted unchanged"
                 )],
-            ));
+            )),
         }
+    })? {
+        ControlFlow::Continue(workload) => workload,
+        ControlFlow::Break(answer) => return Ok(answer),
     };
-    let object = request.object;
-    if !object.is_object() {
-        return Err(Unchanged::NotAnObject);
-    }
-    let namespace = request.object_namespace();
-    if namespace.is_some() && namespace == own_namespace {
-        return Ok(Decision::Skip(Skip::OwnNamespace, Vec::new()));
-    }
-    Ok(match rule_patch(workload, object, condition_type)? {
-        Rule::Add(ops, warnings) => Decision::Rule(ops, warnings),
-        Rule::Leave(why, warnings) => Decision::Skip(why, warnings),
-    })
+    Ok(
+        match rule_patch(workload, request.object, condition_type)? {
+            Rule::Add(ops, warnings) => Decision::Rule(ops, warnings),
+            Rule::Leave(why, warnings) => Decision::Skip(why, warnings),
+        },
+    )
 }
 
 /// The decision for `object`, a Job or a CronJob as the API server sent it (defaulted):
 /// - annotated `pullcheck.dev/inject: "false"` (on itself, a CronJob's job template, or the pod
 ///   template): left alone;
-/// - with a `podFailurePolicy` of its own: left as written; a warning unless it has a rule on
-///   `condition_type` with `FailJob` already;
-/// - with a restartPolicy other than `Never` (a podFailurePolicy needs it): left as written,
-///   with a warning for `OnFailure` (any other value the API server refuses by itself);
-/// - otherwise: the rule, and `podReplacementPolicy: Failed` where it says something else.
+/// - otherwise the inject core's rule mode ([`rule_object`]): with a `podFailurePolicy` of its
+///   own, left as written, with a warning unless it has a rule on `condition_type` with
+///   `FailJob` already; with a restartPolicy other than `Never` (a podFailurePolicy needs it),
+///   left as written, with a warning for `OnFailure` (any other value the API server refuses
+///   by itself); else the rule, and `podReplacementPolicy: Failed` where it says something
+///   else.
 ///
 /// `Err` for an object whose spec cannot be read as a Job's.
 pub(crate) fn rule_patch(
@@ -111,109 +127,86 @@ pub(crate) fn rule_patch(
     condition_type: &str,
 ) -> Result<Rule, Unchanged> {
     let spec = workload.spec(object);
-    let Some(spec_map) = spec.as_object() else {
+    if !spec.is_object() {
         return Err(Unchanged::Spec {
             workload: workload.as_str(),
             path: workload.spec_path(),
         });
-    };
-    let opted_out = |m: &Value| m["annotations"][OPT_OUT].as_str() == Some("false");
+    }
     if opted_out(&object["metadata"])
         || opted_out(&object["spec"]["jobTemplate"]["metadata"])
         || opted_out(&spec["template"]["metadata"])
     {
         return Ok(Rule::Leave(Skip::OptedOut, Vec::new()));
     }
-    let what = match workload {
-        Workload::Job => "the Job",
-        Workload::CronJob => "the CronJob's job template",
-    };
-    let rule_text = format!("{{action: FailJob, onPodConditions: [{{type: {condition_type}}}]}}");
-    let policy = &spec["podFailurePolicy"];
-    if !policy.is_null() {
-        let ours = policy["rules"].as_array().and_then(|rules| {
-            rules.iter().find(|r| {
-                r["onPodConditions"]
-                    .as_array()
-                    .is_some_and(|cs| cs.iter().any(|c| c["type"] == condition_type))
-            })
-        });
-        return Ok(match ours {
-            Some(rule) if rule["action"] == "FailJob" => Rule::Leave(Skip::HasRule, Vec::new()),
-            Some(rule) => Rule::Leave(
-                Skip::HasRule,
-                vec![format!(
-                    "pullcheck: {what} has its own podFailurePolicy rule on {condition_type} \
-                     with action {}, not FailJob: a pod `pullcheck watch` fails is handled by \
-                     that rule; left as written",
-                    rule["action"].as_str().unwrap_or("(not a string)")
-                )],
-            ),
-            None => Rule::Leave(
-                Skip::OwnPolicy,
-                vec![format!(
-                    "pullcheck: {what} has its own podFailurePolicy, left as written: a pod \
-                     `pullcheck watch` fails then counts against backoffLimit instead of \
-                     failing the Job; to fail it, add first {rule_text}"
-                )],
-            ),
-        });
-    }
-    let restart = &spec["template"]["spec"]["restartPolicy"];
-    match restart.as_str() {
-        Some("Never") => {}
-        Some("OnFailure") => {
-            return Ok(Rule::Leave(
-                Skip::RestartPolicy,
-                vec![format!(
-                    "pullcheck: {what} has restartPolicy OnFailure, left as written: a \
-                     podFailurePolicy needs Never, so a pod `pullcheck watch` fails is replaced \
-                     and only counts against backoffLimit; set Never to fail the Job"
-                )],
-            ));
-        }
+    let what = workload.what();
+    Ok(
+        match rule_object(object, workload.spec_keys(), condition_type)? {
+            RuleWritten::Kept(why) => {
+                let (skip, warning) = left(&why, what, condition_type);
+                Rule::Leave(skip, warning.into_iter().collect())
+            }
+            RuleWritten::Added { ops, replaced } => {
+                let mut warnings = Vec::new();
+                // A Job's replacement policy is already defaulted (TerminatingOrFailed) when the
+                // review is sent, so its change is every Job's case and says nothing; a CronJob's
+                // job template is not defaulted, so a value there is its author's, and the warning
+                // says it changed.
+                if let Some(was) = replaced.filter(|_| workload == Workload::CronJob) {
+                    warnings.push(format!(
+                        "pullcheck: {what}'s podReplacementPolicy {} -> Failed: the \
+                     podFailurePolicy added needs it (a failed pod is replaced once it has \
+                     stopped)",
+                        was.as_str().unwrap_or("(not a string)")
+                    ));
+                }
+                Rule::Add(ops, warnings)
+            }
+        },
+    )
+}
+
+/// The skip reason of a Job that keeps its policy as written, and the warning that says what
+/// a pod `pullcheck watch` fails then means for it (`what`: the JobSpec, as warnings call it).
+fn left(why: &Kept, what: &str, condition_type: &str) -> (Skip, Option<String>) {
+    match why {
+        Kept::HasRule => (Skip::HasRule, None),
+        Kept::OtherAction(action) => (
+            Skip::HasRule,
+            Some(format!(
+                "pullcheck: {what} has its own podFailurePolicy rule on {condition_type} \
+                 with action {}, not FailJob: a pod `pullcheck watch` fails is handled by \
+                 that rule; left as written",
+                action.as_deref().unwrap_or("(not a string)")
+            )),
+        ),
+        Kept::OwnPolicy => (
+            Skip::OwnPolicy,
+            Some(format!(
+                "pullcheck: {what} has its own podFailurePolicy, left as written: a pod \
+                 `pullcheck watch` fails then counts against backoffLimit instead of \
+                 failing the Job; to fail it, add first {{action: FailJob, onPodConditions: \
+                 [{{type: {condition_type}}}]}}"
+            )),
+        ),
+        Kept::OnFailure => (
+            Skip::RestartPolicy,
+            Some(format!(
+                "pullcheck: {what} has restartPolicy OnFailure, left as written: a \
+                 podFailurePolicy needs Never, so a pod `pullcheck watch` fails is replaced \
+                 and only counts against backoffLimit; set Never to fail the Job"
+            )),
+        ),
         // Always, unset or odd: the API server refuses such a Job by itself.
-        _ => return Ok(Rule::Leave(Skip::RestartPolicy, Vec::new())),
+        Kept::NotNever => (Skip::RestartPolicy, None),
     }
-    let base = workload.spec_path();
-    let mut ops = vec![json!({
-        // `add` on a member that is there (`podFailurePolicy: null`) replaces it (RFC 6902).
-        "op": "add",
-        "path": format!("{base}/podFailurePolicy"),
-        "value": {"rules": [{
-            "action": "FailJob",
-            "onPodConditions": [{"type": condition_type, "status": "True"}],
-        }]},
-    })];
-    let mut warnings = Vec::new();
-    // The API server refuses any podReplacementPolicy but Failed beside a podFailurePolicy. A
-    // Job's is already defaulted (TerminatingOrFailed) when the review is sent, so this is
-    // every Job's case and says nothing; a CronJob's job template is not defaulted, so a value
-    // there is its author's, and the warning says it changed.
-    if let Some(was) = spec_map.get("podReplacementPolicy")
-        && !was.is_null()
-        && was != "Failed"
-    {
-        ops.push(json!({
-            "op": "replace",
-            "path": format!("{base}/podReplacementPolicy"),
-            "value": "Failed",
-        }));
-        if workload == Workload::CronJob {
-            warnings.push(format!(
-                "pullcheck: {what}'s podReplacementPolicy {} -> Failed: the podFailurePolicy \
-                 added needs it (a failed pod is replaced once it has stopped)",
-                was.as_str().unwrap_or("(not a string)")
-            ));
-        }
-    }
-    Ok(Rule::Add(ops, warnings))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kube::core::admission::Operation;
+    use serde_json::json;
 
     const T: &str = "ConfigIssue";
 
