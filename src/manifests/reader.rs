@@ -161,6 +161,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Where the pod spec at `path` of `owner` is (`.`: the object is the pod spec).
     pub(super) fn origin(&self, owner: &Owner, path: &str) -> Origin {
         Origin {
             document: owner.document,

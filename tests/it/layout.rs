@@ -189,6 +189,46 @@ fn no_free_function_takes_another_file_s_struct_as_mut_first_parameter() {
     }
 }
 
+/// The signature reader behind the `&mut` rule: what it takes for the first parameter's type,
+/// and what it leaves out.
+#[test]
+fn first_parameters_are_read_as_written() {
+    let read = |src: &str| {
+        let sigs = signatures(&lex(src));
+        sigs.into_iter()
+            .map(|s| {
+                let generics: Vec<String> = s.generics.into_iter().collect();
+                format!(
+                    "{}{} <{}> {}",
+                    s.method_of.map(|t| t + "::").unwrap_or_default(),
+                    s.name,
+                    generics.join(","),
+                    s.mut_first.join("::")
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        read(
+            "fn a<'x, T: Fn() -> U, const N: usize>(t: &'x mut T, r: &mut Route) {}\n\
+             fn b(w: &mut dyn Write, r: &mut Route) {}\n\
+             fn c(mut r: &mut tree::Tree<'_>) {}\n\
+             fn d(r: &Route) {}\n\
+             impl Certs { fn e(&self, r: &mut Route) { fn f(x: &mut X) {} } }\n\
+             trait Each { fn g(&mut self, t: &Tree); }"
+        ),
+        [
+            "a <N,T> T",
+            "b <> ",
+            "c <> tree::Tree",
+            "d <> ",
+            "Certs::e <> Route",
+            "f <> X",
+            "Each::g <> ",
+        ]
+    );
+}
+
 /// A ceiling met at its edge shapes the code more than the design does: at most
 /// [`MAX_NEAR_CEILING_FNS`] functions and [`MAX_NEAR_CEILING_FILES`] files within 10 % of theirs.
 #[test]
