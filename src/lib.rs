@@ -38,8 +38,9 @@
 //! - [`reference`](mod@reference): image reference parsing and normalisation, as the
 //!   container runtime does it (`reference/grammar.rs`: distribution's grammar).
 //! - [`manifests`]: the one reader of pod specs (every kind, job frameworks included), for
-//!   `check --pod-spec` and `inject` (`parse`, `tree`, `reader`, `kinds`: the table of (group,
-//!   kind) to where the pod specs are, `frameworks`, `kubectl`), the text splice `inject`
+//!   `check --pod-spec` and `inject` (`parse`, `tree`, `reader`: what the kind readers read
+//!   from, `found`: what they fill, `kinds`: the table of (group, kind) to where the pod specs
+//!   are, `frameworks`, `kubectl`), the text splice `inject`
 //!   writes with and the `Writer` trait of the inject core's edits ([`manifests::splice`]),
 //!   and Kubernetes' name rules
 //!   ([`manifests::names`]).

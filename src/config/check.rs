@@ -471,8 +471,12 @@ impl Credentials {
             keyring.resolve_helpers(wanted(), timeout.min(crate::deadline::MAX_TIMEOUT) / 4),
         );
         if let Some(creds) = &args.creds {
-            if let Err(e) = add_creds(&mut keyring, creds, references) {
-                problems.error(format!("--creds: {e}"));
+            match creds_for(creds, references) {
+                Ok(Some((registry, user, password))) => {
+                    keyring.add_first(registry, user, keyring::Secret::new(password), "--creds");
+                }
+                Ok(None) => {}
+                Err(e) => problems.error(format!("--creds: {e}")),
             }
         }
         problems.warnings.extend(keyring.source_warnings(wanted()));
@@ -655,13 +659,12 @@ impl Output {
     }
 }
 
-/// `--creds USER:PASS`: one credential for the one registry of the images, tried first. Errors
-/// never repeat the value.
-fn add_creds(
-    keyring: &mut Keyring,
-    creds: &keyring::Secret,
-    references: &[Reference],
-) -> Result<(), CredsError> {
+/// `--creds USER:PASS`: one credential for the one registry of the images, tried first: that
+/// registry, the user and the password (`None`: no image). Errors never repeat the value.
+fn creds_for<'c, 'r>(
+    creds: &'c keyring::Secret,
+    references: &'r [Reference],
+) -> Result<Option<(&'r str, &'c str, &'c str)>, CredsError> {
     let (user, password) = creds
         .expose()
         .split_once(':')
@@ -671,11 +674,8 @@ fn add_creds(
     registries.sort_unstable();
     registries.dedup();
     match registries.as_slice() {
-        [] => Ok(()),
-        [registry] => {
-            keyring.add_first(registry, user, keyring::Secret::new(password), "--creds");
-            Ok(())
-        }
+        [] => Ok(None),
+        [registry] => Ok(Some((registry, user, password))),
         several => Err(CredsError::SeveralRegistries(
             several.iter().map(|r| r.to_string()).collect(),
         )),

@@ -1,12 +1,13 @@
 //! Where each kind keeps its pod specs: a table of (API group, kind) to the walk that finds
 //! them ([`KINDS`]), and the walks, from a document's root (`document`) down to each pod spec,
-//! which the [`Reader`] reads. A kind the table does not name is searched for pod templates
-//! (`generic`), with a note. The walks are functions over the reader, not its methods: the
-//! reader keeps what was found, the walks only decide where to look.
+//! which the [`Reader`] reads into the [`Found`]. A kind the table does not name is searched
+//! for pod templates (`generic`), with a note. The walks only decide where to look: they read
+//! through the reader and record through `Found`'s methods.
 
 use super::ManifestError;
+use super::found::{Found, SpotShape};
 use super::frameworks::{argo, spark};
-use super::reader::{Owner, PATCH_KEYS, Reader, SpotShape, clip, join};
+use super::reader::{Owner, PATCH_KEYS, Reader, clip, join};
 use super::tree::{NodeId, Tree};
 
 /// Where the pod specs of a kind are, from the object's root. Paths are dotted keys.
@@ -175,46 +176,54 @@ fn group_of(api_version: &str) -> &str {
 }
 
 pub(super) fn document(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     index: usize,
     root: NodeId,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
+    let t = reader.tree();
     let root = t.resolve(root);
     if t.is_seq(root) {
         // A bare JSON/YAML array of objects.
         for (i, &item) in t.items(root).iter().enumerate() {
-            object(reader, index, t.resolve(item), &format!("[{i}]"))?;
+            object(reader, found, index, t.resolve(item), &format!("[{i}]"))?;
         }
         return Ok(());
     }
-    object(reader, index, root, "")
+    object(reader, found, index, root, "")
 }
 
 /// An unknown kind: every `template` whose `spec` has `containers`, not under a patch or
 /// rule, nor inside another object's pod spec.
 pub(super) fn generic(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     owner: &Owner,
     node: NodeId,
     path: &str,
     depth: usize,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
-    if depth > super::tree::MAX_DEPTH || reader.budget == 0 {
+    let t = reader.tree();
+    if depth > super::tree::MAX_DEPTH || !found.step() {
         return Ok(());
     }
-    reader.budget -= 1;
     let node = t.resolve(node);
     if t.is_seq(node) {
         for (i, &item) in t.items(node).iter().enumerate() {
-            generic(reader, owner, item, &format!("{path}[{i}]"), depth + 1)?;
+            generic(
+                reader,
+                found,
+                owner,
+                item,
+                &format!("{path}[{i}]"),
+                depth + 1,
+            )?;
         }
         return Ok(());
     }
     // A whole object nested in another (CodeFlare's AppWrapper): read it as its own kind.
     if depth > 0 && t.str_at(node, "kind").is_some() && t.str_at(node, "apiVersion").is_some() {
-        return object(reader, owner.document - 1, node, path);
+        return object(reader, found, owner.document - 1, node, path);
     }
     let operator_policy = t.str_at(node, "restartPolicy").map(str::to_string);
     for &(k, v) in t.entries(node) {
@@ -229,23 +238,27 @@ pub(super) fn generic(
         {
             // An operator's replica spec next to `template` (Kubeflow's ReplicaSpec style)
             // sets the pods' restartPolicy, overriding the template's.
-            let policy = operator_policy.clone();
-            reader.pod_spec(owner, s, &join(&p, "spec"), policy, None, None)?;
+            let shape = SpotShape {
+                operator_policy: operator_policy.clone(),
+                ..SpotShape::pod(s)
+            };
+            reader.pod_spec(found, owner, &join(&p, "spec"), shape)?;
             continue;
         }
-        generic(reader, owner, v, &p, depth + 1)?;
+        generic(reader, found, owner, v, &p, depth + 1)?;
     }
     Ok(())
 }
 
 /// One object: a bare pod spec, a `List`, or a kind, walked as [`KINDS`] says.
 pub(super) fn object(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     doc: usize,
     node: NodeId,
     path: &str,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
+    let t = reader.tree();
     if !t.is_map(node) {
         return Ok(());
     }
@@ -253,7 +266,7 @@ pub(super) fn object(
     let kind = t.str_at(node, "kind").unwrap_or("");
     if kind.is_empty() {
         if t.get(node, "containers").is_some_and(|c| t.is_seq(c)) {
-            return reader.pod_spec(&owner, node, &join(path, ""), None, None, None);
+            return reader.pod_spec(found, &owner, &join(path, ""), SpotShape::pod(node));
         }
         return Ok(());
     }
@@ -262,6 +275,7 @@ pub(super) fn object(
             for (i, &item) in t.items(items).iter().enumerate() {
                 object(
                     reader,
+                    found,
                     doc,
                     t.resolve(item),
                     &join(path, &format!("items[{i}]")),
@@ -272,14 +286,14 @@ pub(super) fn object(
     }
     let api_version = t.str_at(node, "apiVersion").unwrap_or("");
     match pods_of(group_of(api_version), kind) {
-        Some(pods) => walk(reader, &owner, node, path, pods, api_version),
-        None => unknown_kind(reader, &owner, node, path),
+        Some(pods) => walk(reader, found, &owner, node, path, pods, api_version),
+        None => unknown_kind(reader, found, &owner, node, path),
     }
 }
 
 /// Who the object is, for origins and notes.
 fn owner(reader: &Reader<'_>, doc: usize, node: NodeId) -> Owner {
-    let t = reader.tree;
+    let t = reader.tree();
     let metadata = t.get(node, "metadata");
     let name = match (
         metadata.and_then(|m| t.str_at(m, "name")),
@@ -307,57 +321,60 @@ fn describe(owner: &Owner) -> String {
 
 /// Reads the pod specs of a known kind where `pods` says they are.
 fn walk(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     owner: &Owner,
     node: NodeId,
     path: &str,
     pods: Pods,
     api_version: &str,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
+    let t = reader.tree();
     let at = |p: &str| join(path, p);
     let find = |p: &str| at_path(t, node, p);
     match pods {
         Pods::PodSpec(p) => match find(p) {
-            Some(s) => reader.pod_spec(owner, s, &at(p), None, None, None),
+            Some(s) => reader.pod_spec(found, owner, &at(p), SpotShape::pod(s)),
             None => Ok(()),
         },
         Pods::Template(p) => match find(p) {
-            Some(s) => template(reader, owner, s, &at(p), None, None),
+            Some(s) => template(reader, found, owner, s, &at(p), None, None),
             None => Ok(()),
         },
         Pods::Job(p) => match find(p) {
-            Some(s) => job(reader, owner, s, &at(p)),
+            Some(s) => job(reader, found, owner, s, &at(p)),
             None => Ok(()),
         },
         Pods::Argo(p) => match find(p) {
-            Some(wf) => argo(reader, owner, wf, &at(p)),
+            Some(wf) => argo(reader, found, owner, wf, &at(p)),
             None => Ok(()),
         },
         Pods::Spark(p) => match find(p) {
-            Some(app) => spark(reader, owner, app, &at(p)),
+            Some(app) => spark(reader, found, owner, app, &at(p)),
             None => Ok(()),
         },
         Pods::JobSet(p) => match find(p) {
-            Some(s) => jobset(reader, owner, s, &at(p)),
+            Some(s) => jobset(reader, found, owner, s, &at(p)),
             None => Ok(()),
         },
-        Pods::Ray { cluster, submitter } => ray(reader, owner, node, path, cluster, submitter),
+        Pods::Ray { cluster, submitter } => {
+            ray(reader, found, owner, node, path, cluster, submitter)
+        }
         Pods::Replicas => match find("spec") {
-            Some(spec) => replicas(reader, owner, spec, path, api_version),
+            Some(spec) => replicas(reader, found, owner, spec, path, api_version),
             None => Ok(()),
         },
         Pods::Tasks => {
             if let Some(tasks) = find("spec.tasks") {
                 for (i, &task) in t.items(tasks).iter().enumerate() {
                     let p = at(&format!("spec.tasks[{i}]"));
-                    template(reader, owner, t.resolve(task), &p, None, None)?;
+                    template(reader, found, owner, t.resolve(task), &p, None, None)?;
                 }
             }
             Ok(())
         }
         Pods::Skip(why) => {
-            reader.note(format!("{}: skipped: {why}", describe(owner)));
+            found.note(format!("{}: skipped: {why}", describe(owner)));
             Ok(())
         }
     }
@@ -366,19 +383,20 @@ fn walk(
 /// A kind the table does not name: its pod templates, wherever they are, with a note
 /// that says where they were read.
 fn unknown_kind(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     owner: &Owner,
     node: NodeId,
     path: &str,
 ) -> Result<(), ManifestError> {
-    let before = reader.out.len();
-    generic(reader, owner, node, path, 0)?;
-    if reader.out.len() > before {
-        let paths: Vec<String> = reader.out[before..]
+    let before = found.pod_specs().len();
+    generic(reader, found, owner, node, path, 0)?;
+    if found.pod_specs().len() > before {
+        let paths: Vec<String> = found.pod_specs()[before..]
             .iter()
             .map(|s| s.origin.path.clone())
             .collect();
-        reader.note(format!(
+        found.note(format!(
             "{}: not a kind pullcheck knows; read the pod template(s) at {}",
             describe(owner),
             paths.join(", ")
@@ -390,14 +408,15 @@ fn unknown_kind(
 /// A KubeRay cluster spec: the head group, each worker group, and a RayJob's submitter
 /// (which the operator runs with `restartPolicy: Never`).
 fn ray(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     owner: &Owner,
     node: NodeId,
     path: &str,
     cluster_path: &'static str,
     submitter: bool,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
+    let t = reader.tree();
     let at = |p: &str| join(path, p);
     let Some(spec) = t.get(node, "spec") else {
         return Ok(());
@@ -405,12 +424,12 @@ fn ray(
     if let Some(c) = at_path(t, node, cluster_path) {
         if let Some(head) = t.get(c, "headGroupSpec") {
             let p = at(&format!("{cluster_path}.headGroupSpec"));
-            template(reader, owner, head, &p, None, None)?;
+            template(reader, found, owner, head, &p, None, None)?;
         }
         if let Some(groups) = t.get(c, "workerGroupSpecs") {
             for (i, &g) in t.items(groups).iter().enumerate() {
                 let p = at(&format!("{cluster_path}.workerGroupSpecs[{i}]"));
-                template(reader, owner, t.resolve(g), &p, None, None)?;
+                template(reader, found, owner, t.resolve(g), &p, None, None)?;
             }
         }
     }
@@ -419,7 +438,11 @@ fn ray(
         && let Some(s) = t.get(sub, "spec")
     {
         let p = at("spec.submitterPodTemplate.spec");
-        reader.pod_spec(owner, s, &p, None, None, Some("Never"))?;
+        let shape = SpotShape {
+            default_policy: Some("Never"),
+            ..SpotShape::pod(s)
+        };
+        reader.pod_spec(found, owner, &p, shape)?;
     }
     Ok(())
 }
@@ -427,13 +450,14 @@ fn ray(
 /// Kubeflow's training jobs: each `*ReplicaSpecs` replica's pod template, with the
 /// replica's restartPolicy (which the operator sets on the pods).
 fn replicas(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     owner: &Owner,
     spec: NodeId,
     path: &str,
     api_version: &str,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
+    let t = reader.tree();
     for &(k, v) in t.entries(spec) {
         let Some(key) = t.scalar(k) else { continue };
         if !key.ends_with("ReplicaSpecs") {
@@ -447,7 +471,7 @@ fn replicas(
             // the pods, OnFailure when unset.
             let default = (api_version == "kubeflow.org/v1").then_some("OnFailure");
             let p = join(path, &format!("spec.{key}.{replica}"));
-            template(reader, owner, rv, &p, policy, default)?;
+            template(reader, found, owner, rv, &p, policy, default)?;
         }
     }
     Ok(())
@@ -455,58 +479,54 @@ fn replicas(
 
 /// A Job spec: its pod template, with the Job for `--job-failure-policy`.
 pub(super) fn job(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     owner: &Owner,
     spec: NodeId,
     path: &str,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
+    let t = reader.tree();
     if let Some(s) = t.get(spec, "template").and_then(|tp| t.get(tp, "spec")) {
-        reader.pod_spec(
-            owner,
-            s,
-            &join(path, "template.spec"),
-            None,
-            Some(spec),
-            None,
-        )?;
+        let shape = SpotShape {
+            job: Some(spec),
+            ..SpotShape::pod(s)
+        };
+        reader.pod_spec(found, owner, &join(path, "template.spec"), shape)?;
     }
     Ok(())
 }
 
 /// The pod spec at `node.template.spec` (a workload, a replica, a task, a Ray group).
 pub(super) fn template(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     owner: &Owner,
     node: NodeId,
     path: &str,
     operator_policy: Option<String>,
     default: Option<&'static str>,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
+    let t = reader.tree();
     if let Some(s) = t.get(node, "template").and_then(|tp| t.get(tp, "spec")) {
         let shape = SpotShape {
-            holder: s,
-            before: &["containers"],
-            volumes: s,
-            pod: Some(s),
-            job: None,
             operator_policy,
             default_policy: default,
+            ..SpotShape::pod(s)
         };
-        reader.pod_spec_shaped(owner, s, &join(path, "template.spec"), shape)?;
+        reader.pod_spec(found, owner, &join(path, "template.spec"), shape)?;
     }
     Ok(())
 }
 
 /// A JobSet spec (also a Trainer runtime's template): each replicated Job's pod template.
 pub(super) fn jobset(
-    reader: &mut Reader<'_>,
+    reader: &Reader<'_>,
+    found: &mut Found<'_>,
     owner: &Owner,
     spec: NodeId,
     path: &str,
 ) -> Result<(), ManifestError> {
-    let t = reader.tree;
+    let t = reader.tree();
     if let Some(jobs) = t.get(spec, "replicatedJobs") {
         for (i, &rj) in t.items(jobs).iter().enumerate() {
             let js = t
@@ -519,7 +539,7 @@ pub(super) fn jobset(
                     path,
                     &format!("replicatedJobs[{i}].template.spec.template.spec"),
                 );
-                reader.pod_spec(owner, s, &p, None, None, None)?;
+                reader.pod_spec(found, owner, &p, SpotShape::pod(s))?;
             }
         }
     }

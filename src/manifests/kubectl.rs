@@ -34,9 +34,34 @@ pub(crate) fn may_differ(text: &str) -> bool {
 /// The notes, in document order (`document N: …`), at most one of each kind per document.
 pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
     let mut out: Vec<(usize, &'static str)> = Vec::new();
-    // Documents are in text order: a binary search finds the one an offset is in.
-    let doc_at = |offset: usize| tree.docs.partition_point(|d| d.start <= offset).max(1);
+    let lines = stream_notes(text, tree, &mut out);
+    text_notes(text, tree, &lines, &mut out);
+    if let Some(doc) = excessive_aliasing(tree) {
+        out.push((doc, ALIASES));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out.into_iter()
+        .map(|(doc, why)| {
+            format!("document {doc}: kubectl cannot read it as pullcheck does: {why}")
+        })
+        .collect()
+}
 
+/// The 1-based document an offset is in. Documents are in text order: a binary search finds
+/// it.
+fn doc_at(tree: &Tree, offset: usize) -> usize {
+    tree.docs.partition_point(|d| d.start <= offset).max(1)
+}
+
+/// The notes of how kubectl splits the stream (a `---` line with more than a comment, a part of
+/// directives alone, documents after the first of a part) into `out`; the text's lines, each
+/// with its offset.
+fn stream_notes<'t>(
+    text: &'t str,
+    tree: &Tree,
+    out: &mut Vec<(usize, &'static str)>,
+) -> Vec<(usize, &'t str)> {
     // kubectl's parts, one pass: each starts at a `---` line (or the text's start).
     let mut lines = Vec::new();
     let mut parts = vec![0];
@@ -49,7 +74,7 @@ pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
             }
             let rest = rest.trim();
             if !rest.is_empty() && !rest.starts_with('#') {
-                out.push((doc_at(offset), SEPARATOR));
+                out.push((doc_at(tree, offset), SEPARATOR));
             }
         }
         offset += line.len();
@@ -72,7 +97,7 @@ pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
             only &= t.is_empty() || t.starts_with('#') || l.starts_with('%');
         }
         if directives && only && end < text.len() {
-            out.push((doc_at(end), DIRECTIVE));
+            out.push((doc_at(tree, end), DIRECTIVE));
         }
         // Documents after the first in one part (after `...`): go-yaml reads only the first.
         let mut first = true;
@@ -88,7 +113,17 @@ pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
             first = false;
         }
     }
+    lines
+}
 
+/// The notes of the text itself into `out`: scalars with the `\/` escape or YAML 1.1's line
+/// breaks, and `lines` indented with a tab outside scalars and flow collections.
+fn text_notes(
+    text: &str,
+    tree: &Tree,
+    lines: &[(usize, &str)],
+    out: &mut Vec<(usize, &'static str)>,
+) {
     // What is inside scalars and flow collections is not indentation.
     let mut inside: Vec<(usize, usize)> = Vec::new();
     for node in &tree.nodes {
@@ -96,10 +131,10 @@ pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
             Kind::Scalar { value, plain } => {
                 let raw = text.get(node.start..node.end).unwrap_or("");
                 if !plain && raw.starts_with('"') && has_slash_escape(raw) {
-                    out.push((doc_at(node.start), ESCAPE));
+                    out.push((doc_at(tree, node.start), ESCAPE));
                 }
                 if value.contains(['\u{85}', '\u{2028}', '\u{2029}']) {
-                    out.push((doc_at(node.start), BREAKS));
+                    out.push((doc_at(tree, node.start), BREAKS));
                 }
                 if !plain {
                     // A block scalar's span starts at its content: its lines start at `|`/`>`.
@@ -127,7 +162,7 @@ pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
         }
     }
     let mut next = 0;
-    for &(offset, line) in &lines {
+    for &(offset, line) in lines {
         while next < merged.len() && merged[next].1 <= offset {
             next += 1;
         }
@@ -135,21 +170,9 @@ pub(crate) fn differences(text: &str, tree: &Tree) -> Vec<String> {
             .get(next)
             .is_some_and(|&(s, e)| s < offset && e > offset);
         if !covered && tab_in_indentation(line) {
-            out.push((doc_at(offset), TAB));
+            out.push((doc_at(tree, offset), TAB));
         }
     }
-
-    if let Some(doc) = excessive_aliasing(tree) {
-        out.push((doc, ALIASES));
-    }
-
-    out.sort_unstable();
-    out.dedup();
-    out.into_iter()
-        .map(|(doc, why)| {
-            format!("document {doc}: kubectl cannot read it as pullcheck does: {why}")
-        })
-        .collect()
 }
 
 const SEPARATOR: &str = "its `---` line has more than a comment after it, and kubectl refuses the whole input (`invalid Yaml document separator`)";

@@ -25,6 +25,7 @@
 //! Service, a ConfigMap) are not errors. Image volumes (`volumes[].image.reference`) count as
 //! images. The container named `pullcheck` is pullcheck itself and is left out.
 
+mod found;
 mod frameworks;
 mod kinds;
 mod kubectl;
@@ -34,12 +35,13 @@ mod reader;
 pub(crate) mod splice;
 pub(crate) mod tree;
 
+use found::Found;
+pub(crate) use found::Spot;
 use parse::{
     document_of_line, json_failure, nesting_error, parse, parse_json_each, syntax_or_template,
     template_line,
 };
 use reader::Reader;
-pub(crate) use reader::Spot;
 
 use crate::container_start::{ContainerFacts, ContainerKind, SecurityFacts};
 use std::fmt;
@@ -293,29 +295,13 @@ fn read_tree(
     format: Format,
     notes: Vec<String>,
 ) -> Result<Manifests, ManifestError> {
-    let mut reader = Reader {
-        text,
-        source,
-        tree: &tree,
-        out: Vec::new(),
-        spots: Vec::new(),
-        notes,
-        budget: tree.nodes.len().saturating_mul(4).saturating_add(1024),
-        parameter_images: 0,
-    };
+    let budget = tree.nodes.len().saturating_mul(4).saturating_add(1024);
+    let mut found = Found::new(source, notes, budget);
+    let reader = Reader::new(text, source, &tree);
     for (index, doc) in tree.docs.iter().enumerate() {
-        kinds::document(&mut reader, index, doc.root)?;
+        kinds::document(&reader, &mut found, index, doc.root)?;
     }
-    let Reader {
-        out, spots, notes, ..
-    } = reader;
-    Ok(Manifests {
-        format,
-        pod_specs: out,
-        notes,
-        tree,
-        spots,
-    })
+    Ok(found.manifests(format, tree))
 }
 
 /// Reads the pod specs of one object that was never text (an admission's, as the API server
@@ -453,38 +439,18 @@ impl<'a> Reading<'a> {
             .saturating_mul(4)
             .saturating_add(1024)
             .saturating_sub(self.used);
-        let mut reader = Reader {
-            text: self.text,
-            source: self.source,
-            tree,
-            out: Vec::new(),
-            spots: Vec::new(),
-            notes: Vec::new(),
-            parameter_images: 0,
-            budget,
-        };
-        let result = kinds::document(&mut reader, index, root);
-        if reader.budget == 0 {
+        let mut found = Found::new(self.source, Vec::new(), budget);
+        let reader = Reader::new(self.text, self.source, tree);
+        let result = kinds::document(&reader, &mut found, index, root);
+        if found.budget() == 0 {
             return tree::Next::Stop;
         }
-        self.used += budget - reader.budget;
+        self.used += budget - found.budget();
         if let Err(e) = result {
             self.error = Some(e);
             return tree::Next::Go;
         }
-        let Reader {
-            out, spots, notes, ..
-        } = reader;
-        each.document(
-            tree,
-            Manifests {
-                format: self.format,
-                pod_specs: out,
-                notes,
-                tree: Tree::default(),
-                spots,
-            },
-        );
+        each.document(tree, found.manifests(self.format, Tree::default()));
         tree::Next::Go
     }
 

@@ -1,63 +1,29 @@
-//! Finding pod specs in a document's tree: the [`Spot`] where `inject` edits each one, and the
-//! reading of a pod spec (containers, image volumes, pull secrets) that every kind shares.
-//! Which kind keeps its pod specs where is in `kinds`; the job frameworks that are not pod
-//! templates are in `frameworks`.
+//! What the kind readers read from: the [`Reader`] (the text, its name, its tree), and the
+//! reading of a pod spec (containers, image volumes, pull secrets) that every kind shares, into
+//! a [`Found`]. Which kind keeps its pod specs where is in `kinds`; the job frameworks that are
+//! not pod templates are in `frameworks`.
 
+use super::found::{Found, Spot, SpotShape};
 use super::{
-    ContainerList, ManifestError, Origin, PULLCHECK, PodContainer, PodSpec, names, template_line,
-    tree,
+    ContainerList, ManifestError, Origin, PULLCHECK, PodContainer, names, template_line, tree,
 };
 use tree::{NodeId, Tree};
 
-/// Where `inject` edits one pod spec.
-#[derive(Debug, Clone)]
-pub(crate) struct Spot {
-    /// Index of the public [`PodSpec`] in `pod_specs`.
-    pub(crate) spec: usize,
-    /// The mapping that holds (or gets) `initContainers`.
-    pub(crate) holder: NodeId,
-    /// New keys go before the first of these keys found in `holder` (else before its first).
-    pub(crate) before: &'static [&'static str],
-    /// The mapping that holds (or gets) `volumes` (the pod spec; a workflow's or a Spark
-    /// application's spec, shared by several spots).
-    pub(crate) volumes: NodeId,
-    /// The pod spec proper, when the spot is one (restartPolicy, os, QoS).
-    pub(crate) pod: Option<NodeId>,
-    /// The `batch/v1` Job spec this pod spec belongs to.
-    pub(crate) job: Option<NodeId>,
-    /// The pull secrets' names (pod `imagePullSecrets`, Spark's list of names).
-    pub(crate) secrets: Vec<String>,
-    /// `imagePullSecrets` entries that are not Secret names.
-    pub(crate) bad_secrets: Vec<String>,
-    /// The restartPolicy an operator sets on the pods (Kubeflow's replica restartPolicy).
-    pub(crate) operator_policy: Option<String>,
-    /// The restartPolicy the framework gives its pods when it is not written.
-    pub(crate) default_policy: Option<&'static str>,
-    /// Every container node (init, app, sidecars), pullcheck's own left out, for mounts and
-    /// QoS.
-    pub(crate) container_nodes: Vec<NodeId>,
-    /// An app container is already named `pullcheck`.
-    pub(crate) name_taken: bool,
-    /// Fields that must be lists and are not.
-    pub(crate) not_lists: Vec<&'static str>,
-    /// The pod runs on Windows.
-    pub(crate) windows: bool,
-    /// A container that must mount the added volumes too: the Spark operator adds to a pod
-    /// only the application's volumes that the driver or executor mounts.
-    pub(crate) main_mounts: Option<NodeId>,
+/// What the pod specs are read from; read-only, shared by every kind reader.
+pub(super) struct Reader<'a> {
+    /// The input as text (empty: an object that was never text), for the template check.
+    text: &'a str,
+    /// The input's name, for errors.
+    source: &'a str,
+    tree: &'a Tree,
 }
 
-pub(super) struct Reader<'a> {
-    pub(super) text: &'a str,
-    pub(super) source: &'a str,
-    pub(super) tree: &'a Tree,
-    pub(super) out: Vec<PodSpec>,
-    pub(super) spots: Vec<Spot>,
-    pub(super) notes: Vec<String>,
-    /// Nodes the generic search may still visit (aliases can make a walk revisit nodes).
-    pub(super) budget: usize,
-    /// Argo parameter images seen since the last pod spec was recorded.
-    pub(super) parameter_images: usize,
+/// The pod a container is read in: where it is, and its `securityContext` (whose values a
+/// container's own override).
+#[derive(Clone, Copy)]
+pub(super) struct InPod<'o> {
+    pub(super) origin: &'o Origin,
+    pub(super) security: Option<NodeId>,
 }
 
 /// The object being read, for origins.
@@ -67,40 +33,6 @@ pub(super) struct Owner {
     pub(super) kind: String,
     pub(super) api_version: String,
     pub(super) name: String,
-}
-
-/// What a spot's pod spec is, besides the common fields.
-pub(super) struct SpotShape {
-    pub(super) holder: NodeId,
-    pub(super) before: &'static [&'static str],
-    pub(super) volumes: NodeId,
-    pub(super) pod: Option<NodeId>,
-    pub(super) job: Option<NodeId>,
-    pub(super) operator_policy: Option<String>,
-    pub(super) default_policy: Option<&'static str>,
-}
-
-impl SpotShape {
-    /// A spot of this shape, with nothing found in it yet.
-    pub(super) fn spot(self) -> Spot {
-        Spot {
-            spec: 0,
-            holder: self.holder,
-            before: self.before,
-            volumes: self.volumes,
-            pod: self.pod,
-            job: self.job,
-            secrets: Vec::new(),
-            bad_secrets: Vec::new(),
-            operator_policy: self.operator_policy,
-            default_policy: self.default_policy,
-            container_nodes: Vec::new(),
-            name_taken: false,
-            not_lists: Vec::new(),
-            windows: false,
-            main_mounts: None,
-        }
-    }
 }
 
 /// Keys under which a pod template is a piece of a policy or patch, never a pod of its own.
@@ -125,46 +57,37 @@ pub(super) fn join(path: &str, key: &str) -> String {
     }
 }
 
-impl Reader<'_> {
-    pub(super) fn note(&mut self, message: String) {
-        self.notes.push(format!("{}: {message}", self.source));
+impl<'a> Reader<'a> {
+    /// A reader of `tree`, parsed from `text` (empty: an object that was never text); `source`
+    /// names the input in errors.
+    pub(super) fn new(text: &'a str, source: &'a str, tree: &'a Tree) -> Reader<'a> {
+        Reader { text, source, tree }
     }
 
+    /// The tree the pod specs are read from.
+    pub(super) fn tree(&self) -> &'a Tree {
+        self.tree
+    }
+
+    /// A real pod spec (`containers`, `initContainers`, `volumes`, `imagePullSecrets`) at
+    /// `shape.holder`, recorded in `found` with the spot `shape` says.
     pub(super) fn pod_spec(
-        &mut self,
+        &self,
+        found: &mut Found<'_>,
         owner: &Owner,
-        spec: NodeId,
-        path: &str,
-        operator_policy: Option<String>,
-        job: Option<NodeId>,
-        default: Option<&'static str>,
-    ) -> Result<(), ManifestError> {
-        let shape = SpotShape {
-            holder: spec,
-            before: &["containers"],
-            volumes: spec,
-            pod: Some(spec),
-            job,
-            operator_policy,
-            default_policy: default,
-        };
-        self.pod_spec_shaped(owner, spec, path, shape)
-    }
-
-    /// A real pod spec (`containers`, `initContainers`, `volumes`, `imagePullSecrets`).
-    pub(super) fn pod_spec_shaped(
-        &mut self,
-        owner: &Owner,
-        spec: NodeId,
         path: &str,
         shape: SpotShape,
     ) -> Result<(), ManifestError> {
         let t = self.tree;
+        let spec = shape.holder;
         if !t.is_map(spec) {
             return Ok(());
         }
         let origin = self.origin(owner, path);
-        let pod_security = t.get(spec, "securityContext");
+        let pod = InPod {
+            origin: &origin,
+            security: t.get(spec, "securityContext"),
+        };
         let mut containers = Vec::new();
         let mut nodes = Vec::new();
         let mut name_taken = false;
@@ -201,14 +124,13 @@ impl Reader<'_> {
                 } else {
                     list
                 };
-                if let Some(pc) =
-                    self.container(&origin, c, &format!("#{}", i + 1), list, pod_security, None)?
-                {
+                let default_name = format!("#{}", i + 1);
+                if let Some(pc) = self.container(found, pod, c, &default_name, list, None)? {
                     containers.push(pc);
                 }
             }
         }
-        self.image_volumes(&origin, spec, &mut containers);
+        self.image_volumes(found, &origin, spec, &mut containers);
         let (secrets, bad_secrets) = self.pull_secrets(t.get(spec, "imagePullSecrets"));
         // `spec.os.name` is what the API server checks; a node selector for Windows nodes
         // means the same pod.
@@ -219,11 +141,11 @@ impl Reader<'_> {
                     .any(|k| t.str_at(s, k) == Some("windows"))
             });
         if windows {
-            self.note(format!(
+            found.note(format!(
                 "{origin}: a Windows pod; left out: pullcheck's image runs on Linux and checks for Linux nodes, so inject leaves it unchanged and check --pod-spec does not check its images"
             ));
         }
-        self.push(
+        found.push(
             origin,
             containers,
             Spot {
@@ -239,20 +161,7 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// Records a pod spec and where `inject` edits it.
-    pub(super) fn push(&mut self, origin: Origin, containers: Vec<PodContainer>, mut spot: Spot) {
-        spot.spec = self.out.len();
-        let windows = spot.windows;
-        self.spots.push(spot);
-        let parameter_images = std::mem::take(&mut self.parameter_images);
-        self.out.push(PodSpec {
-            origin,
-            containers,
-            parameter_images,
-            windows,
-        });
-    }
-
+    /// Where the pod spec at `path` of `owner` is (`.`: the object is the pod spec).
     pub(super) fn origin(&self, owner: &Owner, path: &str) -> Origin {
         Origin {
             document: owner.document,
@@ -268,8 +177,9 @@ impl Reader<'_> {
     }
 
     /// Image volumes of a pod spec's `volumes`.
-    pub(super) fn image_volumes(
-        &mut self,
+    fn image_volumes(
+        &self,
+        found: &mut Found<'_>,
         origin: &Origin,
         spec: NodeId,
         out: &mut Vec<PodContainer>,
@@ -297,7 +207,7 @@ impl Reader<'_> {
                     run_as_non_root: None,
                     run_as_user: None,
                 }),
-                _ => self.note(format!(
+                _ => found.note(format!(
                     "{origin}: image volume {name} has no reference; not checked"
                 )),
             }
@@ -328,14 +238,15 @@ impl Reader<'_> {
         (good, bad)
     }
 
-    /// One container. `image_default` is Spark's `spec.image` for the driver and executor.
+    /// One container of `pod`; `None` (with a note) when it has no image to check.
+    /// `image_default` is Spark's `spec.image` for the driver and executor.
     pub(super) fn container(
-        &mut self,
-        origin: &Origin,
+        &self,
+        found: &mut Found<'_>,
+        pod: InPod<'_>,
         c: NodeId,
         default_name: &str,
         list: ContainerList,
-        pod_security: Option<NodeId>,
         image_default: Option<&str>,
     ) -> Result<Option<PodContainer>, ManifestError> {
         let t = self.tree;
@@ -343,73 +254,16 @@ impl Reader<'_> {
             .str_at(c, "name")
             .filter(|n| !n.is_empty())
             .map_or_else(|| default_name.to_string(), clip);
-        let image_node = t.get(c, "image");
-        let image = match image_node {
-            Some(n) => match t.scalar(n) {
-                Some(s) => Some(s.to_string()),
-                None if t.is_null(n) => None,
-                None => {
-                    // `image: {{ .Values.image }}` unquoted reads as a mapping.
-                    if template_line(self.text).is_some() {
-                        return Err(ManifestError::TemplateImage {
-                            input: self.source.to_string(),
-                            at: Box::new(origin.clone()),
-                            list: list.as_str(),
-                            container: name,
-                        });
-                    }
-                    self.note(format!(
-                        "{origin} {} {name}: the image is not a string; not checked",
-                        list.as_str()
-                    ));
-                    return Ok(None);
-                }
-            },
-            None => None,
-        };
-        let Some(image) = image.or_else(|| image_default.map(str::to_string)) else {
-            self.note(format!(
-                "{origin} {} {name}: no image; not checked",
-                list.as_str()
-            ));
+        let Some(image) = self.image(found, pod.origin, c, &name, list, image_default)? else {
             return Ok(None);
         };
-        if image.trim().is_empty() {
-            self.note(format!(
-                "{origin} {} {name}: an empty image; not checked",
-                list.as_str()
-            ));
-            return Ok(None);
-        }
-        // One answer for both subcommands: the image as the check sees it, without the
-        // whitespace around it; a placeholder with whitespace inside (JobSet's `<CHANGE ME>`)
-        // stays one (invalid) image, checked as one, and so does one that starts with '-':
-        // inject passes such images after a `--`, where no value is read as an option.
-        let image = image.trim().to_string();
-        if image.contains("{{") {
-            if origin.api_version.starts_with("argoproj.io/") {
-                // Argo fills `{{inputs.parameters.image}}` in at run time.
-                self.parameter_images += 1;
-                self.note(format!(
-                    "{origin} {} {name}: the image is an Argo parameter, known only at run time; not checked",
-                    list.as_str()
-                ));
-                return Ok(None);
-            }
-            return Err(ManifestError::TemplateImage {
-                input: self.source.to_string(),
-                at: Box::new(origin.clone()),
-                list: list.as_str(),
-                container: name,
-            });
-        }
         let security = t.get(c, "securityContext");
         let effective_bool = |key: &str| {
             security
                 .and_then(|s| t.get(s, key))
                 .and_then(|v| t.as_bool(v))
                 .or_else(|| {
-                    pod_security
+                    pod.security
                         .and_then(|s| t.get(s, key))
                         .and_then(|v| t.as_bool(v))
                 })
@@ -419,7 +273,7 @@ impl Reader<'_> {
                 .and_then(|s| t.get(s, key))
                 .and_then(|v| t.as_i64(v))
                 .or_else(|| {
-                    pod_security
+                    pod.security
                         .and_then(|s| t.get(s, key))
                         .and_then(|v| t.as_i64(v))
                 })
@@ -439,6 +293,76 @@ impl Reader<'_> {
             run_as_non_root: effective_bool("runAsNonRoot"),
             run_as_user: effective_int("runAsUser"),
         }))
+    }
+
+    /// The image of the container `c` (named `name`), trimmed, else `image_default`; `None`
+    /// (with a note) when there is none to check: not a string, empty, an Argo parameter.
+    fn image(
+        &self,
+        found: &mut Found<'_>,
+        origin: &Origin,
+        c: NodeId,
+        name: &str,
+        list: ContainerList,
+        image_default: Option<&str>,
+    ) -> Result<Option<String>, ManifestError> {
+        let t = self.tree;
+        let template_error = || ManifestError::TemplateImage {
+            input: self.source.to_string(),
+            at: Box::new(origin.clone()),
+            list: list.as_str(),
+            container: name.to_string(),
+        };
+        let image = match t.get(c, "image") {
+            Some(n) => match t.scalar(n) {
+                Some(s) => Some(s.to_string()),
+                None if t.is_null(n) => None,
+                None => {
+                    // `image: {{ .Values.image }}` unquoted reads as a mapping.
+                    if template_line(self.text).is_some() {
+                        return Err(template_error());
+                    }
+                    found.note(format!(
+                        "{origin} {} {name}: the image is not a string; not checked",
+                        list.as_str()
+                    ));
+                    return Ok(None);
+                }
+            },
+            None => None,
+        };
+        let Some(image) = image.or_else(|| image_default.map(str::to_string)) else {
+            found.note(format!(
+                "{origin} {} {name}: no image; not checked",
+                list.as_str()
+            ));
+            return Ok(None);
+        };
+        if image.trim().is_empty() {
+            found.note(format!(
+                "{origin} {} {name}: an empty image; not checked",
+                list.as_str()
+            ));
+            return Ok(None);
+        }
+        // One answer for both subcommands: the image as the check sees it, without the
+        // whitespace around it; a placeholder with whitespace inside (JobSet's `<CHANGE ME>`)
+        // stays one (invalid) image, checked as one, and so does one that starts with '-':
+        // inject passes such images after a `--`, where no value is read as an option.
+        let image = image.trim().to_string();
+        if image.contains("{{") {
+            if origin.api_version.starts_with("argoproj.io/") {
+                // Argo fills `{{inputs.parameters.image}}` in at run time.
+                found.parameter_image();
+                found.note(format!(
+                    "{origin} {} {name}: the image is an Argo parameter, known only at run time; not checked",
+                    list.as_str()
+                ));
+                return Ok(None);
+            }
+            return Err(template_error());
+        }
+        Ok(Some(image))
     }
 }
 

@@ -275,12 +275,7 @@ impl Tree {
                     continue;
                 }
             };
-            let is_key = matches!(stack.last(), Some((p, None)) if matches!(self.nodes[*p].kind, Kind::Map { .. }));
-            if is_key
-                && let Kind::Scalar { value, .. } = &node.kind
-                && let Some(seen) = keys.last_mut()
-                && !seen.insert(value.clone())
-            {
+            if self.duplicate_key(&stack, &mut keys, &node) {
                 return Err(error(
                     document,
                     span.start.line(),
@@ -295,6 +290,24 @@ impl Tree {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// Whether `node`, the next node in the innermost of the open collections `stack`, is a key
+    /// its mapping has already (`keys`: those of each open mapping); it is one of them after.
+    fn duplicate_key(
+        &self,
+        stack: &[(NodeId, Option<NodeId>)],
+        keys: &mut [std::collections::HashSet<String>],
+        node: &Node,
+    ) -> bool {
+        let is_key = matches!(stack.last(), Some((p, None)) if matches!(self.nodes[*p].kind, Kind::Map { .. }));
+        if is_key
+            && let Kind::Scalar { value, .. } = &node.kind
+            && let Some(seen) = keys.last_mut()
+        {
+            return !seen.insert(value.clone());
+        }
+        false
     }
 
     /// A new, empty collection node (a sequence or a mapping), opened at `start`.

@@ -12,13 +12,13 @@
 //!   `AppendCertsFromPEM` adds nothing); `X.cert` with `X.key` is a client certificate, and a
 //!   `.cert` without its `.key`, or a `.key` without its `.cert`, is refused;
 //! - a host whose folder is refused cannot be asked: containers/image fails that endpoint and
-//!   tries the route's next one, so the endpoint carries the error ([`Endpoint::broken`]).
+//!   tries the route's next one, so the endpoint carries the error ([`Endpoint::broken`](super::Endpoint::broken)).
 //!
 //! With `insecure` (registries.conf), the CAs are read but not used to verify, and the client
 //! certificate is still offered, as containers/image sets both.
 
 use super::hosts::{TlsError, read_bytes};
-use super::{Endpoint, Route, Tls};
+use super::{Route, Tls};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::collections::HashMap;
@@ -120,7 +120,7 @@ impl CertsDirs {
     }
 
     /// Lays each endpoint's certificates over it: a blocked endpoint is never asked, and one
-    /// whose folder is refused is marked [`Endpoint::broken`].
+    /// whose folder is refused is marked [`Endpoint::broken`](super::Endpoint::broken).
     pub(crate) fn apply(&self, route: &mut Route) {
         for e in &mut route.endpoints {
             if e.blocked.is_some() {
@@ -128,19 +128,19 @@ impl CertsDirs {
             }
             match self.load(&e.reference.registry) {
                 Ok(None) => {}
-                Ok(Some(tls)) => with_certs(e, &tls),
+                Ok(Some(tls)) => e.tls = Some(with_certs(e.tls.as_ref(), &tls)),
                 Err(err) => e.broken = Some(err.to_string()),
             }
         }
     }
 }
 
-/// The endpoint with `certs` added to what it has (registries.conf's `insecure`).
-fn with_certs(e: &mut Endpoint, certs: &Arc<Tls>) {
-    e.tls = Some(match &e.tls {
+/// An endpoint's TLS with `certs` added to what it has (`own`: registries.conf's `insecure`).
+fn with_certs(own: Option<&Arc<Tls>>, certs: &Arc<Tls>) -> Arc<Tls> {
+    match own {
         None => certs.clone(),
         Some(own) => Arc::new(own.merged(certs)),
-    });
+    }
 }
 
 /// One host's folder, as `SetupCertificates` reads it: `None` when it holds no certificate.
@@ -252,6 +252,7 @@ fn key_pair(
 mod tests {
     use super::*;
     use crate::reference::Reference;
+    use crate::route::Endpoint;
 
     /// A self-signed certificate and its key, PEM.
     fn cert(name: &str) -> (String, String) {

@@ -1,5 +1,5 @@
-//! The shape of `src/`: no import cycle between its files, and no file or function past a
-//! size a newcomer can read in one sitting.
+//! The shape of `src/`: no import cycle between its files, no file or function past a size a
+//! newcomer can read in one sitting, and no type spread over files in all but syntax.
 //!
 //! A file is a node of the graph; an arrow is any path that reaches into another file: `use
 //! crate::…`, a `crate::…` path in code, `super::…`, a `use` or a path through a child module
@@ -12,9 +12,16 @@
 //! circle: `check/job.rs` and `check/walk.rs` may both lean on `check.rs`, not on each other both
 //! ways.
 //!
+//! A type is one room: its `impl` blocks are in the file that defines it, and no free function
+//! of another file takes it as `&mut` first parameter (such a function is a method of the type
+//! in all but syntax, out of sight of a reader of the type's file). And a ceiling met at its
+//! edge shapes the code more than the design does: only a few functions and files may come
+//! within 10 % of theirs.
+//!
 //! `cargo test --test it layout::measure -- --ignored --nocapture` prints the figures: the
-//! longest files and functions, how their sizes spread below the ceilings, and the cycles (of
-//! another tree with
+//! module graph (files, arrows, cycles, circles, each top-level module's arrows inside, in and
+//! out), the longest files and functions, how their sizes spread below the ceilings, the cycles,
+//! and who takes another file's struct as `&mut` first parameter (of another tree with
 //! `PULLCHECK_LAYOUT_SRC=DIR`, e.g. `git archive <commit> src | tar -x -C /tmp/before`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,6 +46,17 @@ const LONG_FNS: &[(&str, usize)] = &[];
 /// those are in. None today: a type that needs a second file is split into types of their
 /// own, or the second file works through the first's API.
 const SPREAD_TYPES: &[(&str, &[&str])] = &[];
+
+/// Functions within 10 % of [`MAX_FN_LINES`] there may be, at most: a function written up to
+/// the ceiling is one the limit shaped, not what it does.
+const MAX_NEAR_CEILING_FNS: usize = 3;
+/// Files within 10 % of [`MAX_FILE_LINES`] (test modules aside) there may be, at most.
+const MAX_NEAR_CEILING_FILES: usize = 4;
+
+/// Free functions allowed a first parameter `&mut T` of a struct `T` defined in another file
+/// (`file:function`). Being mended: `check/job.rs`'s `held_by_node` writes into a report's
+/// `ImageResult`.
+const MUT_BORROWERS: &[&str] = &["check/job.rs:held_by_node"];
 
 #[test]
 fn no_import_cycles() {
@@ -142,6 +160,108 @@ fn every_type_s_impl_blocks_are_in_the_file_that_defines_it() {
     }
 }
 
+/// A free function whose first parameter is `&mut` of a struct another file defines is that
+/// struct's method in all but syntax: a reader asking what may change the struct must open that
+/// other file too. It becomes a method of the struct (in its file), or works through the
+/// struct's methods from a type of its own. `&mut self`, generic parameters and types from
+/// outside the crate are not counted; nor are methods (see `measure`).
+#[test]
+fn no_free_function_takes_another_file_s_struct_as_mut_first_parameter() {
+    let borrows = Crate::read().mut_borrows();
+    let free: Vec<&MutBorrow> = borrows.iter().filter(|b| b.method_of.is_none()).collect();
+    let wrong: Vec<String> = free
+        .iter()
+        .filter(|b| !MUT_BORROWERS.contains(&b.key().as_str()))
+        .map(|b| b.describe())
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "free functions whose first parameter is `&mut` of another file's struct (make them \
+         methods of that struct, or reach it through its methods):\n{}",
+        wrong.join("\n")
+    );
+    for name in MUT_BORROWERS {
+        assert!(
+            free.iter().any(|b| b.key() == *name),
+            "MUT_BORROWERS names {name}, which no longer takes another file's struct as `&mut` \
+             first parameter: take it off the list"
+        );
+    }
+}
+
+/// The signature reader behind the `&mut` rule: what it takes for the first parameter's type,
+/// and what it leaves out.
+#[test]
+fn first_parameters_are_read_as_written() {
+    let read = |src: &str| {
+        let sigs = signatures(&lex(src));
+        sigs.into_iter()
+            .map(|s| {
+                let generics: Vec<String> = s.generics.into_iter().collect();
+                format!(
+                    "{}{} <{}> {}",
+                    s.method_of.map(|t| t + "::").unwrap_or_default(),
+                    s.name,
+                    generics.join(","),
+                    s.mut_first.join("::")
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        read(
+            "fn a<'x, T: Fn() -> U, const N: usize>(t: &'x mut T, r: &mut Route) {}\n\
+             fn b(w: &mut dyn Write, r: &mut Route) {}\n\
+             fn c(mut r: &mut tree::Tree<'_>) {}\n\
+             fn d(r: &Route) {}\n\
+             impl Certs { fn e(&self, r: &mut Route) { fn f(x: &mut X) {} } }\n\
+             trait Each { fn g(&mut self, t: &Tree); }"
+        ),
+        [
+            "a <N,T> T",
+            "b <> ",
+            "c <> tree::Tree",
+            "d <> ",
+            "Certs::e <> Route",
+            "f <> X",
+            "Each::g <> ",
+        ]
+    );
+}
+
+/// A ceiling met at its edge shapes the code more than the design does: at most
+/// [`MAX_NEAR_CEILING_FNS`] functions and [`MAX_NEAR_CEILING_FILES`] files within 10 % of theirs.
+#[test]
+fn few_functions_and_files_near_their_ceiling() {
+    let crate_ = Crate::read();
+    let fns: Vec<String> = crate_
+        .functions()
+        .iter()
+        .filter(|f| near_ceiling(f.lines, MAX_FN_LINES))
+        .map(|f| format!("src/{}:{} {} ({} lines)", f.file, f.line, f.name, f.lines))
+        .collect();
+    assert!(
+        fns.len() <= MAX_NEAR_CEILING_FNS,
+        "{} functions within 10 % of {MAX_FN_LINES} lines, at most {MAX_NEAR_CEILING_FNS}: split \
+         one along what it does:\n{}",
+        fns.len(),
+        fns.join("\n")
+    );
+    let files: Vec<String> = crate_
+        .files
+        .iter()
+        .filter(|(_, f)| near_ceiling(f.lines, MAX_FILE_LINES))
+        .map(|(name, f)| format!("src/{name} ({} lines, test modules aside)", f.lines))
+        .collect();
+    assert!(
+        files.len() <= MAX_NEAR_CEILING_FILES,
+        "{} files within 10 % of {MAX_FILE_LINES} lines, at most {MAX_NEAR_CEILING_FILES}: split \
+         one along what it holds:\n{}",
+        files.len(),
+        files.join("\n")
+    );
+}
+
 /// The two layout lists a newcomer reads, `src/lib.rs`'s "Layout" section and CONTRIBUTING.md's
 /// tree, name every module and file there is: a file added without a word there fails here.
 #[test]
@@ -185,6 +305,7 @@ fn the_layout_lists_name_every_module_and_file() {
 #[ignore = "prints figures; run with --ignored --nocapture"]
 fn measure() {
     let crate_ = Crate::read();
+    print!("{}", crate_.graph_figures());
     let mut files: Vec<_> = crate_
         .files
         .iter()
@@ -233,6 +354,33 @@ fn measure() {
     ] {
         println!("{what}: {}", distribution(lines, ceiling));
     }
+    println!("functions within 10 % of the ceiling:");
+    for f in fns.iter().filter(|f| near_ceiling(f.lines, MAX_FN_LINES)) {
+        println!("  {:5} src/{}:{} {}", f.lines, f.file, f.line, f.name);
+    }
+    println!("files within 10 % of the ceiling:");
+    for (lines, _, name) in files.iter().filter(|f| near_ceiling(f.0, MAX_FILE_LINES)) {
+        println!("  {lines:5} src/{name}");
+    }
+    let borrows = crate_.mut_borrows();
+    for (what, methods) in [("free functions", false), ("methods", true)] {
+        let these: Vec<&MutBorrow> = borrows
+            .iter()
+            .filter(|b| b.method_of.is_some() == methods)
+            .collect();
+        println!(
+            "{what} whose first parameter (after self) is `&mut` of another file's struct: {}",
+            these.len()
+        );
+        for b in these {
+            println!("  {}", b.describe());
+        }
+    }
+}
+
+/// Whether `size` is within 10 % of `ceiling`.
+fn near_ceiling(size: usize, ceiling: usize) -> bool {
+    size * 10 >= ceiling * 9
 }
 
 /// How sizes spread below their ceiling: the median, the 90th percentile, the largest, and how
@@ -247,7 +395,7 @@ fn distribution(sizes: &[usize], ceiling: usize) -> String {
             .copied()
             .unwrap_or(0)
     };
-    let near = sorted.iter().filter(|&&n| n * 10 >= ceiling * 9).count();
+    let near = sorted.iter().filter(|&&n| near_ceiling(n, ceiling)).count();
     format!(
         "{} in all, median {} lines, p90 {}, largest {}, {near} within 10 % of the ceiling ({ceiling})",
         sorted.len(),
@@ -286,6 +434,40 @@ struct Function {
     name: String,
     line: usize,
     lines: usize,
+}
+
+/// A function whose first parameter (after `self`, for a method) is `&mut` of a struct that
+/// another file defines.
+struct MutBorrow {
+    file: String,
+    function: String,
+    line: usize,
+    /// The struct, and the file that defines it.
+    ty: String,
+    home: String,
+    /// The type whose `impl` (or trait) block the function is in; `None`: a free function.
+    method_of: Option<String>,
+}
+
+impl MutBorrow {
+    /// `file:function`, as [`MUT_BORROWERS`] names it.
+    fn key(&self) -> String {
+        match &self.method_of {
+            Some(ty) => format!("{}:{ty}::{}", self.file, self.function),
+            None => format!("{}:{}", self.file, self.function),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "src/{}:{} {}: first parameter `&mut {}`, a struct of src/{}",
+            self.file,
+            self.line,
+            self.key(),
+            self.ty,
+            self.home
+        )
+    }
 }
 
 struct Crate {
@@ -645,6 +827,312 @@ impl Crate {
         }
         out
     }
+}
+
+impl Crate {
+    /// The module graph's figures: files (each a module), arrows (file to file, one per ordered
+    /// pair), cycles, circles, and for each top-level module of more than one file the arrows
+    /// inside it, into it and out of it.
+    fn graph_figures(&self) -> String {
+        let edges = self.edges();
+        let arrows: Vec<(&String, &String)> = edges
+            .iter()
+            .flat_map(|(from, tos)| tos.keys().map(move |to| (from, to)))
+            .collect();
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "module graph: {} files (modules), {} import arrows, {} cycles, {} circles",
+            self.files.len(),
+            arrows.len(),
+            self.cycles().len(),
+            self.sibling_circles().len()
+        );
+        // `check.rs` and `check/job.rs` are both of `check`; `lib.rs` is the crate's own.
+        let top = |file: &str| {
+            self.files[file]
+                .module
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "lib".to_string())
+        };
+        let mut tops: BTreeMap<String, [usize; 4]> = BTreeMap::new();
+        for name in self.files.keys() {
+            tops.entry(top(name)).or_default()[0] += 1;
+        }
+        for (from, to) in &arrows {
+            let (a, b) = (top(from), top(to));
+            if a == b {
+                tops.entry(a).or_default()[1] += 1;
+            } else {
+                tops.entry(b).or_default()[2] += 1;
+                tops.entry(a).or_default()[3] += 1;
+            }
+        }
+        let _ = writeln!(
+            s,
+            "top-level modules of more than one file (files, arrows inside, in, out):"
+        );
+        for (module, [files, inside, into, out]) in &tops {
+            if *files > 1 {
+                let _ = writeln!(s, "  {module:16} {files:3} {inside:4} {into:4} {out:4}");
+            }
+        }
+        s
+    }
+
+    /// Every function whose first parameter (after `self`) is `&mut` of a struct defined in
+    /// another file: the struct found through the file's own `use`s, or (not imported: a glob)
+    /// the one of that name nearest in the module tree. Generic parameters, `dyn` and `impl`
+    /// types and types from outside the crate are not structs of the crate.
+    fn mut_borrows(&self) -> Vec<MutBorrow> {
+        let mut structs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, file) in &self.files {
+            for pair in file.tokens.windows(2) {
+                if let (Tok::Ident(kw), Tok::Ident(ty)) = (&pair[0].tok, &pair[1].tok)
+                    && kw == "struct"
+                {
+                    structs.entry(ty.clone()).or_default().push(name.clone());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (name, file) in &self.files {
+            for sig in signatures(&file.tokens) {
+                let Some(ty) = sig.mut_first.last() else {
+                    continue;
+                };
+                if sig.mut_first.len() == 1 && sig.generics.contains(ty) {
+                    continue;
+                }
+                let Some(homes) = structs.get(ty) else {
+                    continue;
+                };
+                let Some(home) = self.struct_home(name, &sig.mut_first, homes) else {
+                    continue;
+                };
+                if home != *name {
+                    out.push(MutBorrow {
+                        file: name.clone(),
+                        function: sig.name,
+                        line: sig.line,
+                        ty: ty.clone(),
+                        home,
+                        method_of: sig.method_of,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The file defining the struct a type path names in `file`, among `homes` (the files
+    /// defining a struct of that name); `None` when the path leaves the crate.
+    fn struct_home(&self, file: &str, path: &[String], homes: &[String]) -> Option<String> {
+        let module = &self.files[file].module;
+        if path.len() == 1 && homes.iter().any(|h| h == file) {
+            return Some(file.to_string());
+        }
+        let full = if path.len() == 1 {
+            imports(&self.files[file].tokens)
+                .into_iter()
+                .find(|(_, seen)| *seen == path[0])
+                .map(|(p, _)| p)
+        } else {
+            Some(path.to_vec())
+        };
+        if let Some(full) = full {
+            let abs = self.absolute(module, &full)?;
+            let to = self.resolve(&abs, 0);
+            if homes.contains(&to) {
+                return Some(to);
+            }
+        }
+        let shared = |home: &&String| {
+            self.files[*home]
+                .module
+                .iter()
+                .zip(module)
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        homes.iter().max_by_key(shared).cloned()
+    }
+}
+
+/// One `fn` with a body or not, outside the test items.
+struct Signature {
+    name: String,
+    line: usize,
+    /// The type whose `impl` or `trait` block the `fn` is directly in.
+    method_of: Option<String>,
+    /// The names of its generic parameters (lifetimes aside: the lexer drops them).
+    generics: BTreeSet<String>,
+    /// The path of its first parameter's type (after `self`) when that is `&mut path`.
+    mut_first: Vec<String>,
+}
+
+/// Every `fn` of a file, with what [`Signature`] says of it.
+fn signatures(toks: &[Token]) -> Vec<Signature> {
+    let mut out = Vec::new();
+    // The `impl` and `trait` blocks open, with the brace depth of their items.
+    let mut blocks: Vec<(usize, String)> = Vec::new();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < toks.len() {
+        match &toks[i].tok {
+            Tok::Punct('{') => depth += 1,
+            Tok::Punct('}') => {
+                depth = depth.saturating_sub(1);
+                while blocks.last().is_some_and(|(d, _)| *d > depth) {
+                    blocks.pop();
+                }
+            }
+            Tok::Ident(kw) if kw == "impl" && prev_is_item_start(toks, i) => {
+                if let Some((ty, open)) = impl_type(toks, i) {
+                    depth += 1;
+                    blocks.push((depth, ty));
+                    i = open + 1;
+                    continue;
+                }
+            }
+            Tok::Ident(kw) if kw == "trait" => {
+                if let (Some(name), Some(open)) = (
+                    ident(toks.get(i + 1)),
+                    toks[i..].iter().position(|t| t.tok == Tok::Punct('{')),
+                ) {
+                    depth += 1;
+                    blocks.push((depth, name.to_string()));
+                    i += open + 1;
+                    continue;
+                }
+            }
+            Tok::Ident(kw) if kw == "fn" => {
+                if let Some(name) = ident(toks.get(i + 1)) {
+                    let (generics, mut_first) = first_parameter(toks, i);
+                    out.push(Signature {
+                        name: name.to_string(),
+                        line: toks[i].line,
+                        method_of: blocks
+                            .last()
+                            .filter(|(d, _)| *d == depth)
+                            .map(|(_, ty)| ty.clone()),
+                        generics,
+                        mut_first,
+                    });
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The generic parameters of the `fn` at `i`, and the path of its first parameter's type
+/// (after `self`) when that is `&mut path` (empty otherwise).
+fn first_parameter(toks: &[Token], i: usize) -> (BTreeSet<String>, Vec<String>) {
+    let mut generics = BTreeSet::new();
+    let mut j = i + 2;
+    if is_punct(toks.get(j), '<') {
+        let mut depth = 0;
+        while j < toks.len() {
+            match toks[j].tok {
+                Tok::Punct('<') => depth += 1,
+                // `->` in a bound (`F: Fn() -> T`) closes nothing.
+                Tok::Punct('>') if !is_punct(toks.get(j - 1), '-') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        j += 1;
+                        break;
+                    }
+                }
+                // A parameter's name: first after `<` or `,` (or `const`).
+                Tok::Ident(ref name)
+                    if depth == 1
+                        && name != "const"
+                        && (is_punct(toks.get(j - 1), '<')
+                            || is_punct(toks.get(j - 1), ',')
+                            || ident(toks.get(j - 1)) == Some("const")) =>
+                {
+                    generics.insert(name.clone());
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+    }
+    if !is_punct(toks.get(j), '(') {
+        return (generics, Vec::new());
+    }
+    let close = matching(toks, j);
+    // The parameters, split at the commas outside brackets.
+    let mut params: Vec<&[Token]> = Vec::new();
+    let (mut start, mut k, mut angle) = (j + 1, j + 1, 0i32);
+    while k < close {
+        match toks[k].tok {
+            Tok::Punct('(' | '[' | '{') => {
+                k = matching(toks, k) + 1;
+                continue;
+            }
+            Tok::Punct('<') => angle += 1,
+            Tok::Punct('>') if !is_punct(toks.get(k - 1), '-') => angle -= 1,
+            Tok::Punct(',') if angle == 0 => {
+                params.push(&toks[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    if start < close {
+        params.push(&toks[start..close]);
+    }
+    let is_self = |p: &[Token]| {
+        p.iter()
+            .take_while(|t| t.tok != Tok::Punct(':'))
+            .any(|t| t.tok == Tok::Ident("self".into()))
+    };
+    let Some(first) = params.into_iter().find(|p| !is_self(p)) else {
+        return (generics, Vec::new());
+    };
+    let Some(colon) = first.iter().position(|t| t.tok == Tok::Punct(':')) else {
+        return (generics, Vec::new());
+    };
+    let ty = &first[colon + 1..];
+    let mut path = Vec::new();
+    if is_punct(ty.first(), '&') && ident(ty.get(1)) == Some("mut") {
+        let mut k = 2;
+        if ty.get(k).is_some_and(|t| t.tok == Tok::Path) {
+            k += 1;
+        }
+        while let Some(seg) = ident(ty.get(k)) {
+            if matches!(seg, "dyn" | "impl") {
+                return (generics, Vec::new());
+            }
+            path.push(seg.to_string());
+            if ty.get(k + 1).is_some_and(|t| t.tok == Tok::Path) {
+                k += 2;
+            } else {
+                break;
+            }
+        }
+    }
+    (generics, path)
+}
+
+/// Every name a file's `use`s bring in, with the path it stands for.
+fn imports(toks: &[Token]) -> Vec<(Vec<String>, String)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if ident(toks.get(i)) == Some("use") {
+            i = use_tree(toks, i + 1, &[], &mut out);
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
 
 /// The strongly connected components of more than one node of a graph given by its arrows.
