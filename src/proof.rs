@@ -224,7 +224,7 @@ pub fn loopback_from_pod(host: &str, network: Network) -> bool {
 /// What the end of a case is: the pod fails with an exit code, or it is left to the kubelet
 /// with a warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Consequence {
     /// The image can be pulled, or the node holds it.
     Ok,
     /// It counts: the run exits with this code.
@@ -250,25 +250,25 @@ pub struct Row {
 
 impl Row {
     /// What the case ends as under `flags`, by the same decisions as the check.
-    pub fn outcome(&self, flags: Flags) -> Outcome {
+    pub fn outcome(&self, flags: Flags) -> Consequence {
         let node = if flags.node_named {
             self.node
         } else {
             NodeProof::NotAsked
         };
         if self.policy == PullPolicy::IfNotPresent && node == NodeProof::Holds {
-            return Outcome::Ok;
+            return Consequence::Ok;
         }
         if self.loopback && loopback_from_pod("127.0.0.1:5001", flags.network) {
-            return Outcome::Warns(NotCounted::PodLoopback);
+            return Consequence::Warns(NotCounted::PodLoopback);
         }
         let status = self.reason.status();
         if status == Status::Ok {
-            return Outcome::Ok;
+            return Consequence::Ok;
         }
         match by_flags(status, flags).or_else(|| by_node(status, self.policy, node)) {
-            Some(why) => Outcome::Warns(why),
-            None => Outcome::Fails(status.exit_code()),
+            Some(why) => Consequence::Warns(why),
+            None => Consequence::Fails(status.exit_code()),
         }
     }
 }
@@ -499,28 +499,28 @@ mod tests {
             let named = flags.node_named;
             let refused = row(Reason::CredentialsRejected, NodeProof::HoldsReverified);
             let want = if named {
-                Outcome::Warns(NotCounted::HeldByNode)
+                Consequence::Warns(NotCounted::HeldByNode)
             } else {
-                Outcome::Fails(ExitCode::AccessRefused)
+                Consequence::Fails(ExitCode::AccessRefused)
             };
             assert_eq!(refused.outcome(flags), want);
             let missing = row(Reason::RepositoryMissing, NodeProof::HoldsReverified);
             let want = if named {
-                Outcome::Warns(NotCounted::HeldByNode)
+                Consequence::Warns(NotCounted::HeldByNode)
             } else {
-                Outcome::Fails(ExitCode::NotFound)
+                Consequence::Fails(ExitCode::NotFound)
             };
             assert_eq!(missing.outcome(flags), want);
             assert_eq!(
                 row(Reason::Found, NodeProof::HoldsReverified).outcome(flags),
-                Outcome::Ok
+                Consequence::Ok
             );
             // Held on a node that does not re-verify: ok whatever the registry says.
             let held = row(Reason::CredentialsRejected, NodeProof::Holds);
             let want = if named {
-                Outcome::Ok
+                Consequence::Ok
             } else {
-                Outcome::Fails(ExitCode::AccessRefused)
+                Consequence::Fails(ExitCode::AccessRefused)
             };
             assert_eq!(held.outcome(flags), want);
         }
@@ -537,42 +537,42 @@ mod tests {
         };
         assert_eq!(
             by_case("a tag missing at the registry, `imagePullPolicy: Always`"),
-            Outcome::Fails(ExitCode::NotFound)
+            Consequence::Fails(ExitCode::NotFound)
         );
         assert_eq!(
             by_case("a tag missing at the registry, `IfNotPresent`, the node's complete"),
-            Outcome::Fails(ExitCode::NotFound)
+            Consequence::Fails(ExitCode::NotFound)
         );
-        assert_eq!(by_case("an image loaded onto the node"), Outcome::Ok);
+        assert_eq!(by_case("an image loaded onto the node"), Consequence::Ok);
         assert_eq!(
             by_case("the same on Kubernetes 1.35+"),
-            Outcome::Warns(NotCounted::HeldByNode)
+            Consequence::Warns(NotCounted::HeldByNode)
         );
         assert_eq!(
             by_case(
                 "an image the node holds, `IfNotPresent`, Kubernetes 1.35+, the registry refusing"
             ),
-            Outcome::Warns(NotCounted::HeldByNode)
+            Consequence::Warns(NotCounted::HeldByNode)
         );
         assert_eq!(
             by_case("an image the node holds, `IfNotPresent`, Kubernetes 1.35+ (the kubelet"),
-            Outcome::Ok
+            Consequence::Ok
         );
         assert_eq!(
             by_case("a tag missing at the registry, `IfNotPresent`, the node's list unreadable"),
-            Outcome::Warns(NotCounted::MayBeOnNode)
+            Consequence::Warns(NotCounted::MayBeOnNode)
         );
         assert_eq!(
             by_case("the registry's CA"),
-            Outcome::Warns(NotCounted::OnUnverifiableWarn)
+            Consequence::Warns(NotCounted::OnUnverifiableWarn)
         );
         assert_eq!(
             by_case("a registry on the node's loopback"),
-            Outcome::Warns(NotCounted::PodLoopback)
+            Consequence::Warns(NotCounted::PodLoopback)
         );
         assert_eq!(
             by_case("a registry answering 503"),
-            Outcome::Warns(NotCounted::OnUnreachableWarn)
+            Consequence::Warns(NotCounted::OnUnreachableWarn)
         );
         // By hand, an outage is exit 6 and a loopback registry is checked.
         let by_hand = |case: &str| {
@@ -583,15 +583,15 @@ mod tests {
         };
         assert_eq!(
             by_hand("a registry answering 503"),
-            Outcome::Fails(ExitCode::Unreachable)
+            Consequence::Fails(ExitCode::Unreachable)
         );
         assert_eq!(
             by_hand("a registry on the node's loopback"),
-            Outcome::Fails(ExitCode::Unreachable)
+            Consequence::Fails(ExitCode::Unreachable)
         );
         // Every counted case of inject's is a code its podFailurePolicy fails the Job on.
         for row in ROWS {
-            if let Outcome::Fails(code) = row.outcome(Flags::INJECT) {
+            if let Consequence::Fails(code) = row.outcome(Flags::INJECT) {
                 assert!(
                     crate::inject::FAIL_JOB_EXIT_CODES.contains(&i64::from(code.code())),
                     "{}",

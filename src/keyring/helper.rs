@@ -17,7 +17,7 @@ const POLL: Duration = Duration::from_millis(5);
 
 /// What a helper gave.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Answer {
+pub(super) enum HelperAnswer {
     /// A user name and secret.
     Password(String, String),
     /// An identity token (user `<token>`), which a manifest check cannot use.
@@ -67,7 +67,7 @@ struct Reply {
 }
 
 /// Runs `docker-credential-<helper> get` for `server`, and waits at most `limit`.
-pub(super) fn get(helper: &str, server: &str, limit: Duration) -> Result<Answer, Failure> {
+pub(super) fn get(helper: &str, server: &str, limit: Duration) -> Result<HelperAnswer, Failure> {
     // A name with a path in it would run another program than `docker-credential-*`.
     if helper.is_empty() || helper.contains(['/', '\0']) {
         return Err(Failure::NotRun);
@@ -121,10 +121,10 @@ pub(super) fn get(helper: &str, server: &str, limit: Duration) -> Result<Answer,
     }
     let reply: Reply = serde_json::from_slice(&out).map_err(|_| Failure::Malformed)?;
     if reply.username == "<token>" {
-        return Ok(Answer::IdentityToken);
+        return Ok(HelperAnswer::IdentityToken);
     }
     if reply.username.is_empty() && reply.secret.is_empty() {
         return Err(Failure::NoCredential);
     }
-    Ok(Answer::Password(reply.username, reply.secret))
+    Ok(HelperAnswer::Password(reply.username, reply.secret))
 }

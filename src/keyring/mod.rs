@@ -560,7 +560,7 @@ impl Keyring {
             }
             let limit = (budget / 4).max(HELPER_MIN).min(left);
             match helper::get(&helper.helper, &helper.server, limit) {
-                Ok(helper::Answer::Password(username, password)) => {
+                Ok(helper::HelperAnswer::Password(username, password)) => {
                     self.index.take();
                     let label = self.label(&helper.label);
                     let shown = format!("helper for {}", shown_key(&helper.server));
@@ -572,7 +572,7 @@ impl Keyring {
                         label,
                     ));
                 }
-                Ok(helper::Answer::IdentityToken) => warnings.push(format!(
+                Ok(helper::HelperAnswer::IdentityToken) => warnings.push(format!(
                     "{source}: gives an identity token, which pullcheck does not use; checking anonymously"
                 )),
                 Err(e) => warnings.push(format!(

@@ -2,7 +2,7 @@
 //! `ExitCode`): this test fails when the committed page differs from what the code generates,
 //! and `PULLCHECK_BLESS=1 cargo test --test it docs_reasons` rewrites it.
 
-use pullcheck::proof::{Flags, Outcome, ROWS};
+use pullcheck::proof::{Consequence, Flags, ROWS};
 use pullcheck::pull_policy::PullPolicy;
 use pullcheck::{ExitCode, NotCounted, Reason, Status};
 use std::path::Path;
@@ -148,11 +148,11 @@ fn generate() -> String {
 }
 
 /// One cell of the table: what a case ends as.
-fn outcome(o: Outcome) -> String {
+fn outcome(o: Consequence) -> String {
     match o {
-        Outcome::Ok => "starts (`ok`)".to_string(),
-        Outcome::Fails(code) => format!("**fails**: exit {}", code.code()),
-        Outcome::Warns(why) => format!("warns (`{}`), exit 0", why.as_str()),
+        Consequence::Ok => "starts (`ok`)".to_string(),
+        Consequence::Fails(code) => format!("**fails**: exit {}", code.code()),
+        Consequence::Warns(why) => format!("warns (`{}`), exit 0", why.as_str()),
     }
 }
 

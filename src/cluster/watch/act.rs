@@ -26,7 +26,7 @@ const ACTION: &str = "FailStuckPod";
 
 /// How a write ended.
 #[derive(Debug)]
-pub(crate) enum Outcome {
+pub(crate) enum WriteOutcome {
     Done,
     /// The pod changed or went since it was read (409, 404): decided again on the next look.
     Changed,
@@ -34,10 +34,10 @@ pub(crate) enum Outcome {
     Failed(&'static str, String),
 }
 
-fn outcome(call: &'static str, e: kube::Error) -> Outcome {
+fn outcome(call: &'static str, e: kube::Error) -> WriteOutcome {
     match e {
-        kube::Error::Api(s) if s.is_conflict() || s.is_not_found() => Outcome::Changed,
-        e => Outcome::Failed(call, e.to_string()),
+        kube::Error::Api(s) if s.is_conflict() || s.is_not_found() => WriteOutcome::Changed,
+        e => WriteOutcome::Failed(call, e.to_string()),
     }
 }
 
@@ -69,7 +69,12 @@ impl Actor {
     /// Fails the pod: the condition, the Event, then the deadline, after which the kubelet
     /// fails it (`DeadlineExceeded`) and pulls no more. `Done` once the condition is given,
     /// whatever the deadline's patch did.
-    pub(crate) async fn fail(&self, pod: &Pod, finding: &Finding, condition_type: &str) -> Outcome {
+    pub(crate) async fn fail(
+        &self,
+        pod: &Pod,
+        finding: &Finding,
+        condition_type: &str,
+    ) -> WriteOutcome {
         let (ns, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
         let api: Api<Pod> = Api::namespaced(self.door.client(), &ns);
         let reason = finding.word();
@@ -95,7 +100,8 @@ impl Actor {
         let note = format!(
             "{message} — failing the pod: condition {condition_type}, then activeDeadlineSeconds {DEADLINE_SECONDS}, for the kubelet to fail it"
         );
-        if let Outcome::Failed(call, e) = self.event(pod, finding, condition_type, &note).await {
+        if let WriteOutcome::Failed(call, e) = self.event(pod, finding, condition_type, &note).await
+        {
             // The Event is for people; the condition is what fails the Job: go on.
             crate::log::info(
                 crate::log::Component::Watch,
@@ -105,20 +111,20 @@ impl Actor {
         // The condition is given: the pod is failed. A deadline that finds the pod changed (the
         // kubelet wrote its status in between) is set on the next look (`Action::Deadline`).
         match self.deadline(&patched).await {
-            Outcome::Failed(call, e) => crate::log::info(
+            WriteOutcome::Failed(call, e) => crate::log::info(
                 crate::log::Component::Watch,
                 &format!("{ns}/{name}: {call}: {e}"),
             ),
-            Outcome::Done | Outcome::Changed => {}
+            WriteOutcome::Done | WriteOutcome::Changed => {}
         }
-        Outcome::Done
+        WriteOutcome::Done
     }
 
     /// Sets the pod's `activeDeadlineSeconds` to [`DEADLINE_SECONDS`] if it is still the one
     /// read (UID and resourceVersion): a live pod takes a deadline where it had none, or a
     /// shorter one, and the kubelet, seeing it past, fails the pod by its own hand (phase
     /// `Failed`, reason `DeadlineExceeded`). The pod is kept, for `kubectl describe`.
-    pub(crate) async fn deadline(&self, pod: &Pod) -> Outcome {
+    pub(crate) async fn deadline(&self, pod: &Pod) -> WriteOutcome {
         let api: Api<Pod> =
             Api::namespaced(self.door.client(), &pod.namespace().unwrap_or_default());
         let patch = json!({
@@ -133,7 +139,7 @@ impl Actor {
             )
             .await
         {
-            Ok(_) => Outcome::Done,
+            Ok(_) => WriteOutcome::Done,
             Err(e) => outcome("patch pods", e),
         }
     }
@@ -145,7 +151,7 @@ impl Actor {
         finding: &Finding,
         reason: &str,
         note: &str,
-    ) -> Outcome {
+    ) -> WriteOutcome {
         let reference = ObjectReference {
             field_path: Some(field_path(pod, &finding.container)),
             ..pod.object_ref(&())
@@ -161,7 +167,7 @@ impl Actor {
             secondary: None,
         };
         match self.recorder.publish(&event, &reference).await {
-            Ok(()) => Outcome::Done,
+            Ok(()) => WriteOutcome::Done,
             Err(e) => outcome("create events", e),
         }
     }
@@ -170,7 +176,12 @@ impl Actor {
     /// failed (`Failed`) for each container, and the pull errors a back-off hides, which
     /// survive a restart of the watcher. One list, bounded: a pod's Events are few, since the
     /// API server's recorder folds repeats into one Event with a count.
-    pub(crate) async fn read_events(&self, pod: &Pod, seen: &mut Seen, now: Timestamp) -> Outcome {
+    pub(crate) async fn read_events(
+        &self,
+        pod: &Pod,
+        seen: &mut Seen,
+        now: Timestamp,
+    ) -> WriteOutcome {
         let api: Api<Event> =
             Api::namespaced(self.door.client(), &pod.namespace().unwrap_or_default());
         let selector = format!("involvedObject.uid={}", pod.uid().unwrap_or_default());
@@ -183,7 +194,7 @@ impl Actor {
                 for e in &list.items {
                     seen.record(e);
                 }
-                Outcome::Done
+                WriteOutcome::Done
             }
             Err(e) => outcome("list events", e),
         }

@@ -7,7 +7,7 @@
 //! State lives in the cluster (the condition, the Events), so a new leader loses nothing but
 //! the graces it starts again.
 
-use super::act::{Actor, Outcome};
+use super::act::{Actor, WriteOutcome};
 use super::breaker::{self, Breaker, Owner};
 use super::confirm::{self, Look};
 use super::decide::{Action, Finding, decide};
@@ -136,7 +136,7 @@ impl Watcher {
             let current = h.seen.events_current(&rv, now);
             let mut action = decide(&h.pod, &h.seen, now, &self.config.settings, current);
             if action == Action::NeedEvents {
-                if let Outcome::Failed(call, e) =
+                if let WriteOutcome::Failed(call, e) =
                     self.actor.read_events(&h.pod, &mut h.seen, now).await
                 {
                     // Without the Events there is no evidence: nothing is done this time.
@@ -247,7 +247,7 @@ impl Watcher {
                 );
                 say(&who, &note, self.config.dry_run);
                 if !self.config.dry_run {
-                    if let Outcome::Failed(call, e) = self
+                    if let WriteOutcome::Failed(call, e) = self
                         .actor
                         .event(&h.pod, f, "OwnerFailureLimit", &note)
                         .await
@@ -290,7 +290,7 @@ impl Watcher {
                     let (reason, note) = report_words(&f, permanent);
                     say(&who, &note, self.config.dry_run);
                     if !self.config.dry_run {
-                        if let Outcome::Failed(call, e) =
+                        if let WriteOutcome::Failed(call, e) =
                             self.actor.event(pod, &f, reason, &note).await
                         {
                             self.failure(pod, call, &e);
@@ -323,7 +323,7 @@ impl Watcher {
                     .fail(pod, &f, &self.config.settings.condition_type)
                     .await
                 {
-                    Outcome::Done => {
+                    WriteOutcome::Done => {
                         self.count(pod, &f, now);
                         say(&who, &format!("{} — failed the pod", f.message()), false);
                         self.metrics.stuck(true, f.word());
@@ -333,20 +333,20 @@ impl Watcher {
                     // The pod changed between the read and the write (most often the kubelet's
                     // status write after its Event was acted on): decided again on the pod as it
                     // is now, at the next look; nothing is counted.
-                    Outcome::Changed => crate::log::info(
+                    WriteOutcome::Changed => crate::log::info(
                         crate::log::Component::Watch,
                         &format!(
                             "{who}: the pod changed since it was read; decided again on the next look"
                         ),
                     ),
-                    Outcome::Failed(call, e) => self.failure(pod, call, &e),
+                    WriteOutcome::Failed(call, e) => self.failure(pod, call, &e),
                 }
             }
             Action::Deadline => {
                 if self.config.dry_run {
                     return;
                 }
-                if let Outcome::Failed(call, e) = self.actor.deadline(pod).await {
+                if let WriteOutcome::Failed(call, e) = self.actor.deadline(pod).await {
                     self.failure(pod, call, &e);
                 }
             }

@@ -7,7 +7,9 @@
 //! `--deny-missing` ([`super::verdicts`]). A review that cannot be read, or an object `inject`
 //! cannot edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
-use super::decision::{Asked, Decision, OPT_OUT, Outcome, Skip, Unchanged, opted_out, preamble};
+use super::decision::{
+    Asked, Decision, OPT_OUT, ReviewOutcome, Skip, Unchanged, opted_out, preamble,
+};
 use super::limit_ranges::ReadError;
 use super::patch::diff;
 use super::review::{Read, Review, is_mirror};
@@ -89,9 +91,9 @@ struct Refused {
 pub(crate) struct Unreadable(pub(crate) String);
 
 /// The answer's body and what happened.
-pub(crate) struct Answer {
+pub(crate) struct ReviewAnswer {
     pub(crate) body: Vec<u8>,
-    pub(crate) outcome: Outcome,
+    pub(crate) outcome: ReviewOutcome,
 }
 
 /// The most bytes (and so characters) of one warning. The API server drops a warning that
@@ -172,7 +174,7 @@ impl Admitter {
 
     /// Answers one AdmissionReview body, with the LimitRanges of the options.
     #[cfg(test)]
-    pub(crate) fn review(&self, body: &[u8]) -> Result<Answer, Unreadable> {
+    pub(crate) fn review(&self, body: &[u8]) -> Result<ReviewAnswer, Unreadable> {
         self.answer(&Review::read(body), None, Judged::default())
     }
 
@@ -185,7 +187,7 @@ impl Admitter {
         review: &Review,
         ranges: Option<Result<LimitRanges, ReadError>>,
         judged: Judged,
-    ) -> Result<Answer, Unreadable> {
+    ) -> Result<ReviewAnswer, Unreadable> {
         let (asked, uid) = match (review.how_read(), review.asked(), review.uid()) {
             (Read::Typed, Some(asked), Some(uid)) => (asked, uid),
             (Read::NotJson(e), _, _) => {
@@ -209,15 +211,19 @@ impl Admitter {
             other => other,
         };
         let (outcome, patch, warnings) = match decided {
-            Ok(Decision::Patch(ops, warnings)) => (Outcome::Injected, Some(ops), warnings),
-            Ok(Decision::Rule(ops, warnings)) => (Outcome::RuleAdded, Some(ops), warnings),
-            Ok(Decision::Skip(why, warnings)) => (Outcome::Skipped(why), None, warnings),
-            Ok(Decision::Audited(would, warnings)) => (Outcome::Audited(would), None, warnings),
-            Ok(Decision::OptOutPods(ops)) => {
-                (Outcome::Skipped(Skip::OptedOut), Some(ops), Vec::new())
+            Ok(Decision::Patch(ops, warnings)) => (ReviewOutcome::Injected, Some(ops), warnings),
+            Ok(Decision::Rule(ops, warnings)) => (ReviewOutcome::RuleAdded, Some(ops), warnings),
+            Ok(Decision::Skip(why, warnings)) => (ReviewOutcome::Skipped(why), None, warnings),
+            Ok(Decision::Audited(would, warnings)) => {
+                (ReviewOutcome::Audited(would), None, warnings)
             }
+            Ok(Decision::OptOutPods(ops)) => (
+                ReviewOutcome::Skipped(Skip::OptedOut),
+                Some(ops),
+                Vec::new(),
+            ),
             Err(why) => (
-                Outcome::Error,
+                ReviewOutcome::Error,
                 None,
                 vec![format!("pullcheck: {why}; admitted unchanged")],
             ),
@@ -342,7 +348,7 @@ impl Admitter {
 /// The answer to a review kube's types cannot read (the API server sends none such): allowed
 /// unchanged with a warning when it still has a `request.uid` to answer to, else HTTP 400
 /// (which `failurePolicy: Ignore` admits too).
-fn unreadable_but_answerable(review: &Review, why: &str) -> Result<Answer, Unreadable> {
+fn unreadable_but_answerable(review: &Review, why: &str) -> Result<ReviewAnswer, Unreadable> {
     let Some(uid) = review.uid() else {
         return Err(Unreadable("an AdmissionReview without request.uid".into()));
     };
@@ -356,11 +362,17 @@ fn unreadable_but_answerable(review: &Review, why: &str) -> Result<Answer, Unrea
             uid,
             None,
             &[warning.to_string()],
-            Outcome::Skipped(Skip::Kind),
+            ReviewOutcome::Skipped(Skip::Kind),
         ));
     }
     let warning = format!("pullcheck: the review cannot be read ({why}); admitted unchanged");
-    Ok(answer(api_version, uid, None, &[warning], Outcome::Error))
+    Ok(answer(
+        api_version,
+        uid,
+        None,
+        &[warning],
+        ReviewOutcome::Error,
+    ))
 }
 
 /// The answer's body: allowed, with the patch (base64) and the warnings (bounded).
@@ -369,8 +381,8 @@ fn answer(
     uid: &str,
     patch: Option<String>,
     warnings: &[String],
-    outcome: Outcome,
-) -> Answer {
+    outcome: ReviewOutcome,
+) -> ReviewAnswer {
     let response = Response {
         uid,
         allowed: true,
@@ -384,7 +396,7 @@ fn answer(
 
 /// The answer that refuses an object (`--deny-missing`): 403 with `why`, escaped and cut as
 /// a warning is (the API server prints it whole), and the verdicts' warnings.
-fn refused(api_version: &str, uid: &str, why: String, warnings: &[String]) -> Answer {
+fn refused(api_version: &str, uid: &str, why: String, warnings: &[String]) -> ReviewAnswer {
     let response = Response {
         uid,
         allowed: false,
@@ -397,17 +409,17 @@ fn refused(api_version: &str, uid: &str, why: String, warnings: &[String]) -> An
         patch: None,
         warnings: (!warnings.is_empty()).then(|| bounded(warnings)),
     };
-    written(api_version, response, Outcome::Denied)
+    written(api_version, response, ReviewOutcome::Denied)
 }
 
 /// The AdmissionReview that carries `response`, as bytes.
-fn written(api_version: &str, response: Response<'_>, outcome: Outcome) -> Answer {
+fn written(api_version: &str, response: Response<'_>, outcome: ReviewOutcome) -> ReviewAnswer {
     let review = Reviewed {
         api_version,
         kind: "AdmissionReview",
         response,
     };
-    Answer {
+    ReviewAnswer {
         body: serde_json::to_vec(&review).unwrap_or_default(),
         outcome,
     }

@@ -79,7 +79,7 @@ pub(crate) fn preamble<K>(
 }
 /// What became of one review, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum ReviewOutcome {
     /// A patch that adds the container.
     Injected,
     /// `--mode watch`: a patch that adds the Job rule on the watcher's condition.

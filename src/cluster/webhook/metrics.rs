@@ -3,7 +3,7 @@
 //! ([`crate::cluster::serve::Histogram`]) and the reads of LimitRanges by where they were answered,
 //! written in the text format by hand.
 
-use super::decision::{Outcome, Skip, Would};
+use super::decision::{ReviewOutcome, Skip, Would};
 use super::limit_ranges::Source;
 use super::verdicts::Counts;
 use crate::cluster::serve::{Histogram, family};
@@ -54,16 +54,16 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Counts one review.
-    pub(crate) fn record(&self, outcome: Outcome, took: Duration) {
+    pub(crate) fn record(&self, outcome: ReviewOutcome, took: Duration) {
         match outcome {
-            Outcome::Injected => &self.injected,
-            Outcome::RuleAdded => &self.rule_added,
-            Outcome::Skipped(why) => {
+            ReviewOutcome::Injected => &self.injected,
+            ReviewOutcome::RuleAdded => &self.rule_added,
+            ReviewOutcome::Skipped(why) => {
                 &self.skipped[Skip::ALL.iter().position(|s| *s == why).unwrap_or(0)]
             }
-            Outcome::Error => &self.errors,
-            Outcome::Denied => &self.denied,
-            Outcome::Audited(would) => {
+            ReviewOutcome::Error => &self.errors,
+            ReviewOutcome::Denied => &self.denied,
+            ReviewOutcome::Audited(would) => {
                 &self.audited[Would::ALL.iter().position(|w| *w == would).unwrap_or(0)]
             }
         }

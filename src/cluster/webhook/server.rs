@@ -4,7 +4,7 @@
 //! time of a handshake, a request and its body.
 
 use super::admit::{Admitter, Unreadable};
-use super::decision::Outcome;
+use super::decision::ReviewOutcome;
 use super::metrics::Metrics;
 use super::review::Review;
 use crate::cluster::serve::Bounds;
@@ -142,14 +142,18 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
-        shared.metrics.record(Outcome::Error, started.elapsed());
+        shared
+            .metrics
+            .record(ReviewOutcome::Error, started.elapsed());
         return text(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("a review is at most {MAX_BODY} bytes\n"),
         );
     }
     let Some(_room) = reserve(&shared.bodies, declared).await else {
-        shared.metrics.record(Outcome::Error, started.elapsed());
+        shared
+            .metrics
+            .record(ReviewOutcome::Error, started.elapsed());
         return text(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many large reviews at once\n".into(),
@@ -159,7 +163,9 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     let body = match tokio::time::timeout(CLIENT_TIME, body).await {
         Ok(Ok(body)) => body.to_bytes(),
         Ok(Err(e)) => {
-            shared.metrics.record(Outcome::Error, started.elapsed());
+            shared
+                .metrics
+                .record(ReviewOutcome::Error, started.elapsed());
             let status = if e.is::<http_body_util::LengthLimitError>() {
                 StatusCode::PAYLOAD_TOO_LARGE
             } else {
@@ -168,7 +174,9 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
             return text(status, format!("cannot read the request body: {e}\n"));
         }
         Err(_) => {
-            shared.metrics.record(Outcome::Error, started.elapsed());
+            shared
+                .metrics
+                .record(ReviewOutcome::Error, started.elapsed());
             return text(
                 StatusCode::REQUEST_TIMEOUT,
                 "the body came too slowly\n".into(),
@@ -188,7 +196,9 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
         Some(Review::read(&body))
     };
     let Some(review) = review else {
-        shared.metrics.record(Outcome::Error, started.elapsed());
+        shared
+            .metrics
+            .record(ReviewOutcome::Error, started.elapsed());
         return text(
             StatusCode::BAD_REQUEST,
             "the review's decision failed\n".into(),
@@ -237,7 +247,9 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
             response
         }
         Err(e) => {
-            shared.metrics.record(Outcome::Error, started.elapsed());
+            shared
+                .metrics
+                .record(ReviewOutcome::Error, started.elapsed());
             text(StatusCode::BAD_REQUEST, format!("{}\n", e.0))
         }
     }

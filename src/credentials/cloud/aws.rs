@@ -14,7 +14,7 @@
 //! turns IMDS off.
 
 use super::{
-    Answer, Answered, CloudError, Env, Http, Step, form_encode, json_str, read_token_file,
+    Answered, CloudAnswer, CloudError, Env, Http, Step, form_encode, json_str, read_token_file,
     uri_encode,
 };
 use crate::keyring::{Credential, Secret};
@@ -394,7 +394,7 @@ fn keys_from_json(body: &[u8], identity: String) -> Result<Keys, CloudError> {
 }
 
 /// ECR's `GetAuthorizationToken` for the registry's region: the credential `AWS:<token>`.
-pub(crate) async fn ecr_token(env: &Env, http: &Http, host: &EcrHost, keys: &Keys) -> Answer {
+pub(crate) async fn ecr_token(env: &Env, http: &Http, host: &EcrHost, keys: &Keys) -> CloudAnswer {
     let endpoint = host.api_endpoint(env);
     let url = reqwest::Url::parse(&format!("{endpoint}/"))
         .map_err(|_| CloudError::EcrEndpoint(endpoint.escape_default().to_string()))?;

@@ -7,7 +7,7 @@
 //! `AZURE_POD_IDENTITY_AUTHORITY_HOST` overrides the IMDS endpoint, as in Azure's SDKs.
 
 use super::{
-    Answer, Answered, CloudError, Env, Http, Step, form_encode, json_str, read_token_file,
+    Answered, CloudAnswer, CloudError, Env, Http, Step, form_encode, json_str, read_token_file,
 };
 use crate::keyring::{Credential, Secret};
 
@@ -130,7 +130,12 @@ async fn post_form(
 }
 
 /// The registry's exchange: Entra token in, ACR refresh token out.
-pub(crate) async fn exchange(env: &Env, http: &Http, registry: &str, token: &EntraToken) -> Answer {
+pub(crate) async fn exchange(
+    env: &Env,
+    http: &Http,
+    registry: &str,
+    token: &EntraToken,
+) -> CloudAnswer {
     // The exchange is on the registry itself; tests point it at a stand-in on loopback, in a
     // build with the `test-hooks` feature only (src/test_hooks.rs).
     let base = crate::test_hooks::acr_exchange_base(|k| env.get(k))

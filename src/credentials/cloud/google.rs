@@ -3,11 +3,11 @@
 //! for Artifact Registry and Container Registry. `GCE_METADATA_HOST` overrides the host, as in
 //! Google's client libraries.
 
-use super::{Answer, Env, Http, Step, json_str};
+use super::{CloudAnswer, Env, Http, Step, json_str};
 use crate::keyring::{Credential, Secret};
 
 /// The credential from the metadata server.
-pub(crate) async fn credential(env: &Env, http: &Http) -> Answer {
+pub(crate) async fn credential(env: &Env, http: &Http) -> CloudAnswer {
     let host = env
         .get("GCE_METADATA_HOST")
         .unwrap_or("metadata.google.internal")

@@ -146,7 +146,7 @@ impl Env {
 }
 
 /// A registry credential, or why there is none (shown to the user: never a secret).
-type Answer = Result<Credential, CloudError>;
+type CloudAnswer = Result<Credential, CloudError>;
 
 /// Why a cloud provider gives no credential (shown to the user: never a secret). Cloned, as
 /// one answer serves every image of a registry: the causes are shared.
@@ -267,10 +267,10 @@ pub(crate) struct Cloud {
     http: std::sync::OnceLock<Result<Http, SetupError>>,
     extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
     aws_identity: OnceCell<Result<aws::Keys, CloudError>>,
-    ecr: Mutex<HashMap<String, Cell<Answer>>>,
-    google: OnceCell<Answer>,
+    ecr: Mutex<HashMap<String, Cell<CloudAnswer>>>,
+    google: OnceCell<CloudAnswer>,
     azure_token: OnceCell<Result<azure::EntraToken, CloudError>>,
-    acr: Mutex<HashMap<String, Cell<Answer>>>,
+    acr: Mutex<HashMap<String, Cell<CloudAnswer>>>,
 }
 
 impl Cloud {
@@ -340,7 +340,7 @@ impl Cloud {
         }
     }
 
-    async fn ecr_credential(&self, http: &Http, host: &aws::EcrHost) -> Answer {
+    async fn ecr_credential(&self, http: &Http, host: &aws::EcrHost) -> CloudAnswer {
         let cell = cell_for(&self.ecr, &host.api_key());
         cell.get_or_init(|| async {
             let keys = self
@@ -354,7 +354,7 @@ impl Cloud {
         .clone()
     }
 
-    async fn acr_credential(&self, http: &Http, registry: &str) -> Answer {
+    async fn acr_credential(&self, http: &Http, registry: &str) -> CloudAnswer {
         let cell = cell_for(&self.acr, registry);
         cell.get_or_init(|| async {
             let token = self
