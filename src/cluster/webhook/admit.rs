@@ -8,7 +8,7 @@
 //! cannot edit, is admitted unchanged with a warning (the cluster must never wait on pullcheck).
 
 use super::decision::{
-    Asked, Decision, OPT_OUT, ReviewOutcome, Skip, Unchanged, opted_out, preamble,
+    Asked, Decision, OPT_OUT, ReviewOutcome, Skip, Unchanged, Workload, opted_out, preamble,
 };
 use super::limit_ranges::ReadError;
 use super::patch::diff;
@@ -127,13 +127,6 @@ fn bounded(warnings: &[String]) -> Vec<String> {
         ));
     }
     out
-}
-
-/// The kind of object a review is about.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Pod,
-    Job,
 }
 
 impl Admitter {
@@ -257,14 +250,14 @@ impl Admitter {
         let kind = match preamble(
             request,
             self.namespace.as_deref(),
-            |group, version, kind| match (group, version, kind) {
-                ("", "v1", "Pod") => ControlFlow::Continue(Kind::Pod),
-                ("batch", "v1", "Job") => ControlFlow::Continue(Kind::Job),
-                (group, version, kind) => ControlFlow::Break(Decision::Skip(
+            |workload| match workload {
+                Some(kind @ (Workload::Pod | Workload::Job)) => ControlFlow::Continue(kind),
+                _ => ControlFlow::Break(Decision::Skip(
                     Skip::Kind,
                     vec![format!(
-                        "pullcheck: acts on Pods and batch/v1 Jobs, not {group}/{version} \
-                         {kind}; admitted unchanged"
+                        "pullcheck: acts on Pods and batch/v1 Jobs, not {}/{} {}; admitted \
+                         unchanged",
+                        request.group, request.version, request.kind
                     )],
                 )),
             },
@@ -275,10 +268,7 @@ impl Admitter {
         let object = request.object.as_object().ok_or(Unchanged::NotAnObject)?;
         let metadata = &request.object["metadata"];
         let namespace = request.object_namespace();
-        let template = match kind {
-            Kind::Pod => request.object,
-            Kind::Job => &request.object["spec"]["template"],
-        };
+        let template = kind.pod_template(request.object);
         if opted_out(&template["metadata"]) {
             return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
         }
@@ -286,7 +276,7 @@ impl Admitter {
             // A Job opted out on its own metadata: its pods carry its template's annotations,
             // not its own, and would get the container as Pods. The template is annotated too,
             // so that they are left alone as well.
-            if kind == Kind::Job
+            if kind == Workload::Job
                 && let Some(after) = opt_out_template(request.object)
             {
                 let ops = diff(request.object, &after);
@@ -294,7 +284,7 @@ impl Admitter {
             }
             return Ok(Decision::Skip(Skip::OptedOut, Vec::new()));
         }
-        if kind == Kind::Pod && is_mirror(metadata) {
+        if kind == Workload::Pod && is_mirror(metadata) {
             return Ok(Decision::Skip(Skip::Mirror, Vec::new()));
         }
         let has_ours = template["spec"]["initContainers"]
@@ -303,19 +293,16 @@ impl Admitter {
         if has_ours {
             return Ok(Decision::Skip(Skip::AlreadyInjected, Vec::new()));
         }
-        let options = if kind == Kind::Job && !request.object["spec"]["podFailurePolicy"].is_null()
-        {
-            without_policy
-        } else {
-            options
-        };
+        let options =
+            if kind == Workload::Job && !request.object["spec"]["podFailurePolicy"].is_null() {
+                without_policy
+            } else {
+                options
+            };
         let (options, unread) = with_limit_ranges(options, ranges);
         let mut before = Value::Object(object.clone());
         // The object as a manifest: the reader finds pod specs by apiVersion and kind.
-        let (api_version, kind_name) = match kind {
-            Kind::Pod => ("v1", "Pod"),
-            Kind::Job => ("batch/v1", "Job"),
-        };
+        let (api_version, kind_name) = kind.api_version_and_kind();
         before["apiVersion"] = json!(api_version);
         before["kind"] = json!(kind_name);
         let name = metadata["name"]
@@ -327,8 +314,8 @@ impl Admitter {
         // A Pod's controller (a ReplicaSet's, a StatefulSet's) decides which restart-policy
         // advice is true for it.
         let owner = match kind {
-            Kind::Pod => controller_kind(metadata),
-            Kind::Job => None,
+            Workload::Pod => controller_kind(metadata),
+            Workload::Job | Workload::CronJob => None,
         };
         let injected = inject_object(&before, &source, &options, owner)?;
         let mut warnings = as_admission_warnings(&injected.warnings, &source);

@@ -25,11 +25,58 @@ pub(crate) struct Asked<'a> {
     pub(crate) object: &'a Value,
 }
 
+/// The kinds of object the webhook acts on: the one reading of a review's group, version and
+/// kind that the deciders and the verdicts share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Workload {
+    /// A v1 Pod.
+    Pod,
+    /// A batch/v1 Job.
+    Job,
+    /// A batch/v1 CronJob.
+    CronJob,
+}
+
+impl Workload {
+    /// The workload of `group`, `version` and `kind`; `None` for any other object.
+    pub(crate) fn of(group: &str, version: &str, kind: &str) -> Option<Workload> {
+        match (group, version, kind) {
+            ("", "v1", "Pod") => Some(Workload::Pod),
+            ("batch", "v1", "Job") => Some(Workload::Job),
+            ("batch", "v1", "CronJob") => Some(Workload::CronJob),
+            _ => None,
+        }
+    }
+
+    /// The pod template in `object` (a Pod is its own): where its pods' spec and metadata are.
+    pub(crate) fn pod_template(self, object: &Value) -> &Value {
+        match self {
+            Workload::Pod => object,
+            Workload::Job => &object["spec"]["template"],
+            Workload::CronJob => &object["spec"]["jobTemplate"]["spec"]["template"],
+        }
+    }
+
+    /// Its `apiVersion` and `kind`, as a manifest names them.
+    pub(crate) fn api_version_and_kind(self) -> (&'static str, &'static str) {
+        match self {
+            Workload::Pod => ("v1", "Pod"),
+            Workload::Job => ("batch/v1", "Job"),
+            Workload::CronJob => ("batch/v1", "CronJob"),
+        }
+    }
+}
+
 impl<'a> Asked<'a> {
     /// The object's namespace: the request's, else the object's own metadata's.
     pub(crate) fn object_namespace(&self) -> Option<&'a str> {
         self.namespace
             .or(self.object["metadata"]["namespace"].as_str())
+    }
+
+    /// What the object is, of the kinds the webhook acts on.
+    pub(crate) fn workload(&self) -> Option<Workload> {
+        Workload::of(self.group, self.version, self.kind)
     }
 
     /// A CREATE of the object itself (not of a sub-resource): the only review acted on.
@@ -48,20 +95,20 @@ pub(crate) fn opted_out(metadata: &Value) -> bool {
 }
 
 /// The checks both deciders make first, in this order: a CREATE; of a kind the mode acts on
-/// (`kind` reads the group, version and kind: `Continue` with what the mode makes of it, or
+/// (`kind` is given the workload, if any: `Continue` with what the mode makes of it, or
 /// `Break` with the answer for one it does not act on); of the object itself, not of a
 /// sub-resource (`pods/ephemeralcontainers`, `pods/binding`: not a new object); a JSON object;
 /// outside the webhook's own namespace `own_namespace`. `Break`: the answer, already.
 pub(crate) fn preamble<K>(
     asked: &Asked<'_>,
     own_namespace: Option<&str>,
-    kind: impl FnOnce(&str, &str, &str) -> ControlFlow<Decision, K>,
+    kind: impl FnOnce(Option<Workload>) -> ControlFlow<Decision, K>,
 ) -> Result<ControlFlow<Decision, K>, Unchanged> {
     let skip = |why| Ok(ControlFlow::Break(Decision::Skip(why, Vec::new())));
     if !matches!(asked.operation, Operation::Create) {
         return skip(Skip::Operation);
     }
-    let kind = match kind(asked.group, asked.version, asked.kind) {
+    let kind = match kind(asked.workload()) {
         ControlFlow::Continue(kind) => kind,
         ControlFlow::Break(answer) => return Ok(ControlFlow::Break(answer)),
     };

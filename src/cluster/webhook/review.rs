@@ -7,7 +7,7 @@
 //! one such a body always had: allowed with a warning when it names a `request.uid`, else
 //! HTTP 400 ([`super::admit`]).
 
-use super::decision::Asked;
+use super::decision::{Asked, Workload};
 use kube::core::admission::{AdmissionRequest, AdmissionReview, Operation};
 use kube::core::{DynamicObject, GroupVersionKind};
 use serde_json::Value;
@@ -240,6 +240,12 @@ impl Review {
             namespace: self.namespace(),
             object: &self.object,
         })
+    }
+
+    /// What the object is, when it is a Pod, a Job or a CronJob.
+    pub(crate) fn workload(&self) -> Option<Workload> {
+        let kind = self.kind.as_ref()?;
+        Workload::of(&kind.group, &kind.version, &kind.kind)
     }
 }
 

@@ -11,57 +11,57 @@
 //! or a restartPolicy other than `Never`, is admitted as written: its policy is its author's,
 //! and a warning says what a pod the watcher fails then means for it.
 
-use super::decision::{Asked, Decision, Skip, Unchanged, opted_out, preamble};
+use super::decision::{Asked, Decision, Skip, Unchanged, Workload, opted_out, preamble};
 use crate::inject::{Kept, RuleWritten, rule_object};
 use serde_json::Value;
 use std::ops::ControlFlow;
 
-/// What a review in watch mode is about.
+/// What a review in watch mode is about: the workloads ([`Workload`]) that have a JobSpec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Workload {
+pub(crate) enum JobKind {
     /// A batch/v1 Job: its spec at `/spec`.
     Job,
     /// A batch/v1 CronJob: its Jobs' spec at `/spec/jobTemplate/spec`.
     CronJob,
 }
 
-impl Workload {
+impl JobKind {
     /// The JSON pointer of the JobSpec.
     fn spec_path(self) -> &'static str {
         match self {
-            Workload::Job => "/spec",
-            Workload::CronJob => "/spec/jobTemplate/spec",
+            JobKind::Job => "/spec",
+            JobKind::CronJob => "/spec/jobTemplate/spec",
         }
     }
 
     /// The keys from the object down to the JobSpec.
     fn spec_keys(self) -> &'static [&'static str] {
         match self {
-            Workload::Job => &["spec"],
-            Workload::CronJob => &["spec", "jobTemplate", "spec"],
+            JobKind::Job => &["spec"],
+            JobKind::CronJob => &["spec", "jobTemplate", "spec"],
         }
     }
 
     /// The JobSpec in `object`.
     fn spec(self, object: &Value) -> &Value {
         match self {
-            Workload::Job => &object["spec"],
-            Workload::CronJob => &object["spec"]["jobTemplate"]["spec"],
+            JobKind::Job => &object["spec"],
+            JobKind::CronJob => &object["spec"]["jobTemplate"]["spec"],
         }
     }
 
     fn as_str(self) -> &'static str {
         match self {
-            Workload::Job => "Job",
-            Workload::CronJob => "CronJob",
+            JobKind::Job => "Job",
+            JobKind::CronJob => "CronJob",
         }
     }
 
     /// What the warnings call the JobSpec.
     fn what(self) -> &'static str {
         match self {
-            Workload::Job => "the Job",
-            Workload::CronJob => "the CronJob's job template",
+            JobKind::Job => "the Job",
+            JobKind::CronJob => "the CronJob's job template",
         }
     }
 }
@@ -83,21 +83,20 @@ pub(crate) fn decide(
     own_namespace: Option<&str>,
     condition_type: &str,
 ) -> Result<Decision, Unchanged> {
-    let workload = match preamble(request, own_namespace, |group, version, kind| {
-        match (group, version, kind) {
-            ("batch", "v1", "Job") => ControlFlow::Continue(Workload::Job),
-            ("batch", "v1", "CronJob") => ControlFlow::Continue(Workload::CronJob),
-            // Pods are not sent in watch mode (the chart's rules name none); one sent all the
-            // same (a configuration of an earlier mode) is admitted unchanged, without a word.
-            ("", "v1", "Pod") => ControlFlow::Break(Decision::Skip(Skip::WatchMode, Vec::new())),
-            (group, version, kind) => ControlFlow::Break(Decision::Skip(
-                Skip::Kind,
-                vec![format!(
-                    "pullcheck: in watch mode acts on batch/v1 Jobs and CronJobs, not \
-                     {group}/{version} {kind}; admitted unchanged"
-                )],
-            )),
-        }
+    let workload = match preamble(request, own_namespace, |workload| match workload {
+        Some(Workload::Job) => ControlFlow::Continue(JobKind::Job),
+        Some(Workload::CronJob) => ControlFlow::Continue(JobKind::CronJob),
+        // Pods are not sent in watch mode (the chart's rules name none); one sent all the same
+        // (a configuration of an earlier mode) is admitted unchanged, without a word.
+        Some(Workload::Pod) => ControlFlow::Break(Decision::Skip(Skip::WatchMode, Vec::new())),
+        None => ControlFlow::Break(Decision::Skip(
+            Skip::Kind,
+            vec![format!(
+                "pullcheck: in watch mode acts on batch/v1 Jobs and CronJobs, not {}/{} {}; \
+                 admitted unchanged",
+                request.group, request.version, request.kind
+            )],
+        )),
     })? {
         ControlFlow::Continue(workload) => workload,
         ControlFlow::Break(answer) => return Ok(answer),
@@ -122,7 +121,7 @@ pub(crate) fn decide(
 ///
 /// `Err` for an object whose spec cannot be read as a Job's.
 pub(crate) fn rule_patch(
-    workload: Workload,
+    workload: JobKind,
     object: &Value,
     condition_type: &str,
 ) -> Result<Rule, Unchanged> {
@@ -152,7 +151,7 @@ pub(crate) fn rule_patch(
                 // review is sent, so its change is every Job's case and says nothing; a CronJob's
                 // job template is not defaulted, so a value there is its author's, and the warning
                 // says it changed.
-                if let Some(was) = replaced.filter(|_| workload == Workload::CronJob) {
+                if let Some(was) = replaced.filter(|_| workload == JobKind::CronJob) {
                     warnings.push(format!(
                         "pullcheck: {what}'s podReplacementPolicy {} -> Failed: the \
                      podFailurePolicy added needs it (a failed pod is replaced once it has \
@@ -259,7 +258,7 @@ mod tests {
 
     #[test]
     fn a_job_gets_the_rule_and_podreplacementpolicy_failed_and_nothing_else() {
-        let (ops, warnings) = added(rule_patch(Workload::Job, &job(|_| {}), T).unwrap());
+        let (ops, warnings) = added(rule_patch(JobKind::Job, &job(|_| {}), T).unwrap());
         assert_eq!(
             ops,
             [
@@ -296,7 +295,7 @@ mod tests {
                     None => spec.remove("podReplacementPolicy"),
                 };
             });
-            let (ops, _) = added(rule_patch(Workload::Job, &object, T).unwrap());
+            let (ops, _) = added(rule_patch(JobKind::Job, &object, T).unwrap());
             assert_eq!(ops.len(), if *replaced { 2 } else { 1 }, "{name}: {ops:?}");
             assert_eq!(ops[0]["path"], "/spec/podFailurePolicy", "{name}");
         }
@@ -304,7 +303,7 @@ mod tests {
 
     #[test]
     fn a_cronjob_gets_the_rule_in_its_job_template() {
-        let (ops, warnings) = added(rule_patch(Workload::CronJob, &cron_job(|_| {}), T).unwrap());
+        let (ops, warnings) = added(rule_patch(JobKind::CronJob, &cron_job(|_| {}), T).unwrap());
         assert_eq!(
             ops,
             [
@@ -317,7 +316,7 @@ mod tests {
         let object = cron_job(|c| {
             c["spec"]["jobTemplate"]["spec"]["podReplacementPolicy"] = json!("TerminatingOrFailed");
         });
-        let (ops, warnings) = added(rule_patch(Workload::CronJob, &object, T).unwrap());
+        let (ops, warnings) = added(rule_patch(JobKind::CronJob, &object, T).unwrap());
         assert_eq!(
             ops[1],
             json!({"op": "replace", "path": "/spec/jobTemplate/spec/podReplacementPolicy",
@@ -336,7 +335,7 @@ mod tests {
             j["spec"]["podFailurePolicy"] = json!({"rules": [{"action": "Ignore",
                 "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]});
         });
-        let Rule::Leave(why, warnings) = rule_patch(Workload::Job, &object, T).unwrap() else {
+        let Rule::Leave(why, warnings) = rule_patch(JobKind::Job, &object, T).unwrap() else {
             panic!("left as written");
         };
         assert_eq!(why, Skip::OwnPolicy);
@@ -356,7 +355,7 @@ mod tests {
             c["spec"]["jobTemplate"]["spec"]["podFailurePolicy"] =
                 object["spec"]["podFailurePolicy"].clone();
         });
-        let Rule::Leave(why, warnings) = rule_patch(Workload::CronJob, &object, T).unwrap() else {
+        let Rule::Leave(why, warnings) = rule_patch(JobKind::CronJob, &object, T).unwrap() else {
             panic!("left as written");
         };
         assert_eq!(why, Skip::OwnPolicy);
@@ -389,7 +388,7 @@ mod tests {
             ),
         ] {
             let object = job(|j| j["spec"]["podFailurePolicy"] = json!({"rules": rules}));
-            let Rule::Leave(why, warnings) = rule_patch(Workload::Job, &object, T).unwrap() else {
+            let Rule::Leave(why, warnings) = rule_patch(JobKind::Job, &object, T).unwrap() else {
                 panic!("{name}: left as written");
             };
             assert_eq!(why, Skip::HasRule, "{name}");
@@ -406,7 +405,7 @@ mod tests {
             j["spec"]["podFailurePolicy"] =
                 json!({"rules": [{"action": "FailJob", "onPodConditions": [{"type": T}]}]});
         });
-        let Rule::Leave(why, _) = rule_patch(Workload::Job, &object, "example.com/Stuck").unwrap()
+        let Rule::Leave(why, _) = rule_patch(JobKind::Job, &object, "example.com/Stuck").unwrap()
         else {
             panic!("left as written");
         };
@@ -416,7 +415,7 @@ mod tests {
     #[test]
     fn restartpolicy_onfailure_is_left_as_written_with_what_it_means() {
         let object = job(|j| j["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure"));
-        let Rule::Leave(why, warnings) = rule_patch(Workload::Job, &object, T).unwrap() else {
+        let Rule::Leave(why, warnings) = rule_patch(JobKind::Job, &object, T).unwrap() else {
             panic!("left as written");
         };
         assert_eq!(why, Skip::RestartPolicy);
@@ -433,7 +432,7 @@ mod tests {
         for value in [json!("Always"), Value::Null] {
             let object = job(|j| j["spec"]["template"]["spec"]["restartPolicy"] = value.clone());
             assert_eq!(
-                rule_patch(Workload::Job, &object, T).unwrap(),
+                rule_patch(JobKind::Job, &object, T).unwrap(),
                 Rule::Leave(Skip::RestartPolicy, Vec::new()),
                 "{value}"
             );
@@ -443,32 +442,32 @@ mod tests {
     #[test]
     fn the_opt_out_annotation_leaves_it_alone_wherever_it_is() {
         let no = json!({"pullcheck.dev/inject": "false"});
-        let cases: Vec<(&str, Workload, Value)> = vec![
+        let cases: Vec<(&str, JobKind, Value)> = vec![
             (
                 "the Job's metadata",
-                Workload::Job,
+                JobKind::Job,
                 job(|j| j["metadata"]["annotations"] = no.clone()),
             ),
             (
                 "the Job's pod template",
-                Workload::Job,
+                JobKind::Job,
                 job(|j| j["spec"]["template"]["metadata"] = json!({"annotations": no.clone()})),
             ),
             (
                 "the CronJob's metadata",
-                Workload::CronJob,
+                JobKind::CronJob,
                 cron_job(|c| c["metadata"]["annotations"] = no.clone()),
             ),
             (
                 "the CronJob's job template",
-                Workload::CronJob,
+                JobKind::CronJob,
                 cron_job(|c| {
                     c["spec"]["jobTemplate"]["metadata"] = json!({"annotations": no.clone()})
                 }),
             ),
             (
                 "the CronJob's pod template",
-                Workload::CronJob,
+                JobKind::CronJob,
                 cron_job(|c| {
                     c["spec"]["jobTemplate"]["spec"]["template"]["metadata"] =
                         json!({"annotations": no.clone()})
@@ -486,7 +485,7 @@ mod tests {
         let object =
             job(|j| j["metadata"]["annotations"] = json!({"pullcheck.dev/inject": "true"}));
         assert!(matches!(
-            rule_patch(Workload::Job, &object, T).unwrap(),
+            rule_patch(JobKind::Job, &object, T).unwrap(),
             Rule::Add(..)
         ));
     }
@@ -508,30 +507,30 @@ mod tests {
         for t in [T, longest.as_str()] {
             for (workload, object) in [
                 (
-                    Workload::Job,
+                    JobKind::Job,
                     job(|j| j["spec"]["podFailurePolicy"] = own.clone()),
                 ),
                 (
-                    Workload::CronJob,
+                    JobKind::CronJob,
                     cron_job(|c| {
                         c["spec"]["jobTemplate"]["spec"]["podFailurePolicy"] = own.clone()
                     }),
                 ),
                 (
-                    Workload::CronJob,
+                    JobKind::CronJob,
                     cron_job(|c| {
                         c["spec"]["jobTemplate"]["spec"]["podFailurePolicy"] = count.clone()
                     }),
                 ),
                 (
-                    Workload::CronJob,
+                    JobKind::CronJob,
                     cron_job(|c| {
                         c["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] =
                             json!("OnFailure")
                     }),
                 ),
                 (
-                    Workload::CronJob,
+                    JobKind::CronJob,
                     cron_job(|c| {
                         c["spec"]["jobTemplate"]["spec"]["podReplacementPolicy"] =
                             json!("TerminatingOrFailed")
@@ -563,9 +562,9 @@ mod tests {
     #[test]
     fn a_spec_that_is_not_an_object_is_an_error() {
         for (workload, object) in [
-            (Workload::Job, json!({"metadata": {"name": "j"}})),
-            (Workload::Job, json!({"spec": "odd"})),
-            (Workload::CronJob, json!({"spec": {"jobTemplate": []}})),
+            (JobKind::Job, json!({"metadata": {"name": "j"}})),
+            (JobKind::Job, json!({"spec": "odd"})),
+            (JobKind::CronJob, json!({"spec": {"jobTemplate": []}})),
         ] {
             assert!(rule_patch(workload, &object, T).is_err(), "{object}");
         }
@@ -573,7 +572,7 @@ mod tests {
 
     #[test]
     fn the_condition_type_given_is_the_rules() {
-        let (ops, _) = added(rule_patch(Workload::Job, &job(|_| {}), "example.com/Stuck").unwrap());
+        let (ops, _) = added(rule_patch(JobKind::Job, &job(|_| {}), "example.com/Stuck").unwrap());
         assert_eq!(
             ops[0]["value"]["rules"][0]["onPodConditions"],
             json!([{"type": "example.com/Stuck", "status": "True"}])

@@ -7,6 +7,7 @@
 //! reach the controller, not a person, and refusing it would only make the controller try
 //! again. Its controller's own creation is where a person reads the verdict.
 
+use crate::cluster::webhook::decision::Workload;
 use crate::cluster::webhook::review::Review;
 use crate::pull_policy::PullPolicy;
 use kube::core::admission::Operation;
@@ -34,34 +35,25 @@ pub(crate) fn wanted(review: &Review) -> Option<Wanted> {
     if review.sub_resource().is_some() {
         return None;
     }
-    let kind = review.kind()?;
+    let workload = review.workload()?;
     let object = review.object();
-    let mut is_pod = false;
-    let template = match (
-        operation,
-        kind.group.as_str(),
-        kind.version.as_str(),
-        kind.kind.as_str(),
-    ) {
-        (Operation::Create, "", "v1", "Pod") => {
+    let is_pod = workload == Workload::Pod;
+    let template = match (operation, workload) {
+        (Operation::Create, Workload::Pod) => {
             if is_controlled(&object["metadata"]) || review.is_mirror() {
                 return None;
             }
-            is_pod = true;
-            object
+            workload.pod_template(object)
         }
-        (Operation::Create, "batch", "v1", "Job") => &object["spec"]["template"],
-        (Operation::Create, "batch", "v1", "CronJob") => {
-            &object["spec"]["jobTemplate"]["spec"]["template"]
-        }
-        (Operation::Update, "batch", "v1", "Job") => {
+        (Operation::Create, Workload::Job | Workload::CronJob) => workload.pod_template(object),
+        (Operation::Update, Workload::Job) => {
             let was = review.old_spec()["suspend"].as_bool() == Some(true);
             let is = object["spec"]["suspend"].as_bool() == Some(true);
             // Released: suspended before, not now.
             if !was || is {
                 return None;
             }
-            &object["spec"]["template"]
+            workload.pod_template(object)
         }
         _ => return None,
     };
