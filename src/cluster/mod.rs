@@ -5,9 +5,13 @@
 //! - [`webhook`]: `pullcheck webhook`, the mutating admission webhook;
 //! - `watch`: `pullcheck watch`, the stuck-pod controller;
 //! - `doctor`: `pullcheck doctor`, whether the chart works on a cluster;
+//! - `ask`: one image asked of its registry, the one way the webhook's verdicts and the
+//!   watcher's look ask it, through the process's held checker;
 //! - `serve`: what the two servers share (the listener, the runtime, the accept loop, the
 //!   probes and the metrics' histogram).
 
+#[cfg(any(feature = "webhook", feature = "watch"))]
+pub(crate) mod ask;
 #[cfg(any(feature = "webhook", feature = "watch"))]
 pub(crate) mod doctor;
 pub(crate) mod serve;
