@@ -3,9 +3,15 @@
 //! deadline (`--timeout`). Every image gets a result; nothing here returns an error. When the
 //! pod's containers are known ([`Options::containers`]), an image that was found is then checked
 //! for whether its containers will start ([`crate::container_start`]), inside the same deadline.
+//!
+//! A one-shot run ([`check`]) makes its own registry client; a long-running process keeps a
+//! [`Checker`] (`check/held.rs`), whose client serves every run it is asked for.
 
+mod held;
 mod job;
 mod walk;
+
+pub use held::Checker;
 
 use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::NodeCredentials;
@@ -122,15 +128,28 @@ pub async fn check(images: &[String], options: &Options) -> Report {
 /// [`check`], cut short when `stop` completes (with the name of what stopped it, e.g.
 /// `SIGTERM`): the images not finished by then get `unreachable` with reason `stopped`, and
 /// the report says it was stopped.
+pub async fn check_until(
+    images: &[String],
+    options: &Options,
+    stop: impl Future<Output = String>,
+) -> Report {
+    run(images, options, &options.client, None, stop).await
+}
+
+/// The run itself, over the client `held` (a [`Checker`]'s, made with `settings`) or, when
+/// `None`, over one made for this run from `settings`, its token scopes planned from the
+/// run's images.
 ///
 /// The run's phases, in order: set-up (`parse`, `client_for`, `read_node`), scheduling
 /// (`Schedule::new`: a job per image, or its result at once), waiting for the jobs
 /// (`Schedule::wait`; each job walks its endpoints and gives its verdict, in `job.rs` and
 /// `walk.rs`), the verdicts of a run that was stopped (`Schedule::stopped`), and the summary
 /// (`summary`).
-pub async fn check_until(
+async fn run(
     images: &[String],
     options: &Options,
+    settings: &ClientOptions,
+    held: Option<Arc<Client>>,
     stop: impl Future<Output = String>,
 ) -> Report {
     let started = options
@@ -141,7 +160,7 @@ pub async fn check_until(
     // timeout <= MAX_TIMEOUT (a day): cannot overflow, saturated all the same.
     let deadline = crate::deadline::instant_after(started, timeout);
     tokio::pin!(stop);
-    let parsed = match parse(images, options, started, &mut stop).await {
+    let parsed = match parse(images, options, settings, started, &mut stop).await {
         Ok(parsed) => parsed,
         Err(report) => return *report,
     };
@@ -152,9 +171,12 @@ pub async fn check_until(
             .filter_map(|(_, p)| p.as_ref().ok())
             .map(|(r, _)| (r.registry.as_str(), r.repository.as_str())),
     );
-    let client = match client_for(options, images, &parsed) {
-        Ok(client) => client,
-        Err(report) => return *report,
+    let client = match held {
+        Some(client) => client,
+        None => match client_for(options, settings, images, &parsed) {
+            Ok(client) => client,
+            Err(report) => return *report,
+        },
     };
     let attempt_cap = (timeout / 4).max(ATTEMPT_MIN).min(timeout);
     let policies = Policies::new(&options.if_not_present);
@@ -162,6 +184,7 @@ pub async fn check_until(
     let (node, mut stopped) = read_node(options, &policies, &parsed, until, &mut stop).await;
     let shared = Shared {
         client: client.clone(),
+        settings,
         slots: Arc::new(Semaphore::new(
             options.concurrency.clamp(1, MAX_CONCURRENCY),
         )),
@@ -187,7 +210,7 @@ pub async fn check_until(
         schedule.stopped(why, started);
     }
     let results = schedule.results.into_iter().flatten().collect();
-    let mut report = summary(results, options, &client, &node, &policies);
+    let mut report = summary(results, options, &shared, &node, &policies);
     report.stopped = stopped;
     report.credential_sources = credential_sources;
     report
@@ -199,6 +222,7 @@ pub async fn check_until(
 async fn parse<'a, S: Future<Output = String>>(
     images: &'a [String],
     options: &Options,
+    settings: &ClientOptions,
     started: Instant,
     stop: &mut std::pin::Pin<&mut S>,
 ) -> Result<Vec<Parsed<'a>>, Box<Report>> {
@@ -215,7 +239,7 @@ async fn parse<'a, S: Future<Output = String>>(
             };
             if let Some(why) = signalled {
                 let mut report = stopped_before_start(images, &why, started);
-                report.platform = platform_name(options);
+                report.platform = platform_name(settings);
                 return Err(Box::new(report));
             }
         }
@@ -235,10 +259,11 @@ async fn parse<'a, S: Future<Output = String>>(
 /// (its token plan). `Err`: the report when it cannot be built.
 fn client_for(
     options: &Options,
+    settings: &ClientOptions,
     images: &[String],
     parsed: &[Parsed<'_>],
 ) -> Result<Arc<Client>, Box<Report>> {
-    match Client::new(&options.client) {
+    match Client::new(settings) {
         Ok(mut c) => {
             c.set_events(options.events.clone());
             c.plan(
@@ -256,15 +281,18 @@ fn client_for(
             );
             Ok(Arc::new(c))
         }
-        Err(e) => {
-            // Not reachable with valid options; still, every image gets a verdict.
-            let results = images
-                .iter()
-                .map(|i| ImageResult::new(i, Reason::Client, e.to_string()))
-                .collect();
-            Err(Box::new(Report::new(results)))
-        }
+        Err(e) => Err(Box::new(client_failed(images, &e))),
     }
+}
+
+/// The report of a run whose client cannot be built: not reachable with valid options;
+/// still, every image gets a verdict.
+fn client_failed(images: &[String], e: &registry::ClientError) -> Report {
+    let results = images
+        .iter()
+        .map(|i| ImageResult::new(i, Reason::Client, e.to_string()))
+        .collect();
+    Report::new(results)
 }
 
 /// Set-up: the node's images, read once before any registry request when an image may be
@@ -290,14 +318,18 @@ async fn read_node<S: Future<Output = String>>(
 
 /// Where `image` is asked: the node's route for it, or without a node configuration its own
 /// registry alone, as the run's client asks it (the same scheme, the same state).
-fn route_of(options: &Options, image: &str, reference: &Reference) -> Result<Route, HostsError> {
+fn route_of(
+    options: &Options,
+    settings: &ClientOptions,
+    image: &str,
+    reference: &Reference,
+) -> Result<Route, HostsError> {
     if options.router.configured() {
         return options.router.route(image, reference);
     }
     let mut endpoint = Endpoint::direct(reference, &[]);
     let host = reference.api_host();
-    if options
-        .client
+    if settings
         .plain_http
         .iter()
         .any(|h| h.eq_ignore_ascii_case(host))
@@ -311,8 +343,10 @@ fn route_of(options: &Options, image: &str, reference: &Reference) -> Result<Rou
 }
 
 /// What every job of a run shares.
-struct Shared {
+struct Shared<'s> {
     client: Arc<Client>,
+    /// What `client` was made with.
+    settings: &'s ClientOptions,
     slots: Arc<Semaphore>,
     deadline: Instant,
     attempt_cap: Duration,
@@ -397,7 +431,7 @@ impl Schedule {
                             .unwrap_or_default(),
                         held,
                         start_check: options.start_check,
-                        route: route_of(options, image, &reference),
+                        route: route_of(options, shared.settings, image, &reference),
                         configured: options.router.configured(),
                         flags: crate::proof::Flags {
                             on_unreachable: options.on_unreachable,
@@ -559,7 +593,7 @@ fn on_pod_loopback(
 fn summary(
     mut results: Vec<ImageResult>,
     options: &Options,
-    client: &Client,
+    shared: &Shared<'_>,
     node: &NodeLookup,
     policies: &Policies,
 ) -> Report {
@@ -573,22 +607,22 @@ fn summary(
         // without verification.
         result.plain_http = result.endpoint.is_none()
             && !result.registry.is_empty()
-            && (options
-                .client
+            && (shared
+                .settings
                 .plain_http
                 .iter()
                 .any(|h| h.eq_ignore_ascii_case(&result.registry))
-                || client.fell_back_to_plain_http(&result.registry));
+                || shared.client.fell_back_to_plain_http(&result.registry));
     }
     let mut report = Report::new(results);
     report.warnings.extend(node.warning());
-    report.platform = platform_name(options);
+    report.platform = platform_name(shared.settings);
     report
 }
 
 /// The node platform a report names: the one checked for, or `any`.
-fn platform_name(options: &Options) -> String {
-    match &options.client.platform.want {
+fn platform_name(settings: &ClientOptions) -> String {
+    match &settings.platform.want {
         Some(p) => p.to_string(),
         None => "any".to_string(),
     }
@@ -826,11 +860,14 @@ mod tests {
     async fn run_with_node(images: &[String], options: &Options, node: &NodeLookup) -> Report {
         let started = Instant::now();
         let mut stop = std::pin::pin!(std::future::pending::<String>());
-        let parsed = parse(images, options, started, &mut stop).await.unwrap();
-        let client = client_for(options, images, &parsed).unwrap();
+        let parsed = parse(images, options, &options.client, started, &mut stop)
+            .await
+            .unwrap();
+        let client = client_for(options, &options.client, images, &parsed).unwrap();
         let policies = Policies::new(&options.if_not_present);
         let shared = Shared {
             client: client.clone(),
+            settings: &options.client,
             slots: Arc::new(Semaphore::new(4)),
             deadline: started + options.timeout,
             attempt_cap: options.timeout / 4,
@@ -842,7 +879,7 @@ mod tests {
         let mut schedule = Schedule::new(parsed, options, &shared, node, &policies, true);
         assert_eq!(schedule.wait(&options.events, &mut stop).await, None);
         let results = schedule.results.into_iter().flatten().collect();
-        summary(results, options, &client, node, &policies)
+        summary(results, options, &shared, node, &policies)
     }
 
     /// An `IfNotPresent` image the node holds: on a kubelet before 1.35 it is `present_on_node`

@@ -67,8 +67,9 @@
 //!   pulled? The kubelet's and the runtimes' rules (`runAsNonRoot`, the image's user, the
 //!   command), over the pod spec and the image's config.
 //! - [`check`](mod@check): the run's phases (set-up, scheduling, verdicts, the summary), with
-//!   `check/job.rs` (one image's attempts, retries with back-off, inside the deadline) and
-//!   `check/walk.rs` (the walk over a route's endpoints); [`progress`]: what it is doing while
+//!   `check/job.rs` (one image's attempts, retries with back-off, inside the deadline),
+//!   `check/walk.rs` (the walk over a route's endpoints) and `check/held.rs` (the
+//!   [`Checker`] a long-running process keeps: one registry client for all its checks); [`progress`]: what it is doing while
 //!   it runs (verdicts, retries, `--verbose` requests).
 //! - [`deadline`]: the longest `--timeout` and saturating `Instant` arithmetic; [`http`]: what
 //!   every HTTP client shares (user agent, TLS over given roots, `error_chain`); [`escape`]:
@@ -90,7 +91,9 @@
 //!   `job`: the Job rule decided, `--job-failure-policy`'s rules and rule mode's (`--mode
 //!   watch`), `rule`: the Job rule written, in both modes, `object`: the webhook's writer,
 //!   edits made to the object as sent).
-//! - [`cluster`] (cargo features `webhook` and `watch`): the cluster side, one wing:
+//! - [`cluster`] (cargo features `webhook` and `watch`): the cluster side, one wing
+//!   (`cluster/ask.rs`: one image asked of its registry, the webhook's verdicts' and the
+//!   watcher's look's one way, through the process's held [`Checker`]):
 //! - `cluster/webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
 //!   (`review`: one AdmissionReview read once for all that read it, `admit`, `watch_mode`:
 //!   `--mode watch`'s Job rule, `audit`: `--audit`'s warnings of what
@@ -160,5 +163,5 @@ pub mod route;
 pub(crate) mod suggest;
 mod test_hooks;
 
-pub use check::{Options, check, check_until};
+pub use check::{Checker, Options, check, check_until};
 pub use report::{Counted, ExitCode, ImageResult, NotCounted, Reason, Report, Status};

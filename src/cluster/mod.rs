@@ -6,9 +6,13 @@
 //! - `watch`: `pullcheck watch`, the stuck-pod controller;
 //! - `doctor`: `pullcheck doctor`, whether the chart works on a cluster;
 //! - `door`: the one client to the API server each command makes, and the reads they share;
+//! - `ask`: one image asked of its registry, the one way the webhook's verdicts and the
+//!   watcher's look ask it, through the process's held checker;
 //! - `serve`: what the two servers share (the listener, the runtime, the accept loop, the
 //!   probes and the metrics' histogram).
 
+#[cfg(any(feature = "webhook", feature = "watch"))]
+pub(crate) mod ask;
 #[cfg(any(feature = "webhook", feature = "watch"))]
 pub(crate) mod doctor;
 pub(crate) mod door;

@@ -308,9 +308,8 @@ pub struct PlatformPolicy {
 
 impl PlatformPolicy {
     /// No platform check (`--platform any`): whether the reference resolves, and nothing more
-    /// (the watcher's look before it fails a pod).
-    #[cfg(any(feature = "watch", feature = "webhook"))]
-    pub(crate) fn none() -> PlatformPolicy {
+    /// (the cluster side's lookups, where the node that will pull is not known).
+    pub fn none() -> PlatformPolicy {
         PlatformPolicy {
             want: None,
             ..PlatformPolicy::default()

@@ -3,10 +3,10 @@
 //! Tokens are shared: one per registry, credential and group of repositories (see
 //! [`Registries::plan`](super::state::Registries::plan)), fetched once by whoever needs it
 //! first while every other image of the group waits for that same fetch, and renewed only when
-//! it expires or the registry calls it invalid. A token server's refusal is kept for the run,
-//! so that rejected credentials are sent once, not once per image. Credentials go to a token
-//! realm only over HTTPS, unless `--plain-http` or the node's configuration speaks plain HTTP
-//! to that host.
+//! it expires or the registry calls it invalid. A token server's refusal is kept for the run
+//! (for a held checker's client, its life: minutes), so that rejected credentials are sent
+//! once, not once per image. Credentials go to a token realm only over HTTPS, unless
+//! `--plain-http` or the node's configuration speaks plain HTTP to that host.
 //!
 //! [`Tokens`] is one registry's cache (kept in its state); [`TokenSource`] is what a request
 //! for that registry asks tokens through: the cache, the registry's client and the wire.

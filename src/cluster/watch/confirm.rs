@@ -8,11 +8,16 @@
 //! (not found, refused credentials, no route from the watcher's pod to a registry only the node
 //! reaches, a time-out) leaves the decision to the kubelet's fresh words, which are the node's
 //! own view: the watcher never fails a pod on its own answer, only spares one.
+//!
+//! The looks go through one [`Checker`], the watcher's for its whole life: a token and a
+//! connection serve the next look. It is made at the first look (making it costs nothing), so
+//! that the watcher's set-up needs no word of it.
 
-use crate::check::Options;
+use crate::check::Checker;
+use crate::cluster::ask::{self, Ask};
 use crate::keyring::Keyring;
-use crate::registry::{ClientOptions, PlatformPolicy};
 use crate::report::Status;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// The longest the look may take: the pod waits for it, and a registry that does not answer
@@ -30,20 +35,15 @@ pub(crate) enum Look {
     Inconclusive(Status),
 }
 
+/// The watcher's checker: anonymous or with a pod's own secrets (given per look), no platform,
+/// and no plain-HTTP registry, as the look has always asked.
+static CHECKER: LazyLock<Checker> = LazyLock::new(|| ask::checker(Vec::new(), Vec::new()));
+
 /// Asks the registry whether `image` resolves now, with the credentials of `keyring` (empty:
 /// anonymous). The keyring lives for this one look.
 pub(crate) async fn look(image: &str, keyring: Keyring) -> Look {
-    let options = Options {
-        timeout: TIMEOUT,
-        keyring,
-        client: ClientOptions {
-            platform: PlatformPolicy::none(),
-            ..ClientOptions::default()
-        },
-        ..Options::default()
-    };
-    let report = crate::check(&[image.to_string()], &options).await;
-    match report.images.first().map(|r| r.status) {
+    let result = ask::ask(&CHECKER, image, keyring, Ask::look(TIMEOUT)).await;
+    match result.map(|r| r.status) {
         Some(Status::Ok) => Look::Resolves,
         Some(status) => Look::Inconclusive(status),
         None => Look::Inconclusive(Status::Unreachable),

@@ -22,9 +22,9 @@ use tokio::time::Instant;
 /// keys go first, then any finished ones; when every key is a lookup under way, no new lookup
 /// starts (its review is answered without a verdict). The registries known are bounded alike.
 pub(crate) const MAX_ENTRIES: usize = 10_000;
-/// Lookups under way at once, all registries together: each builds a client on a thread of its
-/// own (the system's certificates read, a few MiB), so that a flood of new images cannot take
-/// more than the chart's memory limit.
+/// Lookups under way at once, all registries together: each holds its requests' bodies and a
+/// task on the server's runtime, so that a flood of new images cannot take more than the
+/// chart's memory limit nor crowd out the reviews.
 pub(crate) const MAX_LOOKUPS: usize = 8;
 
 /// What a verdict is kept by: the same image asked the same way.

@@ -1,7 +1,7 @@
-//! One image asked of its registry at admission, through the check library (`check::check`, the
-//! code of the init container: the same requests, the same classifier), and what its answer
-//! proves, as a [`Found`] the cache keeps. The decision ([`found_of`]) is pure; [`ask`] is the
-//! I/O.
+//! One image asked of its registry at admission, through the check library (the webhook's held
+//! [`Checker`], running the code of the init container: the same requests, the same
+//! classifier, as the cluster side asks, `cluster/ask.rs`), and what its answer proves, as a
+//! [`Found`] the cache keeps. The decision ([`found_of`]) is pure; [`ask()`] is the I/O.
 //!
 //! At admission nothing is known of the node that will pull: so the registry is asked
 //! anonymously or with the pods' own pull secrets only, from the webhook's own network (a registry on loopback is the node's, never
@@ -9,10 +9,9 @@
 //! that does not parse, is a verdict. Refused credentials, time-outs, TLS the webhook does not
 //! trust: nothing is said, since the node may know better.
 
-use crate::check::{self, Network, OnUnreachable, OnUnverifiable, Options};
-use crate::container_start::StartCheck;
+use crate::check::Checker;
+use crate::cluster::ask::{self, Ask};
 use crate::keyring::Keyring;
-use crate::registry::ClientOptions;
 use crate::report::{Counted, ImageResult, Reason, Status};
 use std::time::Duration;
 
@@ -72,28 +71,16 @@ pub(crate) fn found_of(result: &ImageResult) -> Found {
 }
 
 /// Asks the registry of `image` once (retries within `timeout` only while the failure is
-/// transient, `Retry-After` honoured), as `client` allows: the proof, and the manifest
-/// requests it took.
+/// transient, `Retry-After` honoured), through `checker` (plain HTTP where told, no
+/// platform): the proof, and the manifest requests it took.
 pub(crate) async fn ask(
+    checker: &Checker,
     image: &str,
-    client: &ClientOptions,
     keyring: Keyring,
     timeout: Duration,
 ) -> (Found, u32) {
-    let options = Options {
-        timeout,
-        keyring,
-        concurrency: 1,
-        client: client.clone(),
-        on_unreachable: OnUnreachable::Warn,
-        on_unverifiable: OnUnverifiable::Warn,
-        network: Network::Pod,
-        start_check: StartCheck::Off,
-        ..Options::default()
-    };
-    let report = check::check(&[image.to_string()], &options).await;
-    match report.images.first() {
-        Some(result) => (found_of(result), result.attempts),
+    match ask::ask(checker, image, keyring, Ask::verdict(timeout)).await {
+        Some(result) => (found_of(&result), result.attempts),
         None => (Found::Unknown { cooldown: None }, 0),
     }
 }

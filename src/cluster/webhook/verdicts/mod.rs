@@ -29,6 +29,7 @@ mod judge;
 mod nodes;
 
 use super::review::Review;
+use crate::check::Checker;
 use crate::cluster::door::Door;
 use crate::cluster::serve::family;
 use crate::config::VerdictConfig;
@@ -36,7 +37,6 @@ use crate::keyring::Keyring;
 use crate::node::NodeImages;
 use crate::pull_policy::PullPolicy;
 use crate::reference::Reference;
-use crate::registry::{ClientOptions, PlatformPolicy};
 use cache::{Cache, Key, Lookup};
 use judge::{Found, Missing};
 use std::fmt::Write;
@@ -120,8 +120,9 @@ pub(crate) struct Verdicts {
     secrets: Option<Door>,
     /// Refuse a proven miss.
     deny: bool,
-    /// How registries are asked: plain HTTP where told, no platform.
-    client: ClientOptions,
+    /// How registries are asked (plain HTTP where told, no platform): one client, its tokens
+    /// and connections, for every lookup of the webhook's life.
+    checker: Arc<Checker>,
     cache: Arc<Cache>,
     nodes: nodes::Nodes,
     counts: Arc<Counts>,
@@ -143,12 +144,10 @@ impl Verdicts {
             budget: config.budget,
             secrets: door.clone().filter(|_| config.read_pull_secrets),
             deny: config.deny,
-            client: ClientOptions {
-                plain_http: config.plain_http,
-                resolve: config.resolve,
-                platform: PlatformPolicy::none(),
-                ..ClientOptions::default()
-            },
+            checker: Arc::new(crate::cluster::ask::checker(
+                config.plain_http,
+                config.resolve,
+            )),
             cache: Cache::new(cache::Settings {
                 hit_ttl: config.hit_ttl,
                 miss_ttl: config.miss_ttl,
@@ -259,11 +258,11 @@ impl Verdicts {
         let (key, keyring) = Key::asked(&reference, keyring);
         p.reference = Some(reference);
         let image = p.image.clone();
-        let client = self.client.clone();
+        let checker = self.checker.clone();
         let requests = self.counts.requests.clone();
         let lookup = self
             .cache
-            .lookup(key, move || ask_apart(image, client, keyring, requests));
+            .lookup(key, move || ask_counted(checker, image, keyring, requests));
         match lookup {
             Lookup::Hit(found) => {
                 self.counts.hits.fetch_add(1, Ordering::Relaxed);
@@ -278,29 +277,17 @@ impl Verdicts {
     }
 }
 
-/// [`judge::ask`] on a thread of its own: building a client reads the system's certificates
-/// (tens of milliseconds of CPU), which must not hold up the reviews served meanwhile.
-async fn ask_apart(
+/// [`judge::ask`], on the task the cache gives the lookup, on the server's runtime (the held
+/// checker's client is made once, so a lookup is I/O alone), its requests counted.
+async fn ask_counted(
+    checker: Arc<Checker>,
     image: String,
-    client: ClientOptions,
     keyring: Keyring,
     requests: Arc<AtomicU64>,
 ) -> Found {
-    let asked = tokio::task::spawn_blocking(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .ok()?;
-        Some(runtime.block_on(judge::ask(&image, &client, keyring, LOOKUP_TIME)))
-    })
-    .await;
-    match asked {
-        Ok(Some((found, attempts))) => {
-            requests.fetch_add(u64::from(attempts), Ordering::Relaxed);
-            found
-        }
-        _ => Found::Unknown { cooldown: None },
-    }
+    let (found, attempts) = judge::ask(&checker, &image, keyring, LOOKUP_TIME).await;
+    requests.fetch_add(u64::from(attempts), Ordering::Relaxed);
+    found
 }
 
 /// What the images' verdicts come to (pure): a warning per proven miss and, with `deny`, the
