@@ -91,7 +91,7 @@
 //!   `job`: the Job rule decided, `--job-failure-policy`'s rules and rule mode's (`--mode
 //!   watch`), `rule`: the Job rule written, in both modes, `object`: the webhook's writer,
 //!   edits made to the object as sent).
-//! - [`cluster`] (cargo features `webhook` and `watch`): the cluster side, one wing
+//! - `cluster` (cargo features `webhook` and `watch`): the cluster side, one wing
 //!   (`cluster/ask.rs`: one image asked of its registry, the webhook's verdicts' and the
 //!   watcher's look's one way, through the process's held [`Checker`]):
 //! - `cluster/webhook` (cargo feature `webhook`): `pullcheck webhook`, the mutating admission webhook
