@@ -68,8 +68,9 @@
 //!   command), over the pod spec and the image's config.
 //! - [`check`](mod@check): the run's phases (set-up, scheduling, verdicts, the summary), with
 //!   `check/job.rs` (one image's attempts, retries with back-off, inside the deadline),
-//!   `check/walk.rs` (the walk over a route's endpoints) and `check/held.rs` (the
-//!   [`Checker`] a long-running process keeps: one registry client for all its checks); [`progress`]: what it is doing while
+//!   `check/walk.rs` (the walk over a route's endpoints), `check/held.rs` (the [`Checker`] a
+//!   long-running process keeps: one registry client for all its checks) and
+//!   `check/options.rs` ([`Options`]: how a run checks); [`progress`]: what it is doing while
 //!   it runs (verdicts, retries, `--verbose` requests).
 //! - [`deadline`]: the longest `--timeout` and saturating `Instant` arithmetic; [`http`]: what
 //!   every HTTP client shares (user agent, TLS over given roots, `error_chain`); [`escape`]:

@@ -25,7 +25,7 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, LazyLock, RwLock};
 
 /// The shortest secret matched anywhere in foreign text (a shorter one only as a whole token),
@@ -36,12 +36,17 @@ pub(crate) const MIN_PREFIX: usize = 16;
 /// What a secret becomes.
 pub(crate) const REDACTED: &str = "<redacted>";
 /// The most forms of secrets kept (each secret has up to four). Secrets are registered when
-/// they are used, not when a pull secret is read: a run holds tens.
+/// they are used, not when a pull secret is read: a run holds tens. A process that lives for
+/// weeks (the webhook, the watcher) registers each token it is given: past the bound the
+/// oldest forms make room, so that the newest secrets are always redacted (an old token has
+/// expired long since; a secret that stopped being redacted would be a leak).
 const MAX_FORMS: usize = 16_384;
 
 #[derive(Default)]
 struct Known {
     forms: HashSet<String>,
+    /// The forms in the order they came, for the oldest to make room past [`MAX_FORMS`].
+    order: VecDeque<String>,
     /// The matcher over `forms` for foreign text, rebuilt on the first use after a change.
     foreign: Option<Arc<Matcher>>,
     /// The matcher over the forms no word can be, for [`net`], rebuilt likewise.
@@ -94,11 +99,7 @@ pub(crate) fn register(secret: &str) {
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     for form in forms {
-        if known.forms.len() < MAX_FORMS && !form.is_empty() {
-            known.forms.insert(form);
-            known.foreign = None;
-            known.net = None;
-        }
+        known.add(form, MAX_FORMS);
     }
 }
 
@@ -149,6 +150,23 @@ fn scrub(text: &str, scope: Scope) -> Cow<'_, str> {
 }
 
 impl Known {
+    /// Keeps `form` (unless empty or kept already), the oldest forms making room past `max`.
+    fn add(&mut self, form: String, max: usize) {
+        if form.is_empty() || self.forms.contains(&form) {
+            return;
+        }
+        while self.order.len() >= max.max(1) {
+            match self.order.pop_front() {
+                Some(oldest) => self.forms.remove(&oldest),
+                None => break,
+            };
+        }
+        self.forms.insert(form.clone());
+        self.order.push_back(form);
+        self.foreign = None;
+        self.net = None;
+    }
+
     fn slot(&self, scope: Scope) -> &Option<Arc<Matcher>> {
         match scope {
             Scope::Foreign => &self.foreign,
@@ -291,6 +309,20 @@ fn agreeing(text: &str, form: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Past the bound the oldest forms make room: the newest secret is always redacted.
+    #[test]
+    fn past_the_bound_the_oldest_forms_make_room() {
+        let mut known = Known::default();
+        for n in 0..5 {
+            known.add(format!("secret-{n}"), 3);
+        }
+        known.add("secret-4".into(), 3);
+        let kept: Vec<&str> = known.order.iter().map(String::as_str).collect();
+        assert_eq!(kept, ["secret-2", "secret-3", "secret-4"]);
+        assert_eq!(known.forms.len(), 3);
+        assert!(known.forms.contains("secret-4") && !known.forms.contains("secret-0"));
+    }
 
     fn redact_with<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
         match Matcher::new(secrets.to_vec(), Scope::Foreign) {

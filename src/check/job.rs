@@ -21,19 +21,17 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-/// A refusal of an `IfNotPresent` image the node holds, whose kubelet re-verifies credentials
-/// (Kubernetes 1.35+), is not counted, for the reason `words` give: the kubelet's records may
-/// still let the pod use the node's copy. The registry's `ok`, and a start prediction made from
-/// the pod spec alone, stand.
-fn held_by_node(result: &mut ImageResult, words: &str) {
-    let why = crate::proof::by_node(
+/// Why `result` is not counted when the node holds its `IfNotPresent` image and its kubelet
+/// re-verifies credentials (Kubernetes 1.35+), if it is not (pure): a refusal is left to the
+/// kubelet's records, which may still let the pod use the node's copy. The registry's `ok`, and
+/// a start prediction made from the pod spec alone, stand.
+fn uncounted_when_held(result: &ImageResult) -> Option<NotCounted> {
+    crate::proof::by_node(
         result.status,
         crate::pull_policy::PullPolicy::IfNotPresent,
         crate::proof::NodeProof::HoldsReverified,
-    );
-    if let (true, Some(why)) = (result.fatal(), why) {
-        result.not_counted(why, words);
-    }
+    )
+    .filter(|_| result.fatal())
 }
 
 /// One image's check, run as a task of its own.
@@ -85,8 +83,8 @@ impl Job {
         let mut result = self.pull().await;
         // Before the certain predictions below: a refusal of an image the node holds is left
         // to the kubelet's records, a `runAsUser: 0` is not.
-        if let Some(words) = &self.held {
-            held_by_node(&mut result, words);
+        if let (Some(words), Some(why)) = (&self.held, uncounted_when_held(&result)) {
+            result.not_counted(why, words);
         }
         // Images that cannot be pulled still say what their containers' specs alone decide
         // (`runAsNonRoot` with `runAsUser: 0`).
@@ -543,6 +541,12 @@ mod tests {
     /// On a node that re-verifies credentials, what the registry says of an image the node
     /// holds: `ok` is proof, a refusal is left to the kubelet's records, and a container the
     /// pod spec alone keeps from starting still counts.
+    fn held_by_node(result: &mut ImageResult, words: &str) {
+        if let Some(why) = uncounted_when_held(result) {
+            result.not_counted(why, words);
+        }
+    }
+
     #[test]
     fn a_refusal_of_an_image_the_node_holds_is_left_to_the_kubelet() {
         for status in Status::ALL {
