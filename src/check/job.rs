@@ -3,7 +3,7 @@
 //! verdict counts (an image the node holds, asked because its kubelet re-verifies credentials,
 //! counts only on the registry's `ok`).
 
-use super::walk::{Answer, Walk};
+use super::walk::{RouteAnswer, Walk};
 use super::{LastSeen, Repeated, backoff};
 use crate::container_start::{ContainerFacts, NotRead, StartCheck};
 use crate::credentials::{Lookup, NodeCredentials, ProviderKind};
@@ -11,7 +11,7 @@ use crate::keyring::Credential;
 use crate::progress::Events;
 use crate::reference::Reference;
 use crate::registry::{
-    self, AuthUsed, Client, ConfigRead, Fact, Outcome, PlatformSeen, Progress, Verdict,
+    self, AuthUsed, Client, ConfigRead, Fact, PlatformSeen, Probed, Progress, Verdict,
 };
 use crate::report::{ContainerStart, Counted, ImageResult, NotCounted, Reason, Status};
 use crate::route::hosts::HostsError;
@@ -126,7 +126,7 @@ impl Job {
     /// the config is read (once) only when some container's spec leaves the answer to it.
     async fn predict_start(
         &self,
-        outcome: &Outcome,
+        outcome: &Probed,
         endpoint: Option<&Endpoint>,
         node_credentials: &[Credential],
     ) -> (Vec<ContainerStart>, Option<String>) {
@@ -270,12 +270,12 @@ impl Job {
     /// credential sources when none matched, the endpoint, and whether it counts.
     async fn settle(
         &self,
-        answer: Answer,
+        answer: RouteAnswer,
         attempts: u32,
         start: Instant,
         node: &Lookup,
     ) -> ImageResult {
-        let Answer {
+        let RouteAnswer {
             outcome,
             mut verdict,
             place,
@@ -307,7 +307,7 @@ impl Job {
     async fn start_verdict(
         &self,
         verdict: Verdict,
-        outcome: &Outcome,
+        outcome: &Probed,
         asked: Option<&Endpoint>,
         node_credentials: &[Credential],
     ) -> (Verdict, Vec<ContainerStart>) {
@@ -319,7 +319,7 @@ impl Job {
         let url = "read for the start check".to_string();
         let not_image = registry::classify(
             &self.reference,
-            &Outcome {
+            &Probed {
                 fact: Fact::NotAnImage { url, what },
                 auth: outcome.auth.clone(),
                 tried: outcome.tried.clone(),
@@ -463,7 +463,7 @@ impl Job {
 
     /// The result of an image whose deadline passed before it could be (re)tried.
     fn deadline_passed(&self, waiting_for: &str, attempts: u32, start: Instant) -> ImageResult {
-        let outcome = Outcome {
+        let outcome = Probed {
             fact: Fact::TimedOut {
                 waiting_for: waiting_for.to_string(),
                 deadline: true,

@@ -5,16 +5,16 @@
 use super::ATTEMPT_MIN;
 use crate::keyring::Credential;
 use crate::reference::Reference;
-use crate::registry::{self, AuthUsed, Client, Fact, Outcome, Progress, Verdict};
+use crate::registry::{self, AuthUsed, Client, Fact, Probed, Progress, Verdict};
 use crate::report::{Reason, Status};
 use crate::route::hosts::HostsError;
 use crate::route::{Endpoint, Route};
 use tokio::time::Instant;
 
 /// What one attempt over the route found.
-pub(super) struct Answer {
+pub(super) struct RouteAnswer {
     /// What the deciding endpoint answered.
-    pub(super) outcome: Outcome,
+    pub(super) outcome: Probed,
     /// Its verdict, with the hosts tried.
     pub(super) verdict: Verdict,
     /// Where the verdict came from, for the report (`endpoint`, `mirror_of`): only with a node
@@ -27,11 +27,11 @@ pub(super) struct Answer {
 }
 
 /// One endpoint's answer: the endpoint, the URL asked, what it said and its verdict.
-type Asked<'a> = (&'a Endpoint, String, Outcome, Verdict);
+type Asked<'a> = (&'a Endpoint, String, Probed, Verdict);
 
 /// An outcome of no request (a blocked entry, a configuration that cannot be used).
-fn no_request() -> Outcome {
-    Outcome {
+fn no_request() -> Probed {
+    Probed {
         fact: Fact::UnsupportedAuth {
             scheme: String::new(),
         },
@@ -64,7 +64,7 @@ impl Walk<'_> {
         &self,
         credentials: &[&Credential],
         attempt_deadline: Instant,
-    ) -> Answer {
+    ) -> RouteAnswer {
         let route = match &self.route {
             Ok(r) => r,
             Err(e) => {
@@ -75,7 +75,7 @@ impl Walk<'_> {
                         self.reference
                     ),
                 );
-                return Answer {
+                return RouteAnswer {
                     outcome: no_request(),
                     verdict,
                     place: None,
@@ -108,7 +108,7 @@ impl Walk<'_> {
         } else {
             Some((url, endpoint.mirror_of.clone()))
         };
-        Answer {
+        RouteAnswer {
             outcome,
             verdict,
             place,
@@ -217,7 +217,7 @@ impl Walk<'_> {
     }
 
     /// The verdict when the configuration leaves no host to ask.
-    fn no_endpoint(&self, route: &Route) -> Answer {
+    fn no_endpoint(&self, route: &Route) -> RouteAnswer {
         let mut message = format!(
             "{}: the node's configuration leaves no host to ask",
             self.reference
@@ -226,7 +226,7 @@ impl Walk<'_> {
             message.push_str("; ");
             message.push_str(n);
         }
-        Answer {
+        RouteAnswer {
             outcome: no_request(),
             verdict: Verdict::new(Reason::NoEndpoint, message),
             place: None,
@@ -251,14 +251,14 @@ impl Walk<'_> {
         credentials: &[&Credential],
         deadline: Instant,
         explain: bool,
-    ) -> Outcome {
+    ) -> Probed {
         let progress = Progress::default();
         let probe = self
             .client
             .probe_at(endpoint, credentials, &progress, deadline, explain);
         match tokio::time::timeout_at(deadline, probe).await {
             Ok(outcome) => outcome,
-            Err(_) => Outcome {
+            Err(_) => Probed {
                 fact: Fact::TimedOut {
                     waiting_for: progress.get(),
                     deadline: deadline >= self.deadline,

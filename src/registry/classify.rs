@@ -7,7 +7,7 @@
 //! waiting will not change them. A 429 and "no such host" are retried only so often per
 //! registry in a run (the check counts them).
 
-use super::{AuthUsed, Fact, Outcome, PlatformSeen, Step, TlsFailure};
+use super::{AuthUsed, Fact, PlatformSeen, Probed, Step, TlsFailure};
 use crate::reference::Reference;
 use crate::report::{ContainerStart, Reason, StartStatus, Status};
 use std::time::Duration;
@@ -73,7 +73,7 @@ impl Verdict {
 }
 
 /// Turns what a probe found into a verdict: each kind of fact is worded by its own function.
-pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
+pub fn classify(reference: &Reference, outcome: &Probed) -> Verdict {
     let words = Words::new(reference, outcome);
     let Words {
         image, registry, ..
@@ -171,7 +171,7 @@ pub fn classify(reference: &Reference, outcome: &Outcome) -> Verdict {
 /// those tried, and what was asked for (a tag, a digest).
 struct Words<'a> {
     reference: &'a Reference,
-    outcome: &'a Outcome,
+    outcome: &'a Probed,
     image: String,
     registry: &'a str,
     repo: &'a str,
@@ -216,7 +216,7 @@ impl Broken {
 }
 
 impl<'a> Words<'a> {
-    fn new(reference: &'a Reference, outcome: &'a Outcome) -> Words<'a> {
+    fn new(reference: &'a Reference, outcome: &'a Probed) -> Words<'a> {
         Words {
             reference,
             outcome,
@@ -628,8 +628,8 @@ mod tests {
         Reference::parse(s).unwrap()
     }
 
-    fn outcome(fact: Fact, auth: AuthUsed) -> Outcome {
-        Outcome {
+    fn outcome(fact: Fact, auth: AuthUsed) -> Probed {
+        Probed {
             fact,
             tried: vec![auth.clone()],
             auth,

@@ -32,12 +32,12 @@ pub(crate) struct DnsError {
     detail: String,
 }
 
-type Answer = Option<Result<Arc<Vec<SocketAddr>>, DnsError>>;
+type Resolved = Option<Result<Arc<Vec<SocketAddr>>, DnsError>>;
 
 /// The resolver given to reqwest.
 #[derive(Default)]
 pub(crate) struct Resolver {
-    inflight: Arc<Mutex<HashMap<String, watch::Receiver<Answer>>>>,
+    inflight: Arc<Mutex<HashMap<String, watch::Receiver<Resolved>>>>,
 }
 
 impl reqwest::dns::Resolve for Resolver {
@@ -72,7 +72,7 @@ impl reqwest::dns::Resolve for Resolver {
 
 impl Resolver {
     /// The answer to come for `host`: joins a lookup in flight, or starts one on a thread.
-    fn lookup(&self, host: String) -> Result<watch::Receiver<Answer>, DnsError> {
+    fn lookup(&self, host: String) -> Result<watch::Receiver<Resolved>, DnsError> {
         let mut inflight = self
             .inflight
             .lock()

@@ -10,7 +10,7 @@
 //! tags; after a `HEAD` that found an index, one `GET` of the index checks the node's platform;
 //! when a container's spec leaves it to the image whether it starts (see [`crate::container_start`]),
 //! `image_config` reads the image's config (a manifest `GET` and a blob `GET`).
-//! What a probe found is returned as raw facts ([`Outcome`]); [`classify`](fn@classify) turns them into a
+//! What a probe found is returned as raw facts ([`Probed`]); [`classify`](fn@classify) turns them into a
 //! verdict in one place. [`dns`] resolves names within the deadline; [`index`] reads an index
 //! entry by entry.
 //!
@@ -260,7 +260,7 @@ pub(crate) enum PlatformSeen {
 
 /// What one probe of one image found, and with which credentials.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Probed {
     /// The decisive fact.
     pub(crate) fact: Fact,
     /// The credential in use when the fact was found.
@@ -401,7 +401,7 @@ impl Client {
         progress: &Progress,
         deadline: tokio::time::Instant,
         explain: bool,
-    ) -> Outcome {
+    ) -> Probed {
         self.probe()
             .probe_at(endpoint, credentials, progress, deadline, explain)
             .await

@@ -25,7 +25,7 @@ use super::http::Wire;
 use super::inspect::FollowUps;
 use super::state::{Registries, RegistryState};
 use super::{
-    AuthUsed, Fact, MANIFEST_ACCEPT, Outcome, PlatformSeen, Progress, SUGGESTION_MARGIN, Step,
+    AuthUsed, Fact, MANIFEST_ACCEPT, PlatformSeen, Probed, Progress, SUGGESTION_MARGIN, Step,
     TlsFailure, authorized, is_digest, retry_after, transport, www_authenticate,
 };
 use crate::keyring::Credential;
@@ -38,12 +38,12 @@ use tokio::time::Instant;
 
 /// One answer to a manifest request: the fact, who asked, and the `Authorization` sent (for
 /// the follow-ups, which must ask as the request that found it did).
-type Answer = (Fact, AuthUsed, Option<String>);
+type ProbeAnswer = (Fact, AuthUsed, Option<String>);
 
 /// What the manifest requests of one probe found: the answer that decides (none when there
 /// was no credential to try), and every credential tried, in order.
 struct Asked {
-    last: Option<Answer>,
+    last: Option<ProbeAnswer>,
     tried: Vec<AuthUsed>,
 }
 
@@ -74,13 +74,13 @@ impl Probe<'_> {
         progress: &Progress,
         deadline: Instant,
         explain: bool,
-    ) -> Outcome {
+    ) -> Probed {
         let state = match self.registries.endpoint_state(endpoint) {
             Ok(s) => s,
             Err(e) => {
                 // The manifest request could not be sent: its client could not be built.
                 let r = &endpoint.reference;
-                return Outcome {
+                return Probed {
                     fact: Fact::Transport {
                         step: Step::Manifest,
                         method: "HEAD",
@@ -113,7 +113,7 @@ impl Probe<'_> {
         progress: &Progress,
         deadline: Instant,
         explain: bool,
-    ) -> Outcome {
+    ) -> Probed {
         let reference = &endpoint.reference;
         let mut state = state.clone();
         let asked = loop {
@@ -135,7 +135,7 @@ impl Probe<'_> {
             let fact = Fact::UnsupportedAuth {
                 scheme: "(no credential to try)".to_string(),
             };
-            return Outcome {
+            return Probed {
                 fact,
                 auth: AuthUsed::Anonymous,
                 tried,
@@ -154,7 +154,7 @@ impl Probe<'_> {
             )
             .await;
         let fact = self.not_a_registry(&state, fact, progress).await;
-        Outcome { fact, auth, tried }
+        Probed { fact, auth, tried }
     }
 
     /// Phase 1: the manifest requests, answering the registry's challenge once.
@@ -226,7 +226,7 @@ impl Probe<'_> {
             )
         };
         let mut tried = Vec::new();
-        let mut last: Option<Answer> = None;
+        let mut last: Option<ProbeAnswer> = None;
         for cred in candidates {
             let auth = AuthUsed::of(cred);
             tried.push(auth.clone());
