@@ -137,52 +137,60 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<By
 
 async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<Bytes>> {
     let started = Instant::now();
+    // The body's room in the budget is held until the review is answered.
+    let (outcome, response) = match body_of(req, &shared.bodies).await {
+        Ok((body, _room)) => answer_review(body, shared).await,
+        Err(refused) => (ReviewOutcome::Error, refused),
+    };
+    shared.metrics.record(outcome, started.elapsed());
+    response
+}
+
+/// The request's body, within [`MAX_BODY`], [`CLIENT_TIME`] and the room of `budget` it
+/// takes (held by the caller while it answers); `Err`: the answer that refuses it.
+async fn body_of(
+    req: Request<Incoming>,
+    budget: &Arc<Semaphore>,
+) -> Result<(Bytes, OwnedSemaphorePermit), Response<Full<Bytes>>> {
     let declared = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
-        shared
-            .metrics
-            .record(ReviewOutcome::Error, started.elapsed());
-        return text(
+        return Err(text(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("a review is at most {MAX_BODY} bytes\n"),
-        );
+        ));
     }
-    let Some(_room) = reserve(&shared.bodies, declared).await else {
-        shared
-            .metrics
-            .record(ReviewOutcome::Error, started.elapsed());
-        return text(
+    let Some(room) = reserve(budget, declared).await else {
+        return Err(text(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many large reviews at once\n".into(),
-        );
+        ));
     };
     let body = Limited::new(req.into_body(), MAX_BODY).collect();
-    let body = match tokio::time::timeout(CLIENT_TIME, body).await {
-        Ok(Ok(body)) => body.to_bytes(),
+    match tokio::time::timeout(CLIENT_TIME, body).await {
+        Ok(Ok(body)) => Ok((body.to_bytes(), room)),
         Ok(Err(e)) => {
-            shared
-                .metrics
-                .record(ReviewOutcome::Error, started.elapsed());
             let status = if e.is::<http_body_util::LengthLimitError>() {
                 StatusCode::PAYLOAD_TOO_LARGE
             } else {
                 StatusCode::BAD_REQUEST
             };
-            return text(status, format!("cannot read the request body: {e}\n"));
+            Err(text(status, format!("cannot read the request body: {e}\n")))
         }
-        Err(_) => {
-            shared
-                .metrics
-                .record(ReviewOutcome::Error, started.elapsed());
-            return text(
-                StatusCode::REQUEST_TIMEOUT,
-                "the body came too slowly\n".into(),
-            );
-        }
-    };
+        Err(_) => Err(text(
+            StatusCode::REQUEST_TIMEOUT,
+            "the body came too slowly\n".into(),
+        )),
+    }
+}
+
+/// One review's body read, judged and answered: what came of it, and the answer.
+async fn answer_review(
+    body: Bytes,
+    shared: &Arc<Shared>,
+) -> (ReviewOutcome, Response<Full<Bytes>>) {
     // The server runs on one thread: a large review (up to 3 MiB, most of a second in a debug
     // build) is read and decided on the blocking pool, so that small reviews and the probes go
     // on meanwhile. It is read once, and what it asks given to the LimitRange reader, the
@@ -196,12 +204,12 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
         Some(Review::read(&body))
     };
     let Some(review) = review else {
-        shared
-            .metrics
-            .record(ReviewOutcome::Error, started.elapsed());
-        return text(
-            StatusCode::BAD_REQUEST,
-            "the review's decision failed\n".into(),
+        return (
+            ReviewOutcome::Error,
+            text(
+                StatusCode::BAD_REQUEST,
+                "the review's decision failed\n".into(),
+            ),
         );
     };
     // The LimitRanges first (from memory, or a list bounded by `limit_ranges::READ_TIME`), so
@@ -238,20 +246,17 @@ async fn mutate(req: Request<Incoming>, shared: &Arc<Shared>) -> Response<Full<B
     };
     match decided {
         Ok(answer) => {
-            shared.metrics.record(answer.outcome, started.elapsed());
             let mut response = Response::new(Full::new(Bytes::from(answer.body)));
             response.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
                 hyper::header::HeaderValue::from_static("application/json"),
             );
-            response
+            (answer.outcome, response)
         }
-        Err(e) => {
-            shared
-                .metrics
-                .record(ReviewOutcome::Error, started.elapsed());
-            text(StatusCode::BAD_REQUEST, format!("{}\n", e.0))
-        }
+        Err(e) => (
+            ReviewOutcome::Error,
+            text(StatusCode::BAD_REQUEST, format!("{}\n", e.0)),
+        ),
     }
 }
 
