@@ -776,52 +776,22 @@ impl Crate {
         spread
     }
 
-    /// Every function with a body, outside the test items, with its length in lines.
+    /// Every function with a body, outside the test items, with its length in lines: a method
+    /// (or a function within one) named `Type::name` after the innermost `impl` or `trait`.
     fn functions(&self) -> Vec<Function> {
         let mut out = Vec::new();
-        for (name, file) in &self.files {
-            let toks = &file.tokens;
-            // The `impl` blocks open at each brace depth, to name methods `Type::name`.
-            let mut impls: Vec<(usize, String)> = Vec::new();
-            let mut depth = 0usize;
-            let mut i = 0;
-            while i < toks.len() {
-                match &toks[i].tok {
-                    Tok::Punct('{') => depth += 1,
-                    Tok::Punct('}') => {
-                        depth = depth.saturating_sub(1);
-                        while impls.last().is_some_and(|(d, _)| *d > depth) {
-                            impls.pop();
-                        }
-                    }
-                    Tok::Ident(kw) if kw == "impl" && prev_is_item_start(toks, i) => {
-                        if let Some((ty, open)) = impl_type(toks, i) {
-                            impls.push((depth + 1, ty));
-                            depth += 1;
-                            i = open + 1;
-                            continue;
-                        }
-                    }
-                    Tok::Ident(kw) if kw == "fn" => {
-                        if let (Some(Tok::Ident(fname)), Some(open)) =
-                            (toks.get(i + 1).map(|t| &t.tok), body_start(toks, i))
-                        {
-                            let close = matching(toks, open);
-                            let full = match impls.last() {
-                                Some((_, ty)) => format!("{ty}::{fname}"),
-                                None => fname.clone(),
-                            };
-                            out.push(Function {
-                                file: name.clone(),
-                                name: full,
-                                line: toks[i].line,
-                                lines: toks[close].line - toks[i].line + 1,
-                            });
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
+        for (file, f) in &self.files {
+            for s in signatures(&f.tokens) {
+                let Some(lines) = s.lines else { continue };
+                out.push(Function {
+                    file: file.clone(),
+                    name: match &s.within {
+                        Some(ty) => format!("{ty}::{}", s.name),
+                        None => s.name,
+                    },
+                    line: s.line,
+                    lines,
+                });
             }
         }
         out
@@ -965,6 +935,11 @@ struct Signature {
     line: usize,
     /// The type whose `impl` or `trait` block the `fn` is directly in.
     method_of: Option<String>,
+    /// The innermost `impl` or `trait` block around it, at any depth (a function within a
+    /// method is named after the method's type).
+    within: Option<String>,
+    /// Its lines, `fn` to closing brace; `None` without a body.
+    lines: Option<usize>,
     /// The names of its generic parameters (lifetimes aside: the lexer drops them).
     generics: BTreeSet<String>,
     /// The path of its first parameter's type (after `self`) when that is `&mut path`.
@@ -1016,6 +991,9 @@ fn signatures(toks: &[Token]) -> Vec<Signature> {
                             .last()
                             .filter(|(d, _)| *d == depth)
                             .map(|(_, ty)| ty.clone()),
+                        within: blocks.last().map(|(_, ty)| ty.clone()),
+                        lines: body_start(toks, i)
+                            .map(|open| toks[matching(toks, open)].line - toks[i].line + 1),
                         generics,
                         mut_first,
                     });
