@@ -27,10 +27,10 @@
 //! harness's token server, in this process, keeps every token it issued. Nothing is asserted
 //! about time or memory. What still grows in both is the process's register of secrets to
 //! redact (src/redact.rs): every token fetched is registered there, up to its bound of 16,384
-//! forms; with that bound set to 16, the held checker's flood stays flat (18.7 MiB after 1,000
+//! forms (past it the oldest make room); with that bound set to 16, the held checker's flood stays flat (18.7 MiB after 1,000
 //! images, 18.6 MiB after 10,000).
 //!
-//! Run: `PATH=/work/main/target/venv/bin:$PATH cargo bench --bench held` (needs
+//! Run: `PATH=$PWD/target/venv/bin:$PATH cargo bench --bench held` (needs
 //! `docker-registry` on `PATH`, or `PULLCHECK_TEST_REGISTRY_BIN`). Run without `--bench` (as
 //! `cargo test --all-targets` does), it does nothing.
 
