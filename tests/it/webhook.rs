@@ -827,6 +827,61 @@ fn latency_of_500_pod_reviews() {
     );
 }
 
+/// The webhook's memory under a flood of new images: 10,000 Pod reviews with `--verdicts`, each
+/// of an image no review asked before (9 in 10 in a repository of its own that does not exist,
+/// 1 in 10 a tag that does), sent one after another; the webhook's `VmRSS` and `VmHWM`
+/// (`/proc/<pid>/status`) after every 1,000, with the registry requests its verdicts sent.
+/// `PULLCHECK_WEBHOOK_BENCH_BIN` runs another build (an older commit's, for a before and after);
+/// `PULLCHECK_FLOOD_REVIEWS` sends another number of reviews.
+#[test]
+#[ignore = "a measurement: the webhook's memory under a flood of new images"]
+fn memory_under_a_flood_of_new_images() {
+    let reviews: usize = std::env::var("PULLCHECK_FLOOD_REVIEWS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000);
+    let reg = crate::common::plain_registry();
+    reg.push_oci_manifest("flood/app", "v1");
+    let name = "flood.registry.test";
+    let webhook = verdict_webhook(name, &["--verdicts"]);
+    let status = |field: &str| -> f64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", webhook.child.id())).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB"))
+            .map_or(0.0, |kb| kb.trim().parse::<f64>().unwrap_or(0.0) / 1024.0)
+    };
+    let started = Instant::now();
+    println!(
+        "webhook flood: reviews 0, VmRSS {:.1} MiB, VmHWM {:.1} MiB",
+        status("VmRSS:"),
+        status("VmHWM:")
+    );
+    for n in 0..reviews {
+        let image = if n % 10 == 0 {
+            format!("{name}/flood/app:v1")
+        } else {
+            format!("{name}/flood/r{n}:t{n}")
+        };
+        let mut pod = plain_pod("Never");
+        pod["metadata"]["name"] = json!(format!("p{n}"));
+        pod["spec"]["containers"][0]["image"] = json!(image);
+        pod["spec"]["containers"][0]["imagePullPolicy"] = json!("Always");
+        let (code, _) = webhook.post(serde_json::to_vec(&review_of("CREATE", &pod)).unwrap());
+        assert_eq!(code, 200);
+        if (n + 1) % 1000.min(reviews.max(1) / 4).max(1) == 0 {
+            println!(
+                "webhook flood: reviews {}, VmRSS {:.1} MiB, VmHWM {:.1} MiB, {:.1} s, registry \
+                 requests {}",
+                n + 1,
+                status("VmRSS:"),
+                status("VmHWM:"),
+                started.elapsed().as_secs_f64(),
+                webhook.metric("pullcheck_webhook_verdict_registry_requests_total")
+            );
+        }
+    }
+}
+
 /// `n` reviews of bare Pods ([`plain_pod`]), each its own name; with `image`, of that image
 /// pulled `Always`.
 fn pod_reviews(n: usize, image: Option<&str>) -> Vec<Vec<u8>> {
