@@ -35,7 +35,7 @@ impl InjectConfig {
         }
     }
 
-    /// `pullcheck inject`'s whole judgement: [`InjectConfig::from_args`], and the options as
+    /// `pullcheck inject`'s whole judgement: `InjectConfig::from_args`, and the options as
     /// the inject core reads them ([`validate`]); every problem of the flags and of the files
     /// they name at once, those of the files first.
     pub(crate) fn checked(args: InjectArgs) -> Result<(InjectConfig, ValidOptions), ConfigErrors> {

@@ -1,6 +1,6 @@
 //! The Job rule, decided: what `--job-failure-policy` writes on a `batch/v1` Job (the
 //! `podFailurePolicy` rules on pullcheck's exit codes), what rule mode writes (the rule on
-//! `pullcheck watch`'s pod condition, and when a Job keeps its own policy: [`Kept`]), and the
+//! `pullcheck watch`'s pod condition, and when a Job keeps its own policy: `Kept`), and the
 //! warning when a pod's restartPolicy keeps a failed check from failing it. Both are written
 //! by [`super::rule`].
 

@@ -1,7 +1,7 @@
 //! The Job rule written, by any [`Writer`]: a `podFailurePolicy` with the rules decided in
 //! [`super::job`], and `podReplacementPolicy: Failed` beside it. One writer for both modes of
 //! the core: init mode's rules on pullcheck's exit codes (`--job-failure-policy`, through
-//! [`super::pod`]), and rule mode's rule on `pullcheck watch`'s pod condition ([`plan_rule`],
+//! [`super::pod`]), and rule mode's rule on `pullcheck watch`'s pod condition (`plan_rule`,
 //! the webhook's `--mode watch`).
 
 #[cfg(feature = "webhook")]
