@@ -15,7 +15,7 @@
 //! let options = pullcheck::Options::default();
 //! let report = pullcheck::check(&["nginx:1.27".to_string()], &options).await;
 //! for image in &report.images {
-//!     println!("{} {}", image.status.as_str(), image.message);
+//!     println!("{} {}", image.status.as_str(), image.message());
 //! }
 //! std::process::exit(report.exit_code.code().into());
 //! # }

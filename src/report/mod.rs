@@ -402,6 +402,12 @@ impl Serialize for ImageResult {
 }
 
 impl ImageResult {
+    /// What was found, in words that name the image, the registry and what was tried (the
+    /// message of the text report and the JSON's `message`).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The result of `image` (as given) for `reason`, with its message and the reason's own
     /// hint: no reference, no request, anonymous, counted. The check fills in the rest.
     pub(crate) fn new(image: &str, reason: Reason, message: String) -> ImageResult {
