@@ -50,6 +50,8 @@ serial=(hostile:: bad_input::ten_thousand)
 skips=()
 for t in "${serial[@]}"; do skips+=(--skip "$t"); done
 cargo test --all-targets "${features[@]}" -- "${skips[@]}"
+# The library's examples (`--all-targets` leaves doctests out).
+cargo test --doc --features webhook,watch
 # They bound the init container's binary, which is built without the webhook feature: measure
 # that build (the feature's code makes the debug binary's own footprint larger).
 cargo test --test it --features test-hooks -- --test-threads=1 "${serial[@]}"
