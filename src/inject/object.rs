@@ -5,8 +5,8 @@
 //! pointer (RFC 6901) into the object as sent. Rule mode ([`rule_object`], the webhook's
 //! `--mode watch`) writes the Job rule alone through the same writer.
 
-use super::job::Kept;
-use super::rule::{RulePlan, plan_rule};
+use super::job::{self, Kept};
+use super::rule::add_policy;
 use super::{Context, InjectError, ValidOptions, closing_warnings, plan};
 use crate::manifests::splice::{Refusal, Writer, Y};
 use crate::manifests::tree::{Kind, NodeId, Tree};
@@ -329,22 +329,24 @@ pub(crate) fn rule_object(
     if !tree.is_map(job) {
         return Err(no_spec());
     }
+    // Decided on the object as sent (the tree holds the same values): no JSON made again.
+    let spec = spec_at.iter().fold(object, |v, key| &v[*key]);
+    if let Some(why) = job::kept(spec, condition_type) {
+        return Ok(RuleWritten::Kept(why));
+    }
     let writer = ObjectWriter::new(&tree);
     let refused = |why: &str| InjectError(format!("the Job rule cannot be written ({why})"));
-    match plan_rule(&writer, &tree, job, condition_type).map_err(refused)? {
-        RulePlan::Kept(why) => Ok(RuleWritten::Kept(why)),
-        RulePlan::Add(added) => {
-            let ops = added
-                .edits
-                .iter()
-                .map(Change::key_op)
-                .collect::<Option<_>>();
-            Ok(RuleWritten::Added {
-                ops: ops.ok_or_else(|| refused("a list would move"))?,
-                replaced: added.replaced.and_then(|node| tree.to_json(node)),
-            })
-        }
-    }
+    let rules = vec![job::condition_rule(condition_type)];
+    let added = add_policy(&writer, &tree, job, rules).map_err(refused)?;
+    let ops = added
+        .edits
+        .iter()
+        .map(Change::key_op)
+        .collect::<Option<_>>();
+    Ok(RuleWritten::Added {
+        ops: ops.ok_or_else(|| refused("a list would move"))?,
+        replaced: added.replaced.and_then(|node| tree.to_json(node)),
+    })
 }
 
 #[cfg(test)]

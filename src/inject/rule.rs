@@ -1,11 +1,9 @@
 //! The Job rule written, by any [`Writer`]: a `podFailurePolicy` with the rules decided in
 //! [`super::job`], and `podReplacementPolicy: Failed` beside it. One writer for both modes of
 //! the core: init mode's rules on pullcheck's exit codes (`--job-failure-policy`, through
-//! [`super::pod`]), and rule mode's rule on `pullcheck watch`'s pod condition (`plan_rule`,
-//! the webhook's `--mode watch`).
+//! [`super::pod`]), and rule mode's rule on `pullcheck watch`'s pod condition (through
+//! `object.rs`'s `rule_object`, the webhook's `--mode watch`).
 
-#[cfg(feature = "webhook")]
-use super::job::{self, Kept};
 use crate::manifests::splice::{Refusal, Writer, Y};
 use crate::manifests::tree::{NodeId, Tree};
 
@@ -43,30 +41,4 @@ pub(super) fn add_policy<W: Writer>(
         replaced = Some(value);
     }
     Ok(PolicyEdits { edits, replaced })
-}
-
-#[cfg(feature = "webhook")]
-/// What rule mode makes of one Job spec.
-pub(super) enum RulePlan<E> {
-    /// The rule on the condition is added by these edits.
-    Add(PolicyEdits<E>),
-    /// Its policy is kept as written, for this reason.
-    Kept(Kept),
-}
-
-#[cfg(feature = "webhook")]
-/// Rule mode's plan for the Job spec `job` of `t`: the rule on `condition_type`
-/// ([`job::condition_rule`]), unless [`job::kept`] says the Job keeps its own policy.
-pub(super) fn plan_rule<W: Writer>(
-    writer: &W,
-    t: &Tree,
-    job: NodeId,
-    condition_type: &str,
-) -> Result<RulePlan<W::Edit>, Refusal> {
-    let spec = t.to_json(job).ok_or("the Job spec nests too deep")?;
-    if let Some(why) = job::kept(&spec, condition_type) {
-        return Ok(RulePlan::Kept(why));
-    }
-    let rules = vec![job::condition_rule(condition_type)];
-    Ok(RulePlan::Add(add_policy(writer, t, job, rules)?))
 }
