@@ -78,11 +78,6 @@ impl<'a> Asked<'a> {
     pub(crate) fn workload(&self) -> Option<Workload> {
         Workload::of(self.group, self.version, self.kind)
     }
-
-    /// A CREATE of the object itself (not of a sub-resource): the only review acted on.
-    pub(crate) fn is_create(&self) -> bool {
-        matches!(self.operation, Operation::Create) && self.sub_resource.is_none()
-    }
 }
 
 /// The annotation that opts a Pod or Job out (`"false"`).
@@ -112,7 +107,8 @@ pub(crate) fn preamble<K>(
         ControlFlow::Continue(kind) => kind,
         ControlFlow::Break(answer) => return Ok(ControlFlow::Break(answer)),
     };
-    if !asked.is_create() {
+    // A CREATE already: of a sub-resource, not of the object.
+    if asked.sub_resource.is_some() {
         return skip(Skip::Operation);
     }
     if !asked.object.is_object() {
@@ -124,6 +120,7 @@ pub(crate) fn preamble<K>(
     }
     Ok(ControlFlow::Continue(kind))
 }
+
 /// What became of one review, for the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ReviewOutcome {
